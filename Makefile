@@ -1,0 +1,49 @@
+# The two set-up commands of the README: `make run` and `make test`.
+# Both create or refresh .venv and install the project (and its system needs) first.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+BROKERS ?= 3
+DIR    ?= data
+
+.PHONY: run test lint unit integration bench venv system-deps clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# kcat is one of the real clients the integration tests drive; Java runs ZooKeeper.
+system-deps:
+	@command -v kcat >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; \
+	  else echo "kcat is missing: sudo apt-get install kcat"; fi; }
+	@command -v java >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	  else echo "Java 17+ is missing: sudo apt-get install openjdk-17-jre-headless"; fi; }
+
+run: venv system-deps
+	$(BIN)/minikafka cluster up --brokers $(BROKERS) --dir $(DIR)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy .
+
+# pytest exits 5 when it collected nothing; that is not a failure.
+test: venv system-deps lint
+	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
+
+unit: venv
+	$(BIN)/python -m pytest -q tests/unit
+
+bench: venv
+	@for f in tests/bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

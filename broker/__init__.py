@@ -1,0 +1,1 @@
+"""minikafka broker package."""

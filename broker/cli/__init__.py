@@ -1,0 +1,1 @@
+"""The ``minikafka`` command: one module per subcommand."""

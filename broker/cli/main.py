@@ -1,0 +1,61 @@
+"""Entry point of the ``minikafka`` command.
+
+Each subcommand lives in its own module of this package and exposes two functions:
+``configure(parser)`` adds its arguments, ``run(args) -> int`` does the work and returns
+the exit status. Modules keep their heavy imports (asyncio servers, kazoo, pyspark) inside
+``run`` so that building the parser stays cheap for every subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+
+#: subcommand -> (module under broker.cli, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "server": ("server", "run one broker from a server.properties file"),
+    "zookeeper": ("zookeeper", "run a ZooKeeper server from the pyspark wheel's jars"),
+    "cluster": ("cluster", "run a local cluster: ZooKeeper and N brokers"),
+    "topics": ("topics", "create, list, describe, alter and delete topics"),
+    "console-producer": ("console_producer", "produce lines from standard input"),
+    "console-consumer": ("console_consumer", "consume records to standard output"),
+    "consumer-groups": ("consumer_groups", "list and describe consumer groups"),
+    "api-versions": ("api_versions", "print the API versions minikafka (or a broker) supports"),
+    "dump-log": ("dump_log", "print the batches and index entries of segment files"),
+    "perf": ("perf", "produce and consume load tests"),
+    "spark": ("spark", "run the PySpark analytics jobs over minikafka logs"),
+}
+
+
+def _available() -> dict[str, tuple[str, str]]:
+    found = {}
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        if importlib.util.find_spec(f"broker.cli.{module}") is not None:
+            found[name] = (module, help_text)
+    return found
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="minikafka", description="A Kafka-compatible broker.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_text) in _available().items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(f"broker.cli.{module}").configure(sp)
+        sp.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    module = importlib.import_module(f"broker.cli.{args._module}")
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

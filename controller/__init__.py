@@ -1,0 +1,1 @@
+"""minikafka controller package."""

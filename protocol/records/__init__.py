@@ -1,0 +1,1 @@
+"""RecordBatch v2: headers, records, compression, and recognition of legacy formats."""

@@ -1,0 +1,209 @@
+"""RecordBatch v2 headers: read, validate and rewrite them without touching the records.
+
+On the broker's hot path a batch is opaque bytes. Only its 61-byte header is parsed; the
+broker assigns offsets by rewriting ``base_offset`` and stamps ``partition_leader_epoch``
+in place. Both fields lie before the CRC range, so the CRC stays valid.
+
+Layout (big-endian), offsets in bytes from the start of the batch::
+
+     0  base_offset             int64
+     8  batch_length            int32   bytes after this field (total size - 12)
+    12  partition_leader_epoch  int32
+    16  magic                   int8    2
+    17  crc                     uint32  CRC-32C of bytes 21 .. end
+    21  attributes              int16   bits 0-2 codec, 3 timestamp type, 4 transactional,
+                                        5 control
+    23  last_offset_delta       int32
+    27  base_timestamp          int64
+    35  max_timestamp           int64
+    43  producer_id             int64
+    51  producer_epoch          int16
+    53  base_sequence           int32
+    57  records_count           int32
+    61  records ...
+
+Magic 0 and 1 message sets share the first 17 bytes' shape (offset int64, size int32,
+then crc uint32 at 12 and magic int8 at 16), so the magic byte at position 16 tells the
+formats apart before anything else is read.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from typing import NamedTuple
+
+from protocol.records.crc import crc32c
+
+HEADER_SIZE = 61
+#: base_offset + batch_length: the bytes not counted by batch_length.
+LOG_OVERHEAD = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+PARTITION_LEADER_EPOCH_OFFSET = 12
+CURRENT_MAGIC = 2
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+
+
+class Compression(enum.IntEnum):
+    """The codec in attribute bits 0-2."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08  # 0: CreateTime, 1: LogAppendTime
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+
+
+class BatchHeader(NamedTuple):
+    """The parsed 61-byte header of one RecordBatch v2."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        """Total bytes of the batch, header included."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence of the last record, wrapping at 2**31 as Kafka's producers do."""
+        if self.base_sequence < 0:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % (1 << 31)
+
+
+class InvalidBatch(ValueError):
+    """A batch whose structure or checksum is wrong. ``corrupt`` means a CRC mismatch or
+    a size that cannot be, answered with CORRUPT_MESSAGE; otherwise INVALID_RECORD."""
+
+    def __init__(self, message: str, *, corrupt: bool = False) -> None:
+        super().__init__(message)
+        self.corrupt = corrupt
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Parse the v2 header at ``pos``. The caller ensures 61 bytes are there and that
+    the magic is 2 (see :func:`peek_magic`)."""
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+
+
+def peek_offset_and_length(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int]:
+    """(base_offset, batch_length) of the batch or legacy message at ``pos``: the 12
+    bytes every message format starts with. Needs only 12 bytes."""
+    base_offset, length = _OFFSET_AND_LENGTH.unpack_from(buf, pos)
+    return int(base_offset), int(length)
+
+
+def peek_magic(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
+    """The magic byte of the batch or legacy message at ``pos`` (needs 17 bytes)."""
+    return int(buf[pos + MAGIC_OFFSET])
+
+
+def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
+    """CRC-32C over the batch's CRC range: bytes 21 .. size of the batch at ``pos``."""
+    view = memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]
+    return crc32c(view)
+
+
+def validate(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None) -> BatchHeader:
+    """Check one v2 batch at ``pos`` structurally and by CRC; return its header.
+
+    Checks: 61 header bytes present, magic 2, batch_length covers the header and fits
+    before ``end``, last_offset_delta and records_count non-negative, CRC-32C matches.
+    Raises :class:`InvalidBatch`. Never decompresses or parses the records.
+    """
+    limit = len(buf) if end is None else end
+    if limit - pos < HEADER_SIZE:
+        raise InvalidBatch(f"batch header truncated: {limit - pos} bytes", corrupt=True)
+    magic = peek_magic(buf, pos)
+    if magic != CURRENT_MAGIC:
+        raise InvalidBatch(f"magic {magic} is not supported, only magic 2")
+    header = read_header(buf, pos)
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise InvalidBatch(f"batch length {header.batch_length} is below the header size", corrupt=True)
+    if pos + header.size > limit:
+        raise InvalidBatch(
+            f"batch of {header.size} bytes runs past the end ({limit - pos} bytes left)", corrupt=True
+        )
+    if header.last_offset_delta < 0 or header.records_count < 0:
+        raise InvalidBatch("negative last offset delta or record count")
+    actual = compute_crc(buf, pos, header.size)
+    if actual != header.crc:
+        raise InvalidBatch(f"CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}", corrupt=True)
+    return header
+
+
+def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
+    """Rewrite base_offset in place (outside the CRC range)."""
+    _INT64.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
+    """Rewrite partition_leader_epoch in place (outside the CRC range)."""
+    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_crc(buf: bytearray | memoryview, pos: int, size: int) -> None:
+    """Recompute and store the CRC, after a change inside the CRC range (for example
+    stamping LogAppendTime into max_timestamp)."""
+    _UINT32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
