@@ -1,0 +1,253 @@
+"""Run a real ZooKeeper server from the jars that the pyspark wheel ships.
+
+The pyspark wheel carries ``zookeeper-<v>.jar`` and its dependencies in
+``<site-packages>/pyspark/jars``; with the machine's Java we start
+
+    java -cp "<site-packages>/pyspark/jars/*" \
+        org.apache.zookeeper.server.ZooKeeperServerMain <dir>/zoo.cfg
+
+The generated ``zoo.cfg`` keeps the server private and quick:
+
+* ``clientPortAddress=127.0.0.1``: never listen beyond loopback;
+* ``tickTime=500``: sessions may be as short as 2 ticks (1 s) and expire on time, which
+  the failover tests and DESIGN.md section 6 rely on;
+* ``admin.enableServer=false``: no Jetty admin server on port 8080;
+* ``4lw.commands.whitelist=ruok,srvr,stat``: ``ruok`` answers ``imok`` once serving.
+
+``ZooKeeperServer`` owns exactly the process it started and stops it by that pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+log = logging.getLogger(__name__)
+
+MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+
+
+class ZooKeeperLaunchError(RuntimeError):
+    """The server could not be started (no Java, no jars, or it never answered)."""
+
+
+def find_java() -> str:
+    """Return the java executable: ``$JAVA_HOME/bin/java`` if set, else ``java`` on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("java")
+    if found is None:
+        raise ZooKeeperLaunchError(
+            "Java was not found: ZooKeeper needs a Java runtime (17 or newer). Install one "
+            "(e.g. `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME, or point "
+            "zookeeper.connect at a ZooKeeper that is already running."
+        )
+    return found
+
+
+def find_jars_dir() -> Path:
+    """The ``pyspark/jars`` directory that holds the ZooKeeper server jar."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise ZooKeeperLaunchError("pyspark is not installed: it ships the ZooKeeper jars")
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    if not any(jars.glob("zookeeper-*.jar")):
+        raise ZooKeeperLaunchError(f"no zookeeper-*.jar in {jars}")
+    return jars
+
+
+def free_port() -> int:
+    """A port that was free on 127.0.0.1 a moment ago (the usual bind-to-0 trick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def four_letter_word(host: str, port: int, word: bytes, timeout: float = 1.0) -> bytes:
+    """Send a ZooKeeper four-letter command and return the whole reply (server closes)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(word)
+        chunks = []
+        while True:
+            data = s.recv(4096)
+            if not data:
+                break
+            chunks.append(data)
+    return b"".join(chunks)
+
+
+def render_config(data_dir: Path, port: int, tick_time_ms: int = 500) -> str:
+    return "\n".join(
+        [
+            f"tickTime={tick_time_ms}",
+            f"dataDir={data_dir}",
+            f"clientPort={port}",
+            "clientPortAddress=127.0.0.1",
+            "maxClientCnxns=0",
+            "admin.enableServer=false",
+            "4lw.commands.whitelist=ruok,srvr,stat",
+            # Snapshots are small here; keep the purge task quiet.
+            "autopurge.purgeInterval=0",
+            "",
+        ]
+    )
+
+
+@dataclass
+class ZooKeeperServer:
+    """One ZooKeeper server process on 127.0.0.1.
+
+    ``start()`` returns once the server answers ``ruok`` (or raises after
+    ``startup_timeout_s``); ``stop()`` terminates it (SIGTERM, then SIGKILL after a grace
+    period). Not thread safe; use from one thread.
+    """
+
+    data_dir: Path
+    port: int = 2181
+    tick_time_ms: int = 500
+    startup_timeout_s: float = 30.0
+    heap_mb: int = 128
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    _log_file: IO[bytes] | None = field(default=None, init=False)
+
+    @property
+    def connect_string(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "zookeeper.out"
+
+    def command(self) -> list[str]:
+        jars = find_jars_dir()
+        return [
+            find_java(),
+            f"-Xmx{self.heap_mb}m",
+            "-XX:+UseSerialGC",
+            "-Dzookeeper.jmx.log4j.disable=true",
+            "-cp",
+            f"{jars}/*",
+            MAIN_CLASS,
+            str(self.data_dir / "zoo.cfg"),
+        ]
+
+    def start(self, foreground_output: bool = False) -> None:
+        if self.process is not None:
+            raise ZooKeeperLaunchError("already started")
+        cmd = self.command()  # resolves java and jars first: clear errors before any files
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "data").mkdir(exist_ok=True)
+        cfg = render_config(self.data_dir / "data", self.port, self.tick_time_ms)
+        (self.data_dir / "zoo.cfg").write_text(cfg)
+        if foreground_output:
+            stdout: IO[bytes] | int | None = None
+        else:
+            self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+            stdout = self._log_file
+        log.info("starting ZooKeeper on %s: %s", self.connect_string, " ".join(cmd))
+        self.process = subprocess.Popen(
+            cmd, stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        try:
+            self.wait_ready(self.startup_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def is_serving(self) -> bool:
+        try:
+            return four_letter_word("127.0.0.1", self.port, b"ruok") == b"imok"
+        except OSError:
+            return False
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            proc = self.process
+            if proc is not None and proc.poll() is not None:
+                raise ZooKeeperLaunchError(
+                    f"ZooKeeper exited with status {proc.returncode} during startup; "
+                    f"see {self.log_path}"
+                )
+            if self.is_serving():
+                return
+            if time.monotonic() >= deadline:
+                raise ZooKeeperLaunchError(
+                    f"ZooKeeper did not answer on {self.connect_string} within {timeout_s:.0f}s;"
+                    f" see {self.log_path}"
+                )
+            time.sleep(0.1)  # polling interval of a bounded wait, not synchronisation
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        proc = self.process
+        if proc is not None:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(grace_s)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait(grace_s)
+            self.process = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def __enter__(self) -> ZooKeeperServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main_foreground(data_dir: Path, port: int) -> int:
+    """Run ZooKeeper in the foreground until SIGINT/SIGTERM (the ``minikafka zookeeper`` body)."""
+    server = ZooKeeperServer(data_dir=data_dir, port=port)
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    old_term = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        try:
+            server.start(foreground_output=True)
+        except ZooKeeperLaunchError as exc:
+            print(f"minikafka zookeeper: {exc}", file=sys.stderr)
+            return 1
+        print(f"ZooKeeper serving on {server.connect_string} (data in {data_dir})", flush=True)
+        proc = server.process
+        assert proc is not None
+        try:
+            while not stopping and proc.poll() is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(0.5)
+        except KeyboardInterrupt:
+            pass
+        status = proc.poll()
+        if status is not None and not stopping:
+            print(f"minikafka zookeeper: server exited with status {status}", file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        server.stop()
+        signal.signal(signal.SIGTERM, old_term)

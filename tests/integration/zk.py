@@ -1,0 +1,79 @@
+"""Reusable ZooKeeper fixtures for integration tests.
+
+Use them from a test module or a conftest with::
+
+    pytest_plugins = ["tests.integration.zk"]          # in a conftest.py, or
+    from tests.integration.zk import zookeeper, zk_connect  # noqa: F401  (in a module)
+
+* ``zookeeper`` (session scope): one real ZooKeeper server (broker.zookeeper_server) on a
+  free 127.0.0.1 port with tickTime=500, started once per test session and stopped by pid.
+  The test is skipped, with the reason, when Java or the jars are missing.
+* ``zk_connect`` (function scope): a connect string with a fresh chroot
+  (``127.0.0.1:PORT/t-<hex>``) so tests that share the server never see each other's
+  znodes. The chroot node is created before the test.
+* ``kazoo_client`` (function scope): a started KazooClient on that chroot.
+* ``wait_until(predicate, timeout, what)``: poll a condition with a deadline.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from broker.zookeeper_server import ZooKeeperLaunchError, ZooKeeperServer, free_port
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    data_dir: Path = tmp_path_factory.mktemp("zookeeper")
+    server = ZooKeeperServer(data_dir=data_dir, port=free_port())
+    try:
+        server.start()
+    except ZooKeeperLaunchError as exc:
+        if "Java was not found" in str(exc) or "pyspark" in str(exc):
+            pytest.skip(str(exc))
+        raise
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def zk_connect(zookeeper: ZooKeeperServer) -> str:
+    chroot = f"/t-{uuid.uuid4().hex[:12]}"
+    admin = KazooClient(hosts=zookeeper.connect_string, timeout=5.0)
+    admin.start(timeout=10)
+    try:
+        admin.ensure_path(chroot)
+    finally:
+        admin.stop()
+        admin.close()
+    return zookeeper.connect_string + chroot
+
+
+@pytest.fixture
+def kazoo_client(zk_connect: str) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zk_connect, timeout=5.0)
+    client.start(timeout=10)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def wait_until(
+    predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition"
+) -> None:
+    """Poll ``predicate`` every 20 ms until it is truthy; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
