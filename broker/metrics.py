@@ -1,0 +1,263 @@
+"""Per-broker Prometheus metrics and their HTTP exposition endpoint.
+
+Every broker owns a ``BrokerMetrics`` with its own ``CollectorRegistry`` (never the
+process-global one), so several brokers in one process -- the tests, ``cluster up`` in the
+foreground -- expose separate numbers. Names follow Prometheus conventions: a ``minikafka_``
+namespace, base units (seconds, bytes), ``_total`` on counters, histograms for durations.
+
+Gauges whose truth lives elsewhere (purgatory sizes, the request queue) are callbacks read
+at scrape time; the HTTP server runs on the broker's event loop, so those callbacks run on
+the same thread as the code that mutates what they read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "minikafka"
+
+#: request latencies from 100 us to 60 s (long-poll fetches sit near their max_wait_ms)
+DURATION_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+LAG_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+
+class BrokerMetrics:
+    """The metrics of one broker. Not safe across threads beyond what prometheus_client gives."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r, ns = self.registry, NAMESPACE
+
+        # requests, by API name (ApiKey names: "Produce", "Fetch", ...)
+        self.requests = Counter(
+            "requests", "Requests received", ["api", "listener"], namespace=ns, registry=r
+        )
+        self.request_errors = Counter(
+            "request_errors",
+            "Error codes returned, per API and error name",
+            ["api", "error"],
+            namespace=ns,
+            registry=r,
+        )
+        self.request_duration = Histogram(
+            "request_duration_seconds",
+            "Time from a request's last byte read to its response's last byte written",
+            ["api"],
+            namespace=ns,
+            registry=r,
+            buckets=DURATION_BUCKETS,
+        )
+        self.request_queue_time = Histogram(
+            "request_queue_time_seconds",
+            "Time a request waited in the request channel for a handler",
+            ["api"],
+            namespace=ns,
+            registry=r,
+            buckets=DURATION_BUCKETS,
+        )
+        self.request_queue_size = Gauge(
+            "request_queue_size",
+            "Requests waiting for a handler",
+            ["plane"],
+            namespace=ns,
+            registry=r,
+        )
+
+        # per-topic traffic
+        self.topic_bytes_in = Counter(
+            "topic_bytes_in", "Record bytes appended", ["topic"], namespace=ns, registry=r
+        )
+        self.topic_bytes_out = Counter(
+            "topic_bytes_out", "Record bytes fetched", ["topic"], namespace=ns, registry=r
+        )
+        self.topic_messages_in = Counter(
+            "topic_messages_in", "Records appended", ["topic"], namespace=ns, registry=r
+        )
+        self.topic_messages_out = Counter(
+            "topic_messages_out",
+            "Records fetched (counted per batch header, without reading records)",
+            ["topic"],
+            namespace=ns,
+            registry=r,
+        )
+
+        # network
+        self.connections = Gauge(
+            "connections", "Open client connections", ["listener"], namespace=ns, registry=r
+        )
+        self.connections_accepted = Counter(
+            "connections_accepted", "Connections accepted", ["listener"], namespace=ns, registry=r
+        )
+        self.connections_closed = Counter(
+            "connections_closed",
+            "Connections closed, by reason",
+            ["listener", "reason"],
+            namespace=ns,
+            registry=r,
+        )
+        self.network_received_bytes = Counter(
+            "network_received_bytes", "Bytes read", ["listener"], namespace=ns, registry=r
+        )
+        self.network_sent_bytes = Counter(
+            "network_sent_bytes", "Bytes written", ["listener"], namespace=ns, registry=r
+        )
+        self.malformed_requests = Counter(
+            "malformed_requests",
+            "Frames that could not be parsed",
+            ["listener"],
+            namespace=ns,
+            registry=r,
+        )
+
+        # broker state
+        self.purgatory_size = Gauge(
+            "purgatory_size",
+            "Delayed operations waiting, per purgatory",
+            ["purgatory"],
+            namespace=ns,
+            registry=r,
+        )
+        self.event_loop_lag = Gauge(
+            "event_loop_lag_seconds",
+            "How late the last event-loop probe ran",
+            namespace=ns,
+            registry=r,
+        )
+        self.event_loop_lag_histogram = Histogram(
+            "event_loop_lag_distribution_seconds",
+            "How late event-loop probes ran",
+            namespace=ns,
+            registry=r,
+            buckets=LAG_BUCKETS,
+        )
+        self.controller_active = Gauge(
+            "controller_active", "1 when this broker is the controller", namespace=ns, registry=r
+        )
+        self.offline_partitions = Gauge(
+            "offline_partitions", "Partitions without a live leader", namespace=ns, registry=r
+        )
+        self.under_replicated_partitions = Gauge(
+            "under_replicated_partitions",
+            "Led partitions whose ISR is smaller than their replica set",
+            namespace=ns,
+            registry=r,
+        )
+        self.zookeeper_connected = Gauge(
+            "zookeeper_connected", "1 while the ZooKeeper session is connected",
+            namespace=ns, registry=r,
+        )  # fmt: skip
+
+    # gauges read at scrape time ------------------------------------------------------------
+
+    def watch_request_queue(self, plane: str, size: Callable[[], int]) -> None:
+        self.request_queue_size.labels(plane=plane).set_function(size)
+
+    def watch_purgatory(self, name: str, size: Callable[[], int]) -> None:
+        self.purgatory_size.labels(purgatory=name).set_function(size)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of every metric of this broker."""
+        return generate_latest(self.registry)
+
+
+class EventLoopLagMonitor:
+    """Measures how late a periodic probe wakes up: the event loop's scheduling delay.
+
+    ``clock`` returns monotonic seconds (injected; the loop's own ``loop.time`` by default).
+    """
+
+    def __init__(
+        self,
+        metrics: BrokerMetrics,
+        interval_s: float = 0.5,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._metrics = metrics
+        self._interval = interval_s
+        self._clock = clock
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="loop-lag")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        clock = self._clock or asyncio.get_running_loop().time
+        while True:
+            expected = clock() + self._interval
+            await asyncio.sleep(self._interval)
+            lag = max(0.0, clock() - expected)
+            self._metrics.event_loop_lag.set(lag)
+            self._metrics.event_loop_lag_histogram.observe(lag)
+
+
+class MetricsHttpServer:
+    """Serves ``GET /metrics`` (and ``/``) on 127.0.0.1 from the broker's event loop.
+
+    Scrapes are rare and small, so this uses asyncio streams; the request path never does.
+    """
+
+    def __init__(self, metrics: BrokerMetrics, port: int, host: str = "127.0.0.1") -> None:
+        self._metrics = metrics
+        self._host = host
+        self._port = port
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when started with port 0)."""
+        assert self._server is not None, "not started"
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self._host, self._port)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request_line = await asyncio.wait_for(reader.readline(), 10)
+            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
+                pass  # headers are not needed
+            parts = request_line.split()
+            if len(parts) < 2 or parts[0] not in (b"GET", b"HEAD"):
+                status, body, ctype = b"405 Method Not Allowed", b"GET only\n", b"text/plain"
+            elif parts[1].split(b"?")[0] in (b"/metrics", b"/"):
+                status, body = b"200 OK", self._metrics.exposition()
+                ctype = CONTENT_TYPE_LATEST.encode()
+            else:
+                status, body, ctype = b"404 Not Found", b"try /metrics\n", b"text/plain"
+            head = (
+                b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
+                + b"\r\nContent-Length: " + str(len(body)).encode()
+                + b"\r\nConnection: close\r\n\r\n"
+            )  # fmt: skip
+            writer.write(head if parts and parts[0] == b"HEAD" else head + body)
+            await writer.drain()
+        except (TimeoutError, ConnectionError) as exc:
+            # a scraper that goes away or stalls costs only its own connection
+            log.debug("metrics connection dropped: %s", exc)
+        finally:
+            writer.close()
