@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from protocol.records.crc import crc32c
@@ -41,6 +42,7 @@ LOG_OVERHEAD = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
 PARTITION_LEADER_EPOCH_OFFSET = 12
 CURRENT_MAGIC = 2
 
@@ -51,10 +53,13 @@ NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+#: The layout above as a struct (fields in BatchHeader order), for writers.
+HEADER_STRUCT = _HEADER
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
+_INT16 = struct.Struct(">h")
 
 
 class Compression(enum.IntEnum):
@@ -132,13 +137,31 @@ class BatchHeader(NamedTuple):
         return (self.base_sequence + self.last_offset_delta) % (1 << 31)
 
 
+class TimestampType(enum.IntEnum):
+    """Attribute bit 3: who set the timestamps."""
+
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+#: Kafka error codes the exceptions below map to (facts of the protocol; the full table
+#: lives in protocol.errors, which this package does not import).
+CORRUPT_MESSAGE = 2
+INVALID_RECORD = 87
+
+
 class InvalidBatch(ValueError):
     """A batch whose structure or checksum is wrong. ``corrupt`` means a CRC mismatch or
-    a size that cannot be, answered with CORRUPT_MESSAGE; otherwise INVALID_RECORD."""
+    a size that cannot be, answered with CORRUPT_MESSAGE; otherwise INVALID_RECORD.
+    ``error_code`` gives that code (subclasses may answer another one)."""
 
     def __init__(self, message: str, *, corrupt: bool = False) -> None:
         super().__init__(message)
         self.corrupt = corrupt
+
+    @property
+    def error_code(self) -> int:
+        return CORRUPT_MESSAGE if self.corrupt else INVALID_RECORD
 
 
 def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
@@ -165,12 +188,19 @@ def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int
     return crc32c(view)
 
 
-def validate(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None) -> BatchHeader:
+def validate(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    end: int | None = None,
+    *,
+    check_crc: bool = True,
+) -> BatchHeader:
     """Check one v2 batch at ``pos`` structurally and by CRC; return its header.
 
     Checks: 61 header bytes present, magic 2, batch_length covers the header and fits
-    before ``end``, last_offset_delta and records_count non-negative, CRC-32C matches.
-    Raises :class:`InvalidBatch`. Never decompresses or parses the records.
+    before ``end``, last_offset_delta and records_count non-negative, CRC-32C matches
+    (skipped when ``check_crc`` is false). Raises :class:`InvalidBatch`. Never
+    decompresses or parses the records.
     """
     limit = len(buf) if end is None else end
     if limit - pos < HEADER_SIZE:
@@ -180,16 +210,23 @@ def validate(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None 
         raise InvalidBatch(f"magic {magic} is not supported, only magic 2")
     header = read_header(buf, pos)
     if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
-        raise InvalidBatch(f"batch length {header.batch_length} is below the header size", corrupt=True)
+        raise InvalidBatch(
+            f"batch length {header.batch_length} is below the header size", corrupt=True
+        )
     if pos + header.size > limit:
         raise InvalidBatch(
-            f"batch of {header.size} bytes runs past the end ({limit - pos} bytes left)", corrupt=True
+            f"batch of {header.size} bytes runs past the end ({limit - pos} bytes left)",
+            corrupt=True,
         )
     if header.last_offset_delta < 0 or header.records_count < 0:
         raise InvalidBatch("negative last offset delta or record count")
+    if not check_crc:
+        return header
     actual = compute_crc(buf, pos, header.size)
     if actual != header.crc:
-        raise InvalidBatch(f"CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}", corrupt=True)
+        raise InvalidBatch(
+            f"CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}", corrupt=True
+        )
     return header
 
 
@@ -207,3 +244,68 @@ def set_crc(buf: bytearray | memoryview, pos: int, size: int) -> None:
     """Recompute and store the CRC, after a change inside the CRC range (for example
     stamping LogAppendTime into max_timestamp)."""
     _UINT32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
+
+
+def set_max_timestamp(
+    buf: bytearray | memoryview, pos: int, timestamp_type: TimestampType, timestamp: int
+) -> None:
+    """Set the timestamp type bit and max_timestamp, then recompute the CRC (both lie
+    inside its range). The broker does this to stamp LogAppendTime: readers then take
+    max_timestamp as every record's timestamp, so the records stay untouched."""
+    (attributes,) = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    if timestamp_type is TimestampType.LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    else:
+        attributes &= ~TIMESTAMP_TYPE_MASK
+    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+    _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp)
+    (batch_length,) = _INT32.unpack_from(buf, pos + 8)
+    set_crc(buf, pos, batch_length + LOG_OVERHEAD)
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    end: int | None = None,
+    *,
+    allow_partial: bool = True,
+) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield ``(position, header)`` for each v2 batch in ``buf[pos:end]``.
+
+    Headers only: neither the CRC nor the records are looked at (use :func:`validate`
+    for that), so the cost per batch is one struct unpack whatever the batch's size.
+
+    A trailing batch cut short (fewer bytes left than its header or its length claims,
+    as at the end of a fetch response or of a torn segment) ends the iteration quietly,
+    or raises a corrupt :class:`InvalidBatch` when ``allow_partial`` is false; the caller
+    can tell where the whole batches end from the last position and size yielded.
+    Raises :class:`InvalidBatch` for a magic other than 2 (legacy message sets) and a
+    corrupt one for a batch_length too small to hold a v2 header.
+    """
+    limit = len(buf) if end is None else end
+    unpack = _HEADER.unpack_from
+    make = BatchHeader._make
+    min_length = HEADER_SIZE - LOG_OVERHEAD
+    while pos < limit:
+        left = limit - pos
+        if left > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != CURRENT_MAGIC:
+            raise InvalidBatch(
+                f"magic {buf[pos + MAGIC_OFFSET]} at position {pos}: only magic 2 is supported"
+            )
+        if left < HEADER_SIZE:
+            break
+        header = make(unpack(buf, pos))
+        if header.batch_length < min_length:
+            raise InvalidBatch(
+                f"batch length {header.batch_length} at position {pos} is below the header size",
+                corrupt=True,
+            )
+        size = header.batch_length + LOG_OVERHEAD
+        if size > left:
+            break
+        yield pos, header
+        pos += size
+    if pos < limit and not allow_partial:
+        raise InvalidBatch(
+            f"{limit - pos} bytes at position {pos} are not a whole batch", corrupt=True
+        )
