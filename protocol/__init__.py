@@ -1,1 +1,61 @@
-"""minikafka protocol package."""
+"""The Kafka wire protocol, sans-IO: bytes in, typed messages out, and back.
+
+Public API (CONTRACTS.md):
+
+- ``decode_request(frame) -> Request`` / ``encode_request(request) -> bytes``
+- ``decode_response(frame, api_key, api_version) -> Response`` /
+  ``encode_response(response) -> bytes`` / ``encode_response_parts(response) -> list``
+- ``make_request(...)``, ``make_response(request_header, body)``,
+  ``api_versions_fallback_response(header)``
+- ``SUPPORTED_VERSIONS``, ``ApiKey``, ``RequestHeader``, ``ResponseHeader``
+- ``encode_data(name, version, value)`` / ``decode_data(name, buf)`` for versioned data
+  records (consumer protocol, __consumer_offsets)
+- ``protocol.messages``: the message classes; ``protocol.errors``: ErrorCode, ProtocolError;
+  ``protocol.framing.FrameDecoder``; ``protocol.records``: RecordBatch v2.
+"""
+
+from protocol.api import (
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    Request,
+    RequestHeader,
+    Response,
+    ResponseHeader,
+    api_versions_fallback_response,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    encode_response_parts,
+    make_request,
+    make_response,
+    request_header_version,
+    response_header_version,
+)
+from protocol.data import data_class, data_version, decode_data, encode_data
+from protocol.errors import ErrorCode, ProtocolError
+
+__all__ = [
+    "SUPPORTED_VERSIONS",
+    "ApiKey",
+    "ErrorCode",
+    "ProtocolError",
+    "Request",
+    "RequestHeader",
+    "Response",
+    "ResponseHeader",
+    "api_versions_fallback_response",
+    "data_class",
+    "data_version",
+    "decode_data",
+    "decode_request",
+    "decode_response",
+    "encode_data",
+    "encode_request",
+    "encode_response",
+    "encode_response_parts",
+    "make_request",
+    "make_response",
+    "request_header_version",
+    "response_header_version",
+]

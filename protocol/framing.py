@@ -1,0 +1,88 @@
+"""Framing: a stream of ``int32 size | frame`` into whole frames, check-then-parse.
+
+The size prefix is checked the moment its 4 bytes are known: a negative size or one above
+``max_frame_size`` raises ProtocolError before any of the frame is buffered, and no buffer
+is ever sized from a declared length (it grows only with bytes actually received).
+
+Cost: frames that arrive whole inside one ``feed`` are returned as memoryview slices of
+that input, without copying; a frame split across feeds is gathered once into its own
+bytearray (amortised O(n), never re-scanned), so many small frames and one huge frame
+are both linear in the bytes received.
+
+Not safe across tasks: one FrameDecoder per connection.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from protocol.errors import ErrorCode, ProtocolError
+
+_SIZE: Final = struct.Struct(">i")
+
+
+class FrameDecoder:
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        # The incomplete unit being gathered: the size prefix while ``_size < 0``, then
+        # the frame body.
+        self._partial = bytearray()
+        self._size = -1
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete frame (its prefix or body so far)."""
+        return len(self._partial)
+
+    def _check(self, size: int) -> int:
+        if size < 0:
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, f"negative frame size {size}")
+        if size > self.max_frame_size:
+            raise ProtocolError(
+                ErrorCode.INVALID_REQUEST,
+                f"frame of {size} bytes exceeds the limit of {self.max_frame_size}",
+            )
+        return size
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview | bytes]:
+        """Take the next bytes of the stream; return the frames they complete, in order.
+        Returned memoryviews refer to ``data`` (or to a private buffer): callers must not
+        mutate ``data`` afterwards while they use them (bytes input is always safe)."""
+        if not isinstance(data, bytes):
+            data = bytes(data)
+        view = memoryview(data)
+        n = len(view)
+        frames: list[memoryview | bytes] = []
+        pos = 0
+        if self._partial or self._size >= 0:
+            pos = self._gather(view, 0, frames)
+        while n - pos >= 4 and self._size < 0:
+            size = self._check(_SIZE.unpack_from(view, pos)[0])
+            if n - pos - 4 < size:
+                break
+            frames.append(view[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+        if pos < n:
+            self._gather(view, pos, frames)
+        return frames
+
+    def _gather(self, view: memoryview, pos: int, frames: list[memoryview | bytes]) -> int:
+        """Add bytes from ``view[pos:]`` to the incomplete unit; return the new position."""
+        n = len(view)
+        if self._size < 0:
+            take = min(4 - len(self._partial), n - pos)
+            self._partial += view[pos : pos + take]
+            pos += take
+            if len(self._partial) < 4:
+                return pos
+            self._size = self._check(_SIZE.unpack_from(self._partial, 0)[0])
+            self._partial = bytearray()
+        take = min(self._size - len(self._partial), n - pos)
+        self._partial += view[pos : pos + take]
+        pos += take
+        if len(self._partial) == self._size:
+            frames.append(memoryview(self._partial))
+            self._partial = bytearray()
+            self._size = -1
+        return pos
