@@ -1,0 +1,484 @@
+"""KafkaController: controller election and the handlers of the controller's events.
+
+Every broker runs one. All of them register their broker znode and take part in the
+election; the one that creates /controller (bumping /controller_epoch in the same
+multi-op) is active until its session ends or a write of its is fenced.
+
+The broker assembly uses only this::
+
+    controller = KafkaController(zk, broker_info, channel_manager, clock, ControllerConfig())
+    broker_epoch = await controller.start()      # registers /brokers/ids/<id>, joins election
+    controller.is_active / .active_controller_id / .epoch / .offline_partition_count
+    result = await controller.controlled_shutdown(broker_id, broker_epoch)  # ControlledShutdown
+    await controller.shutdown()
+
+Threads: kazoo calls ``_on_*`` watch and state callbacks on its own thread; they only
+enqueue events. Everything else runs on the event manager's single task, and blocking
+ZooKeeper calls go through ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+
+from controller import events as ev
+from controller.channel import ControllerChannelManager
+from controller.context import ControllerContext
+from controller.election import ElectionStrategy
+from controller.errors import ControllerMovedError
+from controller.model import BrokerInfo, Clock, PartitionReplica, TopicPartition
+from controller.partition_state_machine import PartitionStateMachine
+from controller.replica_state_machine import ReplicaStateMachine
+from controller.request_batch import ControllerRequestBatch
+from controller.states import PartitionState, ReplicaState
+from controller.store import PartitionStateStore
+from controller.zk.client import KafkaZkClient
+from controller.zk.store import ZkPartitionStateStore
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Kafka error codes the controlled-shutdown answer can carry.
+NONE = 0
+BROKER_NOT_AVAILABLE = 8
+NOT_CONTROLLER = 41
+STALE_BROKER_EPOCH = 77
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    unclean_leader_election_enable: bool = False
+
+
+@dataclass(frozen=True)
+class ControlledShutdownResult:
+    """``remaining``: partitions the broker still leads (it retries until empty)."""
+
+    error_code: int
+    remaining: list[TopicPartition] = field(default_factory=list)
+
+
+class KafkaController:
+    def __init__(
+        self,
+        zk: KafkaZkClient,
+        broker_info: BrokerInfo,
+        channel: ControllerChannelManager,
+        clock: Clock,
+        config: ControllerConfig | None = None,
+        store: PartitionStateStore | None = None,
+    ) -> None:
+        self.zk = zk
+        self.broker_info = broker_info
+        self.broker_id = broker_info.id
+        self.channel = channel
+        self.clock = clock
+        self.config = config or ControllerConfig()
+        self.ctx = ControllerContext()
+        store = store or ZkPartitionStateStore(zk)
+        self.partition_sm = PartitionStateMachine(
+            self.ctx, store, self.config.unclean_leader_election_enable
+        )
+        self.replica_sm = ReplicaStateMachine(self.ctx, store)
+        self.events = ev.ControllerEventManager(self._process)
+        self.active_controller_id: int | None = None
+        self.broker_epoch = -1
+        #: per-topic watch callbacks; kazoo keeps watchers in a set, so reuse one per topic
+        self._topic_watches: dict[str, Callable[[WatchedEvent], None]] = {}
+        self._last_state: str | None = None
+        self._stopped = False
+
+    # -- the broker-facing API --------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        return self.active_controller_id == self.broker_id and self.ctx.epoch > 0
+
+    @property
+    def epoch(self) -> int:
+        return self.ctx.epoch
+
+    @property
+    def offline_partition_count(self) -> int:
+        return self.ctx.offline_partition_count() if self.is_active else 0
+
+    async def start(self) -> int:
+        """Register this broker, start the event task and queue the first election.
+
+        Returns the broker epoch (the registration znode's czxid).
+        """
+        await self._zk(self.zk.ensure_persistent_paths)
+        self.broker_epoch = await self._zk(
+            self.zk.register_broker, self.broker_info, self.clock.time_ms()
+        )
+        self.events.start()
+        self.zk.kazoo.add_listener(self._on_session_state)
+        self.events.put(ev.Startup())
+        return self.broker_epoch
+
+    async def shutdown(self) -> None:
+        """Stop handling events, resign if active, close the channel manager."""
+        self._stopped = True
+        self.zk.kazoo.remove_listener(self._on_session_state)
+        await self.events.shutdown()
+        was_active = self.is_active
+        self._resign()
+        if was_active:
+            await self._zk(self.zk.resign_controller, self.broker_id)
+        await self.channel.shutdown()
+
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> ControlledShutdownResult:
+        """Handle a ControlledShutdown request (when this broker is the controller)."""
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, reply))
+        result = await reply
+        assert isinstance(result, ControlledShutdownResult)
+        return result
+
+    # -- kazoo callbacks (kazoo's thread: enqueue only) ---------------------------------------
+
+    def _on_session_state(self, state: str) -> None:
+        previous, self._last_state = self._last_state, state
+        if state == KazooState.LOST:
+            self.events.put_threadsafe(ev.SessionExpired())
+        elif state == KazooState.CONNECTED:
+            if previous == KazooState.LOST:
+                self.events.put_threadsafe(ev.NewSession())
+            elif previous == KazooState.SUSPENDED:
+                self.events.put_threadsafe(ev.Reconnected())
+        # SUSPENDED: keep going; only a lost session ends our role
+
+    def _on_controller_watch(self, event: WatchedEvent) -> None:
+        if event.type == EventType.DELETED:
+            self.events.put_threadsafe(ev.Reelect())
+        elif event.type != EventType.NONE:  # NONE: session events, handled by the listener
+            self.events.put_threadsafe(ev.ControllerChange())
+
+    def _on_brokers_watch(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self.events.put_threadsafe(ev.BrokerChange())
+
+    def _on_topics_watch(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self.events.put_threadsafe(ev.TopicChange())
+
+    def _on_isr_change_watch(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self.events.put_threadsafe(ev.IsrChangeNotification())
+
+    def _topic_watch(self, topic: str) -> Callable[[WatchedEvent], None]:
+        if topic not in self._topic_watches:
+
+            def on_topic(event: WatchedEvent) -> None:
+                if event.type == EventType.CHANGED:
+                    self.events.put_threadsafe(ev.PartitionModifications(topic))
+
+            self._topic_watches[topic] = on_topic
+        return self._topic_watches[topic]
+
+    # -- event dispatch ---------------------------------------------------------------------
+
+    async def _zk(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    async def _process(self, event: ev.ControllerEvent) -> None:
+        try:
+            await self._dispatch(event)
+        except ControllerMovedError as exc:
+            log.warning("broker %s: fenced as controller (%s); resigning", self.broker_id, exc)
+            await self._resign_after_fencing()
+            if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
+                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
+        finally:
+            if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
+                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
+
+    async def _dispatch(self, event: ev.ControllerEvent) -> None:
+        if isinstance(event, ev.Startup | ev.Reelect):
+            if isinstance(event, ev.Reelect):
+                self._resign_if_moved(None)
+            await self._elect()
+        elif isinstance(event, ev.ControllerChange):
+            controller_id = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+            self._resign_if_moved(controller_id)
+            self.active_controller_id = controller_id
+            if controller_id is None:
+                await self._elect()
+        elif isinstance(event, ev.SessionExpired):
+            log.warning("broker %s: ZooKeeper session expired", self.broker_id)
+            self._resign()
+            self.active_controller_id = None
+        elif isinstance(event, ev.NewSession):
+            self.broker_epoch = await self._zk(
+                self.zk.register_broker, self.broker_info, self.clock.time_ms()
+            )
+            await self._elect()
+        elif isinstance(event, ev.Reconnected):
+            await self._rearm_watches()
+        elif not self.is_active:
+            if isinstance(event, ev.ControlledShutdown):
+                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
+            return  # watches fire on every broker; only the controller acts on them
+        elif isinstance(event, ev.BrokerChange):
+            await self._on_broker_change()
+        elif isinstance(event, ev.TopicChange):
+            await self._on_topic_change()
+        elif isinstance(event, ev.PartitionModifications):
+            await self._on_partition_modifications(event.topic)
+        elif isinstance(event, ev.IsrChangeNotification):
+            await self._on_isr_change()
+        elif isinstance(event, ev.ControlledShutdown):
+            event.reply.set_result(
+                await self._on_controlled_shutdown(event.broker_id, event.broker_epoch)
+            )
+
+    # -- election ---------------------------------------------------------------------------
+
+    async def _elect(self) -> None:
+        if self._stopped:
+            return
+        current = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+        if current is not None:
+            self.active_controller_id = current
+            if current == self.broker_id and not self.is_active:
+                # our /controller from a write path that got fenced: make room for a fair vote
+                await self._zk(self.zk.resign_controller, self.broker_id)
+            return
+        result = await self._zk(self.zk.try_become_controller, self.broker_id, self.clock.time_ms())
+        if not result.won:
+            self.active_controller_id = result.controller_id
+            # re-arm the watch: it may have fired on the creation we just lost to
+            await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+            return
+        self.ctx.reset()
+        self.ctx.epoch = result.epoch
+        self.ctx.epoch_zk_version = result.epoch_zk_version
+        self.active_controller_id = self.broker_id
+        log.info("broker %s is the controller, epoch %s", self.broker_id, result.epoch)
+        await self._on_controller_failover()
+
+    def _resign_if_moved(self, controller_id: int | None) -> None:
+        if self.is_active and controller_id != self.broker_id:
+            self._resign()
+
+    def _resign(self) -> None:
+        if self.is_active:
+            log.info("broker %s resigns as controller (epoch %s)", self.broker_id, self.ctx.epoch)
+        for bid in list(self.ctx.live_brokers):
+            self.channel.remove_broker(bid)
+        self.ctx.reset()
+        if self.active_controller_id == self.broker_id:
+            self.active_controller_id = None
+
+    async def _resign_after_fencing(self) -> None:
+        self._resign()
+        # a fenced controller's /controller must not keep the job from the others
+        await self._zk(self.zk.resign_controller, self.broker_id)
+        self.events.put(ev.Reelect())
+
+    async def _on_controller_failover(self) -> None:
+        await self._zk(self.zk.get_broker_ids, self._on_brokers_watch)
+        await self._zk(self.zk.get_topics, self._on_topics_watch)
+        await self._zk(self.zk.get_isr_change_notifications, self._on_isr_change_watch)
+        await self._load_context()
+        for b in self.ctx.live_brokers.values():
+            self.channel.add_broker(b)
+        batch = ControllerRequestBatch()
+        batch.add_update_metadata(set(self.ctx.live_brokers), set(self.ctx.all_partitions()))
+        self.replica_sm.initialize_states()
+        self.partition_sm.initialize_states()
+        online = [
+            pr for pr, s in sorted(self.ctx.replica_states.items()) if s is ReplicaState.ONLINE
+        ]
+        await self.replica_sm.handle_state_changes(online, ReplicaState.ONLINE, batch)
+        await self.partition_sm.trigger_online_partition_state_change(batch)
+        self._send(batch)
+        await self._on_isr_change()
+
+    async def _load_context(self) -> None:
+        ids = await self._zk(self.zk.get_broker_ids)
+        self.ctx.add_live_brokers((await self._zk(self.zk.get_brokers, ids)).values())
+        for topic in await self._zk(self.zk.get_topics):
+            found = await self._zk(self.zk.get_topic, topic, self._topic_watch(topic))
+            if found is not None:
+                self.ctx.set_topic(found[0])
+        states = await self._zk(self.zk.get_partition_states, self.ctx.all_partitions())
+        for tp, st in states.items():
+            self.ctx.put_leadership(tp, st)
+
+    async def _rearm_watches(self) -> None:
+        self.events.put(ev.ControllerChange())
+        if self.is_active:
+            self.events.put(ev.BrokerChange())
+            self.events.put(ev.TopicChange())
+            self.events.put(ev.IsrChangeNotification())
+            for topic in sorted(self.ctx.all_topics()):
+                self.events.put(ev.PartitionModifications(topic))
+
+    def _send(self, batch: ControllerRequestBatch) -> None:
+        batch.send(self.ctx, self.channel, self.broker_id)
+
+    # -- brokers ----------------------------------------------------------------------------
+
+    async def _on_broker_change(self) -> None:
+        ids = set(await self._zk(self.zk.get_broker_ids, self._on_brokers_watch))
+        infos = await self._zk(self.zk.get_brokers, sorted(ids))
+        known = set(self.ctx.live_brokers)
+        dead = known - set(infos)
+        new = set(infos) - known
+        bounced = {
+            b for b in known & set(infos) if infos[b].epoch != self.ctx.live_brokers[b].epoch
+        }
+        if dead or bounced:
+            await self._on_broker_failure(dead | bounced)
+        if new or bounced:
+            for bid in sorted(new | bounced):
+                self.ctx.add_live_brokers([infos[bid]])
+                self.channel.add_broker(infos[bid])
+            await self._on_broker_startup(new | bounced)
+
+    async def _on_broker_startup(self, new: set[int]) -> None:
+        log.info("controller: brokers started %s", sorted(new))
+        batch = ControllerRequestBatch()
+        # existing brokers learn the new endpoints; new brokers get every partition
+        batch.add_update_metadata(set(self.ctx.live_brokers) - new, set())
+        batch.add_update_metadata(new, set(self.ctx.all_partitions()))
+        replicas = [
+            pr
+            for pr in self.ctx.replicas_on_brokers(new)
+            if not self.ctx.is_topic_queued_for_deletion(pr.tp.topic)
+        ]
+        await self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
+        await self.partition_sm.trigger_online_partition_state_change(batch)
+        self._send(batch)
+
+    async def _on_broker_failure(self, dead: set[int]) -> None:
+        log.info("controller: brokers failed %s", sorted(dead))
+        for bid in dead:
+            self.channel.remove_broker(bid)
+        self.ctx.remove_live_brokers(dead)
+        batch = ControllerRequestBatch()
+        led = [
+            tp
+            for tp, st in sorted(self.ctx.leadership.items())
+            if st.leader_and_isr.leader in dead
+            and not self.ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
+        await self.partition_sm.handle_state_changes(led, PartitionState.OFFLINE, batch)
+        await self.partition_sm.trigger_online_partition_state_change(batch)
+        replicas = self.ctx.replicas_on_brokers(dead)
+        await self.replica_sm.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
+        # everyone learns that the dead brokers are gone, even if no leader moved
+        batch.add_update_metadata(set(self.ctx.live_brokers), {pr.tp for pr in replicas})
+        self._send(batch)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    async def _on_topic_change(self) -> None:
+        topics = set(await self._zk(self.zk.get_topics, self._on_topics_watch))
+        for gone in sorted(self.ctx.all_topics() - topics):
+            self.ctx.remove_topic(gone)
+            self._topic_watches.pop(gone, None)
+        new_partitions: list[TopicPartition] = []
+        for topic in sorted(topics - self.ctx.all_topics()):
+            found = await self._zk(self.zk.get_topic, topic, self._topic_watch(topic))
+            if found is None:
+                continue
+            self.ctx.set_topic(found[0])
+            new_partitions += self.ctx.partitions_for_topic(topic)
+        if new_partitions:
+            await self._on_new_partitions(new_partitions)
+
+    async def _on_partition_modifications(self, topic: str) -> None:
+        found = await self._zk(self.zk.get_topic, topic, self._topic_watch(topic))
+        if found is None or topic not in self.ctx.assignments:
+            return
+        assignment = found[0]
+        new = []
+        for p, replicas in sorted(assignment.partitions.items()):
+            if p not in self.ctx.assignments[topic]:
+                self.ctx.set_partition_replicas(TopicPartition(topic, p), replicas)
+                new.append(TopicPartition(topic, p))
+            elif self.ctx.assignments[topic][p] != replicas:
+                log.warning("ignoring a replica change of %s-%s (no reassignment yet)", topic, p)
+        if new:
+            await self._on_new_partitions(new)
+
+    async def _on_new_partitions(self, partitions: list[TopicPartition]) -> None:
+        """New -> Online for partitions and replicas: leaders written, LeaderAndIsr sent."""
+        log.info("controller: new partitions %s", [str(tp) for tp in partitions])
+        batch = ControllerRequestBatch()
+        replicas = self.ctx.replicas_for_partitions(partitions)
+        await self.partition_sm.handle_state_changes(partitions, PartitionState.NEW, batch)
+        await self.replica_sm.handle_state_changes(replicas, ReplicaState.NEW, batch)
+        await self.partition_sm.handle_state_changes(partitions, PartitionState.ONLINE, batch)
+        await self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
+        self._send(batch)
+
+    async def _on_isr_change(self) -> None:
+        names = await self._zk(self.zk.get_isr_change_notifications, self._on_isr_change_watch)
+        if not names:
+            return
+        changed: set[TopicPartition] = set()
+        for name in names:
+            changed |= set(await self._zk(self.zk.read_isr_change_notification, name))
+        known = sorted(tp for tp in changed if tp in self.ctx.leadership)
+        for tp, st in (await self._zk(self.zk.get_partition_states, known)).items():
+            self.ctx.put_leadership(tp, st)
+        batch = ControllerRequestBatch()
+        batch.add_update_metadata(set(self.ctx.live_brokers), set(known))
+        self._send(batch)
+        await self._zk(self.zk.delete_isr_change_notifications, names, self.ctx.epoch_zk_version)
+
+    # -- controlled shutdown ----------------------------------------------------------------
+
+    async def _on_controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> ControlledShutdownResult:
+        if broker_id not in self.ctx.live_brokers:
+            return ControlledShutdownResult(BROKER_NOT_AVAILABLE)
+        if broker_epoch not in (-1, self.ctx.broker_epoch(broker_id)):
+            return ControlledShutdownResult(STALE_BROKER_EPOCH)
+        self.ctx.shutting_down.add(broker_id)
+        batch = ControllerRequestBatch()
+        replicated = [
+            tp
+            for tp in self.ctx.partitions_on_broker(broker_id)
+            if len(self.ctx.partition_replicas(tp)) > 1
+            and not self.ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
+        led = [
+            tp
+            for tp in replicated
+            if (st := self.ctx.leadership.get(tp)) is not None
+            and st.leader_and_isr.leader == broker_id
+        ]
+        followed = [PartitionReplica(tp, broker_id) for tp in replicated if tp not in led]
+        await self.partition_sm.handle_state_changes(
+            led, PartitionState.ONLINE, batch, ElectionStrategy.CONTROLLED_SHUTDOWN
+        )
+        await self.replica_sm.handle_state_changes(followed, ReplicaState.OFFLINE, batch)
+        self._send(batch)
+        remaining = [
+            tp
+            for tp in replicated
+            if (st := self.ctx.leadership.get(tp)) is not None
+            and st.leader_and_isr.leader == broker_id
+        ]
+        return ControlledShutdownResult(NONE, remaining)
+
+
+__all__ = [
+    "ControlledShutdownResult",
+    "ControllerConfig",
+    "KafkaController",
+]

@@ -1,0 +1,19 @@
+"""Controller errors."""
+
+from __future__ import annotations
+
+
+class ControllerMovedError(Exception):
+    """A write was fenced: /controller_epoch changed under us, or our session is gone.
+
+    Whoever catches it makes this broker resign as controller at once: another broker
+    has (or is about to have) the job, and everything we know may be stale.
+    """
+
+
+class BrokerIdInUseError(Exception):
+    """Another live session has registered the broker id we want."""
+
+
+class StateConflictError(Exception):
+    """A conditional write of a partition state found a newer zkVersion."""

@@ -1,0 +1,171 @@
+"""ReplicaStateMachine: moves replicas between the seven states of seed 001.
+
+Every transition is validated against ``states.REPLICA_TRANSITIONS``. The side effects
+of a valid transition are queued on the request batch (LeaderAndIsr to a replica coming
+online, StopReplica to one going offline or being deleted); taking an offline replica out
+of its partitions' ISRs is a conditional ZooKeeper write through the PartitionStateStore.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+
+from controller.context import ControllerContext
+from controller.errors import StateConflictError
+from controller.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch, PartitionReplica
+from controller.model import TopicPartition as TP
+from controller.request_batch import ControllerRequestBatch
+from controller.states import REPLICA_TRANSITIONS, ReplicaState, check_transition
+from controller.store import PartitionStateStore
+
+log = logging.getLogger(__name__)
+
+R = ReplicaState
+
+
+def without_replica(lai: LeaderAndIsr, replica: int) -> LeaderAndIsr:
+    """The state after ``replica`` went offline (pure).
+
+    It loses leadership (leader -1 if it led) and leaves the ISR, except that the last ISR
+    member stays: when it returns, a clean election can still pick it.
+    """
+    leader = NO_LEADER if lai.leader == replica else lai.leader
+    isr = lai.isr if len(lai.isr) == 1 else tuple(r for r in lai.isr if r != replica)
+    return lai.new_leader_and_isr(leader, isr)
+
+
+class ReplicaStateMachine:
+    def __init__(self, ctx: ControllerContext, store: PartitionStateStore) -> None:
+        self.ctx = ctx
+        self.store = store
+
+    def initialize_states(self) -> None:
+        """After failover: replicas on live brokers are Online, the others Ineligible."""
+        for tp in self.ctx.all_partitions():
+            for r in self.ctx.partition_replicas(tp):
+                pr = PartitionReplica(tp, r)
+                if self.ctx.is_replica_online(r, include_shutting_down=True):
+                    self.ctx.replica_states[pr] = R.ONLINE
+                else:
+                    # Kafka's choice: an offline replica cannot be deleted until it returns
+                    self.ctx.replica_states[pr] = R.DELETION_INELIGIBLE
+
+    async def handle_state_changes(
+        self,
+        replicas: Iterable[PartitionReplica],
+        target: ReplicaState,
+        batch: ControllerRequestBatch,
+    ) -> list[PartitionReplica]:
+        """Apply ``target`` to each replica whose transition is valid; return the refused."""
+        refused: list[PartitionReplica] = []
+        valid: list[PartitionReplica] = []
+        for pr in replicas:
+            if check_transition(REPLICA_TRANSITIONS, pr, self.ctx.replica_state(pr), target):
+                valid.append(pr)
+            else:
+                refused.append(pr)
+        if target is R.NEW:
+            refused += self._to_new(valid, batch)
+        elif target is R.ONLINE:
+            self._to_online(valid, batch)
+        elif target is R.OFFLINE:
+            await self._to_offline(valid, batch)
+        else:
+            for pr in valid:
+                if target is R.DELETION_STARTED:
+                    batch.add_stop_replica(pr.replica, pr.tp, delete=True)
+                self._set(pr, target)
+        return refused
+
+    def _set(self, pr: PartitionReplica, target: ReplicaState) -> None:
+        log.debug("replica %s: %s -> %s", pr, self.ctx.replica_state(pr), target)
+        if target is R.NON_EXISTENT:
+            self.ctx.replica_states.pop(pr, None)
+        else:
+            self.ctx.replica_states[pr] = target
+
+    def _to_new(
+        self, replicas: list[PartitionReplica], batch: ControllerRequestBatch
+    ) -> list[PartitionReplica]:
+        refused = []
+        for pr in replicas:
+            st = self.ctx.leadership.get(pr.tp)
+            if st is not None:
+                if st.leader_and_isr.leader == pr.replica:
+                    log.error("replica %s is the leader of its partition: not made New", pr)
+                    refused.append(pr)
+                    continue
+                batch.add_leader_and_isr(
+                    self.ctx, [pr.replica], pr.tp, st, self.ctx.partition_replicas(pr.tp), True
+                )
+            self._set(pr, R.NEW)
+        return refused
+
+    def _to_online(self, replicas: list[PartitionReplica], batch: ControllerRequestBatch) -> None:
+        for pr in replicas:
+            if self.ctx.replica_state(pr) is not R.NEW:
+                st = self.ctx.leadership.get(pr.tp)
+                if st is not None:
+                    batch.add_leader_and_isr(
+                        self.ctx, [pr.replica], pr.tp, st, self.ctx.partition_replicas(pr.tp), False
+                    )
+            self._set(pr, R.ONLINE)
+
+    async def _to_offline(
+        self, replicas: list[PartitionReplica], batch: ControllerRequestBatch
+    ) -> None:
+        by_broker: dict[int, list[TP]] = defaultdict(list)
+        for pr in replicas:
+            batch.add_stop_replica(pr.replica, pr.tp, delete=False)
+            by_broker[pr.replica].append(pr.tp)
+        for broker_id, tps in sorted(by_broker.items()):
+            updated = await self._remove_from_isr(broker_id, tps)
+            for tp, st in updated.items():
+                if not self.ctx.is_topic_queued_for_deletion(tp.topic):
+                    replicas_of_tp = self.ctx.partition_replicas(tp)
+                    others = [
+                        r
+                        for r in replicas_of_tp
+                        if r != broker_id and self.ctx.is_replica_online(r, True)
+                    ]
+                    batch.add_leader_and_isr(self.ctx, others, tp, st, replicas_of_tp, False)
+            for tp in tps:
+                self._set(PartitionReplica(tp, broker_id), R.OFFLINE)
+            # partitions whose state did not change still need fresh metadata everywhere
+            batch.add_update_metadata(self.ctx.live_or_shutting_down_ids(), set(tps))
+
+    async def _remove_from_isr(
+        self, broker_id: int, tps: list[TP], retries: int = 1
+    ) -> dict[TP, LeaderIsrAndControllerEpoch]:
+        planned: dict[TP, LeaderAndIsr] = {}
+        for tp in tps:
+            st = self.ctx.leadership.get(tp)
+            if st is None:
+                continue
+            lai = st.leader_and_isr
+            if broker_id not in lai.isr and lai.leader != broker_id:
+                continue
+            planned[tp] = without_replica(lai, broker_id)
+        if not planned:
+            return {}
+        results = await self.store.update_states(planned, self.ctx.epoch, self.ctx.epoch_zk_version)
+        done: dict[TP, LeaderIsrAndControllerEpoch] = {}
+        conflicts = []
+        for tp, result in results.items():
+            if isinstance(result, StateConflictError):
+                conflicts.append(tp)
+            elif isinstance(result, Exception):
+                log.error(
+                    "could not remove replica %s from the ISR of %s: %s", broker_id, tp, result
+                )
+            else:
+                done[tp] = LeaderIsrAndControllerEpoch(result, self.ctx.epoch)
+                self.ctx.put_leadership(tp, done[tp])
+        if conflicts and retries > 0:
+            fresh = await self.store.read_states(conflicts)
+            for tp, st in fresh.items():
+                self.ctx.put_leadership(tp, st)
+            done.update(await self._remove_from_isr(broker_id, conflicts, retries - 1))
+        return done

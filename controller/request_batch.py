@@ -1,0 +1,93 @@
+"""ControllerRequestBatch: collect the requests one controller event causes, send once.
+
+A state change touches many partitions; rather than one request per partition, handlers
+add entries here and ``send`` builds one LeaderAndIsr, one UpdateMetadata and one
+StopReplica per broker (bodies built by controller.requests from the context). Every
+LeaderAndIsr entry also queues UpdateMetadata for that partition to every live broker,
+so each broker's metadata cache learns of the new leader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.channel import ControllerChannelManager
+from controller.context import ControllerContext
+from controller.model import LeaderIsrAndControllerEpoch, TopicPartition
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrEntry:
+    state: LeaderIsrAndControllerEpoch
+    replicas: tuple[int, ...]
+    is_new: bool
+
+
+@dataclass
+class ControllerRequestBatch:
+    """Not safe across tasks: owned by the controller's event-processing task."""
+
+    leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrEntry]] = field(default_factory=dict)
+    update_metadata_brokers: set[int] = field(default_factory=set)
+    update_metadata_partitions: set[TopicPartition] = field(default_factory=set)
+    #: broker -> partition -> delete the log too?
+    stop_replica: dict[int, dict[TopicPartition, bool]] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (self.leader_and_isr or self.update_metadata_brokers or self.stop_replica)
+
+    def add_leader_and_isr(
+        self,
+        ctx: ControllerContext,
+        broker_ids: set[int] | list[int] | tuple[int, ...],
+        tp: TopicPartition,
+        state: LeaderIsrAndControllerEpoch,
+        replicas: tuple[int, ...],
+        is_new: bool,
+    ) -> None:
+        for bid in broker_ids:
+            if bid < 0:
+                continue
+            per_broker = self.leader_and_isr.setdefault(bid, {})
+            previous = per_broker.get(tp)
+            # a partition made new earlier in the same event stays new
+            per_broker[tp] = LeaderAndIsrEntry(
+                state, replicas, is_new or (previous is not None and previous.is_new)
+            )
+        self.add_update_metadata(ctx.live_or_shutting_down_ids(), {tp})
+
+    def add_update_metadata(self, broker_ids: set[int], partitions: set[TopicPartition]) -> None:
+        self.update_metadata_brokers |= {b for b in broker_ids if b >= 0}
+        self.update_metadata_partitions |= partitions
+
+    def add_stop_replica(self, broker_id: int, tp: TopicPartition, delete: bool) -> None:
+        per_broker = self.stop_replica.setdefault(broker_id, {})
+        per_broker[tp] = per_broker.get(tp, False) or delete
+
+    def send(
+        self, ctx: ControllerContext, channel: ControllerChannelManager, controller_id: int
+    ) -> None:
+        """Build every body from the context as it is now and hand them to ``channel``."""
+        # imported here: controller.requests needs LeaderAndIsrEntry from this module
+        import controller.requests as requests
+
+        for bid, entries in sorted(self.leader_and_isr.items()):
+            if bid not in ctx.live_brokers:
+                continue
+            key, version, body = requests.build_leader_and_isr(ctx, controller_id, bid, entries)
+            channel.send(bid, key, version, body)
+        if self.update_metadata_brokers:
+            partitions = sorted(p for p in self.update_metadata_partitions if p in ctx.leadership)
+            key, version, body = requests.build_update_metadata(ctx, controller_id, partitions)
+            for bid in sorted(self.update_metadata_brokers):
+                if bid in ctx.live_brokers:
+                    channel.send(bid, key, version, requests.with_broker_epoch(body, ctx, bid))
+        for bid, stops in sorted(self.stop_replica.items()):
+            if bid not in ctx.live_brokers:
+                continue
+            key, version, body = requests.build_stop_replica(ctx, controller_id, bid, stops)
+            channel.send(bid, key, version, body)
+        self.leader_and_isr.clear()
+        self.update_metadata_brokers.clear()
+        self.update_metadata_partitions.clear()
+        self.stop_replica.clear()

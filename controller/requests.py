@@ -1,0 +1,210 @@
+"""Build LeaderAndIsr, UpdateMetadata and StopReplica bodies from the context (pure).
+
+Versions: the ones that carry topic ids (LeaderAndIsr 5, UpdateMetadata 7) and the
+StopReplica version with per-partition leader epochs (3). Each builder returns
+``(api_key, api_version, body)``; bodies are protocol.messages structs.
+
+Leader epochs in StopReplica: the partition's current leader epoch, so a broker can
+ignore a stale request; -2 (Kafka's EpochDuringDelete) when the topic is being deleted,
+which tells the broker to delete whatever epoch it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from controller.context import ControllerContext
+from controller.model import TopicPartition
+from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+
+if TYPE_CHECKING:
+    from controller.request_batch import LeaderAndIsrEntry
+
+LEADER_AND_ISR = 4
+STOP_REPLICA = 5
+UPDATE_METADATA = 6
+CONTROLLED_SHUTDOWN = 7
+
+LEADER_AND_ISR_VERSION = 5
+UPDATE_METADATA_VERSION = 7
+STOP_REPLICA_VERSION = 3
+
+#: LeaderAndIsr v5 ``type``: 0 = incremental (only the partitions listed changed)
+INCREMENTAL = 0
+#: the leader sent for partitions of a topic queued for deletion (Kafka's LeaderDuringDelete)
+LEADER_DURING_DELETE = -2
+EPOCH_DURING_DELETE = -2
+NO_EPOCH = -1
+
+#: Kafka's SecurityProtocol ids
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+Built = tuple[int, int, Any]
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[TopicPartition]]:
+    out: dict[str, list[TopicPartition]] = {}
+    for tp in sorted(partitions):
+        out.setdefault(tp.topic, []).append(tp)
+    return out
+
+
+def build_leader_and_isr(
+    ctx: ControllerContext,
+    controller_id: int,
+    broker_id: int,
+    entries: Mapping[TopicPartition, LeaderAndIsrEntry],
+) -> Built:
+    """One broker's LeaderAndIsr: the partitions it hosts whose leadership changed."""
+    P = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+    topic_states = []
+    leaders: set[int] = set()
+    for topic, tps in _by_topic(entries).items():
+        states = []
+        for tp in tps:
+            entry = entries[tp]
+            lai = entry.state.leader_and_isr
+            leaders.add(lai.leader)
+            states.append(
+                P(
+                    partition_index=tp.partition,
+                    controller_epoch=entry.state.controller_epoch,
+                    leader=lai.leader,
+                    leader_epoch=lai.leader_epoch,
+                    isr=list(lai.isr),
+                    partition_epoch=lai.zk_version,
+                    replicas=list(entry.replicas),
+                    adding_replicas=[],
+                    removing_replicas=[],
+                    is_new=entry.is_new,
+                )
+            )
+        topic_states.append(
+            LeaderAndIsrRequest.LeaderAndIsrTopicState(
+                topic_name=topic, topic_id=ctx.topic_ids[topic], partition_states=states
+            )
+        )
+    live_leaders = []
+    for leader in sorted(leaders):
+        info = ctx.live_brokers.get(leader)
+        if info is None or not info.endpoints:
+            continue
+        ep = info.endpoints[0]
+        live_leaders.append(
+            LeaderAndIsrRequest.LeaderAndIsrLiveLeader(
+                broker_id=leader, host_name=ep.host, port=ep.port
+            )
+        )
+    body = LeaderAndIsrRequest(
+        controller_id=controller_id,
+        controller_epoch=ctx.epoch,
+        broker_epoch=ctx.broker_epoch(broker_id),
+        type=INCREMENTAL,
+        topic_states=topic_states,
+        live_leaders=live_leaders,
+    )
+    return LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body
+
+
+def build_update_metadata(
+    ctx: ControllerContext, controller_id: int, partitions: Iterable[TopicPartition]
+) -> Built:
+    """Every live broker with its endpoints, and the state of ``partitions``.
+
+    The body is the same for every recipient except ``broker_epoch``: use
+    ``with_broker_epoch`` to address it.
+    """
+    P = UpdateMetadataRequest.UpdateMetadataPartitionState
+    live = ctx.live_or_shutting_down_ids()
+    topic_states = []
+    for topic, tps in _by_topic(partitions).items():
+        deleting = ctx.is_topic_queued_for_deletion(topic)
+        states = []
+        for tp in tps:
+            st = ctx.leadership.get(tp)
+            if st is None:
+                continue
+            lai = st.leader_and_isr
+            replicas = ctx.partition_replicas(tp)
+            states.append(
+                P(
+                    partition_index=tp.partition,
+                    controller_epoch=st.controller_epoch,
+                    leader=LEADER_DURING_DELETE if deleting else lai.leader,
+                    leader_epoch=lai.leader_epoch,
+                    isr=list(lai.isr),
+                    zk_version=lai.zk_version,
+                    replicas=list(replicas),
+                    offline_replicas=[r for r in replicas if r not in live],
+                )
+            )
+        topic_states.append(
+            UpdateMetadataRequest.UpdateMetadataTopicState(
+                topic_name=topic, topic_id=ctx.topic_ids[topic], partition_states=states
+            )
+        )
+    brokers = []
+    for bid in sorted(ctx.live_brokers):
+        info = ctx.live_brokers[bid]
+        brokers.append(
+            UpdateMetadataRequest.UpdateMetadataBroker(
+                id=bid,
+                endpoints=[
+                    UpdateMetadataRequest.UpdateMetadataEndpoint(
+                        port=ep.port,
+                        host=ep.host,
+                        listener=ep.listener_name,
+                        security_protocol=SECURITY_PROTOCOL_IDS.get(ep.security_protocol, 0),
+                    )
+                    for ep in info.endpoints
+                ],
+                rack=info.rack,
+            )
+        )
+    body = UpdateMetadataRequest(
+        controller_id=controller_id,
+        controller_epoch=ctx.epoch,
+        broker_epoch=-1,
+        topic_states=topic_states,
+        live_brokers=brokers,
+    )
+    return UPDATE_METADATA, UPDATE_METADATA_VERSION, body
+
+
+def with_broker_epoch(body: Any, ctx: ControllerContext, broker_id: int) -> Any:
+    """A copy of a request body addressed to ``broker_id``'s current epoch."""
+    return msgspec.structs.replace(body, broker_epoch=ctx.broker_epoch(broker_id))
+
+
+def build_stop_replica(
+    ctx: ControllerContext, controller_id: int, broker_id: int, stops: Mapping[TopicPartition, bool]
+) -> Built:
+    """Tell a broker to stop (and, where ``stops[tp]``, delete) replicas."""
+    topics = []
+    for topic, tps in _by_topic(stops).items():
+        deleting = ctx.is_topic_queued_for_deletion(topic)
+        states = []
+        for tp in tps:
+            st = ctx.leadership.get(tp)
+            if deleting:
+                epoch = EPOCH_DURING_DELETE
+            else:
+                epoch = st.leader_and_isr.leader_epoch if st is not None else NO_EPOCH
+            states.append(
+                StopReplicaRequest.StopReplicaPartitionState(
+                    partition_index=tp.partition, leader_epoch=epoch, delete_partition=stops[tp]
+                )
+            )
+        topics.append(
+            StopReplicaRequest.StopReplicaTopicState(topic_name=topic, partition_states=states)
+        )
+    body = StopReplicaRequest(
+        controller_id=controller_id,
+        controller_epoch=ctx.epoch,
+        broker_epoch=ctx.broker_epoch(broker_id),
+        topic_states=topics,
+    )
+    return STOP_REPLICA, STOP_REPLICA_VERSION, body

@@ -1,0 +1,514 @@
+"""KafkaZkClient: Kafka's ZooKeeper layout over kazoo (blocking calls).
+
+Every method blocks on ZooKeeper: asyncio code calls them through ``asyncio.to_thread``
+(the controller does; see controller.zk.store). Watch callbacks passed in here are
+called on kazoo's own thread: they must only hand an event to the asyncio loop
+(``loop.call_soon_threadsafe``), never touch controller state or call back into kazoo.
+
+Fencing: a controller write goes through ``_controller_transaction``, a multi-op whose
+first operation checks the zkVersion of /controller_epoch that this controller's
+election produced. Kazoo's ``commit()`` does not raise when an operation fails; it
+returns one result per operation, exceptions included, so every element is inspected.
+If the check fails the whole multi-op was refused and ControllerMovedError is raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient, TransactionRequest
+from kazoo.exceptions import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    SessionExpiredError,
+)
+from kazoo.protocol.states import WatchedEvent, ZnodeStat
+
+from controller.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
+from controller.model import (
+    INITIAL_CONTROLLER_EPOCH,
+    BrokerInfo,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
+)
+from controller.zk import codec, paths
+
+log = logging.getLogger(__name__)
+
+Watch = Callable[[WatchedEvent], None]
+
+#: Kafka's default reserved.broker.max.id: generated ids start above it.
+RESERVED_BROKER_MAX_ID = 1000
+
+
+class TopicExistsError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class ControllerElection:
+    """The outcome of one attempt to become controller."""
+
+    won: bool
+    controller_id: int | None
+    epoch: int = 0
+    epoch_zk_version: int = 0
+
+
+class KafkaZkClient:
+    """Not thread safe for its own bookkeeping (``_past_sessions``): use from one thread at
+    a time (the controller's event task, through to_thread, is the only caller)."""
+
+    def __init__(self, client: KazooClient) -> None:
+        self.kazoo = client
+        #: session ids this process used before: their leftover ephemerals are ours to remove
+        self._past_sessions: set[int] = set()
+
+    @classmethod
+    def connect(
+        cls, hosts: str, session_timeout_s: float = 18.0, connect_timeout_s: float = 15.0
+    ) -> KafkaZkClient:
+        client = KazooClient(hosts=hosts, timeout=session_timeout_s)
+        client.start(timeout=connect_timeout_s)
+        return cls(client)
+
+    def close(self) -> None:
+        self.kazoo.stop()
+        self.kazoo.close()
+
+    @property
+    def session_id(self) -> int | None:
+        cid = self.kazoo.client_id
+        return int(cid[0]) if cid else None
+
+    # -- generic helpers ----------------------------------------------------------------
+
+    def _get(self, path: str, watch: Watch | None = None) -> tuple[bytes, ZnodeStat] | None:
+        try:
+            data, stat = self.kazoo.get(path, watch=watch)
+        except NoNodeError:
+            # with a watch, arm an existence watch instead, so creation is noticed
+            if watch is not None and self.kazoo.exists(path, watch=watch) is not None:
+                return self._get(path, watch)
+            return None
+        return bytes(data or b""), stat
+
+    def _children(self, path: str, watch: Watch | None = None) -> list[str]:
+        try:
+            return sorted(self.kazoo.get_children(path, watch=watch))
+        except NoNodeError:
+            return []
+
+    def ensure_persistent_paths(self) -> None:
+        """Create Kafka's top-level persistent znodes (idempotent)."""
+        for path in paths.PERSISTENT_PATHS:
+            self.kazoo.ensure_path(path)
+
+    # -- cluster id ---------------------------------------------------------------------
+
+    def get_or_create_cluster_id(self, proposed: str | None = None) -> str:
+        found = self._get(paths.CLUSTER_ID)
+        if found is not None:
+            return codec.decode_cluster_id(found[0])
+        cluster_id = proposed or codec.new_cluster_id()
+        try:
+            self.kazoo.create(paths.CLUSTER_ID, codec.encode_cluster_id(cluster_id), makepath=True)
+            return cluster_id
+        except NodeExistsError:
+            # another broker won the race: everybody uses the first id written
+            data, _ = self.kazoo.get(paths.CLUSTER_ID)
+            return codec.decode_cluster_id(data)
+
+    # -- brokers ------------------------------------------------------------------------
+
+    def generate_broker_id(self, reserved_max_id: int = RESERVED_BROKER_MAX_ID) -> int:
+        """A cluster-unique broker id: /brokers/seqid's new dataVersion + reserved max.
+
+        An unconditional set_data bumps the znode's version atomically, so two brokers
+        starting at once get different ids.
+        """
+        self.kazoo.ensure_path(paths.BROKER_SEQID)
+        stat = self.kazoo.set(paths.BROKER_SEQID, b"", version=-1)
+        return int(stat.version) + reserved_max_id
+
+    def register_broker(self, info: BrokerInfo, timestamp_ms: int, attempts: int = 5) -> int:
+        """Create the ephemeral /brokers/ids/<id>; return the broker epoch (its czxid).
+
+        NodeExists is expected after a lost session: if the znode belongs to our current
+        session (a retried create that had succeeded) it is ours; if it belongs to one of
+        our own expired sessions it is removed and the create retried; if another live
+        session owns it, BrokerIdInUseError.
+        """
+        path = paths.broker(info.id)
+        data = codec.encode_broker(info, timestamp_ms)
+        self.kazoo.ensure_path(paths.BROKER_IDS)
+        for _ in range(attempts):
+            session = self.session_id
+            try:
+                self.kazoo.create(path, data, ephemeral=True)
+            except NodeExistsError:
+                stat = self.kazoo.exists(path)
+                if stat is None:
+                    continue  # it just went away: try again
+                if stat.ephemeralOwner == session:
+                    return int(stat.czxid)
+                if stat.ephemeralOwner in self._past_sessions:
+                    log.info("removing broker %s's registration from an expired session", info.id)
+                    with contextlib.suppress(NoNodeError, BadVersionError):
+                        self.kazoo.delete(path, version=stat.version)
+                    continue
+                raise BrokerIdInUseError(
+                    f"broker id {info.id} is registered by another session "
+                    f"(0x{stat.ephemeralOwner:x}): is another broker using it?"
+                ) from None
+            stat = self.kazoo.exists(path)
+            if stat is None or stat.ephemeralOwner != self.session_id:
+                continue  # the session changed between create and exists: do it again
+            if session is not None:
+                self._past_sessions.add(session)
+            return int(stat.czxid)
+        raise BrokerIdInUseError(f"could not register broker {info.id} in {attempts} attempts")
+
+    def deregister_broker(self, broker_id: int) -> None:
+        try:
+            stat = self.kazoo.exists(paths.broker(broker_id))
+            if stat is not None and stat.ephemeralOwner == self.session_id:
+                self.kazoo.delete(paths.broker(broker_id), version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass
+
+    def get_broker_ids(self, watch: Watch | None = None) -> list[int]:
+        return sorted(int(c) for c in self._children(paths.BROKER_IDS, watch) if c.isdigit())
+
+    def get_broker(self, broker_id: int) -> BrokerInfo | None:
+        found = self._get(paths.broker(broker_id))
+        if found is None:
+            return None
+        data, stat = found
+        return codec.decode_broker(broker_id, data, int(stat.czxid))
+
+    def get_brokers(self, ids: Iterable[int]) -> dict[int, BrokerInfo]:
+        out = {}
+        for bid in ids:
+            info = self.get_broker(bid)
+            if info is not None:
+                out[bid] = info
+        return out
+
+    # -- topics -------------------------------------------------------------------------
+
+    def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
+        """Write a new topic's config and assignment together (one multi-op).
+
+        The config goes first so that whoever sees the topic can read its config. A
+        topic that exists already raises TopicExistsError and writes nothing.
+        """
+        self.kazoo.ensure_path(paths.CONFIG_TOPICS)
+        self.kazoo.ensure_path(paths.BROKER_TOPICS)
+        tx = self.kazoo.transaction()
+        config_path = paths.topic_config(assignment.topic)
+        if self.kazoo.exists(config_path) is None:
+            tx.create(config_path, codec.encode_topic_config(dict(config)))
+        else:
+            tx.set_data(config_path, codec.encode_topic_config(dict(config)))
+        tx.create(paths.topic(assignment.topic), codec.encode_topic(assignment))
+        results = tx.commit()
+        failure = _first_failure(results)
+        if isinstance(failure, NodeExistsError):
+            raise TopicExistsError(assignment.topic)
+        if failure is not None:
+            raise failure
+
+    def set_topic_assignment(self, assignment: TopicAssignment, expected_version: int) -> int:
+        """Rewrite a topic's assignment (CreatePartitions); conditional on its version."""
+        stat = self.kazoo.set(
+            paths.topic(assignment.topic), codec.encode_topic(assignment), version=expected_version
+        )
+        return int(stat.version)
+
+    def get_topics(self, watch: Watch | None = None) -> list[str]:
+        return self._children(paths.BROKER_TOPICS, watch)
+
+    def get_topic(
+        self, topic: str, watch: Watch | None = None
+    ) -> tuple[TopicAssignment, int] | None:
+        """The topic's assignment and its znode version (for conditional rewrites)."""
+        found = self._get(paths.topic(topic), watch)
+        if found is None:
+            return None
+        return codec.decode_topic(topic, found[0]), int(found[1].version)
+
+    def get_topic_config(self, topic: str) -> dict[str, str]:
+        found = self._get(paths.topic_config(topic))
+        return {} if found is None else codec.decode_topic_config(topic, found[0])
+
+    def get_topic_deletions(self, watch: Watch | None = None) -> list[str]:
+        return self._children(paths.DELETE_TOPICS, watch)
+
+    # -- partition states ---------------------------------------------------------------
+
+    def get_partition_states(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        pending = [
+            (tp, self.kazoo.get_async(paths.partition_state(tp.topic, tp.partition)))
+            for tp in partitions
+        ]
+        out = {}
+        for tp, result in pending:
+            try:
+                data, stat = result.get()
+            except NoNodeError:
+                continue
+            out[tp] = codec.decode_partition_state(tp, bytes(data), int(stat.version))
+        return out
+
+    def create_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderAndIsr],
+        controller_epoch: int,
+        epoch_zk_version: int,
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        for tp in states:
+            # structural parents, no data: harmless for a zombie to create
+            self.kazoo.ensure_path(paths.partition(tp.topic, tp.partition))
+        ops = {
+            tp: [
+                ("create", paths.partition_state(tp.topic, tp.partition),
+                 codec.encode_partition_state(lai, controller_epoch))
+            ]
+            for tp, lai in states.items()
+        }  # fmt: skip
+        results = self._controller_transactions(ops, epoch_zk_version)
+        out: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for tp, res in results.items():
+            if isinstance(res, Exception):
+                out[tp] = StateConflictError(str(tp)) if isinstance(res, NodeExistsError) else res
+            else:
+                out[tp] = states[tp].with_zk_version(0)
+        return out
+
+    def update_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderAndIsr],
+        controller_epoch: int,
+        epoch_zk_version: int,
+    ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
+        ops = {
+            tp: [
+                ("set", paths.partition_state(tp.topic, tp.partition),
+                 codec.encode_partition_state(lai, controller_epoch), lai.zk_version)
+            ]
+            for tp, lai in states.items()
+        }  # fmt: skip
+        results = self._controller_transactions(ops, epoch_zk_version)
+        out: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        for tp, res in results.items():
+            if isinstance(res, BadVersionError | NoNodeError):
+                out[tp] = StateConflictError(f"{tp}: {type(res).__name__}")
+            elif isinstance(res, Exception):
+                out[tp] = res
+            else:
+                stat = res[1]
+                out[tp] = states[tp].with_zk_version(int(stat.version))
+        return out
+
+    # -- controller election ------------------------------------------------------------
+
+    def get_controller_id(self, watch: Watch | None = None) -> int | None:
+        """The active controller's broker id; with ``watch``, armed on /controller either way."""
+        found = self._get(paths.CONTROLLER, watch)
+        return None if found is None else codec.decode_controller(found[0])
+
+    def get_controller_epoch(self) -> tuple[int, int] | None:
+        """(epoch, zkVersion of /controller_epoch), or None before the first election."""
+        found = self._get(paths.CONTROLLER_EPOCH)
+        if found is None:
+            return None
+        return codec.decode_controller_epoch(found[0]), int(found[1].version)
+
+    def try_become_controller(self, broker_id: int, timestamp_ms: int) -> ControllerElection:
+        """Create /controller and bump /controller_epoch in one multi-op.
+
+        Either both happen or neither: there is never a controller whose epoch was not
+        bumped, nor a bumped epoch without a controller. Losing returns the winner's id.
+        """
+        for _ in range(10):
+            current = self.get_controller_epoch()
+            if current is None:
+                with contextlib.suppress(NodeExistsError):
+                    self.kazoo.create(
+                        paths.CONTROLLER_EPOCH,
+                        codec.encode_controller_epoch(INITIAL_CONTROLLER_EPOCH),
+                    )
+                continue
+            epoch, version = current
+            tx = self.kazoo.transaction()
+            tx.create(
+                paths.CONTROLLER, codec.encode_controller(broker_id, timestamp_ms), ephemeral=True
+            )
+            tx.set_data(paths.CONTROLLER_EPOCH, codec.encode_controller_epoch(epoch + 1), version)
+            results = tx.commit()
+            failure = _first_failure(results)
+            if failure is None:
+                stat = results[1]
+                return ControllerElection(True, broker_id, epoch + 1, int(stat.version))
+            if isinstance(failure, NodeExistsError):
+                found = self._get(paths.CONTROLLER)
+                if found is None:
+                    continue  # it went away meanwhile: try again
+                data, stat = found
+                winner = codec.decode_controller(data)
+                if stat.ephemeralOwner == self.session_id and winner == broker_id:
+                    # our own earlier attempt succeeded (e.g. retried after a connection loss)
+                    mine = self.get_controller_epoch()
+                    if mine is not None:
+                        return ControllerElection(True, broker_id, mine[0], mine[1])
+                return ControllerElection(False, winner)
+            if isinstance(failure, BadVersionError):
+                continue  # somebody bumped the epoch between our read and our write
+            raise failure
+        return ControllerElection(False, self.get_controller_id())
+
+    def resign_controller(self, broker_id: int) -> None:
+        """Delete /controller if it is ours (used on a clean shutdown of the controller)."""
+        found = self._get(paths.CONTROLLER)
+        if found is None:
+            return
+        data, stat = found
+        if codec.decode_controller(data) == broker_id and stat.ephemeralOwner == self.session_id:
+            with contextlib.suppress(NoNodeError, BadVersionError):
+                self.kazoo.delete(paths.CONTROLLER, version=stat.version)
+
+    def _controller_transactions(
+        self, ops_by_key: Mapping[Any, Sequence[tuple[Any, ...]]], epoch_zk_version: int
+    ) -> dict[Any, Any]:
+        """Run one epoch-checked multi-op per key, all in flight at once.
+
+        Returns, per key, the result of its (single) operation or its exception. Raises
+        ControllerMovedError if any multi-op failed its /controller_epoch check.
+        """
+        pending = []
+        for key, ops in ops_by_key.items():
+            tx = self.kazoo.transaction()
+            tx.check(paths.CONTROLLER_EPOCH, epoch_zk_version)
+            for op in ops:
+                _add_op(tx, op)
+            pending.append((key, tx.commit_async()))
+        out: dict[Any, Any] = {}
+        fenced = False
+        for key, result in pending:
+            try:
+                results = result.get()
+            except SessionExpiredError as exc:
+                raise ControllerMovedError("ZooKeeper session expired") from exc
+            check = results[0]
+            if isinstance(check, Exception) and not isinstance(check, RolledBackError):
+                fenced = True  # the epoch check itself failed: the whole multi-op refused
+                out[key] = check
+                continue
+            failure = _first_failure(results[1:])
+            if failure is not None:
+                out[key] = failure
+            else:
+                out[key] = results[1] if len(results) == 2 else list(results[1:])
+        if fenced:
+            raise ControllerMovedError(
+                f"/controller_epoch is no longer at zkVersion {epoch_zk_version}"
+            )
+        return out
+
+    def controller_write(self, ops: Sequence[tuple[Any, ...]], epoch_zk_version: int) -> list[Any]:
+        """One epoch-checked multi-op of ``ops``; returns the per-op results (no check)."""
+        results = self._controller_transactions({0: ops}, epoch_zk_version)[0]
+        return list(results) if isinstance(results, list) else [results]
+
+    # -- notifications ------------------------------------------------------------------
+
+    def get_isr_change_notifications(self, watch: Watch | None = None) -> list[str]:
+        return [
+            c
+            for c in self._children(paths.ISR_CHANGE_NOTIFICATION, watch)
+            if c.startswith(paths.ISR_CHANGE_PREFIX)
+        ]
+
+    def read_isr_change_notification(self, name: str) -> list[TopicPartition]:
+        found = self._get(f"{paths.ISR_CHANGE_NOTIFICATION}/{name}")
+        return [] if found is None else codec.decode_isr_change(found[0])
+
+    def delete_isr_change_notifications(self, names: Sequence[str], epoch_zk_version: int) -> None:
+        if names:
+            ops = [("delete", f"{paths.ISR_CHANGE_NOTIFICATION}/{n}", -1) for n in names]
+            # a notification deleted meanwhile only fails its own multi-op: ignore it
+            self._controller_transactions({n: [op] for n, op in zip(names, ops)}, epoch_zk_version)
+
+    def propagate_isr_change(self, partitions: Iterable[TopicPartition]) -> str:
+        """Used by a leader that changed ISRs: queue a notification for the controller."""
+        self.kazoo.ensure_path(paths.ISR_CHANGE_NOTIFICATION)
+        return str(
+            self.kazoo.create(
+                f"{paths.ISR_CHANGE_NOTIFICATION}/{paths.ISR_CHANGE_PREFIX}",
+                codec.encode_isr_change(partitions),
+                sequence=True,
+            )
+        )
+
+    # -- producer ids -------------------------------------------------------------------
+
+    def allocate_producer_id_block(
+        self, broker_id: int, size: int = codec.PRODUCER_ID_BLOCK_SIZE, attempts: int = 100
+    ) -> codec.ProducerIdBlock:
+        """Claim the next block of producer ids for ``broker_id``.
+
+        Read the last block handed out and write the next one conditionally on the
+        znode's version: of two brokers racing, one write fails with BadVersion and that
+        broker reads again, so no id is ever handed out twice.
+        """
+        self.kazoo.ensure_path(paths.LATEST_PRODUCER_ID_BLOCK)
+        for _ in range(attempts):
+            data, stat = self.kazoo.get(paths.LATEST_PRODUCER_ID_BLOCK)
+            previous = codec.decode_producer_id_block(bytes(data)) if data else None
+            block = codec.next_producer_id_block(previous, broker_id, size)
+            try:
+                self.kazoo.set(
+                    paths.LATEST_PRODUCER_ID_BLOCK,
+                    codec.encode_producer_id_block(block),
+                    version=stat.version,
+                )
+                return block
+            except BadVersionError:
+                continue
+        raise RuntimeError(f"could not allocate a producer id block in {attempts} attempts")
+
+
+def _add_op(tx: TransactionRequest, op: tuple[Any, ...]) -> None:
+    kind = op[0]
+    if kind == "create":
+        tx.create(op[1], op[2])
+    elif kind == "set":
+        tx.set_data(op[1], op[2], op[3])
+    elif kind == "delete":
+        tx.delete(op[1], op[2])
+    elif kind == "check":
+        tx.check(op[1], op[2])
+    else:
+        raise ValueError(f"unknown operation {kind!r}")
+
+
+def _first_failure(results: Sequence[Any]) -> Exception | None:
+    """The exception that made a multi-op fail (kazoo marks the others RolledBackError)."""
+    for r in results:
+        if isinstance(r, Exception) and not isinstance(r, RolledBackError):
+            return r
+    for r in results:
+        if isinstance(r, Exception):
+            return r
+    return None

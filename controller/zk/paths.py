@@ -1,0 +1,70 @@
+"""The znode paths of Kafka's ZooKeeper mode (DESIGN.md section 3)."""
+
+from __future__ import annotations
+
+BROKERS = "/brokers"
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+BROKER_SEQID = "/brokers/seqid"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+ADMIN = "/admin"
+DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+ISR_CHANGE_PREFIX = "isr_change_"
+CONFIG = "/config"
+CONFIG_TOPICS = "/config/topics"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+CLUSTER_ID = "/cluster/id"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+CONSUMERS = "/consumers"
+
+#: Persistent paths every broker makes sure exist at startup (Kafka's list, seed 004).
+PERSISTENT_PATHS = (
+    CONSUMERS,
+    BROKER_IDS,
+    BROKER_TOPICS,
+    CONFIG_CHANGES,
+    "/config/clients",
+    "/config/brokers",
+    CONFIG_TOPICS,
+    "/config/users",
+    "/config/ips",
+    DELETE_TOPICS,
+    BROKER_SEQID,
+    ISR_CHANGE_NOTIFICATION,
+    LATEST_PRODUCER_ID_BLOCK,
+    LOG_DIR_EVENT_NOTIFICATION,
+)
+
+
+def broker(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic(name: str) -> str:
+    return f"{BROKER_TOPICS}/{name}"
+
+
+def topic_partitions(name: str) -> str:
+    return f"{BROKER_TOPICS}/{name}/partitions"
+
+
+def partition(name: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{name}/partitions/{partition}"
+
+
+def partition_state(name: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{name}/partitions/{partition}/state"
+
+
+def delete_topic(name: str) -> str:
+    return f"{DELETE_TOPICS}/{name}"
+
+
+def topic_config(name: str) -> str:
+    return f"{CONFIG_TOPICS}/{name}"
