@@ -7,10 +7,11 @@ What is refused, in the order Kafka checks it, and the error code each answers w
 (``exc.error_code``):
 
 ===================================================  ==================================
-records null or empty, not exactly one whole batch   INVALID_RECORD (87)
+records null or empty                                INVALID_RECORD (87)
 magic 0 or 1 (legacy message sets), or another       INVALID_RECORD (87)
-unknown codec id, or zstd below Produce v7           UNSUPPORTED_COMPRESSION_TYPE (76)
 batch_length below the v2 header                     CORRUPT_MESSAGE (2)
+not exactly one whole batch                          INVALID_RECORD (87)
+unknown codec id, or zstd below Produce v7           UNSUPPORTED_COMPRESSION_TYPE (76)
 base_offset not 0 (clients always write 0)           INVALID_RECORD (87)
 batch larger than ``max_batch_size``                 MESSAGE_TOO_LARGE (10)
 CRC-32C mismatch                                     CORRUPT_MESSAGE (2)
@@ -72,9 +73,11 @@ def validate_produce_records(
         magic = records[MAGIC_OFFSET]
         if magic != CURRENT_MAGIC:
             raise InvalidBatch(f"Produce v3+ needs record batches of magic 2, got magic {magic}")
-    if available < HEADER_SIZE:
+    if available < LOG_OVERHEAD:
         raise InvalidBatch(f"{available} bytes of records are not a whole record batch")
     _, batch_length = peek_offset_and_length(records)
+    if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise InvalidBatch(f"batch length {batch_length} is below the header size", corrupt=True)
     size = batch_length + LOG_OVERHEAD
     if size > available:
         raise InvalidBatch(f"record batch of {size} bytes but only {available} bytes were sent")
@@ -100,10 +103,6 @@ def validate_produce_records(
 
 
 def _check_header(header: BatchHeader, max_batch_size: int | None) -> None:
-    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
-        raise InvalidBatch(
-            f"batch length {header.batch_length} is below the header size", corrupt=True
-        )
     if header.base_offset != 0:
         raise InvalidBatch(f"a produced batch must have base offset 0, not {header.base_offset}")
     if max_batch_size is not None and header.size > max_batch_size:
