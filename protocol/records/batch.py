@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from protocol.records.crc import crc32c
 
@@ -288,24 +288,29 @@ def iter_batches(
     min_length = HEADER_SIZE - LOG_OVERHEAD
     while pos < limit:
         left = limit - pos
-        if left > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != CURRENT_MAGIC:
-            raise InvalidBatch(
-                f"magic {buf[pos + MAGIC_OFFSET]} at position {pos}: only magic 2 is supported"
-            )
         if left < HEADER_SIZE:
+            if left > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] != CURRENT_MAGIC:
+                _refuse_magic(buf[pos + MAGIC_OFFSET], pos)
             break
-        header = make(unpack(buf, pos))
-        if header.batch_length < min_length:
+        fields = unpack(buf, pos)
+        if fields[3] != CURRENT_MAGIC:  # a legacy message unpacks too: its magic is at 16
+            _refuse_magic(fields[3], pos)
+        batch_length = fields[1]
+        if batch_length < min_length:
             raise InvalidBatch(
-                f"batch length {header.batch_length} at position {pos} is below the header size",
+                f"batch length {batch_length} at position {pos} is below the header size",
                 corrupt=True,
             )
-        size = header.batch_length + LOG_OVERHEAD
+        size = batch_length + LOG_OVERHEAD
         if size > left:
             break
-        yield pos, header
+        yield pos, make(fields)
         pos += size
     if pos < limit and not allow_partial:
         raise InvalidBatch(
             f"{limit - pos} bytes at position {pos} are not a whole batch", corrupt=True
         )
+
+
+def _refuse_magic(magic: int, pos: int) -> NoReturn:
+    raise InvalidBatch(f"magic {magic} at position {pos}: only magic 2 is supported")
