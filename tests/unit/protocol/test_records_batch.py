@@ -3,6 +3,7 @@ damage, control markers and legacy formats."""
 
 from __future__ import annotations
 
+import contextlib
 import struct
 
 import pytest
@@ -314,3 +315,21 @@ def test_message_format_of_a_v2_batch_and_of_too_few_bytes() -> None:
     assert message_format(batch) == 2 and not is_legacy(batch)
     with pytest.raises(InvalidBatch):
         message_format(batch[:16])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(list(Compression)), st.binary(min_size=1, max_size=40), st.integers(0, 10**6)
+)
+def test_mutated_batches_raise_only_invalid_batch(
+    codec: Compression, noise: bytes, where: int
+) -> None:
+    data = build_batch(sample(4), compression=codec)
+    where %= len(data)
+    data[where : where + len(noise)] = noise
+    for scan in (
+        lambda: read_batch(data, check_crc=False, max_uncompressed=1 << 20),
+        lambda: list(iter_batches(data, allow_partial=False)),
+    ):
+        with contextlib.suppress(InvalidBatch):
+            scan()
