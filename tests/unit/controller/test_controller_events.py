@@ -1,0 +1,70 @@
+"""ControllerEventManager: one queue, one consumer, in order, survives failing handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from controller import events as ev
+
+
+async def test_events_are_handled_in_order_one_at_a_time() -> None:
+    seen: list[str] = []
+    running = 0
+
+    async def handler(event: ev.ControllerEvent) -> None:
+        nonlocal running
+        running += 1
+        assert running == 1  # never two handlers at once
+        await asyncio.sleep(0)
+        assert isinstance(event, ev.PartitionModifications)
+        seen.append(event.topic)
+        running -= 1
+
+    mgr = ev.ControllerEventManager(handler)
+    mgr.start()
+    for t in "abcde":
+        mgr.put(ev.PartitionModifications(t))
+    await asyncio.wait_for(mgr.shutdown(), 5)
+    assert seen == list("abcde")
+
+
+async def test_a_failing_handler_does_not_stop_the_loop() -> None:
+    seen: list[ev.ControllerEvent] = []
+
+    async def handler(event: ev.ControllerEvent) -> None:
+        if isinstance(event, ev.BrokerChange):
+            raise RuntimeError("boom")
+        seen.append(event)
+
+    mgr = ev.ControllerEventManager(handler)
+    mgr.start()
+    mgr.put(ev.BrokerChange())
+    mgr.put(ev.TopicChange())
+    await asyncio.wait_for(mgr.shutdown(), 5)
+    assert seen == [ev.TopicChange()]
+    assert mgr.processed == 2
+
+
+async def test_put_threadsafe_from_another_thread() -> None:
+    got: asyncio.Queue[ev.ControllerEvent] = asyncio.Queue()
+
+    async def handler(event: ev.ControllerEvent) -> None:
+        await got.put(event)
+
+    mgr = ev.ControllerEventManager(handler)
+    mgr.start()
+    t = threading.Thread(target=mgr.put_threadsafe, args=(ev.IsrChangeNotification(),))
+    t.start()
+    t.join(5)
+    assert await asyncio.wait_for(got.get(), 5) == ev.IsrChangeNotification()
+    await asyncio.wait_for(mgr.shutdown(), 5)
+
+
+def test_put_threadsafe_before_start_is_dropped() -> None:
+    async def handler(event: ev.ControllerEvent) -> None:
+        raise AssertionError("not called")
+
+    mgr = ev.ControllerEventManager(handler)
+    mgr.put_threadsafe(ev.TopicChange())  # no loop yet: nothing happens, nothing raises
+    assert mgr.queue_size() == 0
