@@ -1,0 +1,66 @@
+"""What the network needs from the wire codec, as one injectable bundle.
+
+The Processor decodes each frame into a request (header and body) and encodes each
+response into pieces; it never looks inside bodies. ``Codec.default()`` binds the
+functions of the ``protocol`` package; tests and benchmarks may pass their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseParts:
+    """A response already encoded by the handler: body pieces (bytes or file regions),
+    without the 4-byte size prefix -- the same shape ``encode_response_parts`` returns."""
+
+    parts: Sequence[object]
+
+
+#: (request header, error code) -> a Response carrying that error, or None to close instead
+ErrorResponder = Callable[[Any, int], Any]
+
+
+def _no_error_response(header: Any, error_code: int) -> None:
+    return None
+
+
+def _api_name_fallback(api_key: int) -> str:
+    return str(api_key)
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    decode_request: Callable[[bytes | memoryview], Any]
+    encode_response_parts: Callable[[Any], Sequence[object]]
+    #: builds the error response for a request whose body could not be used; the lead
+    #: plugs in KafkaApis' builder. Returning None closes the connection instead.
+    error_response: ErrorResponder = _no_error_response
+    api_name: Callable[[int], str] = _api_name_fallback
+
+    @staticmethod
+    def default(error_response: ErrorResponder | None = None) -> Codec:
+        """The ``protocol`` package's codec; API names in Kafka's spelling (``ApiVersions``)."""
+        import protocol
+
+        def api_name(api_key: int) -> str:
+            try:
+                name = protocol.ApiKey(api_key).name
+            except ValueError:
+                return str(api_key)
+            return "".join(word.capitalize() for word in name.split("_"))
+
+        return Codec(
+            decode_request=protocol.decode_request,
+            encode_response_parts=protocol.encode_response_parts,
+            error_response=error_response or _no_error_response,
+            api_name=api_name,
+        )
+
+    def encode(self, response: Any) -> Sequence[object]:
+        if isinstance(response, ResponseParts):
+            return response.parts
+        return self.encode_response_parts(response)

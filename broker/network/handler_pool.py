@@ -1,0 +1,113 @@
+"""The request handler pool: N tasks that take requests off a channel and call the handler.
+
+The handler is the broker's ``KafkaApis``, injected as an async callable::
+
+    async def handle(request: Request) -> Response | ResponseParts | Future | None
+
+* a Response (or ``ResponseParts``, already-encoded pieces) is written back in order;
+* ``None`` means *no response* (acks=0 Produce): the connection is unmuted and reads on;
+* an ``asyncio.Future`` means *respond later* (a DelayedFetch or DelayedProduce in a
+  purgatory): the handler task is free at once, as Kafka's handler threads are, and the
+  future's result -- any of the above -- is delivered when it completes. A handler that
+  simply awaits the purgatory also works, but holds one of the ``num.io.threads`` tasks.
+
+A handler that raises gets its request answered with UNKNOWN_SERVER_ERROR where the
+codec's error builder can, else the connection closes; the handler task carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from broker.metrics import BrokerMetrics
+from broker.network.request_channel import Request, RequestChannel
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_SERVER_ERROR = -1
+
+#: the injected request handler (KafkaApis.handle)
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+class RequestHandlerPool:
+    """``size`` handler tasks on one channel. Event-loop bound."""
+
+    def __init__(
+        self,
+        channel: RequestChannel,
+        handle: Handler,
+        size: int,
+        metrics: BrokerMetrics,
+        clock: Callable[[], float],
+        name: str = "data-plane",
+    ) -> None:
+        self._channel = channel
+        self._handle = handle
+        self._size = size
+        self._metrics = metrics
+        self._clock = clock
+        self.name = name
+        self._tasks: list[asyncio.Task[None]] = []
+        self._deferred: set[asyncio.Future[Any]] = set()
+
+    @property
+    def deferred_count(self) -> int:
+        """Requests whose handler returned a future that has not completed yet."""
+        return len(self._deferred)
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._run(), name=f"{self.name}-handler-{i}")
+            for i in range(self._size)
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        for future in list(self._deferred):
+            future.cancel()
+
+    async def _run(self) -> None:
+        while True:
+            request = await self._channel.receive()
+            request.dequeued_at = self._clock()
+            self._metrics.request_queue_time.labels(api=request.api_name).observe(
+                request.dequeued_at - request.received_at
+            )
+            try:
+                result = await self._handle(request)
+            except asyncio.CancelledError:
+                request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
+                raise
+            except Exception:  # loop boundary: one failing request must not stop the pool
+                log.exception("handler failed on %s", request)
+                request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
+                continue
+            if isinstance(result, asyncio.Future):
+                self._defer(request, result)
+            else:
+                request.responder.respond(request, result)
+
+    def _defer(self, request: Request, future: asyncio.Future[Any]) -> None:
+        self._deferred.add(future)
+
+        def deliver(done: asyncio.Future[Any]) -> None:
+            self._deferred.discard(done)
+            if done.cancelled() or done.exception() is not None:
+                if not done.cancelled():
+                    log.error("deferred response to %s failed", request, exc_info=done.exception())
+                request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
+            else:
+                request.responder.respond(request, done.result())
+
+        future.add_done_callback(deliver)

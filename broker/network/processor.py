@@ -1,0 +1,380 @@
+"""Processor: owns a set of connections, turns bytes into requests and responses into bytes.
+
+Everything is driven by readiness callbacks on sockets the Processor owns (``add_reader``
+/ ``add_writer``), not by asyncio transports or streams: transports are slow under
+pipelining (DESIGN.md section 9) and uvloop's refuse both ``sendfile`` and a writer on
+their socket, which zero-copy responses need.
+
+The life of a request, as the methods below run it:
+
+    _on_readable      recv, cut frames (size checked before buffering), queue them
+    _dispatch         parse the next frame, offer it to the RequestChannel, mute
+    respond           (handler) put the outcome on this Processor's response queue
+    _process_responses  encode, start writing; a None outcome just unmutes
+    _on_writable      continue a write that filled the socket buffer
+    _finish_response  unmute: dispatch the next pending frame or read again
+
+Errors stay with their connection: a bad frame, a dead peer or a failing handler closes
+(or answers) that connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import socket
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.metrics import BrokerMetrics
+from broker.network.codec import Codec
+from broker.network.connection import Connection, ConnState
+from broker.network.request_channel import Request, RequestChannel
+from broker.network.send import ResponseSend
+from protocol.errors import ProtocolError
+
+log = logging.getLogger(__name__)
+
+#: bytes asked of recv() per readiness event; a whole small request fits
+RECV_SIZE = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorSettings:
+    max_frame_size: int = 104857600  # socket.request.max.bytes
+    idle_timeout_s: float = 600.0  # connections.max.idle.ms / 1000
+    send_buffer: int = 102400  # socket.send.buffer.bytes; -1 keeps the OS default
+    receive_buffer: int = 102400  # socket.receive.buffer.bytes
+
+
+class Processor:
+    """One network processor. Event-loop bound; not safe across threads."""
+
+    _ids = itertools.count()
+
+    def __init__(
+        self,
+        processor_id: int,
+        listener: str,
+        channel: RequestChannel,
+        codec: Codec,
+        metrics: BrokerMetrics,
+        settings: ProcessorSettings,
+        clock: Callable[[], float],
+        on_close: Callable[[Connection], None] = lambda conn: None,
+    ) -> None:
+        self.id = processor_id
+        self.listener = listener
+        self._channel = channel
+        self._codec = codec
+        self._metrics = metrics
+        self._settings = settings
+        self._clock = clock
+        self._on_close = on_close
+        self._loop = asyncio.get_running_loop()
+        self._connections: dict[int, Connection] = {}  # by fd
+        self._responses: deque[tuple[Request, Any]] = deque()
+        self._responses_scheduled = False
+        self._draining = False
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self._drained = asyncio.Event()  # set once draining and no connection is busy
+        # metric children resolved once per label value (labels() is not free)
+        self._received = metrics.network_received_bytes.labels(listener=listener)
+        self._sent = metrics.network_sent_bytes.labels(listener=listener)
+        self._open = metrics.connections.labels(listener=listener)
+        self._requests_by_api: dict[int, Any] = {}
+        self._duration_by_api: dict[int, Any] = {}
+
+    # --- bookkeeping ------------------------------------------------------------------------
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    @property
+    def busy_count(self) -> int:
+        """Connections with a request in the broker (queued, handled or being written)."""
+        return sum(1 for c in self._connections.values() if c.state is not ConnState.READING)
+
+    def start(self) -> None:
+        self._schedule_idle_sweep()
+
+    # --- new connections (from the Acceptor) --------------------------------------------
+
+    def accept(self, sock: socket.socket, address: tuple[str, int]) -> None:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._settings.send_buffer > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._settings.send_buffer)
+        if self._settings.receive_buffer > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._settings.receive_buffer)
+        local = sock.getsockname()
+        # Kafka's connection id: local address, remote address, and a disambiguating index
+        conn_id = f"{local[0]}:{local[1]}-{address[0]}:{address[1]}-{next(self._ids)}"
+        conn = Connection(
+            sock, conn_id, self.listener, address, self._settings.max_frame_size, self._clock()
+        )
+        self._connections[conn.fd] = conn
+        self._open.inc()
+        self._loop.add_reader(conn.fd, self._on_readable, conn)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def _on_readable(self, conn: Connection) -> None:
+        try:
+            data = conn.sock.recv(RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._close(conn, "error", exc)
+            return
+        if not data:
+            self._close(conn, "peer")
+            return
+        conn.last_active = self._clock()
+        self._received.inc(len(data))
+        try:
+            frames = conn.decoder.feed(data)
+        except ProtocolError as exc:  # a declared size out of bounds: nothing was buffered
+            self._metrics.malformed_requests.labels(listener=self.listener).inc()
+            self._close(conn, "malformed", exc)
+            return
+        if frames:
+            conn.pending.extend(frames)
+            self._dispatch(conn)
+
+    def _dispatch(self, conn: Connection) -> None:
+        """Parse the next pending frame and hand it to the handlers (or answer it)."""
+        frame = conn.pending.popleft()
+        try:
+            decoded = self._codec.decode_request(frame)
+        except ProtocolError as exc:
+            self._metrics.malformed_requests.labels(listener=self.listener).inc()
+            self._answer_malformed(conn, exc)
+            return
+        request = Request(
+            header=decoded.header,
+            body=decoded.body,
+            listener=self.listener,
+            connection_id=conn.id,
+            client_host=conn.client_host,
+            client_port=conn.client_port,
+            size=len(frame),
+            received_at=self._clock(),
+            responder=self,
+            api_name=self._codec.api_name(decoded.header.api_key),
+            connection=conn,
+        )
+        self._count_request(request)
+        self._mute(conn)
+        if self._channel.offer(request):
+            conn.in_flight = request
+            conn.move(ConnState.IN_FLIGHT)
+        else:  # backpressure: park until a handler frees a slot
+            conn.blocked_request = request
+            conn.move(ConnState.BLOCKED)
+            self._channel.when_space(lambda: self._retry_blocked(conn))
+
+    def _retry_blocked(self, conn: Connection) -> bool:
+        request = conn.blocked_request
+        if conn.state is not ConnState.BLOCKED or request is None:
+            return False  # closed while parked: the slot goes to the next in line
+        if not self._channel.offer(request):
+            self._channel.when_space(lambda: self._retry_blocked(conn))
+            return False
+        conn.blocked_request = None
+        conn.in_flight = request
+        conn.move(ConnState.IN_FLIGHT)
+        return True
+
+    def _answer_malformed(self, conn: Connection, exc: ProtocolError) -> None:
+        """Answer a frame whose header parsed but body did not; close when we cannot."""
+        header = exc.header
+        response = None
+        if header is not None:
+            try:
+                response = self._codec.error_response(header, exc.error_code)
+            except Exception:  # a failing error builder must not take the processor down
+                log.exception("building the error response for %r failed", exc)
+        if response is None:
+            self._close(conn, "malformed", exc)
+            return
+        log.info("answering %s with error %s: %s", conn.id, exc.error_code, exc.message)
+        self._mute(conn)
+        self._start_send(conn, None, response)
+
+    # --- responses (the Responder interface, called from handler tasks) -------------------
+
+    def respond(self, request: Request, response: object | None) -> None:
+        self._responses.append((request, response))
+        if not self._responses_scheduled:
+            self._responses_scheduled = True
+            self._loop.call_soon(self._process_responses)
+
+    def respond_error(self, request: Request, error_code: int) -> None:
+        try:
+            response = self._codec.error_response(request.header, error_code)
+        except Exception:  # the handler already failed; its connection is all we can lose
+            log.exception("building the error response for %s failed", request)
+            response = None
+        if response is None:
+            conn = request.connection
+            if isinstance(conn, Connection) and conn.state is not ConnState.CLOSED:
+                self._close(conn, "handler-error")
+            return
+        self.respond(request, response)
+
+    def _process_responses(self) -> None:
+        self._responses_scheduled = False
+        while self._responses:
+            request, response = self._responses.popleft()
+            conn = request.connection
+            assert isinstance(conn, Connection)
+            if conn.state is ConnState.CLOSED:
+                continue  # the client went away while its request was handled
+            conn.in_flight = None
+            if response is None:  # no response (acks=0 produce): just unmute
+                conn.move(ConnState.READING)
+                self._unmute(conn)
+                continue
+            self._start_send(conn, request, response)
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def _start_send(self, conn: Connection, request: Request | None, response: object) -> None:
+        try:
+            send = ResponseSend(self._codec.encode(response))
+        except Exception as exc:  # an unencodable response is a bug; it costs one connection
+            log.exception("encoding the response to %s failed", request)
+            self._close(conn, "encode-error", exc)
+            return
+        conn.send = send
+        conn.in_flight = request
+        conn.move(ConnState.SENDING)
+        if not self._write(conn):
+            self._loop.add_writer(conn.fd, self._on_writable, conn)
+
+    def _on_writable(self, conn: Connection) -> None:
+        if self._write(conn):
+            self._loop.remove_writer(conn.fd)
+
+    def _write(self, conn: Connection) -> bool:
+        """Write what the socket takes; True when the response is out (or the conn closed)."""
+        send = conn.send
+        assert send is not None
+        before = send.sent
+        try:
+            done = send.write(conn.sock)
+        except OSError as exc:
+            self._close(conn, "error", exc)
+            return True
+        self._sent.inc(send.sent - before)
+        conn.last_active = self._clock()
+        if done:
+            self._finish_response(conn)
+        return done
+
+    def _finish_response(self, conn: Connection) -> None:
+        request = conn.in_flight
+        if request is not None:
+            self._duration(request).observe(self._clock() - request.received_at)
+        conn.send = None
+        conn.in_flight = None
+        conn.move(ConnState.READING)
+        self._unmute(conn)
+
+    # --- muting ---------------------------------------------------------------------------------
+
+    def _mute(self, conn: Connection) -> None:
+        if conn.state is ConnState.READING:
+            self._loop.remove_reader(conn.fd)
+
+    def _unmute(self, conn: Connection) -> None:
+        """Back to READING: serve a frame already read, or wait for more bytes."""
+        if self._draining:
+            self._close(conn, "shutdown")
+            return
+        if conn.pending:
+            self._dispatch(conn)
+        else:
+            self._loop.add_reader(conn.fd, self._on_readable, conn)
+        self._check_drained()
+
+    # --- idle connections, closing, shutdown ------------------------------------------------
+
+    def _schedule_idle_sweep(self) -> None:
+        interval = min(max(self._settings.idle_timeout_s / 4, 0.01), 5.0)
+        self._idle_handle = self._loop.call_later(interval, self._sweep_idle)
+
+    def _sweep_idle(self) -> None:
+        """Close connections with nothing in the broker and no traffic for the idle timeout.
+
+        A muted connection is never idle: its request (a long poll, say) is still running.
+        """
+        deadline = self._clock() - self._settings.idle_timeout_s
+        for conn in list(self._connections.values()):
+            if conn.state is ConnState.READING and conn.last_active <= deadline:
+                self._close(conn, "idle")
+        self._schedule_idle_sweep()
+
+    def _close(self, conn: Connection, reason: str, exc: BaseException | None = None) -> None:
+        if conn.state is ConnState.CLOSED:
+            return
+        if exc is not None:
+            log.info("closing %s (%s): %s", conn.id, reason, exc)
+        if conn.state is ConnState.READING:
+            self._loop.remove_reader(conn.fd)
+        elif conn.state is ConnState.SENDING:
+            self._loop.remove_writer(conn.fd)
+        conn.move(ConnState.CLOSED)
+        conn.pending.clear()
+        conn.blocked_request = None
+        conn.send = None
+        del self._connections[conn.fd]
+        conn.sock.close()
+        self._open.dec()
+        self._metrics.connections_closed.labels(listener=self.listener, reason=reason).inc()
+        self._on_close(conn)
+        self._check_drained()
+
+    def _check_drained(self) -> None:
+        if self._draining and self.busy_count == 0:
+            self._drained.set()
+
+    def begin_shutdown(self) -> None:
+        """Stop taking requests: idle and parked connections close now, busy ones after
+        their response is written."""
+        self._draining = True
+        for conn in list(self._connections.values()):
+            if conn.state in (ConnState.READING, ConnState.BLOCKED):
+                self._close(conn, "shutdown")
+        self._check_drained()
+
+    async def wait_drained(self) -> None:
+        await self._drained.wait()
+
+    def close_all(self) -> None:
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+        for conn in list(self._connections.values()):
+            self._close(conn, "shutdown")
+
+    # --- metrics ----------------------------------------------------------------------------
+
+    def _count_request(self, request: Request) -> None:
+        counter = self._requests_by_api.get(request.api_key)
+        if counter is None:
+            counter = self._metrics.requests.labels(api=request.api_name, listener=self.listener)
+            self._requests_by_api[request.api_key] = counter
+        counter.inc()
+
+    def _duration(self, request: Request) -> Any:
+        child = self._duration_by_api.get(request.api_key)
+        if child is None:
+            child = self._metrics.request_duration.labels(api=request.api_name)
+            self._duration_by_api[request.api_key] = child
+        return child
+

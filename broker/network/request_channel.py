@@ -1,0 +1,120 @@
+"""Requests as the handlers see them, and the bounded channel that carries them.
+
+Processors put parsed requests on a ``RequestChannel``; the handler pool takes them off.
+The channel holds at most ``queued.max.requests``: when it is full, ``offer`` refuses, the
+Processor parks the connection (it stops reading it) and registers a wake-up with
+``when_space``. Taking a request frees one slot and wakes the oldest parked connection, so
+memory stays bounded by the number of connections times one request, whatever the load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Responder(Protocol):
+    """Where a request's outcome goes: the Processor that owns its connection."""
+
+    def respond(self, request: Request, response: object | None) -> None:
+        """``response`` is a protocol Response, a ``ResponseParts``, or None (no response)."""
+
+    def respond_error(self, request: Request, error_code: int) -> None:
+        """The handler failed: answer with ``error_code`` where possible, else close."""
+
+
+@dataclass(slots=True, eq=False)
+class Request:
+    """One request on its way through the broker.
+
+    ``header`` and ``body`` are what ``protocol.decode_request`` produced (``body`` is None
+    for an ApiVersions request above the supported version). The rest says where it came
+    from and when, for routing the response and for metrics. Times are the server clock's
+    seconds (monotonic).
+    """
+
+    header: Any
+    body: Any
+    listener: str
+    connection_id: str
+    client_host: str
+    client_port: int
+    size: int
+    received_at: float
+    responder: Responder = field(repr=False)
+    api_name: str = "Unknown"
+    dequeued_at: float = 0.0
+    #: the connection this came from; opaque to handlers
+    connection: object = field(default=None, repr=False)
+
+    @property
+    def api_key(self) -> int:
+        return int(self.header.api_key)
+
+    @property
+    def api_version(self) -> int:
+        return int(self.header.api_version)
+
+    @property
+    def correlation_id(self) -> int:
+        return int(self.header.correlation_id)
+
+
+class RequestChannel:
+    """A bounded FIFO of requests between Processors and handlers. One event loop only."""
+
+    def __init__(self, capacity: int, name: str = "data-plane") -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self.name = name
+        self._queue: deque[Request] = deque()
+        self._receivers: deque[asyncio.Future[Request]] = deque()
+        # parked producers; each returns True when it used the slot it was woken for
+        self._space_waiters: deque[Callable[[], bool]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @property
+    def waiting_for_space(self) -> int:
+        return len(self._space_waiters)
+
+    def offer(self, request: Request) -> bool:
+        """Queue ``request`` or hand it straight to a waiting handler; False when full."""
+        while self._receivers:
+            receiver = self._receivers.popleft()
+            if not receiver.done():
+                receiver.set_result(request)
+                return True
+        if len(self._queue) >= self.capacity:
+            return False
+        self._queue.append(request)
+        return True
+
+    def when_space(self, wake: Callable[[], bool]) -> None:
+        """Call ``wake`` when a slot frees; it returns whether it took the slot."""
+        self._space_waiters.append(wake)
+
+    async def receive(self) -> Request:
+        if self._queue:
+            request = self._queue.popleft()
+            self._wake_one()
+            return request
+        receiver: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
+        self._receivers.append(receiver)
+        try:
+            return await receiver
+        except asyncio.CancelledError:
+            if receiver.done() and not receiver.cancelled():
+                # handed a request as we were cancelled: put it back at the front
+                self._queue.appendleft(receiver.result())
+            raise
+
+    def _wake_one(self) -> None:
+        while self._space_waiters and len(self._queue) < self.capacity:
+            if self._space_waiters.popleft()():
+                return

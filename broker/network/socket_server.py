@@ -1,0 +1,237 @@
+"""SocketServer: the network side of a broker, assembled from its configuration.
+
+    data plane     every listener except the control plane's: an Acceptor each, with
+                   ``num.network.threads`` Processors each, all feeding one RequestChannel
+                   (``queued.max.requests``) served by ``num.io.threads`` handler tasks
+    control plane  the ``control.plane.listener.name`` listener: one Acceptor, one
+                   Processor, a channel of 20 and a single handler, so controller requests
+                   never queue behind client traffic
+
+Lifecycle: ``await start()`` binds every listener and starts accepting;
+``await stop()`` closes the listeners, lets requests already in the broker finish and
+their responses go out (bounded by a timeout), then closes every connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from broker.config import BrokerConfig, EndPoint
+from broker.metrics import BrokerMetrics
+from broker.network.acceptor import Acceptor
+from broker.network.codec import Codec
+from broker.network.handler_pool import Handler, RequestHandlerPool
+from broker.network.processor import Processor, ProcessorSettings
+from broker.network.quotas import ConnectionQuotas
+from broker.network.request_channel import RequestChannel
+
+log = logging.getLogger(__name__)
+
+CONTROL_PLANE_QUEUE_SIZE = 20
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSettings:
+    """The configuration keys the network reads, typed (see ``from_config``)."""
+
+    data_listeners: tuple[EndPoint, ...]
+    control_listener: EndPoint | None = None
+    num_network_threads: int = 3
+    num_io_threads: int = 8
+    queued_max_requests: int = 500
+    max_connections: int = 2**31 - 1
+    max_connections_per_ip: int = 2**31 - 1
+    max_connections_per_ip_overrides: tuple[tuple[str, int], ...] = ()
+    listen_backlog: int = 50
+    processor: ProcessorSettings = field(default_factory=ProcessorSettings)
+
+    @staticmethod
+    def from_config(config: BrokerConfig) -> NetworkSettings:
+        return NetworkSettings(
+            data_listeners=tuple(config.data_plane_listeners),
+            control_listener=config.control_plane_listener,
+            num_network_threads=config.get_int("num.network.threads"),
+            num_io_threads=config.get_int("num.io.threads"),
+            queued_max_requests=config.get_int("queued.max.requests"),
+            max_connections=config.get_int("max.connections"),
+            max_connections_per_ip=config.get_int("max.connections.per.ip"),
+            max_connections_per_ip_overrides=tuple(
+                config.max_connections_per_ip_overrides.items()
+            ),
+            listen_backlog=config.get_int("socket.listen.backlog.size"),
+            processor=ProcessorSettings(
+                max_frame_size=config.get_int("socket.request.max.bytes"),
+                idle_timeout_s=config.get_int("connections.max.idle.ms") / 1000,
+                send_buffer=config.get_int("socket.send.buffer.bytes"),
+                receive_buffer=config.get_int("socket.receive.buffer.bytes"),
+            ),
+        )
+
+
+class _Plane:
+    """One request path: its listeners' acceptors and processors, channel and handlers."""
+
+    def __init__(self, name: str, channel: RequestChannel, pool: RequestHandlerPool) -> None:
+        self.name = name
+        self.channel = channel
+        self.pool = pool
+        self.acceptors: list[Acceptor] = []
+        self.processors: list[Processor] = []
+
+
+class SocketServer:
+    """Listeners, processors, request channels and handler pools of one broker."""
+
+    def __init__(
+        self,
+        settings: NetworkSettings | BrokerConfig,
+        handle: Handler,
+        *,
+        control_handle: Handler | None = None,
+        codec: Codec | None = None,
+        metrics: BrokerMetrics | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if isinstance(settings, BrokerConfig):
+            settings = NetworkSettings.from_config(settings)
+        self.settings = settings
+        self._handle = handle
+        self._control_handle = control_handle or handle
+        self._codec = codec
+        self.metrics = metrics or BrokerMetrics()
+        self._clock = clock
+        self._quotas = ConnectionQuotas(
+            settings.max_connections,
+            settings.max_connections_per_ip,
+            dict(settings.max_connections_per_ip_overrides),
+        )
+        self._planes: list[_Plane] = []
+        self._started = False
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        clock = self._clock or loop.time
+        codec = self._codec or Codec.default()
+        s = self.settings
+        data = self._plane("data-plane", s.queued_max_requests, self._handle, s.num_io_threads)
+        self._planes = [data]
+        for endpoint in s.data_listeners:
+            self._add_listener(data, endpoint, s.num_network_threads, codec, clock, False)
+        if s.control_listener is not None:
+            control = self._plane(
+                "control-plane", CONTROL_PLANE_QUEUE_SIZE, self._control_handle, 1
+            )
+            self._planes.append(control)
+            self._add_listener(control, s.control_listener, 1, codec, clock, True)
+        try:
+            for plane in self._planes:
+                for acceptor in plane.acceptors:
+                    acceptor.bind()
+        except OSError:
+            for plane in self._planes:
+                for acceptor in plane.acceptors:
+                    acceptor.close()
+            raise
+        for plane in self._planes:
+            plane.pool.start()
+            for processor in plane.processors:
+                processor.start()
+            for acceptor in plane.acceptors:
+                acceptor.start()
+                log.info(
+                    "listening on %s (%s) port %d",
+                    acceptor.endpoint.connection_string, plane.name, acceptor.port,
+                )  # fmt: skip
+        self._started = True
+
+    async def stop(self, timeout_s: float = 30.0) -> None:
+        """Graceful: stop accepting, finish in-flight requests, close every connection."""
+        if not self._started:
+            return
+        self._started = False
+        processors = [p for plane in self._planes for p in plane.processors]
+        for plane in self._planes:
+            for acceptor in plane.acceptors:
+                acceptor.close()
+        for processor in processors:
+            processor.begin_shutdown()
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*(p.wait_drained() for p in processors)), timeout_s
+            )
+        except TimeoutError:
+            log.warning("in-flight requests did not finish within %.1fs; closing anyway", timeout_s)
+        for processor in processors:
+            processor.close_all()
+        for plane in self._planes:
+            await plane.pool.stop()
+
+    # --- inspection -----------------------------------------------------------------------------
+
+    def bound_port(self, listener_name: str) -> int:
+        """The port a listener is bound to (the real one when configured as 0)."""
+        for plane in self._planes:
+            for acceptor in plane.acceptors:
+                if acceptor.endpoint.listener_name == listener_name.upper():
+                    return acceptor.port
+        raise KeyError(listener_name)
+
+    @property
+    def data_channel(self) -> RequestChannel:
+        return self._planes[0].channel
+
+    @property
+    def control_channel(self) -> RequestChannel | None:
+        return self._planes[1].channel if len(self._planes) > 1 else None
+
+    @property
+    def connection_count(self) -> int:
+        return sum(p.connection_count for plane in self._planes for p in plane.processors)
+
+    # --- assembly -------------------------------------------------------------------------------
+
+    def _plane(self, name: str, queue_size: int, handle: Handler, handlers: int) -> _Plane:
+        channel = RequestChannel(queue_size, name)
+        self.metrics.watch_request_queue(name, channel.__len__)
+        clock = self._clock or asyncio.get_running_loop().time
+        pool = RequestHandlerPool(channel, handle, handlers, self.metrics, clock, name)
+        return _Plane(name, channel, pool)
+
+    def _add_listener(
+        self,
+        plane: _Plane,
+        endpoint: EndPoint,
+        processors: int,
+        codec: Codec,
+        clock: Callable[[], float],
+        exempt: bool,
+    ) -> None:
+        own: list[Processor] = []
+        acceptor = Acceptor(
+            endpoint,
+            own,
+            self._quotas,
+            self.metrics,
+            backlog=self.settings.listen_backlog,
+            exempt_from_max_connections=exempt,
+        )
+        for _ in range(processors):
+            own.append(
+                Processor(
+                    len(plane.processors),
+                    endpoint.listener_name,
+                    plane.channel,
+                    codec,
+                    self.metrics,
+                    self.settings.processor,
+                    clock,
+                    on_close=acceptor.release,
+                )
+            )
+            plane.processors.append(own[-1])
+        plane.acceptors.append(acceptor)
