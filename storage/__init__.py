@@ -1,1 +1,55 @@
-"""minikafka storage package."""
+"""minikafka storage: segment logs on disk, their recovery and their housekeeping.
+
+Modules, one concept each:
+
+- :mod:`.segment`        LogSegment: a .log with its .index and .timeindex
+- :mod:`.index`          the mmap'd sparse offset and time indexes
+- :mod:`.log`            Log: a partition's segments, appends, reads, truncation, retention
+- :mod:`.log_manager`    LogManager: directories, loading, checkpoints, scheduled tasks
+- :mod:`.retention`      pure roll and retention decisions
+- :mod:`.producer_state` idempotent producers' sequences and their snapshots
+- :mod:`.leader_epoch`   the leader-epoch cache and its checkpoint
+- :mod:`.checkpoint`     Kafka's checkpoint text formats, written atomically
+- :mod:`.meta`           meta.properties rules
+- :mod:`.names`          topic-name rules and file names
+- :mod:`.file_region`    FileRegion, what reads return for sendfile
+- :mod:`.config`         LogConfig (topic-level) and LogManagerConfig
+- :mod:`.errors`         StorageError and the refused-input errors with Kafka error codes
+"""
+
+from storage.config import LogConfig, LogManagerConfig
+from storage.errors import RecordError, StorageError
+from storage.file_region import FileRegion
+from storage.log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    AppendInfo,
+    Log,
+    TimestampOffset,
+)
+from storage.log_manager import LogManager, TaskSpec
+from storage.names import TopicPartition, validate_topic_name
+from storage.producer_state import SequenceCheck, check_batch
+from storage.segment import LogSegment
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "AppendInfo",
+    "FileRegion",
+    "Log",
+    "LogConfig",
+    "LogManager",
+    "LogManagerConfig",
+    "LogSegment",
+    "RecordError",
+    "SequenceCheck",
+    "StorageError",
+    "TaskSpec",
+    "TimestampOffset",
+    "TopicPartition",
+    "check_batch",
+    "validate_topic_name",
+]

@@ -1,0 +1,294 @@
+"""Sparse offset and time indexes of a segment (.index, .timeindex).
+
+Entry layouts (big-endian), relative offsets counted from the segment's base offset::
+
+    .index      8 bytes   relative_offset u32 | position u32
+    .timeindex 12 bytes   timestamp i64       | relative_offset u32
+
+An offset entry ``(o, p)`` says: the batch that starts at byte ``p`` of the .log has last
+offset ``base + o``. A time entry ``(t, o)`` says: the largest timestamp in the segment up
+to and including offset ``base + o`` is ``t``. Both are strictly increasing, so lookups
+are binary searches for the floor entry.
+
+Reads go through a read-only mmap. Entries are written with ``os.pwrite`` into space that
+``posix_fallocate`` has already reserved: the file grows ahead of the write position in
+small steps (doubling, at most 1 MiB at a time, capped at ``segment.index.bytes``), so a
+full disk surfaces as :class:`StorageError` from :meth:`reserve` before anything is
+written -- never as a SIGBUS from touching unallocated mmap'd pages -- and a thousand idle
+partitions do not reserve 10 MiB each. :meth:`trim` cuts the file to its entries when the
+segment rolls or closes; on open, a file's entries are its length / entry size.
+
+Not safe across threads: one thread (the event loop) appends, looks up and trims.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import struct
+
+from storage.errors import StorageError
+
+_MIN_GROWTH = 4096
+_MAX_GROWTH = 1 << 20
+_U32_MAX = (1 << 32) - 1
+
+
+class _Index:
+    """Common file handling of both index kinds."""
+
+    ENTRY: struct.Struct
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.entry_size = self.ENTRY.size
+        self.max_entries = max(1, max_index_size // self.entry_size)
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._allocated = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise StorageError(f"opening index {path}: {exc}") from exc
+        self.entries = self._allocated // self.entry_size
+        self._map: mmap.mmap | None = None
+        self._remap()
+
+    # -- file handling -------------------------------------------------------------------
+
+    def _remap(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        if self._allocated > 0:
+            self._map = mmap.mmap(self._fd, self._allocated, access=mmap.ACCESS_READ)
+
+    @property
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    @property
+    def size_bytes(self) -> int:
+        return self.entries * self.entry_size
+
+    def reserve(self, count: int = 1) -> None:
+        """Make sure the next ``count`` entries' bytes are allocated on disk
+        (StorageError if not)."""
+        need = (self.entries + count) * self.entry_size
+        if need <= self._allocated:
+            return
+        step = min(max(self._allocated, _MIN_GROWTH), _MAX_GROWTH)
+        cap = self.max_entries * self.entry_size
+        new_size = min(max(need, self._allocated + step), cap)
+        new_size -= new_size % self.entry_size
+        if new_size < need:
+            raise StorageError(f"index {self.path} is full ({self.entries} entries)")
+        try:
+            os.posix_fallocate(self._fd, self._allocated, new_size - self._allocated)
+        except OSError as exc:
+            # fallocate may have extended the file before failing: give the space back.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._allocated)
+            raise StorageError(f"growing index {self.path}: {exc}") from exc
+        self._allocated = new_size
+        self._remap()
+
+    def _write_entry(self, data: bytes) -> None:
+        self.reserve()
+        try:
+            os.pwrite(self._fd, data, self.entries * self.entry_size)
+        except OSError as exc:
+            raise StorageError(f"writing index {self.path}: {exc}") from exc
+        self.entries += 1
+
+    def trim(self) -> None:
+        """Cut the file to its entries (on roll and close)."""
+        size = self.entries * self.entry_size
+        if size == self._allocated:
+            return
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError as exc:
+            raise StorageError(f"trimming index {self.path}: {exc}") from exc
+        self._allocated = size
+        self._remap()
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self.entries = 0
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        try:
+            os.ftruncate(self._fd, 0)
+        except OSError as exc:
+            raise StorageError(f"resetting index {self.path}: {exc}") from exc
+        self._allocated = 0
+
+    def flush(self) -> None:
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise StorageError(f"flushing index {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self.trim()
+        finally:
+            if self._map is not None:
+                self._map.close()
+                self._map = None
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename(self, new_path: str) -> None:
+        os.rename(self.path, new_path)
+        self.path = new_path
+
+    # -- reading -------------------------------------------------------------------------
+
+    def raw_entry(self, i: int) -> tuple[int, int]:
+        assert self._map is not None
+        a, b = self.ENTRY.unpack_from(self._map, i * self.entry_size)
+        return int(a), int(b)
+
+    def all_entries(self) -> list[tuple[int, int]]:
+        if self._map is None or self.entries == 0:
+            return []
+        view = memoryview(self._map)[: self.entries * self.entry_size]
+        try:
+            return [(int(a), int(b)) for a, b in self.ENTRY.iter_unpack(view)]
+        finally:
+            view.release()
+
+    def _floor_slot(self, key: int, field: int) -> int:
+        """Index of the last entry whose ``field`` is <= key, or -1."""
+        lo, hi = 0, self.entries - 1
+        found = -1
+        while lo <= hi:
+            mid = (lo + hi) >> 1
+            if self.raw_entry(mid)[field] <= key:
+                found = mid
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    def _ceil_slot(self, key: int, field: int) -> int:
+        """Index of the first entry whose ``field`` is >= key (``entries`` if none)."""
+        lo, hi = 0, self.entries
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.raw_entry(mid)[field] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+
+class OffsetIndex(_Index):
+    ENTRY = struct.Struct(">II")
+
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        if not 0 <= rel <= _U32_MAX or position > _U32_MAX:
+            raise ValueError(
+                f"entry ({offset}, {position}) does not fit segment {self.base_offset}"
+            )
+        if self.entries and rel <= self.raw_entry(self.entries - 1)[0]:
+            raise ValueError(f"offset {offset} is not above the last index entry")
+        self._write_entry(self.ENTRY.pack(rel, position))
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the floor entry for ``offset``; (base, 0) if none."""
+        slot = self._floor_slot(offset - self.base_offset, 0)
+        if slot < 0:
+            return self.base_offset, 0
+        rel, pos = self.raw_entry(slot)
+        return self.base_offset + rel, pos
+
+    def last_entry(self) -> tuple[int, int]:
+        if self.entries == 0:
+            return self.base_offset, 0
+        rel, pos = self.raw_entry(self.entries - 1)
+        return self.base_offset + rel, pos
+
+    def truncate_to(self, offset: int) -> None:
+        """Forget entries for offsets >= ``offset``."""
+        self.entries = self._ceil_slot(offset - self.base_offset, 0)
+
+    def check(self, log_size: int) -> str | None:
+        """Why this index cannot be trusted, or None. Checks the file size, that offsets
+        and positions strictly increase, and that positions lie inside the log."""
+        if self._allocated % self.entry_size:
+            return f"size {self._allocated} is not a multiple of {self.entry_size}"
+        prev_rel, prev_pos = -1, -1
+        for rel, pos in self.all_entries():
+            if rel <= prev_rel or pos <= prev_pos:
+                return f"entry ({rel}, {pos}) does not increase"
+            prev_rel, prev_pos = rel, pos
+        if prev_pos >= log_size:
+            return f"position {prev_pos} lies past the log's {log_size} bytes"
+        return None
+
+
+class TimeIndex(_Index):
+    ENTRY = struct.Struct(">qI")
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Add ``(timestamp, offset)`` if the timestamp grew past the last entry's."""
+        if self.entries:
+            last_ts, last_rel = self.raw_entry(self.entries - 1)
+            if timestamp <= last_ts:
+                return
+            if offset - self.base_offset < last_rel:
+                raise ValueError(f"offset {offset} is below the last time index entry")
+        if self.is_full and not skip_full_check:
+            return
+        if self.is_full:
+            # The closing entry of a full index replaces the last one rather than overflow.
+            self.entries -= 1
+        rel = offset - self.base_offset
+        if not 0 <= rel <= _U32_MAX:
+            raise ValueError(f"offset {offset} does not fit segment {self.base_offset}")
+        self._write_entry(self.ENTRY.pack(timestamp, rel))
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry with timestamp <= ``timestamp``;
+        (-1, base) if none."""
+        slot = self._floor_slot(timestamp, 0)
+        if slot < 0:
+            return -1, self.base_offset
+        ts, rel = self.raw_entry(slot)
+        return ts, self.base_offset + rel
+
+    def last_entry(self) -> tuple[int, int]:
+        if self.entries == 0:
+            return -1, self.base_offset
+        ts, rel = self.raw_entry(self.entries - 1)
+        return ts, self.base_offset + rel
+
+    def truncate_to(self, offset: int) -> None:
+        """Forget entries for offsets >= ``offset`` (offsets are non-decreasing)."""
+        rel = offset - self.base_offset
+        n = self.entries
+        while n > 0 and self.raw_entry(n - 1)[1] >= rel:
+            n -= 1
+        self.entries = n
+
+    def check(self, max_rel_offset: int) -> str | None:
+        if self._allocated % self.entry_size:
+            return f"size {self._allocated} is not a multiple of {self.entry_size}"
+        prev_ts, prev_rel = -(1 << 63), -1
+        for ts, rel in self.all_entries():
+            if ts <= prev_ts or rel < prev_rel:
+                return f"entry ({ts}, {rel}) does not increase"
+            prev_ts, prev_rel = ts, rel
+        if prev_rel > max_rel_offset:
+            return f"offset {prev_rel} lies past the segment's end"
+        return None

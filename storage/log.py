@@ -1,0 +1,913 @@
+"""Log: one partition's ordered segments, its offsets, and what keeps them consistent.
+
+Offsets, as Kafka names them::
+
+    log_start_offset <= recovery_point <= log_end_offset     (high_watermark <= LEO too)
+
+- log start: first readable offset (retention and DeleteRecords move it up);
+- recovery point: everything below it is fsynced, so recovery after a crash starts at
+  the segment that holds it;
+- high watermark: set by the replication layer; retention deletes only below it and
+  consumers read only below it;
+- log end offset (LEO): the offset the next appended record gets.
+
+Two append paths: :meth:`append` (leader: validate, check producer sequences, assign
+offsets by rewriting each batch's base_offset in place, stamp the partition leader
+epoch) and :meth:`append_as_follower` (batches keep the leader's offsets and epochs).
+
+Threads: every method runs on one thread (the broker's event loop) except :meth:`flush`
+and :meth:`delete_due_segments`, which the broker runs in worker threads. They share
+only the segment list (copied under ``_lock``) and the recovery point (updated under it,
+and only if no truncation happened meanwhile, which ``_generation`` tells).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from protocol.records.batch import (
+    BatchHeader,
+    InvalidBatch,
+    TimestampType,
+    set_base_offset,
+    set_max_timestamp,
+    set_partition_leader_epoch,
+    validate,
+)
+from storage import retention
+from storage.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    PARTITION_METADATA,
+    CheckpointError,
+    read_partition_metadata,
+    write_partition_metadata,
+)
+from storage.clock import Clock
+from storage.config import TIMESTAMP_LOG_APPEND_TIME, LogConfig
+from storage.errors import INVALID_PRODUCER_EPOCH as _INVALID_PRODUCER_EPOCH
+from storage.errors import (
+    CorruptRecordError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+    RecordTooLargeError,
+    StorageError,
+)
+from storage.file_region import FileRegion
+from storage.leader_epoch import LeaderEpochCache
+from storage.names import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TEMP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TopicPartition,
+    parse_offset_file_name,
+)
+from storage.producer_state import ProducerStateEntry, ProducerStateManager, check_batch
+from storage.segment import LogSegment, RecoveryResult
+
+log = logging.getLogger(__name__)
+
+#: ListOffsets special timestamps.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+#: Runs a function off the event loop (e.g. an executor's submit); None runs it inline.
+Background = Callable[[Callable[[], None]], object]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append did. For a duplicate (an idempotent producer's retry) nothing was
+    written and the offsets are the original ones."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    records_count: int
+    valid_bytes: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    """A ListOffsets answer: the offset and the timestamp found there (-1 if none)."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int = -1
+
+
+class Log:
+    def __init__(
+        self,
+        directory: str,
+        tp: TopicPartition,
+        config: LogConfig,
+        clock: Clock,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        high_watermark: int,
+        topic_id: str | None,
+        background: Background | None,
+    ) -> None:
+        self.directory = directory
+        self.tp = tp
+        self.config = config
+        self.clock = clock
+        self.topic_id = topic_id
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._background = background
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.log_end_offset = segments[-1].next_offset
+        self.log_start_offset = log_start_offset
+        self.recovery_point = min(recovery_point, self.log_end_offset)
+        self.high_watermark = min(max(high_watermark, log_start_offset), self.log_end_offset)
+        self.epoch_cache = LeaderEpochCache.load(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
+        self.producer_state = ProducerStateManager(directory)
+        self.last_flush_ms = clock.time_ms()
+        self._unflushed_records = 0
+        #: Set after a disk error: every later append and read raises StorageError.
+        self.failed: str | None = None
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        tp: TopicPartition,
+        config: LogConfig,
+        clock: Clock,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int | None = None,
+        high_watermark: int = 0,
+        clean_shutdown: bool = False,
+        topic_id: str | None = None,
+        background: Background | None = None,
+    ) -> Log:
+        """Load (or create) the log in ``directory``. After an unclean shutdown every
+        segment from the one holding ``recovery_point`` is validated batch by batch and
+        the first invalid batch and everything after it are cut; after a clean shutdown
+        nothing is scanned beyond the batches after the active segment's last index
+        entry. Missing or corrupt indexes are rebuilt, orphan index files removed."""
+        try:
+            os.makedirs(directory, exist_ok=True)
+            names = os.listdir(directory)
+        except OSError as exc:
+            raise StorageError(f"opening log {directory}: {exc}") from exc
+        now = clock.time_ms()
+        bases = _clean_directory(directory, names)
+        start = log_start_offset if log_start_offset is not None else 0
+        if not bases:
+            segments = [_new_segment(directory, start, config, now, create=True)]
+        else:
+            segments = [_new_segment(directory, b, config, now) for b in bases]
+        segments = _recover(tp, segments, recovery_point, clean_shutdown)
+        first_base = segments[0].base_offset
+        leo = segments[-1].next_offset
+        start = max(first_base, start if log_start_offset is not None else first_base)
+        start = min(start, leo)
+        stored_id = _read_topic_id(directory)
+        if topic_id is not None and stored_id is None:
+            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), topic_id)
+        elif stored_id is not None:
+            if topic_id is not None and topic_id != stored_id:
+                raise StorageError(f"{directory} belongs to topic id {stored_id}, not {topic_id}")
+            topic_id = stored_id
+        result = cls(
+            directory,
+            tp,
+            config,
+            clock,
+            segments,
+            log_start_offset=start,
+            recovery_point=leo if clean_shutdown else recovery_point,
+            high_watermark=high_watermark,
+            topic_id=topic_id,
+            background=background,
+        )
+        result.epoch_cache.truncate_from_end(leo)
+        result.epoch_cache.truncate_from_start(start)
+        result._rebuild_producer_state()
+        return result
+
+    def _rebuild_producer_state(self) -> None:
+        """Newest snapshot not above the log end, then the batch headers after it."""
+        replay_from = self.producer_state.load(self.log_start_offset, self.log_end_offset)
+        if replay_from < self.log_end_offset:
+            self.producer_state.replay(h for _, _, h in self.iter_batch_headers(replay_from))
+        self.producer_state.map_end_offset = self.log_end_offset
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    def update_high_watermark(self, offset: int) -> int:
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
+
+    def _check_usable(self) -> None:
+        if self.failed is not None:
+            raise StorageError(f"log {self.tp} is offline after a disk error: {self.failed}")
+
+    def _segment_for(self, offset: int) -> int:
+        """Index of the segment holding ``offset`` (the floor by base offset), or -1."""
+        return bisect_right(self._bases, offset) - 1
+
+    # -- appends -------------------------------------------------------------------------
+
+    def append(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+        """Append a produce request's batches as leader. Validates every batch (refused
+        whole with a :class:`RecordError` subclass, log unchanged), answers a retried
+        idempotent batch with its original offsets, assigns offsets from the log end,
+        stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
+        self._check_usable()
+        buf = _writable(records)
+        batches = self._validate_batches(buf, from_client=True)
+        now = self.clock.time_ms()
+        log_append = self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME
+        # Offsets first (producer-state checks compare them), then the sequence checks.
+        next_offset = self.log_end_offset
+        assigned: list[tuple[int, BatchHeader]] = []
+        for pos, header in batches:
+            set_base_offset(buf, pos, next_offset)
+            set_partition_leader_epoch(buf, pos, leader_epoch)
+            changes: dict[str, int] = {
+                "base_offset": next_offset,
+                "partition_leader_epoch": leader_epoch,
+            }
+            if log_append:
+                set_max_timestamp(buf, pos, TimestampType.LOG_APPEND_TIME, now)
+                changes["max_timestamp"] = now
+                changes["attributes"] = header.attributes | 0x08
+            header = header._replace(**changes)
+            assigned.append((pos, header))
+            next_offset = header.next_offset
+        pending: dict[int, ProducerStateEntry] = {}
+        for _, header in assigned:
+            if header.producer_id < 0:
+                continue
+            entry = pending.get(header.producer_id) or self.producer_state.producers.get(
+                header.producer_id
+            )
+            verdict = check_batch(entry, header)
+            if verdict.duplicate is not None:
+                dup = verdict.duplicate
+                return AppendInfo(
+                    dup.first_offset,
+                    dup.last_offset,
+                    dup.timestamp,
+                    dup.last_offset,
+                    now if log_append else -1,
+                    self.log_start_offset,
+                    dup.last_offset - dup.first_offset + 1,
+                    0,
+                    duplicate=True,
+                )
+            if verdict.error_code:
+                error = (
+                    InvalidProducerEpochError
+                    if verdict.error_code == _INVALID_PRODUCER_EPOCH
+                    else OutOfOrderSequenceError
+                )
+                raise error(f"{self.tp}: {verdict.message}")
+            updated = (
+                entry.copy()
+                if entry
+                else ProducerStateEntry(header.producer_id, header.producer_epoch)
+            )
+            updated.add(header)
+            pending[header.producer_id] = updated
+        info = self._append_checked(buf, assigned, leader_epoch, now if log_append else -1)
+        return info
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches fetched from the leader, keeping their offsets and epochs.
+        The first must start at or after the log end; no sequence checks (the leader
+        made them), producer state and the leader-epoch cache follow the batches."""
+        self._check_usable()
+        buf = _writable(records)
+        batches = self._validate_batches(buf, from_client=False)
+        first = batches[0][1].base_offset
+        if first < self.log_end_offset:
+            raise InvalidRecordError(
+                f"{self.tp}: follower append at offset {first} is below the log end "
+                f"{self.log_end_offset}"
+            )
+        expected = first
+        for _, header in batches:
+            if header.base_offset < expected:
+                raise InvalidRecordError(f"{self.tp}: offsets go backwards at {header.base_offset}")
+            expected = header.next_offset
+        return self._append_checked(buf, batches, None, -1)
+
+    def _validate_batches(
+        self, buf: memoryview, *, from_client: bool
+    ) -> list[tuple[int, BatchHeader]]:
+        batches: list[tuple[int, BatchHeader]] = []
+        pos = 0
+        total = len(buf)
+        while pos < total:
+            try:
+                header = validate(buf, pos)
+            except InvalidBatch as exc:
+                cls = CorruptRecordError if exc.corrupt else InvalidRecordError
+                raise cls(f"{self.tp}: batch at byte {pos}: {exc}") from None
+            if header.size > self.config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"{self.tp}: batch of {header.size} bytes exceeds max.message.bytes "
+                    f"{self.config.max_message_bytes}"
+                )
+            if header.records_count != header.last_offset_delta + 1:
+                raise InvalidRecordError(
+                    f"{self.tp}: batch claims {header.records_count} records but offsets for "
+                    f"{header.last_offset_delta + 1}"
+                )
+            if from_client and header.is_control:
+                raise InvalidRecordError(f"{self.tp}: clients may not send control batches")
+            batches.append((pos, header))
+            pos += header.size
+        if not batches:
+            raise InvalidRecordError(f"{self.tp}: no record batch to append")
+        return batches
+
+    def _append_checked(
+        self,
+        buf: memoryview,
+        batches: list[tuple[int, BatchHeader]],
+        leader_epoch: int | None,
+        log_append_time: int,
+    ) -> AppendInfo:
+        first, last = batches[0][1], batches[-1][1]
+        max_ts, max_ts_offset = -1, first.base_offset
+        records = 0
+        for _, h in batches:
+            records += h.records_count
+            if h.max_timestamp > max_ts:
+                max_ts, max_ts_offset = h.max_timestamp, h.last_offset
+        self._maybe_roll(len(buf), max_ts, first.base_offset, last.last_offset)
+        segment = self.active_segment
+        try:
+            segment.append(buf, batches)
+        except StorageError as exc:
+            if not _consistent(segment):
+                self.failed = str(exc)
+            raise
+        # Epochs: the leader's own, or for a follower those the batches carry.
+        if leader_epoch is not None:
+            self.epoch_cache.assign(leader_epoch, first.base_offset)
+        else:
+            for _, h in batches:
+                if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
+                    self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+        for _, h in batches:
+            self.producer_state.update(h)
+        self.log_end_offset = last.next_offset
+        self._unflushed_records += records
+        if self._unflushed_records >= self.config.flush_messages:
+            self._unflushed_records = 0
+            self._run_in_background(self.flush)
+        return AppendInfo(
+            first.base_offset,
+            last.last_offset,
+            max_ts,
+            max_ts_offset,
+            log_append_time,
+            self.log_start_offset,
+            records,
+            len(buf),
+        )
+
+    # -- rolling -------------------------------------------------------------------------
+
+    def _maybe_roll(
+        self, size: int, max_timestamp: int, first_offset: int, last_offset: int
+    ) -> None:
+        seg = self.active_segment
+        reason = retention.roll_reason(
+            segment_size=seg.size,
+            base_offset=seg.base_offset,
+            incoming_size=size,
+            incoming_max_timestamp=max_timestamp,
+            incoming_last_offset=last_offset,
+            segment_bytes=self.config.segment_bytes,
+            segment_ms=self.config.segment_ms,
+            index_full=seg.should_roll_for_index(),
+            first_batch_timestamp=seg.rolling_base_timestamp(),
+            created_ms=seg.created_ms,
+            now_ms=self.clock.time_ms(),
+        )
+        if reason is not None:
+            log.debug("%s: rolling segment %d: %s", self.tp, seg.base_offset, reason)
+            self.roll(first_offset)
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end (or ``expected_next_offset`` when a
+        follower's next batch starts above it); snapshot producer state there and flush
+        the old segments in the background."""
+        self._check_usable()
+        new_base = max(self.log_end_offset, expected_next_offset or 0)
+        old = self.active_segment
+        if old.size == 0 and old.base_offset == new_base:
+            return old
+        now = self.clock.time_ms()
+        try:
+            new = _new_segment(self.directory, new_base, self.config, now, create=True)
+        except StorageError as exc:
+            self.failed = str(exc)
+            raise
+        with self._lock:
+            if old.size == 0:
+                # An empty active segment is replaced rather than kept.
+                self._segments.pop()
+                self._bases.pop()
+                old.delete_files()
+            else:
+                old.on_become_inactive()
+            self._segments.append(new)
+            self._bases.append(new_base)
+        if self.log_end_offset < new_base:
+            self.log_end_offset = new_base
+        self.producer_state.map_end_offset = new_base
+        self.producer_state.take_snapshot()
+        self._run_in_background(lambda: self.flush(new_base))
+        return new
+
+    def _run_in_background(self, fn: Callable[[], None]) -> None:
+        if self._background is None:
+            fn()
+        else:
+            self._background(fn)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FileRegion | None:
+        """Batches from the one holding ``start_offset``: a region of at most
+        ``max_bytes`` (or the first batch whole, with ``min_one_message``), ending
+        before ``max_offset`` (the high watermark for consumers). None when there is
+        nothing to return; :class:`OffsetOutOfRangeError` outside [log start, LEO]."""
+        self._check_usable()
+        leo = self.log_end_offset
+        if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
+            return None
+        if start_offset < self.log_start_offset or start_offset > leo:
+            raise OffsetOutOfRangeError(
+                f"{self.tp}: offset {start_offset} is outside [{self.log_start_offset}, {leo}]"
+            )
+        segments = self._segments
+        i = max(self._segment_for(start_offset), 0)
+        while i < len(segments):
+            seg = segments[i]
+            max_position: int | None = None
+            if max_offset is not None and max_offset < leo:
+                max_position = self._position_of(max_offset, seg, segments, i)
+            result = seg.read(start_offset, max_bytes, max_position, min_one_message)
+            if result is not None:
+                region = result[0]
+                return region if region.length else None
+            i += 1
+        return None
+
+    def _position_of(
+        self, offset: int, seg: LogSegment, segments: list[LogSegment], i: int
+    ) -> int | None:
+        """Byte position in ``seg`` where ``offset`` starts, None when it lies beyond."""
+        if i + 1 < len(segments) and segments[i + 1].base_offset <= offset:
+            return None
+        found = seg.translate_offset(offset)
+        return seg.size if found is None else found[0]
+
+    def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
+        """Like :meth:`read`, but the bytes (replicas' tests, tools)."""
+        region = self.read(start_offset, max_bytes, max_offset)
+        return b"" if region is None else region.read()
+
+    def iter_batch_headers(
+        self, start_offset: int = 0
+    ) -> Iterator[tuple[LogSegment, int, BatchHeader]]:
+        """(segment, position, header) of each batch that holds offsets >= start."""
+        segments = list(self._segments)
+        i = max(self._segment_for(start_offset), 0)
+        for seg in segments[i:]:
+            found = seg.translate_offset(start_offset)
+            if found is None:
+                continue
+            for pos, header in seg.iter_headers(found[0]):
+                yield seg, pos, header
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """ListOffsets: -2 earliest, -1 latest, -3 the record with the largest timestamp,
+        else the first record whose timestamp is >= ``timestamp`` (None if none)."""
+        self._check_usable()
+        if timestamp == EARLIEST_TIMESTAMP:
+            epoch = self.epoch_cache.epoch_for_offset(self.log_start_offset)
+            return TimestampOffset(-1, self.log_start_offset, epoch)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampOffset(-1, self.log_end_offset, self.epoch_cache.latest_epoch)
+        if timestamp == MAX_TIMESTAMP:
+            return self._max_timestamp_offset()
+        for seg in list(self._segments):
+            if seg.size == 0 or seg.largest_timestamp < timestamp:
+                continue
+            found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is None:
+                continue
+            ts, offset = _first_record_at_or_after(
+                seg, found[0], found[1], timestamp, self.log_start_offset
+            )
+            return TimestampOffset(ts, offset, self.epoch_cache.epoch_for_offset(offset))
+        return None
+
+    def _max_timestamp_offset(self) -> TimestampOffset | None:
+        best: tuple[int, int] | None = None
+        for seg in list(self._segments):
+            if seg is self.active_segment:
+                seg.load_tail()
+                ts, off = seg.max_timestamp, seg.offset_of_max_timestamp
+            else:
+                ts, off = seg.time_index.last_entry()
+            if ts >= 0 and (best is None or ts > best[0]):
+                best = (ts, off)
+        if best is None:
+            return None
+        return TimestampOffset(best[0], best[1], self.epoch_cache.epoch_for_offset(best[1]))
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset)."""
+        return self.epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    # -- truncation and retention ----------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch holding offsets >= ``offset`` (a follower diverged). Returns
+        whether anything was removed."""
+        self._check_usable()
+        if offset >= self.log_end_offset:
+            return False
+        if offset <= self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        keep = self._segment_for(offset)
+        if self._segments[keep].base_offset == offset:
+            keep -= 1
+        with self._lock:
+            self._generation += 1
+            doomed = self._segments[keep + 1 :]
+            del self._segments[keep + 1 :], self._bases[keep + 1 :]
+        self._schedule_delete(doomed)
+        try:
+            self._segments[-1].truncate_to(offset)
+        except StorageError as exc:
+            self.failed = str(exc)
+            raise
+        self._after_truncation()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop everything and start empty at ``offset``."""
+        self._check_usable()
+        now = self.clock.time_ms()
+        new = None
+        if offset not in self._bases:
+            new = _new_segment(self.directory, offset, self.config, now, create=True)
+        with self._lock:
+            self._generation += 1
+            doomed = list(self._segments)
+            if new is None:
+                # A segment already based at ``offset``: empty it in place.
+                same = self._segments[self._bases.index(offset)]
+                doomed.remove(same)
+                same.truncate_to(offset)
+                new = same
+            self._segments[:] = [new]
+            self._bases[:] = [offset]
+        self._schedule_delete(doomed)
+        self.log_start_offset = offset
+        self.epoch_cache.clear()
+        self.producer_state.delete_snapshots_after(-1)
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self.log_end_offset = self.active_segment.next_offset
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self._rebuild_producer_state()
+
+    def increment_log_start_offset(self, offset: int) -> int:
+        """DeleteRecords: move the log start up to ``offset`` (at most the high watermark).
+        Whole segments below it go with the next retention run."""
+        self._check_usable()
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"{self.tp}: cannot delete records before {offset}, above the high watermark "
+                f"{self.high_watermark}"
+            )
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.epoch_cache.truncate_from_start(offset)
+        return self.log_start_offset
+
+    def delete_old_segments(self) -> int:
+        """Retention: segments wholly below the log start offset, then (cleanup.policy
+        delete) those past retention.ms, then those beyond retention.bytes; only below
+        the high watermark. Returns how many segments went."""
+        self._check_usable()
+        deleted = self._delete_where(
+            lambda stats, nxt: retention.start_offset_breached(nxt, stats, self.log_start_offset)
+        )
+        if self.config.deletes:
+            now = self.clock.time_ms()
+            deleted += self._delete_where(
+                lambda stats, nxt: retention.time_breached(now, self.config.retention_ms)
+            )
+            deleted += self._delete_where(
+                lambda stats, nxt: retention.size_breached(
+                    sum(s.size for s in stats), self.config.retention_bytes
+                )
+            )
+        return deleted
+
+    def _delete_where(
+        self,
+        make_predicate: Callable[[list[retention.SegmentStats], list[int]], retention.Predicate],
+    ) -> int:
+        segments = self._segments
+        stats = [
+            retention.SegmentStats(s.base_offset, s.size, s.largest_timestamp) for s in segments
+        ]
+        next_offsets = [s.base_offset for s in segments[1:]] + [self.log_end_offset]
+        count = retention.deletable_count(
+            stats, next_offsets, self.high_watermark, make_predicate(stats, next_offsets)
+        )
+        if count == 0:
+            return 0
+        if count == len(segments):
+            # Kafka rolls an expired active segment first, so the log keeps a segment.
+            self.roll()
+        with self._lock:
+            doomed = self._segments[:count]
+            del self._segments[:count], self._bases[:count]
+        for seg in doomed:
+            log.info(
+                "%s: deleting segment %d (%d bytes) by retention",
+                self.tp,
+                seg.base_offset,
+                seg.size,
+            )
+        self._schedule_delete(doomed)
+        first = self._segments[0].base_offset
+        if first > self.log_start_offset:
+            self.log_start_offset = first
+            self.epoch_cache.truncate_from_start(first)
+        self.producer_state.delete_snapshots_before(first)
+        return count
+
+    def _schedule_delete(self, segments: list[LogSegment]) -> None:
+        """Rename now, close and unlink after file.delete.delay.ms (reads in flight)."""
+        due = self.clock.time_ms() + self.config.file_delete_delay_ms
+        for seg in segments:
+            try:
+                seg.mark_deleted()
+            except StorageError as exc:
+                log.warning("%s: %s", self.tp, exc)
+            with self._lock:
+                self._pending_deletes.append((due, seg))
+
+    def delete_due_segments(self, now_ms: int | None = None) -> int:
+        """Close and unlink segments whose deletion delay has passed (a worker thread)."""
+        now = self.clock.time_ms() if now_ms is None else now_ms
+        with self._lock:
+            due = [s for t, s in self._pending_deletes if t <= now]
+            self._pending_deletes = [(t, s) for t, s in self._pending_deletes if t > now]
+        for seg in due:
+            seg.delete_files()
+        return len(due)
+
+    # -- flushing and closing ----------------------------------------------------------
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, ``up_to``) and move
+        the recovery point there. Blocking: run it off the event loop."""
+        with self._lock:
+            generation = self._generation
+            end = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+            start = self.recovery_point
+            segments = [
+                s
+                for i, s in enumerate(self._segments)
+                if s.base_offset < end
+                and (i + 1 == len(self._segments) or self._segments[i + 1].base_offset > start)
+            ]
+        if end <= start:
+            return
+        for seg in segments:
+            if not seg.deleted:
+                seg.flush()
+        with self._lock:
+            if generation == self._generation and end > self.recovery_point:
+                self.recovery_point = end
+            self.last_flush_ms = self.clock.time_ms()
+
+    def close(self) -> None:
+        """Clean close: producer snapshot at the log end, closing time index entries,
+        indexes trimmed, descriptors closed. The caller flushes first."""
+        if self.failed is None:
+            self.producer_state.map_end_offset = self.log_end_offset
+            self.producer_state.take_snapshot()
+        with self._lock:
+            segments = list(self._segments)
+            pending = [s for _, s in self._pending_deletes]
+            self._pending_deletes.clear()
+        for seg in segments:
+            seg.close()
+        for seg in pending:
+            seg.delete_files()
+
+    def close_without_snapshot(self) -> None:
+        """Release descriptors (a log being deleted)."""
+        with self._lock:
+            segments = list(self._segments) + [s for _, s in self._pending_deletes]
+            self._pending_deletes.clear()
+        for seg in segments:
+            seg.deleted = True
+            seg.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.tp}, start={self.log_start_offset}, end={self.log_end_offset}, "
+            f"segments={len(self._segments)})"
+        )
+
+
+# -- loading helpers ---------------------------------------------------------------------
+
+
+def _writable(records: bytes | bytearray | memoryview) -> memoryview:
+    """A writable byte view: offsets are assigned in place (one copy for bytes)."""
+    view = memoryview(records)
+    if view.readonly:
+        view = memoryview(bytearray(view))
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+def _new_segment(
+    directory: str, base: int, config: LogConfig, now: int, create: bool = False
+) -> LogSegment:
+    return LogSegment(
+        directory,
+        base,
+        create=create,
+        index_interval_bytes=config.index_interval_bytes,
+        max_index_size=config.segment_index_bytes,
+        created_ms=now,
+    )
+
+
+def _consistent(segment: LogSegment) -> bool:
+    """Whether a failed append left the file at the size the segment believes."""
+    try:
+        return os.fstat(segment.fd).st_size == segment.size
+    except OSError:
+        return False
+
+
+def _clean_directory(directory: str, names: list[str]) -> list[int]:
+    """Remove leftovers of an interrupted run (temp files, segments already marked for
+    deletion, index files without their .log) and return the segments' base offsets."""
+    bases = sorted(o for n in names if (o := parse_offset_file_name(n, LOG_SUFFIX)) is not None)
+    present = set(bases)
+    for name in names:
+        path = os.path.join(directory, name)
+        orphan = False
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            base = parse_offset_file_name(name, suffix)
+            if base is not None and base not in present:
+                orphan = True
+        if orphan or name.endswith(DELETED_SUFFIX) or name.endswith(TEMP_SUFFIX):
+            if orphan:
+                log.warning("removing orphan index file %s", path)
+            try:
+                os.unlink(path)
+            except OSError as exc:
+                raise StorageError(f"removing {path}: {exc}") from exc
+    return bases
+
+
+def _recover(
+    tp: TopicPartition, segments: list[LogSegment], recovery_point: int, clean_shutdown: bool
+) -> list[LogSegment]:
+    """Rebuild untrustworthy indexes; after an unclean shutdown validate every segment
+    from the one holding the recovery point and cut at the first invalid batch (later
+    segments go too). Returns the segments that remain."""
+    bases = [s.base_offset for s in segments]
+    first_unflushed = (
+        len(segments) if clean_shutdown else max(bisect_right(bases, recovery_point) - 1, 0)
+    )
+    for seg in segments[:first_unflushed]:
+        problem = seg.check_indexes()
+        if problem is not None:
+            log.warning("%s: rebuilding indexes of segment %d: %s", tp, seg.base_offset, problem)
+            _report(tp, seg, seg.rebuild_indexes())
+    if clean_shutdown:
+        return segments
+    next_offset: int | None = None
+    for i in range(first_unflushed, len(segments)):
+        seg = segments[i]
+        result = seg.recover(next_offset)
+        _report(tp, seg, result)
+        next_offset = result.next_offset
+        if result.truncated_bytes and i + 1 < len(segments):
+            for dropped in segments[i + 1 :]:
+                log.warning(
+                    "%s: deleting segment %d (%d bytes) after the corruption in segment %d",
+                    tp,
+                    dropped.base_offset,
+                    dropped.size,
+                    seg.base_offset,
+                )
+                dropped.delete_files()
+            return segments[: i + 1]
+    return segments
+
+
+def _report(tp: TopicPartition, seg: LogSegment, result: RecoveryResult) -> None:
+    if result.truncated_bytes:
+        log.warning(
+            "%s: truncated segment %d at byte %d (after offset %d): removed %d bytes: %s",
+            tp,
+            seg.base_offset,
+            result.valid_bytes,
+            result.next_offset - 1,
+            result.truncated_bytes,
+            result.reason,
+        )
+
+
+def _read_topic_id(directory: str) -> str | None:
+    try:
+        return read_partition_metadata(os.path.join(directory, PARTITION_METADATA))
+    except CheckpointError as exc:
+        log.warning("ignoring unreadable partition.metadata: %s", exc)
+        return None
+
+
+def _first_record_at_or_after(
+    seg: LogSegment, pos: int, header: BatchHeader, timestamp: int, min_offset: int
+) -> tuple[int, int]:
+    """The first record of the batch at ``pos`` with timestamp >= ``timestamp`` and
+    offset >= ``min_offset``: records are decoded only here, for ListOffsets."""
+    from protocol.records.builder import read_batch
+
+    if header.is_log_append_time:
+        return header.max_timestamp, max(header.base_offset, min_offset)
+    try:
+        data = os.pread(seg.fd, header.size, pos)
+        _, records = read_batch(data, check_crc=False)
+    except (OSError, InvalidBatch) as exc:
+        log.warning("cannot read records of batch %d: %s", header.base_offset, exc)
+        return header.max_timestamp, max(header.base_offset, min_offset)
+    for record in records:
+        ts = record.timestamp(header)
+        off = record.offset(header)
+        if ts >= timestamp and off >= min_offset:
+            return ts, off
+    return header.max_timestamp, header.last_offset

@@ -1,0 +1,486 @@
+"""LogSegment: one .log file of record batches with its .index and .timeindex.
+
+The .log holds v2 batches back to back, exactly as produced (after the leader rewrote
+base_offset and partition_leader_epoch). The segment is named by its base offset, and
+every batch in it has offsets in ``[base_offset, base_offset + 2**32)`` so relative
+offsets fit the indexes' u32 fields; positions fit u32 because segments are capped at
+2 GiB (segment.bytes is an int32 in Kafka).
+
+Index rule (as Kafka's): before a batch is appended at position ``p``, if more than
+``index.interval.bytes`` were appended since the last offset index entry, add the offset
+entry ``(batch.last_offset, p)`` and a time entry ``(max timestamp so far, offset of that
+batch)`` if the maximum grew. So the first batch of a segment is never indexed, a lookup
+below the first entry starts at position 0, and recovery rebuilds identical indexes.
+
+Appends use ``os.write`` on an O_APPEND descriptor. A write that fails part way is
+truncated away before :class:`StorageError` is raised, and index space is reserved before
+the log is written, so a failed append leaves the segment exactly as it was.
+
+Not safe across threads, except :meth:`flush`, which only fsyncs descriptors and may run
+in a worker thread while the event loop appends.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from protocol.records.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    InvalidBatch,
+    read_header,
+    validate,
+)
+from storage.errors import StorageError
+from storage.file_region import FileRegion
+from storage.index import OffsetIndex, TimeIndex
+from storage.names import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    offset_file_name,
+)
+
+log = logging.getLogger(__name__)
+
+NO_TIMESTAMP = -1
+#: Largest distance between a segment's base offset and an offset it may hold.
+MAX_RELATIVE_OFFSET = (1 << 32) - 1
+_SCAN_CHUNK = 8192
+_RECOVERY_CHUNK = 8 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryResult:
+    """What :meth:`LogSegment.recover` kept and cut."""
+
+    valid_bytes: int
+    truncated_bytes: int
+    batches: int
+    next_offset: int
+    reason: str | None  # why the tail was cut, None when nothing was
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    timestamp: int
+    offset: int
+
+
+class LogSegment:
+    def __init__(
+        self,
+        directory: str,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_size: int,
+        created_ms: int,
+        create: bool = False,
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.created_ms = created_ms
+        self.log_path = os.path.join(directory, offset_file_name(base_offset, LOG_SUFFIX))
+        index_path = os.path.join(directory, offset_file_name(base_offset, INDEX_SUFFIX))
+        time_path = os.path.join(directory, offset_file_name(base_offset, TIME_INDEX_SUFFIX))
+        #: Whether the index files were there before this open (missing ones are rebuilt).
+        self.indexes_existed = os.path.exists(index_path) and os.path.exists(time_path)
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        try:
+            self._fd = os.open(self.log_path, flags, 0o644)
+            self.size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise StorageError(f"opening segment {self.log_path}: {exc}") from exc
+        self.offset_index = OffsetIndex(index_path, base_offset, max_index_size)
+        self.time_index = TimeIndex(time_path, base_offset, max_index_size)
+        self.deleted = False
+        # In-memory tail state; exact for the active segment (see load_tail).
+        self.last_offset = base_offset - 1
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset - 1
+        self._bytes_since_index = 0
+        self._tail_loaded = self.size == 0
+        self._first_batch_timestamp: int | None = None
+
+    # -- state -------------------------------------------------------------------------
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    @property
+    def next_offset(self) -> int:
+        self.load_tail()
+        return self.last_offset + 1
+
+    def load_tail(self) -> None:
+        """Learn the last offset and max timestamp without scanning the segment: from
+        the last index entries, then the batch headers after the last offset entry (at
+        most about ``index.interval.bytes`` of them)."""
+        if self._tail_loaded:
+            return
+        _, entry_pos = self.offset_index.last_entry()
+        ts, ts_offset = self.time_index.last_entry()
+        self.max_timestamp, self.offset_of_max_timestamp = ts, ts_offset
+        self.last_offset = self.base_offset - 1
+        for _, header in self.iter_headers(entry_pos):
+            self.last_offset = header.last_offset
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp = header.max_timestamp
+                self.offset_of_max_timestamp = header.last_offset
+        self._bytes_since_index = self.size - entry_pos
+        self._tail_loaded = True
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The segment's largest record timestamp, for time retention; the file's
+        modification time when no batch carries a timestamp (as Kafka does)."""
+        ts = self.max_timestamp if self._tail_loaded else self.time_index.last_entry()[0]
+        if ts >= 0:
+            return ts
+        try:
+            return int(os.fstat(self._fd).st_mtime_ns // 1_000_000)
+        except OSError:
+            return 0
+
+    def rolling_base_timestamp(self) -> int | None:
+        """Max timestamp of the first batch: a segment's age for time-based rolling."""
+        if self._first_batch_timestamp is None and self.size >= HEADER_SIZE:
+            for _, header in self.iter_headers(0):
+                self._first_batch_timestamp = header.max_timestamp
+                break
+        return self._first_batch_timestamp
+
+    def should_roll_for_index(self) -> bool:
+        return self.offset_index.is_full or self.time_index.is_full
+
+    # -- append ------------------------------------------------------------------------
+
+    def append(
+        self, data: bytes | bytearray | memoryview, batches: Sequence[tuple[int, BatchHeader]]
+    ) -> int:
+        """Append ``data``, whose batches are ``(position in data, header)``, already
+        validated and offset-assigned. Returns the position the data starts at."""
+        self.load_tail()
+        start = self.size
+        # Plan index entries first so that their space can be reserved before any write.
+        offset_entries: list[tuple[int, int]] = []
+        time_entries: list[tuple[int, int]] = []
+        since = self._bytes_since_index
+        max_ts, max_ts_offset = self.max_timestamp, self.offset_of_max_timestamp
+        last_time_entry = self.time_index.last_entry()[0]
+        room = self.offset_index.max_entries - self.offset_index.entries
+        time_room = self.time_index.max_entries - self.time_index.entries
+        for rel_pos, header in batches:
+            if header.max_timestamp > max_ts:
+                max_ts, max_ts_offset = header.max_timestamp, header.last_offset
+            if since > self.index_interval_bytes and len(offset_entries) < room:
+                offset_entries.append((header.last_offset, start + rel_pos))
+                if max_ts > last_time_entry and len(time_entries) < time_room:
+                    time_entries.append((max_ts, max_ts_offset))
+                    last_time_entry = max_ts
+                since = 0
+            since += header.size
+        if offset_entries:
+            self.offset_index.reserve(len(offset_entries))
+        if time_entries:
+            self.time_index.reserve(len(time_entries))
+        self._write(data, start)
+        try:
+            for off, pos in offset_entries:
+                self.offset_index.append(off, pos)
+            for ts, off in time_entries:
+                self.time_index.maybe_append(ts, off)
+        except StorageError:
+            self.offset_index.truncate_to(batches[0][1].base_offset)
+            self.time_index.truncate_to(batches[0][1].base_offset)
+            self._cut(start)
+            raise
+        self.size = start + len(data)
+        self.last_offset = batches[-1][1].last_offset
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_ts_offset
+        self._bytes_since_index = since
+        if self._first_batch_timestamp is None and start == 0:
+            self._first_batch_timestamp = batches[0][1].max_timestamp
+        return start
+
+    def _write(self, data: bytes | bytearray | memoryview, start: int) -> None:
+        view = memoryview(data).cast("B")
+        written = 0
+        try:
+            while written < len(view):
+                written += os.write(self._fd, view[written:])
+        except OSError as exc:
+            self._cut(start)
+            raise StorageError(
+                f"appending {len(view)} bytes to {self.log_path} at {start} failed after "
+                f"{written} bytes: {exc}"
+            ) from exc
+
+    def _cut(self, size: int) -> None:
+        """Truncate the .log back to ``size`` after a failed append."""
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError as exc:
+            raise StorageError(f"cannot truncate {self.log_path} back to {size}: {exc}") from exc
+        self.size = size
+
+    # -- reading -----------------------------------------------------------------------
+
+    def iter_headers(
+        self, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from ``start``, reading headers only. Stops
+        at the end or at anything that is not a plausible v2 header."""
+        limit = self.size if end is None else min(end, self.size)
+        buf = b""
+        buf_pos = start
+        pos = start
+        while pos + HEADER_SIZE <= limit:
+            if pos < buf_pos or pos + HEADER_SIZE > buf_pos + len(buf):
+                try:
+                    buf = os.pread(self._fd, _SCAN_CHUNK, pos)
+                except OSError as exc:
+                    raise StorageError(f"reading {self.log_path} at {pos}: {exc}") from exc
+                buf_pos = pos
+                if len(buf) < HEADER_SIZE:
+                    return
+            header = read_header(buf, pos - buf_pos)
+            if header.magic != 2 or header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+                return
+            if pos + header.size > limit:
+                return
+            yield pos, header
+            pos += header.size
+
+    def translate_offset(
+        self, offset: int, start_position: int = 0
+    ) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is >= ``offset``: floor index entry, then a
+        forward scan of batch headers."""
+        _, pos = self.offset_index.lookup(offset)
+        for found in self.iter_headers(max(pos, start_position)):
+            if found[1].last_offset >= offset:
+                return found
+        return None
+
+    def read(
+        self,
+        start_offset: int,
+        max_size: int,
+        max_position: int | None = None,
+        min_one_message: bool = True,
+    ) -> tuple[FileRegion, BatchHeader] | None:
+        """A region from the batch holding ``start_offset``, at most ``max_size`` bytes
+        (the first whole batch when ``min_one_message``), ending by ``max_position``.
+        The region may end inside a batch, as Kafka's fetches do; clients drop the
+        partial batch. None when no batch holds ``start_offset``."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        pos, header = found
+        end = self.size if max_position is None else min(max_position, self.size)
+        if pos >= end:
+            return FileRegion(self._fd, pos, 0), header
+        size = max(max_size, header.size) if min_one_message else max_size
+        return FileRegion(self._fd, pos, min(end - pos, size)), header
+
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int
+    ) -> tuple[int, BatchHeader] | None:
+        """The first batch at or after ``starting_offset`` whose max timestamp is >=
+        ``timestamp``: the time index gives an offset, the offset index a position, and
+        the header scan goes on from there."""
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, pos = self.offset_index.lookup(max(ts_offset, starting_offset))
+        for found in self.iter_headers(pos):
+            header = found[1]
+            if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
+                return found
+        return None
+
+    # -- recovery and truncation -------------------------------------------------------
+
+    def recover(self, min_offset: int | None = None) -> RecoveryResult:
+        """Validate every batch (structure, CRC-32C, offsets increasing and within this
+        segment), rebuild both indexes from them, and truncate the file at the first
+        invalid batch. ``min_offset``: the first batch must not start below it."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.last_offset = self.base_offset - 1
+        self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset - 1
+        self._bytes_since_index = 0
+        self._first_batch_timestamp = None
+        next_expected = (
+            self.base_offset if min_offset is None else max(min_offset, self.base_offset)
+        )
+        buf = bytearray(_RECOVERY_CHUNK)
+        view = memoryview(buf)
+        buf_pos, buf_len = 0, 0
+        pos, batches, reason = 0, 0, None
+        file_size = self.size
+        while pos < file_size:
+            # Make the whole next batch available in the buffer.
+            need = min(LOG_OVERHEAD, file_size - pos)
+            if pos + need > buf_pos + buf_len:
+                buf_pos, buf_len = pos, self._fill(view, pos, file_size)
+            if file_size - pos < HEADER_SIZE:
+                reason = f"{file_size - pos} trailing bytes are too few for a batch header"
+                break
+            length = int.from_bytes(
+                view[pos - buf_pos + 8 : pos - buf_pos + 12], "big", signed=True
+            )
+            size = length + LOG_OVERHEAD
+            if length < HEADER_SIZE - LOG_OVERHEAD or pos + size > file_size:
+                reason = f"batch length {length} is impossible with {file_size - pos} bytes left"
+                break
+            if pos + size > buf_pos + buf_len:
+                if size > len(buf):
+                    buf = bytearray(size)
+                    view = memoryview(buf)
+                buf_pos, buf_len = pos, self._fill(view, pos, file_size)
+            rel = pos - buf_pos
+            try:
+                header = validate(view, rel, rel + size)
+            except InvalidBatch as exc:
+                reason = str(exc)
+                break
+            if header.base_offset < next_expected:
+                reason = f"base offset {header.base_offset} is below {next_expected}"
+                break
+            if header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET:
+                reason = f"offset {header.last_offset} does not fit segment {self.base_offset}"
+                break
+            self._index_batch(header, pos)
+            next_expected = header.next_offset
+            pos += size
+            batches += 1
+        truncated = file_size - pos
+        if truncated:
+            self._cut(pos)
+        self.size = pos
+        self._tail_loaded = True
+        return RecoveryResult(
+            pos, truncated, batches, self.last_offset + 1, reason if truncated else None
+        )
+
+    def _fill(self, view: memoryview, pos: int, file_size: int) -> int:
+        want = min(len(view), file_size - pos)
+        try:
+            got = os.preadv(self._fd, [view[:want]], pos)
+        except OSError as exc:
+            raise StorageError(f"reading {self.log_path} at {pos}: {exc}") from exc
+        return got
+
+    def _index_batch(self, header: BatchHeader, pos: int) -> None:
+        """The append-time index rule, applied to one batch during a rebuild."""
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = (
+                header.max_timestamp,
+                header.last_offset,
+            )
+        if self._bytes_since_index > self.index_interval_bytes and not self.offset_index.is_full:
+            self.offset_index.append(header.last_offset, pos)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index = 0
+        self._bytes_since_index += header.size
+        self.last_offset = header.last_offset
+        if self._first_batch_timestamp is None:
+            self._first_batch_timestamp = header.max_timestamp
+
+    def rebuild_indexes(self) -> RecoveryResult:
+        return self.recover()
+
+    def check_indexes(self) -> str | None:
+        """Why the index files cannot be trusted, or None."""
+        if not self.indexes_existed and self.size > 0:
+            return "index files are missing"
+        problem = self.offset_index.check(self.size)
+        if problem is None:
+            problem = self.time_index.check(MAX_RELATIVE_OFFSET)
+        return problem
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove the batches holding offsets >= ``offset`` (a batch holding it is removed
+        whole). Returns the bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        pos = found[0]
+        removed = self.size - pos
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self._cut(pos)
+        self._tail_loaded = False
+        self.last_offset = self.base_offset - 1
+        if pos == 0:
+            self._first_batch_timestamp = None
+        self.load_tail()
+        return removed
+
+    # -- life cycle --------------------------------------------------------------------
+
+    def on_become_inactive(self) -> None:
+        """On roll: a closing time index entry for the segment's max timestamp, and both
+        indexes trimmed to their entries."""
+        self.load_tail()
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(
+                self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+            )
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def flush(self) -> None:
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            raise StorageError(f"flushing {self.log_path}: {exc}") from exc
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            if not self.deleted:
+                self.on_become_inactive()
+        finally:
+            self.offset_index.close()
+            self.time_index.close()
+            os.close(self._fd)
+            self._fd = -1
+
+    def mark_deleted(self) -> None:
+        """Rename the files to ``*.deleted``; descriptors stay open for reads in flight
+        until :meth:`delete_files` (file.delete.delay.ms later)."""
+        self.deleted = True
+        try:
+            os.rename(self.log_path, self.log_path + DELETED_SUFFIX)
+            self.log_path += DELETED_SUFFIX
+            for index in (self.offset_index, self.time_index):
+                index.rename(index.path + DELETED_SUFFIX)
+        except OSError as exc:
+            raise StorageError(f"renaming segment {self.log_path} for deletion: {exc}") from exc
+
+    def delete_files(self) -> None:
+        self.deleted = True
+        paths = [self.log_path, self.offset_index.path, self.time_index.path]
+        self.close()
+        for path in paths:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise StorageError(f"deleting {path}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path}, size={self.size})"
