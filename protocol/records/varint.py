@@ -91,10 +91,19 @@ def _read_unsigned(buf: Buffer, pos: int, max_bytes: int) -> tuple[int, int]:
 
 def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Read a zigzag varint (int32) at ``pos``; return ``(value, next_pos)``."""
-    if pos < len(buf):
+    # Fast paths for one and two bytes (values up to +-8191): record lengths, key and
+    # value lengths and deltas nearly always fit.
+    if pos + 1 < len(buf):
         byte = buf[pos]
-        if byte < 0x80:  # fast path: one byte
+        if byte < 0x80:
             return (byte >> 1) ^ -(byte & 1), pos + 1
+        second = buf[pos + 1]
+        if second < 0x80:
+            raw = (byte & 0x7F) | (second << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+    elif pos < len(buf) and buf[pos] < 0x80:
+        byte = buf[pos]
+        return (byte >> 1) ^ -(byte & 1), pos + 1
     raw, pos = _read_unsigned(buf, pos, _VARINT_MAX_BYTES)
     if raw >> 32:
         raise InvalidBatch("varint does not fit 32 bits", corrupt=True)
