@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Protocol
+
+from timer.clock import Clock as Clock  # re-exported: the controller takes timer's clock
 
 #: ``leader`` of a partition that has none (Kafka's LeaderAndIsr.NoLeader).
 NO_LEADER = -1
@@ -17,14 +18,6 @@ INITIAL_LEADER_EPOCH = 0
 INITIAL_PARTITION_ZK_VERSION = 0
 #: /controller_epoch holds 0 before any controller was elected; the first one makes it 1.
 INITIAL_CONTROLLER_EPOCH = 0
-
-
-class Clock(Protocol):
-    """The clock the controller needs; ``timer.clock.SystemClock``/``MockClock`` fit it."""
-
-    def time_ms(self) -> int: ...
-
-    def monotonic_ms(self) -> int: ...
 
 
 @dataclass(frozen=True, order=True)

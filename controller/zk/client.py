@@ -317,8 +317,7 @@ class KafkaZkClient:
             elif isinstance(res, Exception):
                 out[tp] = res
             else:
-                stat = res[1]
-                out[tp] = states[tp].with_zk_version(int(stat.version))
+                out[tp] = states[tp].with_zk_version(int(res.version))  # res: the ZnodeStat
         return out
 
     # -- controller election ------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kazoo.client import KazooClient
 
@@ -32,14 +34,14 @@ def test_chroot_fixture_isolates_tests(kazoo_client: KazooClient) -> None:  # no
     assert kazoo_client.get_children("/") == []
 
 
-def test_config_is_loopback_only_with_short_ticks(tmp_path) -> None:
+def test_config_is_loopback_only_with_short_ticks(tmp_path: Path) -> None:
     cfg = render_config(tmp_path, 2181)
     assert "clientPortAddress=127.0.0.1" in cfg
     assert "tickTime=500" in cfg
     assert "admin.enableServer=false" in cfg
 
 
-def test_missing_java_gives_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_missing_java_gives_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(ZooKeeperLaunchError, match="Java was not found"):
@@ -50,7 +52,7 @@ def test_missing_java_gives_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert server.process is None
 
 
-def test_cli_runs_in_foreground_and_stops_on_sigterm(tmp_path) -> None:
+def test_cli_runs_in_foreground_and_stops_on_sigterm(tmp_path: Path) -> None:
     import os
     import signal
     import subprocess
@@ -60,8 +62,16 @@ def test_cli_runs_in_foreground_and_stops_on_sigterm(tmp_path) -> None:
 
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker.cli.main", "zookeeper", "--port", str(port),
-         "--dir", str(tmp_path / "zk")],
+        [
+            sys.executable,
+            "-m",
+            "broker.cli.main",
+            "zookeeper",
+            "--port",
+            str(port),
+            "--dir",
+            str(tmp_path / "zk"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

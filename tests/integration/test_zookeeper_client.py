@@ -1,0 +1,235 @@
+"""KafkaZkClient against a real ZooKeeper: payloads, ids, conditional and fenced writes."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
+
+from controller.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
+from controller.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment, TopicPartition
+from controller.zk import codec, paths
+from controller.zk.client import KafkaZkClient, TopicExistsError
+from tests.integration.zk import kazoo_client, wait_until, zk_connect, zookeeper  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+NOW = 1_700_000_000_000
+
+
+MakeZk = Callable[[], KafkaZkClient]
+
+
+@pytest.fixture
+def zk(zk_connect: str) -> Iterator[MakeZk]:  # noqa: F811
+    clients: list[KafkaZkClient] = []
+
+    def make() -> KafkaZkClient:
+        c = KafkaZkClient.connect(zk_connect, session_timeout_s=4.0)
+        clients.append(c)
+        return c
+
+    yield make
+    for c in clients:
+        c.close()
+
+
+def broker(bid: int) -> BrokerInfo:
+    return BrokerInfo(bid, (EndPoint("127.0.0.1", 9092 + bid),))
+
+
+def expire_session(zk_connect: str, client: KafkaZkClient) -> None:  # noqa: F811
+    """Expire ``client``'s session from the server side (what a long pause does).
+
+    A second connection that presents the same session id and password, then closes,
+    ends the session; the first connection then sees it expired (kazoo: LOST).
+    """
+    session_id, password = client.kazoo.client_id
+    lost = threading.Event()
+
+    def on_state(state: str) -> None:
+        if state == KazooState.LOST:
+            lost.set()
+
+    client.kazoo.add_listener(on_state)
+    twin = KazooClient(hosts=zk_connect, client_id=(session_id, password), timeout=4.0)
+    twin.start(timeout=10)
+    twin.stop()
+    twin.close()
+    assert lost.wait(15), "the session did not expire"
+    client.kazoo.remove_listener(on_state)
+
+
+def test_persistent_paths_and_cluster_id(zk: MakeZk) -> None:
+    a, b = zk(), zk()
+    a.ensure_persistent_paths()
+    for path in paths.PERSISTENT_PATHS:
+        assert a.kazoo.exists(path) is not None, path
+    first = a.get_or_create_cluster_id()
+    assert b.get_or_create_cluster_id() == first  # everyone uses the first id written
+    data, _ = b.kazoo.get(paths.CLUSTER_ID)
+    assert json.loads(data) == {"version": "1", "id": first}
+
+
+def test_broker_registration_payload_and_epoch(zk: MakeZk) -> None:
+    a = zk()
+    epoch = a.register_broker(broker(1), NOW)
+    data, stat = a.kazoo.get(paths.broker(1))
+    assert stat.ephemeralOwner == a.session_id
+    assert stat.czxid == epoch
+    obj = json.loads(data)
+    assert obj["version"] == 5 and obj["endpoints"] == ["PLAINTEXT://127.0.0.1:9093"]
+    assert obj["host"] == "127.0.0.1" and obj["port"] == 9093 and obj["timestamp"] == str(NOW)
+    assert a.get_broker_ids() == [1]
+    info = a.get_broker(1)
+    assert info is not None and info.epoch == epoch and info.endpoints == broker(1).endpoints
+    # registering again in the same session is a no-op that returns the same epoch
+    assert a.register_broker(broker(1), NOW) == epoch
+
+
+def test_broker_id_owned_by_another_live_session_is_refused(zk: MakeZk) -> None:
+    a, b = zk(), zk()
+    a.register_broker(broker(1), NOW)
+    with pytest.raises(BrokerIdInUseError, match="broker id 1"):
+        b.register_broker(broker(1), NOW)
+
+
+def test_reregistration_after_session_expiry(zk: MakeZk, zk_connect: str) -> None:  # noqa: F811
+    a = zk()
+    first = a.register_broker(broker(1), NOW)
+    old_session = a.session_id
+    expire_session(zk_connect, a)
+    wait_until(lambda: a.kazoo.state == KazooState.CONNECTED, 15, "a new session")
+    second = a.register_broker(broker(1), NOW)
+    assert a.session_id != old_session
+    assert second > first
+    _, stat = a.kazoo.get(paths.broker(1))
+    assert stat.ephemeralOwner == a.session_id
+
+
+def test_generated_broker_ids_are_unique_and_above_reserved(zk: MakeZk) -> None:
+    a, b = zk(), zk()
+    ids = [a.generate_broker_id(), b.generate_broker_id(), a.generate_broker_id()]
+    assert ids == [1001, 1002, 1003]
+
+
+def test_topic_creation_writes_config_and_assignment(zk: MakeZk) -> None:
+    a = zk()
+    a.ensure_persistent_paths()
+    tid = codec.new_topic_id()
+    assignment = TopicAssignment("orders", tid, {0: (1, 2), 1: (2, 1)})
+    a.create_topic(assignment, {"retention.ms": "1000"})
+    found = a.get_topic("orders")
+    assert found is not None and found[0] == assignment
+    assert a.get_topic_config("orders") == {"retention.ms": "1000"}
+    assert a.get_topics() == ["orders"]
+    with pytest.raises(TopicExistsError):
+        a.create_topic(TopicAssignment("orders", codec.new_topic_id(), {0: (1,)}), {})
+    assert a.get_topic("orders") == found  # the id never changes
+
+
+def test_controller_election_multi_op(zk: MakeZk) -> None:
+    a, b = zk(), zk()
+    won = a.try_become_controller(1, NOW)
+    assert (won.won, won.controller_id, won.epoch) == (True, 1, 1)
+    lost = b.try_become_controller(2, NOW)
+    assert (lost.won, lost.controller_id) == (False, 1)
+    assert a.get_controller_epoch() == (1, won.epoch_zk_version)
+    _, stat = a.kazoo.get(paths.CONTROLLER)
+    assert stat.ephemeralOwner == a.session_id
+    a.close()
+    again = b.try_become_controller(2, NOW)
+    assert (again.won, again.epoch) == (True, 2)
+
+
+def test_partition_state_writes_are_conditional(zk: MakeZk) -> None:
+    a = zk()
+    election = a.try_become_controller(1, NOW)
+    v = election.epoch_zk_version
+    tp = TopicPartition("t", 0)
+    created = a.create_partition_states({tp: LeaderAndIsr(1, 0, (1, 2))}, 1, v)
+    assert created[tp] == LeaderAndIsr(1, 0, (1, 2), 0)
+    again = a.create_partition_states({tp: LeaderAndIsr(2, 0, (2,))}, 1, v)
+    assert isinstance(again[tp], StateConflictError)
+    updated = a.update_partition_states({tp: LeaderAndIsr(2, 1, (2,), 0)}, 1, v)
+    assert updated[tp] == LeaderAndIsr(2, 1, (2,), 1)
+    stale = a.update_partition_states({tp: LeaderAndIsr(1, 2, (1,), 0)}, 1, v)
+    assert isinstance(stale[tp], StateConflictError)
+    state = a.get_partition_states([tp])[tp]
+    assert state.leader_and_isr == LeaderAndIsr(2, 1, (2,), 1) and state.controller_epoch == 1
+
+
+def test_zombie_controller_writes_are_fenced(zk: MakeZk) -> None:
+    zombie, successor = zk(), zk()
+    old = zombie.try_become_controller(1, NOW)
+    tp = TopicPartition("t", 0)
+    zombie.create_partition_states({tp: LeaderAndIsr(1, 0, (1,))}, old.epoch, old.epoch_zk_version)
+    # the successor takes over as a new controller would once the zombie's session is gone
+    successor.kazoo.delete(paths.CONTROLLER)
+    new = successor.try_become_controller(2, NOW)
+    assert new.won and new.epoch == old.epoch + 1
+    with pytest.raises(ControllerMovedError):
+        zombie.update_partition_states(
+            {tp: LeaderAndIsr(1, 1, (1,), 0)}, old.epoch, old.epoch_zk_version
+        )
+    with pytest.raises(ControllerMovedError):
+        zombie.create_partition_states(
+            {TopicPartition("t", 1): LeaderAndIsr(1, 0, (1,))}, old.epoch, old.epoch_zk_version
+        )
+    # nothing the zombie tried reached ZooKeeper
+    states = successor.get_partition_states([tp, TopicPartition("t", 1)])
+    assert list(states) == [tp] and states[tp].leader_and_isr.zk_version == 0
+    ok = successor.update_partition_states(
+        {tp: LeaderAndIsr(2, 1, (2,), 0)}, new.epoch, new.epoch_zk_version
+    )
+    assert ok[tp] == LeaderAndIsr(2, 1, (2,), 1)
+
+
+def test_isr_change_notifications(zk: MakeZk) -> None:
+    a = zk()
+    election = a.try_become_controller(1, NOW)
+    a.propagate_isr_change([TopicPartition("t", 0)])
+    a.propagate_isr_change([TopicPartition("t", 1), TopicPartition("u", 0)])
+    names = a.get_isr_change_notifications()
+    assert len(names) == 2 and all(n.startswith("isr_change_") for n in names)
+    assert a.read_isr_change_notification(names[1]) == [
+        TopicPartition("t", 1),
+        TopicPartition("u", 0),
+    ]
+    a.delete_isr_change_notifications(names, election.epoch_zk_version)
+    assert a.get_isr_change_notifications() == []
+
+
+def test_producer_id_blocks_from_racing_clients_never_overlap(zk: MakeZk) -> None:
+    clients = [zk(), zk()]
+    blocks: list[list[codec.ProducerIdBlock]] = [[], []]
+    start = threading.Barrier(2)
+
+    def allocate(i: int) -> None:
+        start.wait(10)
+        for _ in range(15):
+            blocks[i].append(clients[i].allocate_producer_id_block(broker_id=i + 1))
+
+    threads = [threading.Thread(target=allocate, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    everything = sorted(blocks[0] + blocks[1], key=lambda b: b.first)
+    assert len(everything) == 30
+    # contiguous, disjoint blocks of 1000 from 0: no id handed out twice, none skipped
+    assert [(b.first, b.last) for b in everything] == [
+        (i * 1000, i * 1000 + 999) for i in range(30)
+    ]
+    assert all(b.broker_id == 1 for b in blocks[0]) and all(b.broker_id == 2 for b in blocks[1])
+    data, _ = clients[0].kazoo.get(paths.LATEST_PRODUCER_ID_BLOCK)
+    assert json.loads(data) == {
+        "version": 1,
+        "broker": everything[-1].broker_id,
+        "block_start": "29000",
+        "block_end": "29999",
+    }
