@@ -254,15 +254,21 @@ class Processor:
         conn.send = send
         conn.in_flight = request
         conn.move(ConnState.SENDING)
-        if not self._write(conn):
+        done = self._write(conn)
+        if done:
+            self._finish_response(conn)
+        elif done is not None:
             self._loop.add_writer(conn.fd, self._on_writable, conn)
 
     def _on_writable(self, conn: Connection) -> None:
         if self._write(conn):
+            # unregister before finishing: finishing may start the next response
             self._loop.remove_writer(conn.fd)
+            self._finish_response(conn)
 
-    def _write(self, conn: Connection) -> bool:
-        """Write what the socket takes; True when the response is out (or the conn closed)."""
+    def _write(self, conn: Connection) -> bool | None:
+        """Write what the socket takes: True when the response is out, False when the
+        socket is full, None when the connection died (and is now closed)."""
         send = conn.send
         assert send is not None
         before = send.sent
@@ -270,11 +276,9 @@ class Processor:
             done = send.write(conn.sock)
         except OSError as exc:
             self._close(conn, "error", exc)
-            return True
+            return None
         self._sent.inc(send.sent - before)
         conn.last_active = self._clock()
-        if done:
-            self._finish_response(conn)
         return done
 
     def _finish_response(self, conn: Connection) -> None:
@@ -298,10 +302,16 @@ class Processor:
             self._close(conn, "shutdown")
             return
         if conn.pending:
-            self._dispatch(conn)
+            # next loop iteration, not recursively: a burst of frames answered at once
+            # (malformed ones) must not grow the stack
+            self._loop.call_soon(self._dispatch_pending, conn)
         else:
             self._loop.add_reader(conn.fd, self._on_readable, conn)
         self._check_drained()
+
+    def _dispatch_pending(self, conn: Connection) -> None:
+        if conn.state is ConnState.READING and conn.pending:
+            self._dispatch(conn)
 
     # --- idle connections, closing, shutdown ------------------------------------------------
 

@@ -114,7 +114,9 @@ class ResponseSend:
                     sent = sock.sendmsg(buffers) if len(buffers) > 1 else sock.send(buffers[0])
                     self._consume_bytes(sent)
                 else:
-                    wanted = head.remaining
+                    # a short sendfile may mean a full socket or the end of the file: ask
+                    # again, and EAGAIN or 0 tells which
+                    wanted = 0
                     sent = os.sendfile(sock.fileno(), head.fd, head.position, head.remaining)
                     if sent == 0:
                         raise RegionTruncated(f"file ended {head.remaining} bytes before region")
@@ -126,7 +128,7 @@ class ResponseSend:
                 return False
             self.sent += sent
             if sent < wanted:
-                return False  # the socket buffer is full: wait for writability
+                return False  # a short sendmsg: the socket buffer is full
         return True
 
     def _consume_bytes(self, count: int) -> None:

@@ -390,6 +390,27 @@ def test_malformed_body_with_readable_header_is_answered(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", LOOPS)
+def test_a_burst_of_answerable_bad_frames_is_answered_in_order(kind: str) -> None:
+    async def test() -> None:
+        async with serving(Stub()) as server:
+            client = await Client.connect(server.bound_port("PLAINTEXT"))
+            burst = 3000  # all in one write: they sit in one read buffer together
+            frames = b"".join(
+                SIZE.pack(len(f)) + f
+                for f in (
+                    protocol.encode_request(protocol.make_request(18, 3, i, "c", None)) + b"\x09"
+                    for i in range(burst)
+                )
+            )
+            client.writer.write(frames)
+            got = [(await client.response()).header.correlation_id for _ in range(burst)]
+            assert got == list(range(burst))
+            client.close()
+
+    in_loop(kind, test)
+
+
+@pytest.mark.parametrize("kind", LOOPS)
 def test_api_versions_above_range_reaches_the_handler(kind: str) -> None:
     async def test() -> None:
         seen: list[Any] = []
