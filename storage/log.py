@@ -62,16 +62,11 @@ from storage.errors import (
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
 from storage.names import (
-    DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TEMP_SUFFIX,
-    TIME_INDEX_SUFFIX,
     TopicPartition,
-    parse_offset_file_name,
 )
 from storage.producer_state import ProducerStateEntry, ProducerStateManager, check_batch
-from storage.segment import LogSegment, RecoveryResult
+from storage.recovery import clean_directory, recover_segments
+from storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
@@ -174,13 +169,13 @@ class Log:
         except OSError as exc:
             raise StorageError(f"opening log {directory}: {exc}") from exc
         now = clock.time_ms()
-        bases = _clean_directory(directory, names)
+        bases = clean_directory(directory, names)
         start = log_start_offset if log_start_offset is not None else 0
         if not bases:
             segments = [_new_segment(directory, start, config, now, create=True)]
         else:
             segments = [_new_segment(directory, b, config, now) for b in bases]
-        segments = _recover(tp, segments, recovery_point, clean_shutdown)
+        segments = recover_segments(tp, segments, recovery_point, clean_shutdown)
         first_base = segments[0].base_offset
         leo = segments[-1].next_offset
         start = max(first_base, start if log_start_offset is not None else first_base)
@@ -808,78 +803,6 @@ def _consistent(segment: LogSegment) -> bool:
         return os.fstat(segment.fd).st_size == segment.size
     except OSError:
         return False
-
-
-def _clean_directory(directory: str, names: list[str]) -> list[int]:
-    """Remove leftovers of an interrupted run (temp files, segments already marked for
-    deletion, index files without their .log) and return the segments' base offsets."""
-    bases = sorted(o for n in names if (o := parse_offset_file_name(n, LOG_SUFFIX)) is not None)
-    present = set(bases)
-    for name in names:
-        path = os.path.join(directory, name)
-        orphan = False
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            base = parse_offset_file_name(name, suffix)
-            if base is not None and base not in present:
-                orphan = True
-        if orphan or name.endswith(DELETED_SUFFIX) or name.endswith(TEMP_SUFFIX):
-            if orphan:
-                log.warning("removing orphan index file %s", path)
-            try:
-                os.unlink(path)
-            except OSError as exc:
-                raise StorageError(f"removing {path}: {exc}") from exc
-    return bases
-
-
-def _recover(
-    tp: TopicPartition, segments: list[LogSegment], recovery_point: int, clean_shutdown: bool
-) -> list[LogSegment]:
-    """Rebuild untrustworthy indexes; after an unclean shutdown validate every segment
-    from the one holding the recovery point and cut at the first invalid batch (later
-    segments go too). Returns the segments that remain."""
-    bases = [s.base_offset for s in segments]
-    first_unflushed = (
-        len(segments) if clean_shutdown else max(bisect_right(bases, recovery_point) - 1, 0)
-    )
-    for seg in segments[:first_unflushed]:
-        problem = seg.check_indexes()
-        if problem is not None:
-            log.warning("%s: rebuilding indexes of segment %d: %s", tp, seg.base_offset, problem)
-            _report(tp, seg, seg.rebuild_indexes())
-    if clean_shutdown:
-        return segments
-    next_offset: int | None = None
-    for i in range(first_unflushed, len(segments)):
-        seg = segments[i]
-        result = seg.recover(next_offset)
-        _report(tp, seg, result)
-        next_offset = result.next_offset
-        if result.truncated_bytes and i + 1 < len(segments):
-            for dropped in segments[i + 1 :]:
-                log.warning(
-                    "%s: deleting segment %d (%d bytes) after the corruption in segment %d",
-                    tp,
-                    dropped.base_offset,
-                    dropped.size,
-                    seg.base_offset,
-                )
-                dropped.delete_files()
-            return segments[: i + 1]
-    return segments
-
-
-def _report(tp: TopicPartition, seg: LogSegment, result: RecoveryResult) -> None:
-    if result.truncated_bytes:
-        log.warning(
-            "%s: truncated segment %d at byte %d (after offset %d): removed %d bytes: %s",
-            tp,
-            seg.base_offset,
-            result.valid_bytes,
-            result.next_offset - 1,
-            result.truncated_bytes,
-            result.reason,
-        )
 
 
 def _read_topic_id(directory: str) -> str | None:
