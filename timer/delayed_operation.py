@@ -91,7 +91,9 @@ class DelayedOperation(TimerTask):
         one more condition check per operation that must wait, which is cheap next to
         the wait itself.
         """
-        if self.safe_try_complete():
+        if self._completed:
+            return False
+        if self.try_complete():
             return True
         f()
         return self.safe_try_complete()

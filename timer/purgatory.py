@@ -116,10 +116,12 @@ class DelayedOperationPurgatory(Generic[T]):
             raise RuntimeError(f"purgatory {self.name} is shut down")
 
         def watch_all() -> None:
+            # Kafka re-checks completion before each key because another thread may
+            # complete the operation meanwhile; here nothing runs between the keys.
+            if operation.is_completed:
+                return
             watchers = self._watchers
             for key in watch_keys:
-                if operation.is_completed:
-                    return
                 ops = watchers.get(key)
                 if ops is None:
                     watchers[key] = [operation]
@@ -129,12 +131,11 @@ class DelayedOperationPurgatory(Generic[T]):
 
         if operation.safe_try_complete_or_else(watch_all):
             return True
-        if not operation.is_completed:
-            if self._timer_enabled:
-                self._timer.add(operation)
-            # Completed while being added (re-entrantly): let the timer go of it.
-            if operation.is_completed:
-                operation.cancel()
+        # Kafka checks again after adding to the timer, for a completion by another
+        # thread meanwhile; here adding runs nothing (a task already due waits for the
+        # next advance), so one check before adding suffices.
+        if self._timer_enabled and not operation.is_completed:
+            self._timer.add(operation)
         return False
 
     def check_and_complete(self, key: Hashable) -> int:

@@ -11,10 +11,11 @@ How a task runs, chosen per task:
 - ``blocking=True`` runs the callable in the scheduler's thread pool (``threads``
   workers, Kafka's ``background.threads``), for work that touches the disk.
 
-Timing rules: a periodic task's next run is due one period after its previous *due*
-time (fixed rate, like scheduleAtFixedRate), counted from when that run finishes: runs
-of one task never overlap, and a run that overran its period is followed at once by one
-catch-up run, not a burst. An exception is logged with the task's name and the task
+Timing rules: a periodic task runs on a fixed-rate grid (initial due time plus whole
+periods, like scheduleAtFixedRate). The next run is chosen when the previous one
+finishes, so runs of one task never overlap; it is the first grid point after that
+moment, so periods missed while a run overran (or the loop was blocked) are skipped
+rather than run back to back. An exception is logged with the task's name and the task
 stays scheduled: one failing housekeeping job must not stop the others or the broker.
 
 Time comes from the injected clock through a SystemTimer, whose background driver is
@@ -189,7 +190,10 @@ class Scheduler:
                 del self._tasks[task.name]
             return
         now = self._clock.monotonic_ms()
-        task.due_ms = max(task.due_ms + task.period_ms, now)
+        period = task.period_ms
+        # The next point of the task's fixed-rate grid strictly after now: missed
+        # periods are skipped, never run in a burst.
+        task.due_ms += period * max(1, (now - task.due_ms) // period + 1)
         task.delay_ms = task.due_ms - now
         self._timer.add(task)
 

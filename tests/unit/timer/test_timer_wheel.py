@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from timer_helpers import Recorder
@@ -24,6 +26,10 @@ def step(timer: SystemTimer, clock: MockClock, until_ms: int) -> None:
         timer.advance_clock()
 
 
+def names(tasks: Iterable[TimerTask]) -> list[Any]:
+    return [t.name for t in tasks if isinstance(t, Recorder)]
+
+
 def level_of(timer: SystemTimer, task: TimerTask) -> tuple[int, int]:
     """(level, bucket index) of the bucket holding ``task``."""
     for level, wheel in enumerate(timer.wheel.levels()):
@@ -36,7 +42,7 @@ def level_of(timer: SystemTimer, task: TimerTask) -> tuple[int, int]:
 def test_seed_worked_example_cascades_through_three_levels() -> None:
     clock = MockClock(monotonic_ms=SEED_T0)
     timer = SystemTimer(tick_ms=1, wheel_size=3, clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     delays = {"job1": 1, "job2": 17, "job3": 3, "job4": 5, "job5": 9, "job6": 14}
     jobs = {name: Recorder(name, delay, clock, log) for name, delay in delays.items()}
     for job in jobs.values():
@@ -73,7 +79,7 @@ def test_seed_worked_example_cascades_through_three_levels() -> None:
 def test_tasks_hours_ahead_run_within_a_tick_of_their_deadline() -> None:
     clock = MockClock(monotonic_ms=123_456_789)
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     hour = 3_600_000
     delays = [3 * hour, 3 * hour + 1, 5 * hour + 17, 1, 2 * hour - 3]
     for i, delay in enumerate(delays):
@@ -93,7 +99,7 @@ def test_tasks_hours_ahead_run_within_a_tick_of_their_deadline() -> None:
 def test_one_jump_of_hours_still_runs_everything_in_deadline_order() -> None:
     clock = MockClock(monotonic_ms=0)
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     delays = [7_200_000 - 5 * i for i in range(50)] + [60_000 + 13 * i for i in range(50)]
     for i, delay in enumerate(delays):
         timer.add(Recorder(i, delay, clock, log))
@@ -106,7 +112,7 @@ def test_one_jump_of_hours_still_runs_everything_in_deadline_order() -> None:
 def test_many_tasks_share_one_bucket_and_run_in_insertion_order() -> None:
     clock = MockClock(monotonic_ms=5_000)
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     tasks = [Recorder(i, 7, clock, log) for i in range(10_000)]
     for task in tasks:
         timer.add(task)
@@ -128,7 +134,7 @@ def test_many_tasks_share_one_bucket_and_run_in_insertion_order() -> None:
 def test_cancel_before_the_bucket_is_flushed_removes_at_once() -> None:
     clock = MockClock()
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     tasks = [Recorder(i, 30, clock, log) for i in range(100)]
     for task in tasks:
         timer.add(task)
@@ -144,7 +150,7 @@ def test_cancel_before_the_bucket_is_flushed_removes_at_once() -> None:
 def test_cancel_after_a_cascade_flush_removes_from_the_finer_bucket() -> None:
     clock = MockClock()
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     task = Recorder("late", 1_000, clock, log)  # level 2 (400 ms ticks) at first
     timer.add(task)
     first = task.bucket
@@ -161,7 +167,7 @@ def test_cancel_after_a_cascade_flush_removes_from_the_finer_bucket() -> None:
 def test_cancel_after_running_is_harmless_and_a_cancelled_task_cannot_come_back() -> None:
     clock = MockClock()
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     task = Recorder("once", 2, clock, log)
     timer.add(task)
     clock.advance(2)
@@ -177,7 +183,7 @@ def test_cancel_after_running_is_harmless_and_a_cancelled_task_cannot_come_back(
 def test_a_task_can_cancel_another_in_the_bucket_being_flushed() -> None:
     clock = MockClock()
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     victim = Recorder("victim", 5, clock, log)
 
     class Killer(TimerTask):
@@ -197,7 +203,7 @@ def test_wheel_add_refuses_expired_and_cancelled_entries() -> None:
     queue = DelayQueue()
     wheel = TimingWheel(tick_ms=10, wheel_size=4, start_ms=1_005, queue=queue)
     assert wheel.current_time == 1_000  # rounded down to a tick
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     clock = MockClock()
     due = Recorder("due", 0, clock, log)
     due.expiration_ms = 1_009  # inside the current tick: already due
@@ -219,7 +225,7 @@ def test_wheel_add_refuses_expired_and_cancelled_entries() -> None:
 def test_coarse_ticks_run_within_one_tick_of_the_deadline() -> None:
     clock = MockClock(monotonic_ms=0)
     timer = SystemTimer(tick_ms=10, wheel_size=8, clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     for delay in (3, 15, 27, 99, 1_234):
         timer.add(Recorder(delay, delay, clock, log))
     step(timer, clock, 2_000)
@@ -231,7 +237,7 @@ def test_coarse_ticks_run_within_one_tick_of_the_deadline() -> None:
 def test_a_task_due_on_add_runs_at_the_next_advance_not_inside_add() -> None:
     clock = MockClock()
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     timer.add(Recorder("now", 0, clock, log))
     timer.add(Recorder("past", -50, clock, log))
     assert log == [] and timer.size == 2
@@ -244,7 +250,7 @@ def test_a_failing_task_is_logged_and_the_rest_of_its_bucket_still_runs(
 ) -> None:
     clock = MockClock()
     timer = SystemTimer(clock=clock)
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
 
     class Boom(TimerTask):
         def run(self) -> None:
@@ -279,20 +285,20 @@ def test_a_task_may_add_itself_again_when_it_runs() -> None:
 def test_bucket_list_operations() -> None:
     bucket = TimerTaskList()
     clock = MockClock()
-    log: list[tuple[object, int, int]] = []
+    log: list[tuple[Any, int, int]] = []
     a, b, c = (Recorder(n, 1, clock, log) for n in "abc")
     for task in (a, b, c):
         bucket.add(task)
-    assert [t.name for t in bucket] == ["a", "b", "c"]
+    assert names(bucket) == ["a", "b", "c"]
     bucket.remove(b)
-    assert [t.name for t in bucket] == ["a", "c"] and len(bucket) == 2
+    assert names(bucket) == ["a", "c"] and len(bucket) == 2
     bucket.remove(b)  # not in the bucket any more: a no-op
     other = TimerTaskList()
     other.add(a)  # moving a task takes it out of its old bucket
-    assert [t.name for t in bucket] == ["c"] and [t.name for t in other] == ["a"]
+    assert names(bucket) == ["c"] and names(other) == ["a"]
     assert bucket.set_expiration(40) and not bucket.set_expiration(40)
     seen: list[str] = []
-    bucket.flush(lambda t: seen.append(t.name))  # type: ignore[attr-defined]
+    bucket.flush(lambda t: seen.extend(names([t])))
     assert seen == ["c"] and len(bucket) == 0 and bucket.expiration_ms == -1
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
-from timer import MockClock, TimerTask
+from timer import Clock, TimerTask
 
 
 class Recorder(TimerTask):
@@ -13,7 +14,9 @@ class Recorder(TimerTask):
 
     __slots__ = ("clock", "log", "name")
 
-    def __init__(self, name: object, delay_ms: int, clock: MockClock, log: list) -> None:
+    def __init__(
+        self, name: Any, delay_ms: int, clock: Clock, log: list[tuple[Any, int, int]]
+    ) -> None:
         super().__init__(delay_ms)
         self.name = name
         self.clock = clock
