@@ -30,8 +30,13 @@ def _varint(value: int) -> bytes:
 
 def _record(offset_delta: int, ts_delta: int, value: bytes) -> bytes:
     body = (
-        b"\x00" + _varint(ts_delta) + _varint(offset_delta) + _varint(-1)
-        + _varint(len(value)) + value + _varint(0)
+        b"\x00"
+        + _varint(ts_delta)
+        + _varint(offset_delta)
+        + _varint(-1)
+        + _varint(len(value))
+        + value
+        + _varint(0)
     )
     return _varint(len(body)) + body
 
@@ -55,8 +60,19 @@ def make_batch(
     max_ts = timestamp + (n - 1) * ts_step
     length = 61 - 12 + len(records)
     head = _HEADER.pack(
-        base_offset, length, leader_epoch, 2, 0, attributes, n - 1, timestamp, max_ts,
-        producer_id, producer_epoch, base_sequence, n,
+        base_offset,
+        length,
+        leader_epoch,
+        2,
+        0,
+        attributes,
+        n - 1,
+        timestamp,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        n,
     )
     buf = bytearray(head + records)
     struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[21:]))
@@ -70,8 +86,9 @@ TP = TopicPartition("t", 0)
 SMALL = LogConfig(segment_bytes=1500, index_interval_bytes=200, segment_index_bytes=4096)
 
 
-def open_log(path: str, config: LogConfig = SMALL, clock: MockClock | None = None,
-             **kwargs: object) -> Log:
+def open_log(
+    path: str, config: LogConfig = SMALL, clock: MockClock | None = None, **kwargs: object
+) -> Log:
     return Log.open(path, TP, config, clock or MockClock(), **kwargs)  # type: ignore[arg-type]
 
 

@@ -45,7 +45,9 @@ def test_append_assigns_offsets_and_stamps_the_leader_epoch(tmp_path: os.PathLik
     lg.close()
 
 
-def test_append_accepts_a_writable_buffer_and_rewrites_it_in_place(tmp_path: os.PathLike[str]) -> None:
+def test_append_accepts_a_writable_buffer_and_rewrites_it_in_place(
+    tmp_path: os.PathLike[str],
+) -> None:
     lg = open_log(str(tmp_path))
     lg.append(make_batch(1), leader_epoch=0)
     buf = bytearray(make_batch(2))
@@ -64,7 +66,9 @@ def test_append_accepts_a_writable_buffer_and_rewrites_it_in_place(tmp_path: os.
     ],
 )
 def test_invalid_batches_are_refused_whole_and_leave_the_log_unchanged(
-    tmp_path: os.PathLike[str], damage, error  # type: ignore[no-untyped-def]
+    tmp_path: os.PathLike[str],
+    damage,
+    error,  # type: ignore[no-untyped-def]
 ) -> None:
     lg = open_log(str(tmp_path))
     lg.append(make_batch(2), leader_epoch=0)
@@ -154,7 +158,9 @@ def test_roll_on_segment_bytes(tmp_path: os.PathLike[str]) -> None:
     lg.close()
 
 
-def test_roll_on_segment_ms_by_record_timestamps(tmp_path: os.PathLike[str], clock: MockClock) -> None:
+def test_roll_on_segment_ms_by_record_timestamps(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
     config = dataclasses.replace(SMALL, segment_bytes=1 << 20, segment_ms=1_000)
     lg = open_log(str(tmp_path), config, clock)
     lg.append(make_batch(1, timestamp=10_000), leader_epoch=0)
@@ -165,7 +171,9 @@ def test_roll_on_segment_ms_by_record_timestamps(tmp_path: os.PathLike[str], clo
     lg.close()
 
 
-def test_roll_on_segment_ms_by_wall_clock_without_timestamps(tmp_path: os.PathLike[str], clock: MockClock) -> None:
+def test_roll_on_segment_ms_by_wall_clock_without_timestamps(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
     config = dataclasses.replace(SMALL, segment_bytes=1 << 20, segment_ms=1_000)
     lg = open_log(str(tmp_path), config, clock)
     lg.append(make_batch(1, timestamp=-1, ts_step=0), leader_epoch=0)
@@ -312,7 +320,9 @@ def test_retention_by_size_keeps_the_newest(tmp_path: os.PathLike[str], clock: M
     lg.close()
 
 
-def test_retention_by_time_rolls_an_expired_active_segment(tmp_path: os.PathLike[str], clock: MockClock) -> None:
+def test_retention_by_time_rolls_an_expired_active_segment(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
     lg = filled_log(str(tmp_path), clock, dataclasses.replace(SMALL, retention_ms=50_000))
     count = len(lg.segments)
     leo = lg.log_end_offset
@@ -322,20 +332,26 @@ def test_retention_by_time_rolls_an_expired_active_segment(tmp_path: os.PathLike
     lg.close()
 
 
-def test_retention_by_time_keeps_young_segments(tmp_path: os.PathLike[str], clock: MockClock) -> None:
+def test_retention_by_time_keeps_young_segments(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
     lg = filled_log(str(tmp_path), clock, dataclasses.replace(SMALL, retention_ms=200_000))
     assert lg.delete_old_segments() == 0
     lg.close()
 
 
-def test_retention_only_below_the_high_watermark(tmp_path: os.PathLike[str], clock: MockClock) -> None:
+def test_retention_only_below_the_high_watermark(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
     lg = filled_log(str(tmp_path), clock, dataclasses.replace(SMALL, retention_ms=1))
     lg.update_high_watermark(lg.segments[1].base_offset + 1)
     assert lg.delete_old_segments() == 1
     lg.close()
 
 
-def test_compact_only_topics_are_not_deleted_by_time(tmp_path: os.PathLike[str], clock: MockClock) -> None:
+def test_compact_only_topics_are_not_deleted_by_time(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
     config = dataclasses.replace(SMALL, retention_ms=1, cleanup_policy="compact")
     lg = filled_log(str(tmp_path), clock, config)
     assert lg.delete_old_segments() == 0
@@ -356,7 +372,9 @@ def test_delete_records_moves_the_log_start(tmp_path: os.PathLike[str], clock: M
     lg.close()
 
 
-def test_deleted_segments_stay_readable_until_the_delay(tmp_path: os.PathLike[str], clock: MockClock) -> None:
+def test_deleted_segments_stay_readable_until_the_delay(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
     lg = filled_log(str(tmp_path), clock, dataclasses.replace(SMALL, retention_bytes=0))
     region = lg.read(0, 1 << 20)
     assert region is not None

@@ -89,7 +89,9 @@ def test_truncation_at_every_byte_of_the_last_batch(tmp_path: os.PathLike[str]) 
         pytest.param(b"\xff" * 12, id="short-garbage"),
     ],
 )
-def test_appended_tail_is_cut(tmp_path: os.PathLike[str], tail: bytes, caplog: pytest.LogCaptureFixture) -> None:
+def test_appended_tail_is_cut(
+    tmp_path: os.PathLike[str], tail: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
     path = os.path.join(tmp_path, "log")
     batches = build(path)
     active = sorted(n for n in os.listdir(path) if n.endswith(".log"))[-1]
@@ -229,7 +231,9 @@ def test_garbled_indexes_are_rebuilt(
     reference.close()
 
 
-def test_orphan_index_files_are_removed(tmp_path: os.PathLike[str], caplog: pytest.LogCaptureFixture) -> None:
+def test_orphan_index_files_are_removed(
+    tmp_path: os.PathLike[str], caplog: pytest.LogCaptureFixture
+) -> None:
     path = os.path.join(tmp_path, "log")
     batches = build(path)
     for suffix in (".index", ".timeindex"):
@@ -259,14 +263,17 @@ def test_recovery_rebuilds_producer_state_and_epochs(tmp_path: os.PathLike[str])
     lg = open_log(path)
     for i in range(30):
         lg.append(
-            make_batch(2, producer_id=7, producer_epoch=0, base_sequence=2 * i), leader_epoch=i // 10
+            make_batch(2, producer_id=7, producer_epoch=0, base_sequence=2 * i),
+            leader_epoch=i // 10,
         )
     crash(lg)
     lg = open_log(path, clean_shutdown=False)
     assert lg.producer_state.producers[7].last_seq == 59
     assert lg.epoch_cache.entries == [(0, 0), (1, 20), (2, 40)]
     # A retry of the last batch is still recognised as a duplicate after the crash.
-    info = lg.append(make_batch(2, producer_id=7, producer_epoch=0, base_sequence=58), leader_epoch=2)
+    info = lg.append(
+        make_batch(2, producer_id=7, producer_epoch=0, base_sequence=58), leader_epoch=2
+    )
     assert info.duplicate and info.first_offset == 58
     lg.close()
 

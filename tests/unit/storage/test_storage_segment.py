@@ -10,6 +10,8 @@ from storage_helpers import make_batch
 from protocol.records.batch import read_header
 from storage.segment import LogSegment
 
+Filled = tuple[LogSegment, list[tuple[int, int, int]]]
+
 
 def segment(tmp: os.PathLike[str], base: int = 0, interval: int = 200) -> LogSegment:
     return LogSegment(
@@ -25,7 +27,7 @@ def append(seg: LogSegment, base_offset: int, records: int, ts: int) -> bytes:
 
 
 @pytest.fixture
-def filled(tmp_path: os.PathLike[str]) -> tuple[LogSegment, list[tuple[int, int, int]]]:
+def filled(tmp_path: os.PathLike[str]) -> Filled:
     """30 batches of 3 records from offset 100; (base offset, position, max ts) each."""
     seg = segment(tmp_path, base=100)
     layout = []
@@ -36,7 +38,7 @@ def filled(tmp_path: os.PathLike[str]) -> tuple[LogSegment, list[tuple[int, int,
     return seg, layout
 
 
-def test_sparse_index_follows_the_interval_rule(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_sparse_index_follows_the_interval_rule(filled: Filled) -> None:
     seg, layout = filled
     entries = seg.offset_index.all_entries()
     assert entries, "200-byte interval over 30 batches must index some"
@@ -48,7 +50,7 @@ def test_sparse_index_follows_the_interval_rule(filled: tuple[LogSegment, list[t
     assert len(entries) < len(layout)  # sparse
 
 
-def test_translate_offset_at_every_offset(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_translate_offset_at_every_offset(filled: Filled) -> None:
     seg, layout = filled
     for base, pos, _ in layout:
         for off in (base, base + 1, base + 2):
@@ -59,7 +61,7 @@ def test_translate_offset_at_every_offset(filled: tuple[LogSegment, list[tuple[i
     assert seg.translate_offset(190) is None  # past the end
 
 
-def test_read_returns_a_file_region_not_bytes(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_read_returns_a_file_region_not_bytes(filled: Filled) -> None:
     seg, layout = filled
     result = seg.read(110, 250)
     assert result is not None
@@ -72,7 +74,7 @@ def test_read_returns_a_file_region_not_bytes(filled: tuple[LogSegment, list[tup
     assert read_header(data).base_offset == 109
 
 
-def test_read_min_one_message_returns_the_first_batch_whole(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_read_min_one_message_returns_the_first_batch_whole(filled: Filled) -> None:
     seg, _ = filled
     result = seg.read(100, 1)
     assert result is not None
@@ -81,13 +83,13 @@ def test_read_min_one_message_returns_the_first_batch_whole(filled: tuple[LogSeg
     assert cut is not None and len(cut[0]) == 1
 
 
-def test_read_stops_at_max_position(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_read_stops_at_max_position(filled: Filled) -> None:
     seg, layout = filled
     result = seg.read(100, 10_000, max_position=layout[2][1])
     assert result is not None and len(result[0]) == layout[2][1]
 
 
-def test_find_offset_by_timestamp_at_boundaries(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_find_offset_by_timestamp_at_boundaries(filled: Filled) -> None:
     seg, layout = filled
     for base, _, max_ts in layout:
         found = seg.find_offset_by_timestamp(max_ts, 0)
@@ -99,7 +101,7 @@ def test_find_offset_by_timestamp_at_boundaries(filled: tuple[LogSegment, list[t
     assert seg.find_offset_by_timestamp(layout[-1][2] + 1, 0) is None
 
 
-def test_truncate_removes_the_batch_holding_the_offset(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_truncate_removes_the_batch_holding_the_offset(filled: Filled) -> None:
     seg, layout = filled
     removed = seg.truncate_to(131)  # inside the batch 130..132
     assert removed > 0
@@ -111,7 +113,7 @@ def test_truncate_removes_the_batch_holding_the_offset(filled: tuple[LogSegment,
     assert seg.translate_offset(131)[0] == layout[10][1]  # type: ignore[index]
 
 
-def test_truncate_to_the_base_empties_the_segment(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_truncate_to_the_base_empties_the_segment(filled: Filled) -> None:
     seg, _ = filled
     seg.truncate_to(100)
     assert seg.size == 0 and seg.next_offset == 100
@@ -125,7 +127,9 @@ def test_close_trims_and_reopen_knows_the_tail(tmp_path: os.PathLike[str]) -> No
     entries = seg.offset_index.all_entries()
     seg.close()
     assert os.path.getsize(os.path.join(tmp_path, f"{0:020d}.index")) == len(entries) * 8
-    again = LogSegment(str(tmp_path), 0, index_interval_bytes=200, max_index_size=4096, created_ms=0)
+    again = LogSegment(
+        str(tmp_path), 0, index_interval_bytes=200, max_index_size=4096, created_ms=0
+    )
     assert again.check_indexes() is None
     assert again.next_offset == 40
     assert again.max_timestamp == 120
@@ -133,7 +137,7 @@ def test_close_trims_and_reopen_knows_the_tail(tmp_path: os.PathLike[str]) -> No
     again.close()
 
 
-def test_recover_rebuilds_identical_indexes(filled: tuple[LogSegment, list[tuple[int, int, int]]]) -> None:
+def test_recover_rebuilds_identical_indexes(filled: Filled) -> None:
     seg, _ = filled
     before = (seg.offset_index.all_entries(), seg.time_index.all_entries())
     result = seg.recover()
