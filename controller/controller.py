@@ -205,7 +205,9 @@ class KafkaController:
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
         if isinstance(event, ev.Startup | ev.Reelect):
             if isinstance(event, ev.Reelect):
-                self._resign_if_moved(None)
+                # /controller went away; if it is back and ours we stay, else we resign
+                current = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+                self._resign_if_moved(current)
             await self._elect()
         elif isinstance(event, ev.ControllerChange):
             controller_id = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
@@ -248,10 +250,8 @@ class KafkaController:
             return
         current = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
         if current is not None:
-            self.active_controller_id = current
-            if current == self.broker_id and not self.is_active:
-                # our /controller from a write path that got fenced: make room for a fair vote
-                await self._zk(self.zk.resign_controller, self.broker_id)
+            if current != self.broker_id or not self.is_active:
+                self.active_controller_id = current
             return
         result = await self._zk(self.zk.try_become_controller, self.broker_id, self.clock.time_ms())
         if not result.won:

@@ -7,14 +7,19 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
 from controller.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
 from controller.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment, TopicPartition
 from controller.zk import codec, paths
 from controller.zk.client import KafkaZkClient, TopicExistsError
-from tests.integration.zk import kazoo_client, wait_until, zk_connect, zookeeper  # noqa: F401
+from tests.integration.zk import (  # noqa: F401
+    expire_session,
+    kazoo_client,
+    wait_until,
+    zk_connect,
+    zookeeper,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -40,28 +45,6 @@ def zk(zk_connect: str) -> Iterator[MakeZk]:  # noqa: F811
 
 def broker(bid: int) -> BrokerInfo:
     return BrokerInfo(bid, (EndPoint("127.0.0.1", 9092 + bid),))
-
-
-def expire_session(zk_connect: str, client: KafkaZkClient) -> None:  # noqa: F811
-    """Expire ``client``'s session from the server side (what a long pause does).
-
-    A second connection that presents the same session id and password, then closes,
-    ends the session; the first connection then sees it expired (kazoo: LOST).
-    """
-    session_id, password = client.kazoo.client_id
-    lost = threading.Event()
-
-    def on_state(state: str) -> None:
-        if state == KazooState.LOST:
-            lost.set()
-
-    client.kazoo.add_listener(on_state)
-    twin = KazooClient(hosts=zk_connect, client_id=(session_id, password), timeout=4.0)
-    twin.start(timeout=10)
-    twin.stop()
-    twin.close()
-    assert lost.wait(15), "the session did not expire"
-    client.kazoo.remove_listener(on_state)
 
 
 def test_persistent_paths_and_cluster_id(zk: MakeZk) -> None:
@@ -102,7 +85,7 @@ def test_reregistration_after_session_expiry(zk: MakeZk, zk_connect: str) -> Non
     a = zk()
     first = a.register_broker(broker(1), NOW)
     old_session = a.session_id
-    expire_session(zk_connect, a)
+    expire_session(zk_connect, a.kazoo)
     wait_until(lambda: a.kazoo.state == KazooState.CONNECTED, 15, "a new session")
     second = a.register_broker(broker(1), NOW)
     assert a.session_id != old_session

@@ -77,3 +77,33 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.02)
+
+
+def expire_session(connect: str, client: KazooClient, timeout: float = 15.0) -> None:
+    """Expire ``client``'s ZooKeeper session from the server side, as a long pause would.
+
+    A second connection presents the same session id and password and then closes: the
+    server ends the session, and ``client`` sees it expired (kazoo state LOST) when it
+    next talks to the server. Returns once ``client`` has seen LOST.
+    """
+    import threading
+
+    from kazoo.protocol.states import KazooState
+
+    session_id, password = client.client_id
+    lost = threading.Event()
+
+    def on_state(state: str) -> None:
+        if state == KazooState.LOST:
+            lost.set()
+
+    client.add_listener(on_state)
+    try:
+        twin = KazooClient(hosts=connect, client_id=(session_id, password), timeout=4.0)
+        twin.start(timeout=10)
+        twin.stop()
+        twin.close()
+        if not lost.wait(timeout):
+            raise AssertionError(f"session 0x{session_id:x} did not expire within {timeout}s")
+    finally:
+        client.remove_listener(on_state)

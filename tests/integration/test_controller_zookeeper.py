@@ -1,0 +1,304 @@
+"""KafkaController against a real ZooKeeper: election, failover, fencing, partition states.
+
+Several controllers (one per simulated broker) run in one event loop, each with its own
+ZooKeeper session and a recording channel manager in place of the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import pytest
+from kazoo.protocol.states import KazooState
+
+from controller.channel import RecordingChannelManager
+from controller.controller import (
+    NONE,
+    NOT_CONTROLLER,
+    STALE_BROKER_EPOCH,
+    ControllerConfig,
+    KafkaController,
+)
+from controller.model import (
+    NO_LEADER,
+    BrokerInfo,
+    EndPoint,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
+)
+from controller.requests import LEADER_AND_ISR, UPDATE_METADATA
+from controller.states import PartitionState
+from controller.zk import codec, paths
+from controller.zk.client import KafkaZkClient
+from tests.integration.zk import expire_session, zk_connect, zookeeper  # noqa: F401
+from timer.clock import SystemClock
+
+pytestmark = pytest.mark.integration
+
+DEADLINE_S = 20.0
+
+
+async def until(predicate: Callable[[], object], what: str, timeout: float = DEADLINE_S) -> None:
+    """Poll ``predicate`` (every 20 ms) until truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def until_async(
+    predicate: Callable[[], Awaitable[object]], what: str, timeout: float = DEADLINE_S
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@dataclass
+class Node:
+    controller: KafkaController
+    zk: KafkaZkClient
+    channel: RecordingChannelManager
+
+
+Cluster = Callable[[int], Awaitable[Node]]
+
+
+@pytest.fixture
+async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:  # noqa: F811
+    nodes: list[Node] = []
+
+    async def start(broker_id: int) -> Node:
+        zk = await asyncio.to_thread(KafkaZkClient.connect, zk_connect, 4.0)
+        channel = RecordingChannelManager()
+        info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", 19000 + broker_id),))
+        controller = KafkaController(zk, info, channel, SystemClock(), ControllerConfig())
+        await controller.start()
+        node = Node(controller, zk, channel)
+        nodes.append(node)
+        return node
+
+    yield start
+    for node in nodes:
+        await asyncio.wait_for(node.controller.shutdown(), 30)
+        await asyncio.to_thread(node.zk.close)
+
+
+async def side_client(zk_connect: str) -> KafkaZkClient:  # noqa: F811
+    return await asyncio.to_thread(KafkaZkClient.connect, zk_connect, 4.0)
+
+
+async def states(
+    zk: KafkaZkClient, *tps: TopicPartition
+) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    return await asyncio.to_thread(zk.get_partition_states, list(tps))
+
+
+def active(*nodes: Node) -> list[Node]:
+    return [n for n in nodes if n.controller.is_active]
+
+
+async def test_exactly_one_of_two_controllers_wins(cluster: Cluster) -> None:
+    a, b = await cluster(1), await cluster(2)
+    await until(lambda: len(active(a, b)) == 1, "one active controller")
+    winner = active(a, b)[0]
+    loser = b if winner is a else a
+    assert winner.controller.epoch == 1
+    await until(
+        lambda: loser.controller.active_controller_id == winner.controller.broker_id,
+        "the loser to learn the winner",
+    )
+    assert not loser.controller.is_active
+    assert await asyncio.to_thread(a.zk.get_controller_epoch) == (1, 1)
+    # the winner told both brokers about each other
+    await until(lambda: {r.broker_id for r in winner.channel.sent} >= {1, 2}, "UpdateMetadata")
+    assert all(r.api_key == UPDATE_METADATA for r in winner.channel.sent)
+
+
+async def test_failover_when_the_controllers_session_expires(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    b = await cluster(2)
+    await until(lambda: b.controller.active_controller_id == 1, "broker 2 to see controller 1")
+    old_epoch_broker = a.controller.broker_epoch
+
+    await asyncio.to_thread(expire_session, zk_connect, a.zk.kazoo)
+
+    await until(lambda: b.controller.is_active, "broker 2 to take over")
+    assert b.controller.epoch == 2
+    await until(lambda: not a.controller.is_active, "broker 1 to resign")
+    # broker 1 comes back under a new session: registered again, with a newer broker epoch
+    await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, "broker 1 to reconnect")
+    await until(lambda: a.controller.broker_epoch > old_epoch_broker, "broker 1 to register again")
+    await until(lambda: a.controller.active_controller_id == 2, "broker 1 to follow broker 2")
+    assert await asyncio.to_thread(b.zk.get_broker_ids) == [1, 2]
+    await until(lambda: 1 in b.controller.ctx.live_brokers, "the controller to see broker 1")
+
+
+async def test_new_topic_partitions_go_online_with_leaders_written(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await cluster(2)
+    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+    admin = await side_client(zk_connect)
+    try:
+        a.channel.sent.clear()
+        tid = codec.new_topic_id()
+        assignment = TopicAssignment("orders", tid, {0: (1, 2), 1: (2, 1)})
+        await asyncio.to_thread(admin.create_topic, assignment, {})
+        t0, t1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+
+        async def both_online() -> bool:
+            return len(await states(admin, t0, t1)) == 2
+
+        await until_async(both_online, "partition states in ZooKeeper")
+        st = await asyncio.to_thread(admin.get_partition_states, [t0, t1])
+        assert (st[t0].leader_and_isr.leader, st[t0].leader_and_isr.isr) == (1, (1, 2))
+        assert (st[t1].leader_and_isr.leader, st[t1].leader_and_isr.isr) == (2, (2, 1))
+        assert st[t0].controller_epoch == a.controller.epoch
+        assert a.controller.ctx.partition_state(t0) is PartitionState.ONLINE
+        lai = [r for r in a.channel.sent if r.api_key == LEADER_AND_ISR]
+        assert {r.broker_id for r in lai} == {1, 2}
+        for r in lai:
+            (topic,) = r.body.topic_states
+            assert topic.topic_id == tid
+            assert all(p.is_new for p in topic.partition_states)
+    finally:
+        await asyncio.to_thread(admin.close)
+
+
+async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    third = await side_client(zk_connect)  # broker 3: registered, no controller of its own
+    await asyncio.to_thread(third.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
+    await until(lambda: 3 in a.controller.ctx.live_brokers, "broker 3 to be seen")
+    admin = await side_client(zk_connect)
+    try:
+        x0, x1 = TopicPartition("x", 0), TopicPartition("x", 1)
+        topic = TopicAssignment("x", codec.new_topic_id(), {0: (3, 1), 1: (3,)})
+        await asyncio.to_thread(admin.create_topic, topic, {})
+
+        async def led_by(tp: TopicPartition, leader: int, isr: tuple[int, ...]) -> bool:
+            st = (await states(admin, tp)).get(tp)
+            if st is None:
+                return False
+            return (st.leader_and_isr.leader, st.leader_and_isr.isr) == (leader, isr)
+
+        await until_async(lambda: led_by(x0, 3, (3, 1)), "x-0 led by 3")
+        await until_async(lambda: led_by(x1, 3, (3,)), "x-1 led by 3")
+
+        await asyncio.to_thread(third.close)  # broker 3's session ends: its znode goes
+
+        await until_async(lambda: led_by(x0, 1, (1,)), "x-0 to fail over to 1")
+        # no live ISR member: offline, leader -1, the last ISR member kept for a clean return
+        await until_async(lambda: led_by(x1, NO_LEADER, (3,)), "x-1 to go offline")
+        await until(lambda: a.controller.offline_partition_count == 1, "one offline partition")
+        assert a.controller.ctx.partition_state(x1) is PartitionState.OFFLINE
+
+        back = await side_client(zk_connect)
+        try:
+            await asyncio.to_thread(back.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
+            await until_async(lambda: led_by(x1, 3, (3,)), "x-1 back online under broker 3")
+            await until(lambda: a.controller.offline_partition_count == 0, "no offline partition")
+            st = (await asyncio.to_thread(admin.get_partition_states, [x1]))[x1]
+            assert st.leader_and_isr.leader_epoch == 2  # 0 created, 1 offline, 2 back
+        finally:
+            await asyncio.to_thread(back.close)
+    finally:
+        await asyncio.to_thread(admin.close)
+
+
+async def test_zombie_controller_is_fenced_and_resigns(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    assert a.controller.epoch == 1
+    other = await side_client(zk_connect)
+    try:
+        # Another controller's election bumped the epoch while broker 1 was not looking:
+        # broker 1 still believes it is controller with epoch 1, a zombie.
+        await asyncio.to_thread(
+            other.kazoo.set, paths.CONTROLLER_EPOCH, codec.encode_controller_epoch(5)
+        )
+        tp = TopicPartition("z", 0)
+        with caplog.at_level(logging.WARNING, logger="controller.controller"):
+            await asyncio.to_thread(
+                other.create_topic, TopicAssignment("z", codec.new_topic_id(), {0: (1,)}), {}
+            )
+            # its write of z-0's state is refused; it resigns, and the vote that follows
+            # gives the job (back to broker 1, the only broker) with a fresh epoch
+            await until(lambda: a.controller.epoch == 6, "a fresh election after fencing")
+        assert "fenced as controller" in caplog.text
+
+        async def written() -> bool:
+            return tp in await states(other, tp)
+
+        await until_async(written, "z-0's state written by the new epoch")
+        st = (await asyncio.to_thread(other.get_partition_states, [tp]))[tp]
+        # written exactly once, by the new epoch; nothing from the zombie epoch survived
+        assert (st.controller_epoch, st.leader_and_isr.zk_version) == (6, 0)
+        # versions: created 0, first election 1, the bump 2, the new election 3
+        assert await asyncio.to_thread(other.get_controller_epoch) == (6, 3)
+    finally:
+        await asyncio.to_thread(other.close)
+
+
+async def test_controlled_shutdown_moves_leadership_away(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    b = await cluster(2)
+    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+    admin = await side_client(zk_connect)
+    try:
+        topic = TopicAssignment("c", codec.new_topic_id(), {0: (2, 1), 1: (1, 2), 2: (2,)})
+        await asyncio.to_thread(admin.create_topic, topic, {})
+        c0, c1, c2 = (TopicPartition("c", p) for p in range(3))
+
+        async def all_online() -> bool:
+            return len(await states(admin, c0, c1, c2)) == 3
+
+        await until_async(all_online, "c's partitions online")
+        await until(
+            lambda: a.controller.ctx.partition_state(c2) is PartitionState.ONLINE,
+            "the controller to record them",
+        )
+
+        stale = await a.controller.controlled_shutdown(2, b.controller.broker_epoch - 1)
+        assert stale.error_code == STALE_BROKER_EPOCH
+        assert (await b.controller.controlled_shutdown(2, -1)).error_code == NOT_CONTROLLER
+
+        result = await asyncio.wait_for(
+            a.controller.controlled_shutdown(2, b.controller.broker_epoch), DEADLINE_S
+        )
+        assert (result.error_code, result.remaining) == (NONE, [])
+        st = await asyncio.to_thread(admin.get_partition_states, [c0, c1, c2])
+        assert (st[c0].leader_and_isr.leader, st[c0].leader_and_isr.isr) == (1, (1,))
+        assert (st[c1].leader_and_isr.leader, st[c1].leader_and_isr.isr) == (1, (1,))
+        # a single-replica partition has nowhere to go: it stays with broker 2
+        assert st[c2].leader_and_isr.leader == 2
+    finally:
+        await asyncio.to_thread(admin.close)
