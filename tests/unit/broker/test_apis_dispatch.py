@@ -1,0 +1,169 @@
+"""KafkaApis: the table dispatch, advertised versions, fallbacks and error responses."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import protocol
+from broker.apis import (
+    HANDLER_MODULES,
+    KafkaApis,
+    advertised_versions,
+    error_response,
+    iter_error_codes,
+    load_handlers,
+)
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.metrics import BrokerMetrics
+from protocol import ApiKey, ErrorCode, decode_response, encode_response, make_request
+from protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    MetadataRequest,
+)
+from timer.clock import MockClock
+
+
+class _Req:
+    """The parts of broker.network.Request a handler reads."""
+
+    def __init__(self, header: Any, body: Any) -> None:
+        self.header = header
+        self.body = body
+
+
+def _ctx() -> BrokerContext:
+    return BrokerContext(
+        broker_id=0,
+        cluster_id="c",
+        config=BrokerConfig.from_properties({"zookeeper.connect": "127.0.0.1:1"}),
+        clock=MockClock(),
+        metrics=BrokerMetrics(),
+        metadata_cache=None,
+    )
+
+
+def _request(api_key: int, version: int, body: Any) -> _Req:
+    r = make_request(api_key, version, 7, "test", body)
+    return _Req(r.header, body)
+
+
+async def test_api_versions_lists_the_handlers_ranges() -> None:
+    async def metadata(ctx: BrokerContext, request: Any) -> None:
+        return None
+
+    handlers = load_handlers({ApiKey.API_VERSIONS: "api_versions"})
+    apis = KafkaApis(_ctx(), handlers={**handlers, ApiKey.METADATA: metadata})
+    response = await apis.handle(_request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest()))
+    keys = {e.api_key: (e.min_version, e.max_version) for e in response.body.api_keys}
+    assert response.body.error_code == 0
+    assert keys[ApiKey.API_VERSIONS] == (0, 3)
+    assert keys[ApiKey.METADATA] == (1, 12)
+    assert ApiKey.DELETE_TOPICS not in keys
+    assert ApiKey.SASL_HANDSHAKE not in keys and ApiKey.SASL_AUTHENTICATE not in keys
+    # the answer encodes and decodes at the request's version
+    decoded = decode_response(encode_response(response), ApiKey.API_VERSIONS, 3)
+    assert decoded.body.api_keys == response.body.api_keys
+
+
+async def test_produce_is_advertised_from_v0_once_its_handler_exists() -> None:
+    async def produce(ctx: BrokerContext, request: Any) -> None:
+        return None
+
+    advertised = advertised_versions({ApiKey.PRODUCE: produce})
+    assert advertised == {ApiKey.PRODUCE: (0, 9)}
+
+
+async def test_api_versions_newer_than_ours_gets_error_35_in_a_v0_body() -> None:
+    apis = KafkaApis(_ctx())
+    header = make_request(ApiKey.API_VERSIONS, 9, 11, "new-client", None).header
+    response = await apis.handle(_Req(header, None))
+    assert response.api_version == 0
+    assert response.header.correlation_id == 11
+    assert response.body.error_code == ErrorCode.UNSUPPORTED_VERSION
+    listed = {e.api_key for e in response.body.api_keys}
+    assert ApiKey.API_VERSIONS in listed and ApiKey.DELETE_TOPICS not in listed
+
+
+async def test_an_api_without_handler_gets_unsupported_version_or_close() -> None:
+    apis = KafkaApis(_ctx(), handlers={})
+    # DeleteTopics has no top-level error code: None tells the network to close
+    delete = _request(ApiKey.DELETE_TOPICS, 4, DeleteTopicsRequest(topic_names=["t"]))
+    assert await apis.handle(delete) is None
+    metadata = _request(ApiKey.METADATA, 9, MetadataRequest(topics=None))
+    assert await apis.handle(metadata) is None
+
+
+async def test_error_response_sets_top_level_error_code() -> None:
+    header = make_request(ApiKey.DESCRIBE_CLUSTER, 0, 3, "c", None).header
+    response = error_response(header, ErrorCode.UNKNOWN_SERVER_ERROR)
+    assert response is not None
+    assert response.body.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert response.header.correlation_id == 3
+    protocol.encode_response(response)  # encodable at that version
+
+
+async def test_dispatch_calls_the_tables_handler_with_the_context() -> None:
+    seen: list[tuple[BrokerContext, Any]] = []
+
+    async def metadata(ctx: BrokerContext, request: Any) -> str:
+        seen.append((ctx, request))
+        return "answer"
+
+    ctx = _ctx()
+    apis = KafkaApis(ctx, handlers={ApiKey.METADATA: metadata})
+    request = _request(ApiKey.METADATA, 12, MetadataRequest(topics=None))
+    assert await apis.handle(request) == "answer"
+    assert seen == [(ctx, request)]
+    # a version outside the advertised range never reaches the handler
+    old = _request(ApiKey.METADATA, 0, MetadataRequest(topics=None))
+    assert await apis.handle(old) is None
+    assert len(seen) == 1
+
+
+async def test_deferred_responses_pass_through_and_count_errors() -> None:
+    ctx = _ctx()
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    async def create(ctx: BrokerContext, request: Any) -> asyncio.Future[Any]:
+        return future
+
+    apis = KafkaApis(ctx, handlers={ApiKey.CREATE_TOPICS: create})
+    req = _request(ApiKey.CREATE_TOPICS, 7, None)
+    req.body = object()
+    assert await apis.handle(req) is future
+    topic = CreateTopicsResponse.CreatableTopicResult(
+        name="t", error_code=ErrorCode.TOPIC_ALREADY_EXISTS
+    )
+    future.set_result(protocol.make_response(req.header, CreateTopicsResponse(topics=[topic])))
+    await asyncio.sleep(0)  # done callbacks run on the next loop iteration
+    sample = ctx.metrics.request_errors.labels(
+        api="CreateTopics", error="TOPIC_ALREADY_EXISTS"
+    )._value.get()
+    assert sample == 1
+
+
+def test_iter_error_codes_walks_nested_lists() -> None:
+    topic = CreateTopicsResponse.CreatableTopicResult(name="t", error_code=36)
+    body = CreateTopicsResponse(topics=[topic, CreateTopicsResponse.CreatableTopicResult()])
+    assert list(iter_error_codes(body)) == [36]
+    assert list(iter_error_codes(ApiVersionsResponse(error_code=35))) == [35]
+
+
+def test_load_handlers_skips_modules_that_do_not_exist() -> None:
+    handlers = load_handlers({ApiKey.API_VERSIONS: "api_versions", 999: "no_such_api"})
+    assert set(handlers) == {ApiKey.API_VERSIONS}
+    assert set(HANDLER_MODULES) >= {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA}
+    assert ApiKey.DELETE_TOPICS not in HANDLER_MODULES
+
+
+@pytest.mark.parametrize("api_key", [ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE])
+def test_sasl_is_not_in_the_table(api_key: int) -> None:
+    assert api_key not in HANDLER_MODULES
