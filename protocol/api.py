@@ -92,7 +92,6 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
 }
 
 
-
 def _by_api_key(kind: str) -> dict[int, MessageInfo]:
     return {
         m.spec.api_key: m

@@ -160,9 +160,7 @@ def _annotation(fi: FieldInfo) -> Any:
     elif spec.element_type in _FIXED:
         base = _FIXED[spec.element_type][1]
     else:
-        base = {"string": str, "bytes": bytes, "uuid": uuid.UUID, "records": Any}[
-            spec.element_type
-        ]
+        base = {"string": str, "bytes": bytes, "uuid": uuid.UUID, "records": Any}[spec.element_type]
     if spec.is_array:
         base = list[base]
     if not fi.nullable.empty or (fi.default is None and fi.factory is None):
@@ -189,9 +187,7 @@ class StructInfo:
     def _make_class(self) -> type[msgspec.Struct]:
         spec_fields: list[tuple[str, Any, Any]] = []
         for fi in self.fields:
-            default: Any = (
-                msgspec.field(default_factory=fi.factory) if fi.factory else fi.default
-            )
+            default: Any = msgspec.field(default_factory=fi.factory) if fi.factory else fi.default
             spec_fields.append((fi.attr, _annotation(fi), default))
         if self.keeps_unknown_tags:
             spec_fields.append((UNKNOWN_TAGS, list[tuple[int, bytes]] | None, None))

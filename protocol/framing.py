@@ -29,6 +29,9 @@ class FrameDecoder:
         # the frame body.
         self._partial = bytearray()
         self._size = -1
+        # A bad size found after some good frames in the same input: those frames are
+        # returned first, the error is raised by the next feed.
+        self._error: ProtocolError | None = None
 
     @property
     def buffered(self) -> int:
@@ -48,15 +51,31 @@ class FrameDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview | bytes]:
         """Take the next bytes of the stream; return the frames they complete, in order.
         Returned memoryviews refer to ``data`` (or to a private buffer): callers must not
-        mutate ``data`` afterwards while they use them (bytes input is always safe)."""
+        mutate ``data`` afterwards while they use them (bytes input is always safe).
+
+        A size that is negative or above the limit raises ProtocolError; frames completed
+        before it in the same input are returned first and the error comes on the next
+        call. The stream cannot be resynchronised after that: close the connection."""
+        if self._error is not None:
+            raise self._error
         if not isinstance(data, bytes):
             data = bytes(data)
         view = memoryview(data)
-        n = len(view)
         frames: list[memoryview | bytes] = []
+        try:
+            self._split(view, frames)
+        except ProtocolError as e:
+            if not frames:
+                raise
+            self._error = e
+        return frames
+
+    def _split(self, view: memoryview, frames: list[memoryview | bytes]) -> None:
+        n = len(view)
         pos = 0
         if self._partial or self._size >= 0:
             pos = self._gather(view, 0, frames)
+        # Whole frames straight out of the input, without copying.
         while n - pos >= 4 and self._size < 0:
             size = self._check(_SIZE.unpack_from(view, pos)[0])
             if n - pos - 4 < size:
@@ -65,7 +84,6 @@ class FrameDecoder:
             pos += 4 + size
         if pos < n:
             self._gather(view, pos, frames)
-        return frames
 
     def _gather(self, view: memoryview, pos: int, frames: list[memoryview | bytes]) -> int:
         """Add bytes from ``view[pos:]`` to the incomplete unit; return the new position."""
@@ -76,8 +94,9 @@ class FrameDecoder:
             pos += take
             if len(self._partial) < 4:
                 return pos
-            self._size = self._check(_SIZE.unpack_from(self._partial, 0)[0])
+            size = _SIZE.unpack_from(self._partial, 0)[0]
             self._partial = bytearray()
+            self._size = self._check(size)
         take = min(self._size - len(self._partial), n - pos)
         self._partial += view[pos : pos + take]
         pos += take
