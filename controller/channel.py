@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from controller.model import BrokerInfo
 
-#: called with the decoded response body, or None when the broker was removed first
+#: called with the decoded response body (never for requests abandoned by remove_broker)
 ResponseCallback = Callable[[Any | None], None]
 
 
