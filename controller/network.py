@@ -51,6 +51,57 @@ class _Queued:
     callback: ResponseCallback | None
 
 
+async def exchange(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    api_key: int,
+    api_version: int,
+    body: Any,
+    correlation_id: int,
+    client_id: str,
+    config: ChannelConfig,
+) -> Any:
+    """Send one request on a connection and return the decoded response body.
+
+    Raises OSError/EOFError/TimeoutError/ProtocolError when the connection is unusable.
+    """
+    request = protocol.make_request(api_key, api_version, correlation_id, client_id, body)
+    frame = protocol.encode_request(request)
+    writer.write(_SIZE.pack(len(frame)) + frame)
+    await writer.drain()
+    (size,) = _SIZE.unpack(await asyncio.wait_for(reader.readexactly(4), config.request_timeout_s))
+    if not 0 <= size <= config.max_response_bytes:
+        raise EOFError(f"response size {size} out of range")
+    payload = await asyncio.wait_for(reader.readexactly(size), config.request_timeout_s)
+    response = protocol.decode_response(payload, api_key, api_version)
+    if response.header.correlation_id != correlation_id:
+        raise EOFError(
+            f"correlation id {response.header.correlation_id}, expected {correlation_id}"
+        )
+    return response.body
+
+
+async def request_once(
+    endpoint: EndPoint,
+    api_key: int,
+    api_version: int,
+    body: Any,
+    client_id: str,
+    config: ChannelConfig | None = None,
+) -> Any:
+    """Open a connection, send one request, return the response body, close."""
+    config = config or ChannelConfig()
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection(endpoint.host, endpoint.port), config.connect_timeout_s
+    )
+    try:
+        return await exchange(reader, writer, api_key, api_version, body, 1, client_id, config)
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
 class _BrokerSender:
     """Owns one broker's queue and connection. Not safe across tasks: only its own task
     uses the connection; ``queue`` is the only thing shared (asyncio.Queue)."""
@@ -114,24 +165,16 @@ class _BrokerSender:
     async def _round_trip(self, item: _Queued) -> Any:
         reader, writer = await self._connect()
         self.correlation_id = (self.correlation_id + 1) & 0x7FFFFFFF
-        request = protocol.make_request(
-            item.api_key, item.api_version, self.correlation_id, self.client_id, item.body
+        return await exchange(
+            reader,
+            writer,
+            item.api_key,
+            item.api_version,
+            item.body,
+            self.correlation_id,
+            self.client_id,
+            self.config,
         )
-        frame = protocol.encode_request(request)
-        writer.write(_SIZE.pack(len(frame)) + frame)
-        await writer.drain()
-        (size,) = _SIZE.unpack(
-            await asyncio.wait_for(reader.readexactly(4), self.config.request_timeout_s)
-        )
-        if not 0 <= size <= self.config.max_response_bytes:
-            raise EOFError(f"response size {size} out of range")
-        payload = await asyncio.wait_for(reader.readexactly(size), self.config.request_timeout_s)
-        response = protocol.decode_response(payload, item.api_key, item.api_version)
-        if response.header.correlation_id != self.correlation_id:
-            raise EOFError(
-                f"correlation id {response.header.correlation_id}, expected {self.correlation_id}"
-            )
-        return response.body
 
     async def _close(self) -> None:
         writer, self.reader, self.writer = self.writer, None, None

@@ -28,6 +28,7 @@ from kazoo.exceptions import (
     RolledBackError,
     SessionExpiredError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
 from controller.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
@@ -53,6 +54,10 @@ class TopicExistsError(Exception):
     pass
 
 
+class ZooKeeperUnavailableError(Exception):
+    """No ZooKeeper answered at the configured address."""
+
+
 @dataclass(frozen=True)
 class ControllerElection:
     """The outcome of one attempt to become controller."""
@@ -76,8 +81,15 @@ class KafkaZkClient:
     def connect(
         cls, hosts: str, session_timeout_s: float = 18.0, connect_timeout_s: float = 15.0
     ) -> KafkaZkClient:
+        """Connect (blocking); ZooKeeperUnavailableError, with the address, if it is down."""
         client = KazooClient(hosts=hosts, timeout=session_timeout_s)
-        client.start(timeout=connect_timeout_s)
+        try:
+            client.start(timeout=connect_timeout_s)
+        except KazooTimeoutError as exc:
+            client.close()
+            raise ZooKeeperUnavailableError(
+                f"could not connect to ZooKeeper at {hosts} within {connect_timeout_s:g}s"
+            ) from exc
         return cls(client)
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 from kazoo.protocol.states import KazooState
 
+import protocol
 from controller.channel import RecordingChannelManager
 from controller.controller import (
     NONE,
@@ -27,11 +29,13 @@ from controller.model import (
     NO_LEADER,
     BrokerInfo,
     EndPoint,
+    LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
     TopicPartition,
 )
 from controller.requests import LEADER_AND_ISR, UPDATE_METADATA
+from controller.shutdown import controlled_shutdown_response, request_controlled_shutdown
 from controller.states import PartitionState
 from controller.zk import codec, paths
 from controller.zk.client import KafkaZkClient
@@ -69,17 +73,17 @@ class Node:
     channel: RecordingChannelManager
 
 
-Cluster = Callable[[int], Awaitable[Node]]
+Cluster = Callable[..., Awaitable[Node]]
 
 
 @pytest.fixture
 async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:  # noqa: F811
     nodes: list[Node] = []
 
-    async def start(broker_id: int) -> Node:
+    async def start(broker_id: int, port: int | None = None) -> Node:
         zk = await asyncio.to_thread(KafkaZkClient.connect, zk_connect, 4.0)
         channel = RecordingChannelManager()
-        info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", 19000 + broker_id),))
+        info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", port or 19000 + broker_id),))
         controller = KafkaController(zk, info, channel, SystemClock(), ControllerConfig())
         await controller.start()
         node = Node(controller, zk, channel)
@@ -302,3 +306,125 @@ async def test_controlled_shutdown_moves_leadership_away(
         assert st[c2].leader_and_isr.leader == 2
     finally:
         await asyncio.to_thread(admin.close)
+
+
+async def test_added_partitions_go_online(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    admin = await side_client(zk_connect)
+    try:
+        topic = TopicAssignment("grow", codec.new_topic_id(), {0: (1,)})
+        await asyncio.to_thread(admin.create_topic, topic, {})
+        g0, g1, g2 = (TopicPartition("grow", p) for p in range(3))
+
+        async def online(*tps: TopicPartition) -> bool:
+            return len(await states(admin, *tps)) == len(tps)
+
+        await until_async(lambda: online(g0), "grow-0 online")
+        found = await asyncio.to_thread(admin.get_topic, "grow")
+        assert found is not None
+        grown = TopicAssignment("grow", topic.topic_id, {0: (1,), 1: (1,), 2: (1,)})
+        await asyncio.to_thread(admin.set_topic_assignment, grown, found[1])
+        await until_async(lambda: online(g0, g1, g2), "the added partitions online")
+        assert a.controller.ctx.partition_replicas(g2) == (1,)
+    finally:
+        await asyncio.to_thread(admin.close)
+
+
+async def test_isr_change_notifications_reach_every_broker(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await cluster(2)
+    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+    admin = await side_client(zk_connect)
+    try:
+        tp = TopicPartition("i", 0)
+        topic = TopicAssignment("i", codec.new_topic_id(), {0: (1, 2)})
+        await asyncio.to_thread(admin.create_topic, topic, {})
+
+        async def written() -> bool:
+            return tp in await states(admin, tp)
+
+        await until_async(written, "i-0 online")
+        # the leader (broker 1) shrinks its ISR itself and tells the controller
+        st = (await states(admin, tp))[tp]
+        shrunk = LeaderAndIsr(1, st.leader_and_isr.leader_epoch, (1,), st.leader_and_isr.zk_version)
+        raw = codec.encode_partition_state(shrunk, st.controller_epoch)
+        await asyncio.to_thread(
+            admin.kazoo.set, paths.partition_state("i", 0), raw, shrunk.zk_version
+        )
+        a.channel.sent.clear()
+        await asyncio.to_thread(admin.propagate_isr_change, [tp])
+
+        await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1,), "new ISR")
+        await until(
+            lambda: {r.broker_id for r in a.channel.sent if r.api_key == UPDATE_METADATA} == {1, 2},
+            "UpdateMetadata to both brokers",
+        )
+        um = next(r for r in a.channel.sent if r.api_key == UPDATE_METADATA)
+        assert um.body.topic_states[0].partition_states[0].isr == [1]
+
+        async def consumed() -> bool:
+            return await asyncio.to_thread(admin.get_isr_change_notifications) == []
+
+        await until_async(consumed, "the notification to be deleted")
+    finally:
+        await asyncio.to_thread(admin.close)
+
+
+async def test_controlled_shutdown_request_over_tcp(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    """The broker-side helper finds the controller in ZooKeeper and asks it over TCP."""
+    holder: list[KafkaController] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # a stand-in for the broker's control-plane handler
+        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        request = protocol.decode_request(await reader.readexactly(size))
+        result = await holder[0].controlled_shutdown(
+            request.body.broker_id, request.body.broker_epoch
+        )
+        frame = protocol.encode_response(
+            protocol.make_response(request.header, controlled_shutdown_response(result))
+        )
+        writer.write(struct.pack(">i", len(frame)) + frame)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        a = await cluster(1, port=server.sockets[0].getsockname()[1])
+        holder.append(a.controller)
+        await until(lambda: a.controller.is_active, "broker 1 to be controller")
+        b = await cluster(2)
+        await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+        admin = await side_client(zk_connect)
+        try:
+            tp = TopicPartition("s", 0)
+            topic = TopicAssignment("s", codec.new_topic_id(), {0: (2, 1)})
+            await asyncio.to_thread(admin.create_topic, topic, {})
+
+            async def led_by_2() -> bool:
+                st = (await states(admin, tp)).get(tp)
+                return st is not None and st.leader_and_isr.leader == 2
+
+            await until_async(led_by_2, "s-0 led by broker 2")
+            remaining = await asyncio.wait_for(
+                request_controlled_shutdown(b.zk, 2, b.controller.broker_epoch), DEADLINE_S
+            )
+            assert remaining == []
+            st = (await states(admin, tp))[tp]
+            assert (st.leader_and_isr.leader, st.leader_and_isr.isr) == (1, (1,))
+        finally:
+            await asyncio.to_thread(admin.close)
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -216,3 +216,12 @@ def test_producer_id_blocks_from_racing_clients_never_overlap(zk: MakeZk) -> Non
         "block_start": "29000",
         "block_end": "29999",
     }
+
+
+def test_zookeeper_down_gives_a_clear_error() -> None:
+    from broker.zookeeper_server import free_port
+    from controller.zk.client import ZooKeeperUnavailableError
+
+    hosts = f"127.0.0.1:{free_port()}"
+    with pytest.raises(ZooKeeperUnavailableError, match=f"ZooKeeper at {hosts}"):
+        KafkaZkClient.connect(hosts, session_timeout_s=4.0, connect_timeout_s=1.0)
