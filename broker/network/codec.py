@@ -7,6 +7,7 @@ functions of the ``protocol`` package; tests and benchmarks may pass their own.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,7 @@ class Codec:
         """The ``protocol`` package's codec; API names in Kafka's spelling (``ApiVersions``)."""
         import protocol
 
+        @functools.lru_cache(maxsize=1024)
         def api_name(api_key: int) -> str:
             try:
                 name = protocol.ApiKey(api_key).name

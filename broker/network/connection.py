@@ -9,7 +9,7 @@ in the kernel's socket buffer, and a long-polling Fetch holds back only its own 
 
     READING   --request queued-->        IN_FLIGHT --response-->        SENDING
     READING   --channel full-->          BLOCKED   --slot freed-->      IN_FLIGHT
-    READING   --error answered at once-> SENDING
+    READING   --bad frame, answerable--> IN_FLIGHT (the Processor answers it itself)
     IN_FLIGHT --no response (acks=0)-->  READING
     SENDING   --last byte written-->     READING
     any state --close-->                 CLOSED
@@ -40,9 +40,7 @@ class ConnState(enum.Enum):
 
 #: state -> states it may move to; anything else is a bug, refused and logged
 TRANSITIONS: Final[dict[ConnState, frozenset[ConnState]]] = {
-    ConnState.READING: frozenset(
-        {ConnState.BLOCKED, ConnState.IN_FLIGHT, ConnState.SENDING, ConnState.CLOSED}
-    ),
+    ConnState.READING: frozenset({ConnState.BLOCKED, ConnState.IN_FLIGHT, ConnState.CLOSED}),
     ConnState.BLOCKED: frozenset({ConnState.IN_FLIGHT, ConnState.CLOSED}),
     ConnState.IN_FLIGHT: frozenset({ConnState.SENDING, ConnState.READING, ConnState.CLOSED}),
     ConnState.SENDING: frozenset({ConnState.READING, ConnState.CLOSED}),
@@ -68,6 +66,7 @@ class Connection:
         "last_active",
         "listener",
         "pending",
+        "reader_registered",
         "send",
         "sock",
         "state",
@@ -91,6 +90,8 @@ class Connection:
         #: whole frames read but not yet dispatched (a client pipelining requests)
         self.pending: deque[bytes | memoryview] = deque()
         self.state = ConnState.READING
+        #: whether the event loop watches the socket for reading (only ever in READING)
+        self.reader_registered = False
         self.blocked_request: Request | None = None
         self.in_flight: Request | None = None
         self.send: ResponseSend | None = None

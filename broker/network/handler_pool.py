@@ -54,6 +54,7 @@ class RequestHandlerPool:
         self.name = name
         self._tasks: list[asyncio.Task[None]] = []
         self._deferred: set[asyncio.Future[Any]] = set()
+        self._queue_time_by_api: dict[int, Any] = {}
 
     @property
     def deferred_count(self) -> int:
@@ -81,9 +82,7 @@ class RequestHandlerPool:
         while True:
             request = await self._channel.receive()
             request.dequeued_at = self._clock()
-            self._metrics.request_queue_time.labels(api=request.api_name).observe(
-                request.dequeued_at - request.received_at
-            )
+            self._queue_time(request).observe(request.dequeued_at - request.received_at)
             try:
                 result = await self._handle(request)
             except asyncio.CancelledError:
@@ -97,6 +96,13 @@ class RequestHandlerPool:
                 self._defer(request, result)
             else:
                 request.responder.respond(request, result)
+
+    def _queue_time(self, request: Request) -> Any:
+        child = self._queue_time_by_api.get(request.api_key)
+        if child is None:
+            child = self._metrics.request_queue_time.labels(api=request.api_name)
+            self._queue_time_by_api[request.api_key] = child
+        return child
 
     def _defer(self, request: Request, future: asyncio.Future[Any]) -> None:
         self._deferred.add(future)

@@ -77,7 +77,7 @@ class Processor:
         self._loop = asyncio.get_running_loop()
         self._connections: dict[int, Connection] = {}  # by fd
         self._responses: deque[tuple[Request, Any]] = deque()
-        self._responses_scheduled = False
+        self._processing_responses = False
         self._draining = False
         self._idle_handle: asyncio.TimerHandle | None = None
         self._drained = asyncio.Event()  # set once draining and no connection is busy
@@ -119,7 +119,7 @@ class Processor:
         )
         self._connections[conn.fd] = conn
         self._open.inc()
-        self._loop.add_reader(conn.fd, self._on_readable, conn)
+        self._watch(conn)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -204,15 +204,23 @@ class Processor:
             return
         log.info("answering %s with error %s: %s", conn.id, exc.error_code, exc.message)
         self._mute(conn)
-        self._start_send(conn, None, response)
+        conn.move(ConnState.IN_FLIGHT)
+        # sent on the next loop iteration, not recursively: a burst of such frames read
+        # together must not grow the stack (send -> unmute -> dispatch -> send ...)
+        self._loop.call_soon(self._send_later, conn, response)
+
+    def _send_later(self, conn: Connection, response: object) -> None:
+        if conn.state is ConnState.IN_FLIGHT:
+            self._start_send(conn, None, response)
 
     # --- responses (the Responder interface, called from handler tasks) -------------------
 
     def respond(self, request: Request, response: object | None) -> None:
+        # Drained at once rather than on a later loop iteration: the queue orders
+        # responses, and writing straight away saves a loop round trip per request.
         self._responses.append((request, response))
-        if not self._responses_scheduled:
-            self._responses_scheduled = True
-            self._loop.call_soon(self._process_responses)
+        if not self._processing_responses:
+            self._process_responses()
 
     def respond_error(self, request: Request, error_code: int) -> None:
         try:
@@ -228,19 +236,24 @@ class Processor:
         self.respond(request, response)
 
     def _process_responses(self) -> None:
-        self._responses_scheduled = False
-        while self._responses:
-            request, response = self._responses.popleft()
-            conn = request.connection
-            assert isinstance(conn, Connection)
-            if conn.state is ConnState.CLOSED:
-                continue  # the client went away while its request was handled
-            conn.in_flight = None
-            if response is None:  # no response (acks=0 produce): just unmute
-                conn.move(ConnState.READING)
-                self._unmute(conn)
-                continue
-            self._start_send(conn, request, response)
+        self._processing_responses = True
+        try:
+            while self._responses:
+                self._process_response(*self._responses.popleft())
+        finally:
+            self._processing_responses = False
+
+    def _process_response(self, request: Request, response: object | None) -> None:
+        conn = request.connection
+        assert isinstance(conn, Connection)
+        if conn.state is ConnState.CLOSED:
+            return  # the client went away while its request was handled
+        conn.in_flight = None
+        if response is None:  # no response (acks=0 produce): just unmute
+            conn.move(ConnState.READING)
+            self._unmute(conn)
+            return
+        self._start_send(conn, request, response)
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -292,9 +305,14 @@ class Processor:
 
     # --- muting ---------------------------------------------------------------------------------
 
+    def _watch(self, conn: Connection) -> None:
+        self._loop.add_reader(conn.fd, self._on_readable, conn)
+        conn.reader_registered = True
+
     def _mute(self, conn: Connection) -> None:
-        if conn.state is ConnState.READING:
+        if conn.reader_registered:
             self._loop.remove_reader(conn.fd)
+            conn.reader_registered = False
 
     def _unmute(self, conn: Connection) -> None:
         """Back to READING: serve a frame already read, or wait for more bytes."""
@@ -302,16 +320,10 @@ class Processor:
             self._close(conn, "shutdown")
             return
         if conn.pending:
-            # next loop iteration, not recursively: a burst of frames answered at once
-            # (malformed ones) must not grow the stack
-            self._loop.call_soon(self._dispatch_pending, conn)
-        else:
-            self._loop.add_reader(conn.fd, self._on_readable, conn)
-        self._check_drained()
-
-    def _dispatch_pending(self, conn: Connection) -> None:
-        if conn.state is ConnState.READING and conn.pending:
             self._dispatch(conn)
+        else:
+            self._watch(conn)
+        self._check_drained()
 
     # --- idle connections, closing, shutdown ------------------------------------------------
 
@@ -335,9 +347,8 @@ class Processor:
             return
         if exc is not None:
             log.info("closing %s (%s): %s", conn.id, reason, exc)
-        if conn.state is ConnState.READING:
-            self._loop.remove_reader(conn.fd)
-        elif conn.state is ConnState.SENDING:
+        self._mute(conn)
+        if conn.state is ConnState.SENDING:
             self._loop.remove_writer(conn.fd)
         conn.move(ConnState.CLOSED)
         conn.pending.clear()

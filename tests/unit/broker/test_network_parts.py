@@ -151,6 +151,7 @@ def test_request_cycle_follows_the_table(conn: Connection) -> None:
     ("path", "refused"),
     [
         ((), ConnState.READING),
+        ((), ConnState.SENDING),
         ((ConnState.IN_FLIGHT,), ConnState.BLOCKED),
         ((ConnState.BLOCKED,), ConnState.SENDING),
         ((ConnState.BLOCKED,), ConnState.READING),
