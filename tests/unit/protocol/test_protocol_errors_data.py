@@ -12,15 +12,18 @@ from protocol.messages import ConsumerProtocolSubscription, OffsetCommitKey, Off
 
 
 def test_error_codes_are_kafkas_numbers() -> None:
-    assert ErrorCode.UNKNOWN_SERVER_ERROR == -1
-    assert ErrorCode.NONE == 0
-    assert ErrorCode.UNKNOWN_TOPIC_OR_PARTITION == 3
-    assert ErrorCode.NOT_LEADER_OR_FOLLOWER == 6
-    assert ErrorCode.UNSUPPORTED_VERSION == 35
-    assert ErrorCode.INVALID_REQUEST == 42
-    assert ErrorCode.MEMBER_ID_REQUIRED == 79
-    assert ErrorCode.INVALID_RECORD == 87
-    assert ErrorCode.UNKNOWN_TOPIC_ID == 100
+    expected = {
+        "UNKNOWN_SERVER_ERROR": -1,
+        "NONE": 0,
+        "UNKNOWN_TOPIC_OR_PARTITION": 3,
+        "NOT_LEADER_OR_FOLLOWER": 6,
+        "UNSUPPORTED_VERSION": 35,
+        "INVALID_REQUEST": 42,
+        "MEMBER_ID_REQUIRED": 79,
+        "INVALID_RECORD": 87,
+        "UNKNOWN_TOPIC_ID": 100,
+    }
+    assert {name: int(ErrorCode[name]) for name in expected} == expected
     values = [int(code) for code in ErrorCode]
     assert values == sorted(values) and values == list(range(-1, len(values) - 1))
 
