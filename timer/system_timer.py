@@ -113,12 +113,18 @@ class SystemTimer:
             self._queue.offer(due)
 
     def _reinsert(self, task: TimerTask) -> None:
-        # A flushed task goes back through the wheel; refused means due now.
-        if not self._wheel.add(task) and not task.cancelled:
-            try:
-                task.run()
-            except Exception:  # a failing task must not stop the others in the bucket
-                log.exception("timer %s: task %r failed", self.name, task)
+        # A flushed task goes back through the wheel; refused means due now. The due
+        # test is made here first (it is the wheel's own first test) so that a task of a
+        # level-0 bucket, the common case, runs without a call into the wheel.
+        wheel = self._wheel
+        if task.expiration_ms >= wheel.current_time + wheel.tick_ms and wheel.add(task):
+            return  # cascaded to a finer level
+        if task.cancelled:
+            return
+        try:
+            task.run()
+        except Exception:  # a failing task must not stop the others in the bucket
+            log.exception("timer %s: task %r failed", self.name, task)
 
     # ---- advancing ----------------------------------------------------------------------
 

@@ -1,0 +1,440 @@
+"""Timer benchmark: the purgatory's usual load on three timer implementations, one run.
+
+    .venv/bin/python tests/bench/bench_timer.py           # 1,000,000 timeouts (~1-2 min)
+    .venv/bin/python tests/bench/bench_timer.py --quick   # 100,000 timeouts
+
+The load (what a produce or fetch purgatory sees): N timeouts of 2 s are scheduled in a
+stream, in batches of BATCH with the event loop running between batches. 99% of them
+complete early: each is cancelled LIFETIME (N/20) schedulings after it was added. The
+other 1% (every 100th) are left to expire. Implementations, each as it would be used:
+
+- wheel:      timer.SystemTimer (tick 1 ms, 20 buckets); the operation *is* the task;
+              cancel is TimerTask.cancel(); its background driver task expires them.
+- call_later: asyncio's loop.call_later(2.0, cb, op) and TimerHandle.cancel().
+- heapq:      a heap of [deadline, seq, op] lists, cancel sets op to None (lazy
+              deletion), a reaper task pops due entries, dead ones included.
+
+Every implementation creates one payload object per timeout (a slotted object with an
+id; for the wheel that object is the timer task itself) and keeps the same harness
+structures (a deque of handles awaiting cancellation, a dict of the expiring 1%'s
+deadlines), so memory differences are the timers' own.
+
+Figures:
+- add/s, cancel/s: operations divided by the time spent inside the add and cancel loops.
+- expiry/s: a separate burst of N/10 timeouts sharing one deadline; timeouts divided by
+  the time from that deadline to the last callback (wake-up included). Cascading the
+  wheel's tasks down to level 0 happens before the deadline and is not in this figure;
+  it is in "reaper s", the time the wheel's and heapq's reapers spent in the main run
+  (call_later's equivalent runs inside the loop and cannot be timed separately).
+- peak MiB: tracemalloc peak during the main run, above what was allocated before it, in
+  a second run of the same load with tracemalloc on (it slows allocation, so the
+  throughput figures come from the first run, without it).
+- late p50/p99: expiry lateness of the 1%, callback time minus deadline, in ms. The
+  wheel's deadline is its integer-millisecond expiration.
+- run s: wall time of the main run, first add to last expiry (includes the 2 s tail).
+
+Hard targets checked at the end: the wheel's peak memory is below both baselines; its
+p99 lateness is within two ticks of its deadline plus the event loop's delay, taken as
+call_later's p99 lateness in the same run (the loop's own timers are the floor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import heapq
+import statistics
+import sys
+import time
+import tracemalloc
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from timer import SystemClock, SystemTimer, TimerTask
+
+TIMEOUT_MS = 2_000
+TIMEOUT_S = TIMEOUT_MS / 1000.0
+EXPIRE_EVERY = 100  # 1% of the timeouts expire
+BATCH = 200
+TICK_MS = 1
+BURST_DELAY_MS = 1_000
+
+now_s = time.monotonic
+
+
+class Stats:
+    """What one implementation's callbacks and loops record."""
+
+    def __init__(self) -> None:
+        self.deadlines_ms: dict[int, float] = {}
+        self.lateness_ms: list[float] = []
+        self.expired = 0
+        self.reaper_s = 0.0
+
+    def expire(self, op_id: int) -> None:
+        self.lateness_ms.append(now_s() * 1000.0 - self.deadlines_ms[op_id])
+        self.expired += 1
+
+
+class Op:
+    """The baselines' payload: what a purgatory operation carries, here only an id."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, op_id: int) -> None:
+        self.id = op_id
+
+
+class WheelOp(TimerTask):
+    """The wheel's payload: the same id, on an object that is itself the timer task."""
+
+    __slots__ = ("id", "stats")
+
+    def __init__(self, op_id: int, delay_ms: int, stats: Stats) -> None:
+        TimerTask.__init__(self, delay_ms)  # cheaper than super(), as DelayedOperation does
+        self.id = op_id
+        self.stats = stats
+
+    def run(self) -> None:
+        self.stats.expire(self.id)
+
+
+class Impl:
+    name = ""
+
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def add_batch(self, start: int, stop: int, window: deque[Any]) -> None: ...
+
+    def cancel_batch(self, window: deque[Any], count: int) -> None: ...
+
+    def add_at(self, op_id: int, deadline_s: float) -> None:
+        """Schedule a timeout at an absolute monotonic time (the expiry burst)."""
+
+
+class Wheel(Impl):
+    name = "wheel"
+
+    async def start(self) -> None:
+        self.clock = SystemClock()
+        self.timer = SystemTimer("bench", tick_ms=TICK_MS, wheel_size=20, clock=self.clock)
+        advance = self.timer.advance_clock
+        stats = self.stats
+
+        def timed_advance() -> bool:
+            t0 = time.perf_counter()
+            try:
+                return advance()
+            finally:
+                stats.reaper_s += time.perf_counter() - t0
+
+        self.timer.advance_clock = timed_advance  # type: ignore[method-assign]
+        self.timer.start()
+
+    async def stop(self) -> None:
+        await self.timer.shutdown()
+
+    def add_batch(self, start: int, stop: int, window: deque[Any]) -> None:
+        add = self.timer.add
+        stats = self.stats
+        deadlines = stats.deadlines_ms
+        append = window.append
+        for j in range(start, stop):
+            op = WheelOp(j, TIMEOUT_MS, stats)
+            add(op)
+            if j % EXPIRE_EVERY:
+                append(op)
+            else:
+                deadlines[j] = op.expiration_ms
+
+    def cancel_batch(self, window: deque[Any], count: int) -> None:
+        popleft = window.popleft
+        for _ in range(count):
+            popleft().cancel()
+
+    def add_at(self, op_id: int, deadline_s: float) -> None:
+        deadline_ms = int(deadline_s * 1000)
+        op = WheelOp(op_id, deadline_ms - self.clock.monotonic_ms(), self.stats)
+        self.timer.add(op)
+        self.stats.deadlines_ms[op_id] = op.expiration_ms
+
+
+def _expire_call_later(stats: Stats, op: Op) -> None:
+    stats.expire(op.id)
+
+
+class CallLater(Impl):
+    name = "call_later"
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+
+    def add_batch(self, start: int, stop: int, window: deque[Any]) -> None:
+        call_later = self.loop.call_later
+        stats = self.stats
+        deadlines = stats.deadlines_ms
+        append = window.append
+        for j in range(start, stop):
+            handle = call_later(TIMEOUT_S, _expire_call_later, stats, Op(j))
+            if j % EXPIRE_EVERY:
+                append(handle)
+            else:
+                deadlines[j] = handle.when() * 1000.0
+
+    def cancel_batch(self, window: deque[Any], count: int) -> None:
+        popleft = window.popleft
+        for _ in range(count):
+            popleft().cancel()
+
+    def add_at(self, op_id: int, deadline_s: float) -> None:
+        self.loop.call_at(deadline_s, _expire_call_later, self.stats, Op(op_id))
+        self.stats.deadlines_ms[op_id] = deadline_s * 1000.0
+
+
+class Heapq(Impl):
+    """heapq with lazy deletion and a reaper task woken like the wheel's driver."""
+
+    name = "heapq"
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.heap: list[list[Any]] = []
+        self.waiter: asyncio.Future[None] | None = None
+        self.waiter_deadline = 0.0
+        self.reaper = self.loop.create_task(self._reap())
+
+    async def stop(self) -> None:
+        self.reaper.cancel()
+        await asyncio.wait([self.reaper])
+
+    def _wake_if_earlier(self, deadline: float) -> None:
+        waiter = self.waiter
+        if waiter is not None and deadline < self.waiter_deadline and not waiter.done():
+            waiter.set_result(None)
+
+    async def _reap(self) -> None:
+        heap = self.heap
+        stats = self.stats
+        pop = heapq.heappop
+        while True:
+            t0 = time.perf_counter()
+            while heap and heap[0][2] is None:  # lazy deletion: dead heads go now
+                pop(heap)
+            stats.reaper_s += time.perf_counter() - t0
+            wait = 0.2 if not heap else min(0.2, heap[0][0] - now_s())
+            if wait > 0:
+                self.waiter = self.loop.create_future()
+                self.waiter_deadline = now_s() + wait
+                handle = self.loop.call_later(wait, _set_done, self.waiter)
+                try:
+                    await self.waiter
+                finally:
+                    handle.cancel()
+                    self.waiter = None
+            else:
+                await asyncio.sleep(0)
+            t0 = time.perf_counter()
+            now = now_s()
+            while heap and heap[0][0] <= now:
+                op = pop(heap)[2]
+                if op is not None:
+                    stats.expire(op.id)
+            stats.reaper_s += time.perf_counter() - t0
+
+    def add_batch(self, start: int, stop: int, window: deque[Any]) -> None:
+        heap = self.heap
+        push = heapq.heappush
+        deadlines = self.stats.deadlines_ms
+        append = window.append
+        for j in range(start, stop):
+            deadline = now_s() + TIMEOUT_S
+            entry: list[Any] = [deadline, j, Op(j)]
+            push(heap, entry)
+            if heap[0] is entry:
+                self._wake_if_earlier(deadline)
+            if j % EXPIRE_EVERY:
+                append(entry)
+            else:
+                deadlines[j] = deadline * 1000.0
+
+    def cancel_batch(self, window: deque[Any], count: int) -> None:
+        popleft = window.popleft
+        for _ in range(count):
+            popleft()[2] = None
+
+    def add_at(self, op_id: int, deadline_s: float) -> None:
+        entry: list[Any] = [deadline_s, op_id, Op(op_id)]
+        heapq.heappush(self.heap, entry)
+        if self.heap[0] is entry:
+            self._wake_if_earlier(deadline_s)
+        self.stats.deadlines_ms[op_id] = deadline_s * 1000.0
+
+
+def _set_done(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+IMPLS: list[Callable[[Stats], Impl]] = [Wheel, CallLater, Heapq]
+
+
+async def wait_for(condition: Callable[[], bool], timeout_s: float) -> None:
+    deadline = now_s() + timeout_s
+    while not condition():
+        if now_s() > deadline:
+            raise RuntimeError("benchmark stalled: expirations did not arrive")
+        await asyncio.sleep(0.005)
+
+
+async def main_run(make: Callable[[Stats], Impl], n: int, trace: bool) -> dict[str, float]:
+    """The usual load; returns figures (memory only when ``trace``)."""
+    stats = Stats()
+    impl = make(stats)
+    await impl.start()
+    lifetime = n // 20
+    window: deque[Any] = deque()
+    gc.collect()
+    if trace:
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+    perf = time.perf_counter
+    add_s = cancel_s = 0.0
+    cancelled = 0
+    t_start = perf()
+    for start in range(0, n, BATCH):
+        t0 = perf()
+        impl.add_batch(start, min(start + BATCH, n), window)
+        t1 = perf()
+        excess = len(window) - lifetime
+        if excess > 0:
+            impl.cancel_batch(window, excess)
+            cancelled += excess
+        t2 = perf()
+        add_s += t1 - t0
+        cancel_s += t2 - t1
+        await asyncio.sleep(0)  # let the loop run timers between batches
+    # Complete the rest early too, then wait for the 1% to expire.
+    t1 = perf()
+    left = len(window)
+    impl.cancel_batch(window, left)
+    cancel_s += perf() - t1
+    cancelled += left
+    expected = len(range(0, n, EXPIRE_EVERY))
+    await wait_for(lambda: stats.expired >= expected, TIMEOUT_S + 30)
+    run_s = perf() - t_start
+    figures: dict[str, float] = {}
+    if trace:
+        figures["peak_mib"] = (tracemalloc.get_traced_memory()[1] - base) / 2**20
+        tracemalloc.stop()
+    else:
+        lat = sorted(stats.lateness_ms)
+        figures.update(
+            add_per_s=n / add_s,
+            cancel_per_s=cancelled / cancel_s,
+            late_p50=statistics.median(lat),
+            late_p99=lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+            late_max=lat[-1],
+            run_s=run_s,
+            reaper_s=stats.reaper_s,
+        )
+    await impl.stop()
+    return figures
+
+
+async def expiry_burst(make: Callable[[Stats], Impl], count: int) -> float:
+    """Timeouts per second when ``count`` of them share one deadline."""
+    stats = Stats()
+    impl = make(stats)
+    await impl.start()
+    gc.collect()
+    deadline = now_s() + BURST_DELAY_MS / 1000.0
+    for i in range(count):
+        impl.add_at(i, deadline)
+    await wait_for(lambda: stats.expired >= count, BURST_DELAY_MS / 1000.0 + 30)
+    # The last expiry's lateness is when the burst ended, measured from the deadline
+    # (for the wheel, its integer-ms deadline; for the others the float one).
+    elapsed_ms = max(stats.lateness_ms)
+    await impl.stop()
+    return count / (elapsed_ms / 1000.0)
+
+
+async def bench(n: int) -> int:
+    print(f"timer benchmark: {n:,} timeouts of {TIMEOUT_MS} ms, {100 // EXPIRE_EVERY}% expire,")
+    print(
+        f"cancel lag {n // 20:,} schedulings, batches of {BATCH}; expiry burst {n // 10:,}; "
+        f"loop {type(asyncio.get_running_loop()).__module__}; Python {sys.version.split()[0]}"
+    )
+    results: dict[str, dict[str, float]] = {}
+    for make in IMPLS:
+        name = make.__name__
+        figures = await main_run(make, n, trace=False)
+        figures.update(await main_run(make, n, trace=True))
+        figures["expiry_per_s"] = await expiry_burst(make, n // 10)
+        results[name] = figures
+    header = (
+        f"{'impl':<11}{'add/s':>11}{'cancel/s':>11}{'expiry/s':>11}{'peak MiB':>10}"
+        f"{'late p50':>10}{'late p99':>10}{'late max':>10}{'run s':>8}{'reaper s':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, f in results.items():
+        label = {"Wheel": "wheel", "CallLater": "call_later", "Heapq": "heapq"}[name]
+        print(
+            f"{label:<11}{f['add_per_s']:>11,.0f}{f['cancel_per_s']:>11,.0f}"
+            f"{f['expiry_per_s']:>11,.0f}{f['peak_mib']:>10.1f}{f['late_p50']:>10.2f}"
+            f"{f['late_p99']:>10.2f}{f['late_max']:>10.2f}{f['run_s']:>8.2f}"
+            + (f"{f['reaper_s']:>10.2f}" if name != "CallLater" else f"{'-':>10}")
+        )
+    wheel, loop_, heap = results["Wheel"], results["CallLater"], results["Heapq"]
+    print()
+    for key, label in (
+        ("add_per_s", "add"),
+        ("cancel_per_s", "cancel"),
+        ("expiry_per_s", "expiry"),
+    ):
+        print(
+            f"wheel {label:<7} {wheel[key] / heap[key]:5.2f}x heapq, "
+            f"{wheel[key] / loop_[key]:5.2f}x call_later"
+        )
+    mem_ok = wheel["peak_mib"] < min(loop_["peak_mib"], heap["peak_mib"])
+    bound = 2 * TICK_MS + loop_["late_p99"]
+    late_ok = wheel["late_p99"] <= bound
+    print(
+        f"target memory:   wheel {wheel['peak_mib']:.1f} MiB < call_later "
+        f"{loop_['peak_mib']:.1f} and heapq {heap['peak_mib']:.1f}: "
+        f"{'PASS' if mem_ok else 'FAIL'}"
+    )
+    print(
+        f"target lateness: wheel p99 {wheel['late_p99']:.2f} ms <= 2 ticks + loop delay "
+        f"(call_later p99 {loop_['late_p99']:.2f}) = {bound:.2f} ms: "
+        f"{'PASS' if late_ok else 'FAIL'}"
+    )
+    return 0 if mem_ok and late_ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="100,000 timeouts")
+    parser.add_argument("-n", type=int, default=None, help="number of timeouts")
+    parser.add_argument("--uvloop", action="store_true", help="run on uvloop")
+    args = parser.parse_args()
+    n = args.n or (100_000 if args.quick else 1_000_000)
+    if args.uvloop:
+        import uvloop
+
+        return uvloop.run(bench(n))
+    return asyncio.run(bench(n))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
