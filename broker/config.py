@@ -28,6 +28,7 @@ from broker.config_defs import (
     INT_MAX,
     KNOWN_PREFIXES,
     LONG_MAX,
+    NO_DEFAULT,
     TOPIC_CONFIG_DEFS,
     ConfigDef,
     ConfigType,
@@ -384,6 +385,26 @@ class BrokerConfig:
             else ConfigSource.DEFAULT_CONFIG
         )
 
+    def describe(self, names: Iterable[str] | None = None) -> list[ConfigEntry]:
+        """DescribeConfigs for this broker: every key (or ``names``; unknown ones skipped).
+        Static configuration only, so every entry is read-only."""
+        wanted = BROKER_CONFIG_DEFS if names is None else names
+        entries = []
+        for name in wanted:
+            definition = BROKER_CONFIG_DEFS.get(name)
+            if definition is None:
+                continue
+            source = self.source(name)
+            value = format_value(self.values[name])
+            synonyms = [(name, value, source)]
+            if source is not ConfigSource.DEFAULT_CONFIG:
+                default = format_value(definition.default)
+                synonyms.append((name, default, ConfigSource.DEFAULT_CONFIG))
+            entries.append(
+                _entry(definition.name, definition.type, definition.doc, value, source, synonyms)
+            )
+        return entries
+
     # derived values (Kafka's precedence rules between related keys) -----------------------
 
     @property
@@ -542,6 +563,51 @@ class BrokerConfig:
         self.max_connections_per_ip_overrides  # noqa: B018 -- parse now to refuse bad values
 
 
+# --- DescribeConfigs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One DescribeConfigs result entry (values as the wire carries them: strings)."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+    type: ConfigType
+    documentation: str
+    read_only: bool
+    is_sensitive: bool
+    #: (name, value, source), strongest first; the entry's own value leads
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
+
+
+def format_value(value: Any) -> str | None:
+    """A typed value in Kafka's text form: ``true``, ``a,b``, ``104857600``; None stays."""
+    if value is None or value is NO_DEFAULT:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _entry(
+    name: str,
+    kind: ConfigType,
+    doc: str,
+    value: str | None,
+    source: ConfigSource,
+    synonyms: list[tuple[str, str | None, ConfigSource]],
+    read_only: bool = True,
+) -> ConfigEntry:
+    sensitive = kind is ConfigType.PASSWORD
+    if sensitive:
+        value = None
+        synonyms = [(n, None, s) for n, _, s in synonyms]
+    return ConfigEntry(name, value, source, kind, doc, read_only, sensitive, tuple(synonyms))
+
+
 # --- per-topic configuration -----------------------------------------------------------------
 
 
@@ -566,3 +632,47 @@ def resolve_topic_config(
 ) -> dict[str, Any]:
     """The effective configuration of a topic: broker defaults with its overrides on top."""
     return {**broker.topic_defaults(), **validate_topic_configs(overrides)}
+
+
+#: broker keys whose value other keys can supply (see the derived properties above)
+_DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+}
+
+
+def describe_topic_config(
+    broker: BrokerConfig,
+    overrides: Mapping[str, str | None],
+    names: Iterable[str] | None = None,
+) -> list[ConfigEntry]:
+    """DescribeConfigs for a topic: its overrides (DYNAMIC_TOPIC_CONFIG) over the broker's
+    values for the synonym keys (STATIC_BROKER_CONFIG when set in server.properties,
+    else DEFAULT_CONFIG). Topic entries are not read-only (AlterConfigs may change them)."""
+    resolved = resolve_topic_config(broker, overrides)
+    defaults = broker.topic_defaults()
+    wanted = TOPIC_CONFIG_DEFS if names is None else names
+    entries = []
+    for name in wanted:
+        definition = TOPIC_CONFIG_DEFS.get(name)
+        if definition is None:
+            continue
+        synonyms: list[tuple[str, str | None, ConfigSource]] = []
+        if name in overrides:
+            synonyms.append((name, format_value(resolved[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        related = _DERIVED_FROM.get(definition.synonym, (definition.synonym,))
+        static = any(key in broker.originals for key in related)
+        synonyms.append(
+            (
+                definition.synonym,
+                format_value(defaults[name]),
+                ConfigSource.STATIC_BROKER_CONFIG if static else ConfigSource.DEFAULT_CONFIG,
+            )
+        )
+        value, source = format_value(resolved[name]), synonyms[0][2]
+        entries.append(
+            _entry(name, definition.type, definition.doc, value, source, synonyms, False)
+        )
+    return entries

@@ -11,6 +11,7 @@ from broker.config import (
     ConfigError,
     ConfigSource,
     EndPoint,
+    describe_topic_config,
     env_key,
     parse_overrides,
     parse_properties,
@@ -327,3 +328,34 @@ def test_topic_overrides_are_typed_and_checked() -> None:
     with pytest.raises(ConfigError) as bad:
         validate_topic_configs({"segment.bytes": "1"})
     assert bad.value.key == "segment.bytes"
+
+
+# --- DescribeConfigs ------------------------------------------------------------------------------
+
+
+def test_describe_broker_reports_values_as_text_with_sources() -> None:
+    config = BrokerConfig.from_properties({"num.io.threads": "4", "log.cleanup.policy": "compact"})
+    entries = {e.name: e for e in config.describe()}
+    assert set(entries) == set(BROKER_CONFIG_DEFS)
+    io = entries["num.io.threads"]
+    assert (io.value, io.source, io.read_only) == ("4", ConfigSource.STATIC_BROKER_CONFIG, True)
+    assert io.synonyms == (
+        ("num.io.threads", "4", ConfigSource.STATIC_BROKER_CONFIG),
+        ("num.io.threads", "8", ConfigSource.DEFAULT_CONFIG),
+    )
+    assert entries["auto.create.topics.enable"].value == "true"
+    assert entries["zookeeper.connect"].value is None
+    assert entries["log.cleanup.policy"].value == "compact"
+    assert [e.name for e in config.describe(["num.partitions", "bogus"])] == ["num.partitions"]
+
+
+def test_describe_topic_layers_override_static_and_default() -> None:
+    config = BrokerConfig.from_properties({"log.retention.hours": "1"})
+    entries = {e.name: e for e in describe_topic_config(config, {"segment.bytes": "2048"})}
+    segment = entries["segment.bytes"]
+    assert (segment.value, segment.source) == ("2048", ConfigSource.DYNAMIC_TOPIC_CONFIG)
+    assert segment.synonyms[1] == ("log.segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG)
+    retention = entries["retention.ms"]
+    assert (retention.value, retention.source) == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
+    assert entries["cleanup.policy"].source is ConfigSource.DEFAULT_CONFIG
+    assert not segment.read_only

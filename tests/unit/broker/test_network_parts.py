@@ -275,3 +275,21 @@ def test_default_codec_names_apis_in_kafkas_spelling() -> None:
     assert codec.api_name(4) == "LeaderAndIsr"
     assert codec.api_name(9999) == "9999"
     assert codec.encode(ResponseParts([b"x"])) == [b"x"]
+
+
+def test_storage_file_regions_are_sent_as_they_are(tmp_path: Path) -> None:
+    from storage.file_region import FileRegion
+
+    path = tmp_path / "segment"
+    path.write_bytes(b"abcdefghij")
+    fd = os.open(path, os.O_RDONLY)
+    a, b = socket.socketpair()
+    try:
+        a.setblocking(False)
+        send = ResponseSend([b"h", FileRegion(fd=fd, position=3, length=4)])
+        assert send.write(a)
+        assert _drain(b, 9) == struct.pack(">i", 5) + b"hdefg"
+    finally:
+        os.close(fd)
+        a.close()
+        b.close()
