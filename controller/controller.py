@@ -138,24 +138,19 @@ class KafkaController:
         self, broker_id: int, broker_epoch: int
     ) -> ControlledShutdownResult:
         """Handle a ControlledShutdown request (when this broker is the controller)."""
+        if self._stopped:
+            return ControlledShutdownResult(NOT_CONTROLLER)
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, reply))
         result = await reply
-        assert isinstance(result, ControlledShutdownResult)
+        if not isinstance(result, ControlledShutdownResult):  # discarded at shutdown
+            return ControlledShutdownResult(NOT_CONTROLLER)
         return result
 
     # -- kazoo callbacks (kazoo's thread: enqueue only) ---------------------------------------
 
     def _on_session_state(self, state: str) -> None:
-        previous, self._last_state = self._last_state, state
-        if state == KazooState.LOST:
-            self.events.put_threadsafe(ev.SessionExpired())
-        elif state == KazooState.CONNECTED:
-            if previous == KazooState.LOST:
-                self.events.put_threadsafe(ev.NewSession())
-            elif previous == KazooState.SUSPENDED:
-                self.events.put_threadsafe(ev.Reconnected())
-        # SUSPENDED: keep going; only a lost session ends our role
+        self.events.put_threadsafe(ev.SessionState(state))
 
     def _on_controller_watch(self, event: WatchedEvent) -> None:
         if event.type == EventType.DELETED:
@@ -215,10 +210,8 @@ class KafkaController:
             self.active_controller_id = controller_id
             if controller_id is None:
                 await self._elect()
-        elif isinstance(event, ev.SessionExpired):
-            log.warning("broker %s: ZooKeeper session expired", self.broker_id)
-            self._resign()
-            self.active_controller_id = None
+        elif isinstance(event, ev.SessionState):
+            self._on_session_state_change(event.state)
         elif isinstance(event, ev.NewSession):
             self.broker_epoch = await self._zk(
                 self.zk.register_broker, self.broker_info, self.clock.time_ms()
@@ -242,6 +235,19 @@ class KafkaController:
             event.reply.set_result(
                 await self._on_controlled_shutdown(event.broker_id, event.broker_epoch)
             )
+
+    def _on_session_state_change(self, state: str) -> None:
+        previous, self._last_state = self._last_state, state
+        if state == KazooState.LOST:
+            log.warning("broker %s: ZooKeeper session expired", self.broker_id)
+            self._resign()  # our /controller is gone with the session: stop at once
+            self.active_controller_id = None
+        elif state == KazooState.CONNECTED:
+            if previous == KazooState.LOST:
+                self.events.put(ev.NewSession())
+            elif previous == KazooState.SUSPENDED:
+                self.events.put(ev.Reconnected())
+        # SUSPENDED: keep going; only a lost session ends our role
 
     # -- election ---------------------------------------------------------------------------
 

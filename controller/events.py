@@ -15,41 +15,61 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from kazoo.exceptions import KazooException
+
 log = logging.getLogger(__name__)
 
 
 class ControllerEvent:
     """Base class of every event."""
 
+    #: safe to run again after a transient ZooKeeper error (the handler re-reads its input)
+    retriable = False
+
+    def discard(self) -> None:
+        """Called instead of the handler when the manager shuts down with it queued."""
+
 
 @dataclass
 class Startup(ControllerEvent):
     """Run the first election."""
+
+    retriable = True
 
 
 @dataclass
 class ControllerChange(ControllerEvent):
     """/controller was created, changed or deleted."""
 
+    retriable = True
+
 
 @dataclass
 class Reelect(ControllerEvent):
     """Resign if needed and elect again (after /controller vanished)."""
+
+    retriable = True
 
 
 @dataclass
 class BrokerChange(ControllerEvent):
     """/brokers/ids children changed."""
 
+    retriable = True
+
 
 @dataclass
 class TopicChange(ControllerEvent):
     """/brokers/topics children changed."""
 
+    retriable = True
+
 
 @dataclass
 class PartitionModifications(ControllerEvent):
     """A topic's assignment znode changed (partitions added)."""
+
+    retriable = True
 
     topic: str
 
@@ -58,20 +78,28 @@ class PartitionModifications(ControllerEvent):
 class IsrChangeNotification(ControllerEvent):
     """Leaders wrote /isr_change_notification entries."""
 
+    retriable = True
+
 
 @dataclass
-class SessionExpired(ControllerEvent):
-    """Kazoo reported LOST: our ephemerals are gone; resign now."""
+class SessionState(ControllerEvent):
+    """Kazoo reported a connection state: CONNECTED, SUSPENDED or LOST."""
+
+    state: str
 
 
 @dataclass
 class NewSession(ControllerEvent):
     """Connected again after LOST: register the broker again and re-elect."""
 
+    retriable = True
+
 
 @dataclass
 class Reconnected(ControllerEvent):
     """Connected again within the same session: kazoo dropped its watches; re-arm them."""
+
+    retriable = True
 
 
 @dataclass
@@ -81,6 +109,10 @@ class ControlledShutdown(ControllerEvent):
     broker_id: int
     broker_epoch: int
     reply: asyncio.Future[object] = field(repr=False)
+
+    def discard(self) -> None:
+        if not self.reply.done():
+            self.reply.set_result(None)  # the controller is going away: no answer
 
 
 @dataclass
@@ -96,6 +128,8 @@ class ControllerEventManager:
         self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: delay before an event that hit a transient ZooKeeper error runs again
+        self.retry_delay_s = 1.0
         self.processed = 0
 
     def start(self) -> None:
@@ -125,15 +159,35 @@ class ControllerEventManager:
                 await self._handler(event)
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
                 # the loop boundary: one failed event must not stop the controller
-                log.exception("controller event %r failed", event)
+                if event.retriable and isinstance(exc, KazooException):
+                    log.warning("controller event %r failed (%s); retrying", event, exc)
+                    self._retry_later(event)
+                else:
+                    log.exception("controller event %r failed", event)
             self.processed += 1
 
-    async def shutdown(self) -> None:
-        if self._task is None:
+    def _retry_later(self, event: ControllerEvent) -> None:
+        asyncio.get_running_loop().call_later(self.retry_delay_s, self._requeue, event)
+
+    def _requeue(self, event: ControllerEvent) -> None:
+        if self._task is not None:  # not after shutdown
+            self._queue.put_nowait(event)
+
+    async def shutdown(self, timeout_s: float = 30.0) -> None:
+        """Discard queued events, let the one in progress finish (or cancel it after
+        ``timeout_s``), and end the consumer task."""
+        while not self._queue.empty():
+            self._queue.get_nowait().discard()
+        task, self._task = self._task, None
+        if task is None:
             return
         self.put(Stop())
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout_s)
+        except TimeoutError:
+            log.warning("controller event in progress did not finish in %ss", timeout_s)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

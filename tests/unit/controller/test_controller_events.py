@@ -25,6 +25,12 @@ async def test_events_are_handled_in_order_one_at_a_time() -> None:
     mgr.start()
     for t in "abcde":
         mgr.put(ev.PartitionModifications(t))
+
+    async def all_handled() -> None:
+        while len(seen) < 5:
+            await asyncio.sleep(0.001)
+
+    await asyncio.wait_for(all_handled(), 5)
     await asyncio.wait_for(mgr.shutdown(), 5)
     assert seen == list("abcde")
 
@@ -41,6 +47,12 @@ async def test_a_failing_handler_does_not_stop_the_loop() -> None:
     mgr.start()
     mgr.put(ev.BrokerChange())
     mgr.put(ev.TopicChange())
+
+    async def both_processed() -> None:
+        while mgr.processed < 2:
+            await asyncio.sleep(0.001)
+
+    await asyncio.wait_for(both_processed(), 5)
     await asyncio.wait_for(mgr.shutdown(), 5)
     assert seen == [ev.TopicChange()]
     assert mgr.processed == 2
@@ -68,3 +80,48 @@ def test_put_threadsafe_before_start_is_dropped() -> None:
     mgr = ev.ControllerEventManager(handler)
     mgr.put_threadsafe(ev.TopicChange())  # no loop yet: nothing happens, nothing raises
     assert mgr.queue_size() == 0
+
+
+async def test_transient_zookeeper_errors_are_retried_for_retriable_events() -> None:
+    from kazoo.exceptions import ConnectionLoss
+
+    attempts: list[ev.ControllerEvent] = []
+    done = asyncio.Event()
+
+    async def handler(event: ev.ControllerEvent) -> None:
+        attempts.append(event)
+        if len(attempts) == 1:
+            raise ConnectionLoss()
+        done.set()
+
+    mgr = ev.ControllerEventManager(handler)
+    mgr.retry_delay_s = 0.01
+    mgr.start()
+    mgr.put(ev.BrokerChange())
+    await asyncio.wait_for(done.wait(), 5)
+    assert attempts == [ev.BrokerChange(), ev.BrokerChange()]
+    await asyncio.wait_for(mgr.shutdown(), 5)
+
+
+async def test_shutdown_discards_queued_events_and_answers_waiters() -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+    handled: list[ev.ControllerEvent] = []
+
+    async def handler(event: ev.ControllerEvent) -> None:
+        handled.append(event)
+        started.set()
+        await release.wait()
+
+    mgr = ev.ControllerEventManager(handler)
+    mgr.start()
+    mgr.put(ev.TopicChange())
+    await asyncio.wait_for(started.wait(), 5)
+    reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    mgr.put(ev.ControlledShutdown(2, 7, reply))
+    stopping = asyncio.create_task(mgr.shutdown())
+    await asyncio.sleep(0)  # let shutdown drain the queue before the handler finishes
+    release.set()
+    await asyncio.wait_for(stopping, 5)
+    assert handled == [ev.TopicChange()]
+    assert reply.done() and reply.result() is None
