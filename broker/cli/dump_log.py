@@ -1,0 +1,284 @@
+"""``minikafka dump-log FILE...``: print segment files, like kafka-dump-log.sh.
+
+- ``.log``: one line per batch (base and last offset, record count, position, size,
+  CRC and whether it is valid, codec, timestamps, producer id, epoch and sequences);
+  with ``--print-data-log`` each batch's records follow, prefixed with ``|``. A file that
+  ends in a torn or corrupt batch says where the valid part ends.
+- ``.index`` / ``.timeindex``: their entries (offsets made absolute with the base offset
+  from the file name); with ``--verify-index-only`` nothing is printed but the entries
+  that disagree with the .log beside them.
+- ``.snapshot``: the producer state it holds.
+
+Exit status 1 when a file cannot be read or verification finds a mismatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import sys
+from collections.abc import Iterator
+from typing import TextIO
+
+from protocol.records.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    Compression,
+    InvalidBatch,
+    read_header,
+    validate,
+)
+
+_OFFSET_ENTRY = struct.Struct(">II")
+_TIME_ENTRY = struct.Struct(">qI")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help=".log, .index, .timeindex or .snapshot files"
+    )
+    parser.add_argument(
+        "--print-data-log", action="store_true", help="print the records of each batch"
+    )
+    parser.add_argument(
+        "--verify-index-only",
+        action="store_true",
+        help="check .index/.timeindex entries against their .log; print only mismatches",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    status = 0
+    for path in args.files:
+        status |= dump_file(path, sys.stdout, args.print_data_log, args.verify_index_only)
+    return status
+
+
+def dump_file(path: str, out: TextIO, print_data: bool = False, verify_only: bool = False) -> int:
+    """Print one file; returns 0, or 1 when it cannot be read or does not verify."""
+    print(f"Dumping {path}", file=out)
+    base = _base_offset(path)
+    try:
+        if path.endswith(".log"):
+            return _dump_log(path, out, print_data)
+        if path.endswith(".index") or path.endswith(".timeindex"):
+            if base is None:
+                print(f"{path}: the file name is not a 20-digit offset", file=out)
+                return 1
+            if verify_only:
+                return _verify_index(path, base, out)
+            return _dump_index(path, base, out)
+        if path.endswith(".snapshot"):
+            return _dump_snapshot(path, out)
+    except OSError as exc:
+        print(f"{path}: {exc}", file=out)
+        return 1
+    print(f"{path}: not a .log, .index, .timeindex or .snapshot file", file=out)
+    return 1
+
+
+def _base_offset(path: str) -> int | None:
+    stem = os.path.basename(path).split(".")[0]
+    return int(stem) if len(stem) == 20 and stem.isdigit() else None
+
+
+# -- .log ------------------------------------------------------------------------------------
+
+
+def _iter_batches(fd: int, size: int) -> Iterator[tuple[int, bytes | None, BatchHeader | str]]:
+    """(position, batch bytes, header) for each batch; (position, None, reason) for the
+    first thing that is not a valid batch, after which iteration stops."""
+    pos = 0
+    while pos < size:
+        head = os.pread(fd, HEADER_SIZE, pos)
+        if len(head) < HEADER_SIZE:
+            yield pos, None, f"{size - pos} trailing bytes are too few for a batch header"
+            return
+        length = int.from_bytes(head[8:12], "big", signed=True)
+        if length < HEADER_SIZE - LOG_OVERHEAD or pos + length + LOG_OVERHEAD > size:
+            yield pos, None, f"batch length {length} is impossible with {size - pos} bytes left"
+            return
+        data = os.pread(fd, length + LOG_OVERHEAD, pos)
+        yield pos, data, read_header(data)
+        pos += len(data)
+
+
+def _dump_log(path: str, out: TextIO, print_data: bool) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        base = _base_offset(path)
+        if base is not None:
+            print(f"Log starting offset: {base}", file=out)
+        for pos, data, header in _iter_batches(fd, size):
+            if data is None or isinstance(header, str):
+                print(f"Found {size - pos} invalid bytes at position {pos}: {header}", file=out)
+                return 1
+            valid, reason = True, ""
+            try:
+                validate(data)
+            except InvalidBatch as exc:
+                valid, reason = False, f" ({exc})"
+            print(_batch_line(header, pos, valid) + reason, file=out)
+            if print_data:
+                _print_records(data, header, out)
+    finally:
+        os.close(fd)
+    return 0
+
+
+def _batch_line(h: BatchHeader, pos: int, valid: bool) -> str:
+    try:
+        codec = Compression(h.compression).name.lower()
+    except ValueError:
+        codec = f"unknown({h.compression})"
+    ts_type = "LogAppendTime" if h.is_log_append_time else "CreateTime"
+    return (
+        f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.records_count} "
+        f"baseSequence: {h.base_sequence} lastSequence: {h.last_sequence} "
+        f"producerId: {h.producer_id} producerEpoch: {h.producer_epoch} "
+        f"partitionLeaderEpoch: {h.partition_leader_epoch} "
+        f"isTransactional: {str(h.is_transactional).lower()} "
+        f"isControl: {str(h.is_control).lower()} position: {pos} "
+        f"baseTimestamp: {h.base_timestamp} {ts_type}: {h.max_timestamp} size: {h.size} "
+        f"magic: {h.magic} compresscodec: {codec} crc: {h.crc} isvalid: {str(valid).lower()}"
+    )
+
+
+def _print_records(data: bytes, header: BatchHeader, out: TextIO) -> None:
+    from protocol.records.builder import read_batch
+
+    try:
+        _, records = read_batch(data, check_crc=False)
+    except InvalidBatch as exc:
+        print(f"| cannot read the records: {exc}", file=out)
+        return
+    seq = header.base_sequence
+    for record in records:
+        sequence = -1 if seq < 0 else (seq + record.offset_delta) % (1 << 31)
+        keys = [k for k, _ in record.headers]
+        line = (
+            f"| offset: {record.offset(header)} timestamp: {record.timestamp(header)} "
+            f"keySize: {_size(record.key)} valueSize: {_size(record.value)} "
+            f"sequence: {sequence} headerKeys: {keys}"
+        )
+        if record.key is not None:
+            line += f" key: {_text(record.key)}"
+        line += f" payload: {_text(record.value)}"
+        print(line, file=out)
+
+
+def _size(value: bytes | None) -> int:
+    return -1 if value is None else len(value)
+
+
+def _text(value: bytes | None) -> str:
+    return "null" if value is None else value.decode("utf-8", errors="backslashreplace")
+
+
+# -- indexes ---------------------------------------------------------------------------------
+
+
+def _read_entries(path: str) -> tuple[list[tuple[int, int]], int]:
+    """Entries of an index file and the count of trailing bytes that form no entry."""
+    entry = _TIME_ENTRY if path.endswith(".timeindex") else _OFFSET_ENTRY
+    with open(path, "rb") as f:
+        data = f.read()
+    whole = len(data) - len(data) % entry.size
+    return [(int(a), int(b)) for a, b in entry.iter_unpack(data[:whole])], len(data) - whole
+
+
+def _dump_index(path: str, base: int, out: TextIO) -> int:
+    entries, extra = _read_entries(path)
+    for a, b in entries:
+        if path.endswith(".timeindex"):
+            print(f"timestamp: {a} offset: {base + b}", file=out)
+        else:
+            print(f"offset: {base + a} position: {b}", file=out)
+    if extra:
+        print(f"{extra} trailing bytes form no entry", file=out)
+        return 1
+    return 0
+
+
+def _verify_index(path: str, base: int, out: TextIO) -> int:
+    """Each offset entry must point at a batch start whose last offset is the entry's
+    offset; each time entry's offset must be the last offset of a batch whose max
+    timestamp is the entry's timestamp; both must increase."""
+    log_path = path[: path.rindex(".")] + ".log"
+    entries, extra = _read_entries(path)
+    fd = os.open(log_path, os.O_RDONLY)
+    try:
+        batches = {
+            pos: h
+            for pos, data, h in _iter_batches(fd, os.fstat(fd).st_size)
+            if data is not None and isinstance(h, BatchHeader)
+        }
+    finally:
+        os.close(fd)
+    by_last = {h.last_offset: h for h in batches.values()}
+    problems = [f"{extra} trailing bytes form no entry"] if extra else []
+    prev: tuple[int, int] | None = None
+    for a, b in entries:
+        if path.endswith(".timeindex"):
+            ts, offset = a, base + b
+            h = by_last.get(offset)
+            if h is None:
+                problems.append(f"timestamp {ts}: no batch ends at offset {offset}")
+            elif h.max_timestamp != ts:
+                problems.append(
+                    f"offset {offset}: index timestamp {ts}, log max timestamp {h.max_timestamp}"
+                )
+            if prev is not None and (ts <= prev[0] or offset < prev[1]):
+                problems.append(f"entry ({ts}, {offset}) does not increase")
+            prev = (ts, offset)
+        else:
+            offset, pos = base + a, b
+            found = batches.get(pos)
+            if found is None:
+                problems.append(f"offset {offset}: no batch starts at position {pos}")
+            elif found.last_offset != offset:
+                problems.append(
+                    f"Index offset: {offset}, log offset: {found.last_offset} (position {pos})"
+                )
+            if prev is not None and (offset <= prev[0] or pos <= prev[1]):
+                problems.append(f"entry ({offset}, {pos}) does not increase")
+            prev = (offset, pos)
+    if problems:
+        print(f"Mismatches in {path}:", file=out)
+        for p in problems:
+            print(f"  {p}", file=out)
+        return 1
+    print(f"{len(entries)} entries agree with {log_path}", file=out)
+    return 0
+
+
+# -- producer snapshots ----------------------------------------------------------------------
+
+
+def _dump_snapshot(path: str, out: TextIO) -> int:
+    from storage.producer_state import decode_snapshot
+
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        producers = decode_snapshot(data)
+    except ValueError as exc:
+        print(f"{path}: {exc}", file=out)
+        return 1
+    for entry in producers.values():
+        print(
+            f"producerId: {entry.producer_id} producerEpoch: {entry.epoch} "
+            f"lastTimestamp: {entry.last_timestamp}",
+            file=out,
+        )
+        for b in entry.batches:
+            print(
+                f"| firstSequence: {b.first_seq} lastSequence: {b.last_seq} "
+                f"firstOffset: {b.first_offset} lastOffset: {b.last_offset} "
+                f"timestamp: {b.timestamp}",
+                file=out,
+            )
+    return 0

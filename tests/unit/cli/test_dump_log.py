@@ -1,0 +1,97 @@
+"""``minikafka dump-log``: batches, records, index entries, verification, snapshots."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from broker.cli.main import main
+from protocol.records import SimpleRecord, build_batch
+from storage.clock import MockClock
+from storage.config import LogConfig
+from storage.log import Log
+from storage.names import TopicPartition
+
+
+@pytest.fixture
+def log_dir(tmp_path: os.PathLike[str]) -> str:
+    """Two segments of 30 idempotent batches of two records each."""
+    path = str(tmp_path)
+    config = LogConfig(segment_bytes=2000, index_interval_bytes=200)
+    lg = Log.open(path, TopicPartition("t", 0), config, MockClock())
+    for i in range(30):
+        records = [
+            SimpleRecord(None, b"hello-%d" % i, timestamp=1_000 + 10 * i),
+            SimpleRecord(None, b"world", timestamp=1_001 + 10 * i),
+        ]
+        batch = build_batch(records, producer_id=4, producer_epoch=1, base_sequence=2 * i)
+        lg.append(batch, leader_epoch=2)
+    lg.close()
+    assert len([n for n in os.listdir(path) if n.endswith(".log")]) == 2
+    return path
+
+
+def f(path: str, base: int, suffix: str) -> str:
+    return os.path.join(path, f"{base:020d}{suffix}")
+
+
+def test_batches_of_a_segment(log_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dump-log", f(log_dir, 0, ".log")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    batches = [ln for ln in lines if ln.startswith("baseOffset:")]
+    assert batches[0].startswith("baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0")
+    assert "producerId: 4 producerEpoch: 1 partitionLeaderEpoch: 2" in batches[0]
+    assert "position: 0 " in batches[0] and "isvalid: true" in batches[0]
+    assert "compresscodec: none" in batches[0] and "CreateTime: 1001" in batches[0]
+    assert "baseOffset: 2 lastOffset: 3" in batches[1]
+    assert not any(ln.startswith("|") for ln in lines)
+
+
+def test_print_data_log_shows_records(log_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dump-log", "--print-data-log", f(log_dir, 0, ".log")]) == 0
+    out = capsys.readouterr().out
+    assert "| offset: 0 timestamp: 1000 keySize: -1 valueSize: 7 sequence: 0" in out
+    assert "| offset: 3 timestamp: 1011 keySize: -1 valueSize: 5 sequence: 3" in out
+    assert "payload: hello-0" in out and "| offset: 1 timestamp: 1001" in out
+
+
+def test_index_entries_and_verification(log_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    index = f(log_dir, 0, ".index")
+    assert main(["dump-log", index, f(log_dir, 0, ".timeindex")]) == 0
+    out = capsys.readouterr().out
+    assert "offset: " in out and "position: " in out and "timestamp: " in out
+    assert main(["dump-log", "--verify-index-only", index, f(log_dir, 0, ".timeindex")]) == 0
+    assert "Mismatches" not in capsys.readouterr().out
+    with open(index, "r+b") as fh:
+        fh.seek(4)
+        fh.write((7).to_bytes(4, "big"))  # the first entry now points at position 7
+    assert main(["dump-log", "--verify-index-only", index]) == 1
+    out = capsys.readouterr().out
+    assert "Mismatches in" in out and "no batch starts at position 7" in out
+
+
+def test_torn_tail_and_corrupt_batch_are_reported(
+    log_dir: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = f(log_dir, 0, ".log")
+    with open(path, "r+b") as fh:
+        fh.seek(30)
+        byte = fh.read(1)[0]
+        fh.seek(30)
+        fh.write(bytes([byte ^ 1]))
+    with open(path, "ab") as fh:
+        fh.write(b"\x00" * 20)
+    assert main(["dump-log", path]) == 1
+    out = capsys.readouterr().out
+    assert "isvalid: false (CRC mismatch" in out
+    assert "Found 20 invalid bytes at position" in out
+
+
+def test_snapshot_and_unknown_files(log_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = sorted(n for n in os.listdir(log_dir) if n.endswith(".snapshot"))[-1]
+    assert main(["dump-log", os.path.join(log_dir, snapshot)]) == 0
+    out = capsys.readouterr().out
+    assert "producerId: 4 producerEpoch: 1" in out and "| firstSequence: 58 lastSequence: 59" in out
+    assert main(["dump-log", os.path.join(log_dir, "leader-epoch-checkpoint")]) == 1
+    assert main(["dump-log", os.path.join(log_dir, "missing.log")]) == 1
