@@ -29,6 +29,21 @@ def _no_error_response(header: Any, error_code: int) -> None:
     return None
 
 
+def api_versions_error_response(header: Any, error_code: int) -> Any:
+    """The default error builder: answers ApiVersions (its error body needs nothing from
+    the request), and nothing else -- other APIs' error bodies echo the request's topics
+    and partitions, which KafkaApis' builder knows how to do."""
+    import protocol
+    from protocol.messages import ApiVersionsResponse
+
+    if header.api_key != protocol.ApiKey.API_VERSIONS:
+        return None
+    low, high = protocol.SUPPORTED_VERSIONS[protocol.ApiKey.API_VERSIONS]
+    if not low <= header.api_version <= high:
+        return protocol.api_versions_fallback_response(header)
+    return protocol.make_response(header, ApiVersionsResponse(error_code=error_code, api_keys=[]))
+
+
 def _api_name_fallback(api_key: int) -> str:
     return str(api_key)
 
@@ -37,8 +52,8 @@ def _api_name_fallback(api_key: int) -> str:
 class Codec:
     decode_request: Callable[[bytes | memoryview], Any]
     encode_response_parts: Callable[[Any], Sequence[object]]
-    #: builds the error response for a request whose body could not be used; the lead
-    #: plugs in KafkaApis' builder. Returning None closes the connection instead.
+    #: builds the error response for a request whose body could not be used (or whose
+    #: handler failed); KafkaApis plugs in its own. Returning None closes the connection.
     error_response: ErrorResponder = _no_error_response
     api_name: Callable[[int], str] = _api_name_fallback
 
@@ -58,7 +73,7 @@ class Codec:
         return Codec(
             decode_request=protocol.decode_request,
             encode_response_parts=protocol.encode_response_parts,
-            error_response=error_response or _no_error_response,
+            error_response=error_response or api_versions_error_response,
             api_name=api_name,
         )
 

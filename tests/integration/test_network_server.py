@@ -111,13 +111,6 @@ def answer(header: Any, error_code: int = 0) -> protocol.Response:
     return protocol.make_response(header, body)
 
 
-def error_responder(header: Any, error_code: int) -> Any:
-    """The stub's error builder: ApiVersions can be answered, anything else closes."""
-    if header.api_key == protocol.ApiKey.API_VERSIONS:
-        return answer(header, error_code)
-    return None
-
-
 def network_settings(**overrides: Any) -> NetworkSettings:
     processor = overrides.pop("processor", ProcessorSettings(max_frame_size=1 << 20))
     base: dict[str, Any] = {
@@ -138,7 +131,7 @@ async def serving(
     server = SocketServer(
         network_settings(**overrides),
         handler,
-        codec=Codec.default(error_response=error_responder),
+        codec=Codec.default(),
         clock=clock,
     )
     await server.start()
