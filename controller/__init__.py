@@ -1,1 +1,44 @@
-"""minikafka controller package."""
+"""minikafka controller package: ZooKeeper layer, controller election, state machines.
+
+Modules, by concept:
+
+- ``model``: value types (TopicPartition, LeaderAndIsr, BrokerInfo, TopicAssignment...).
+- ``states``: replica (7) and partition (4) states as transition tables; ``check_transition``.
+- ``election``: the four leader-election strategies, pure functions.
+- ``context``: ControllerContext, the controller's in-memory view (pure).
+- ``replica_state_machine`` / ``partition_state_machine``: drive the context through the
+  tables; persist decisions through ``store.PartitionStateStore``.
+- ``request_batch`` / ``requests``: collect and build LeaderAndIsr (v5), UpdateMetadata (v7)
+  and StopReplica (v3) bodies.
+- ``channel``: the ControllerChannelManager interface and a recording fake;
+  ``network.TcpChannelManager``: the real one (a queue, a connection, retries per broker).
+- ``events``: the controller's events and its single-consumer ControllerEventManager.
+- ``controller``: KafkaController, election and event handlers.
+- ``shutdown``: the broker side of controlled shutdown, and the response builder.
+- ``zk``: ``paths`` and ``codec`` (znode paths and JSON payloads), ``client.KafkaZkClient``
+  (blocking, kazoo), ``store.ZkPartitionStateStore`` (asyncio adapter).
+
+What the broker assembly calls::
+
+    zk = KafkaZkClient.connect(config.zookeeper_connect, session_timeout_s)  # blocking
+    zk.ensure_persistent_paths(); cluster_id = zk.get_or_create_cluster_id()
+    broker_id = configured_id if configured_id >= 0 else zk.generate_broker_id()
+    controller = KafkaController(
+        zk, BrokerInfo(broker_id, endpoints, rack), TcpChannelManager(broker_id,
+        ChannelConfig(listener_name=control_plane_listener)), clock,
+        ControllerConfig(unclean_leader_election_enable=...))
+    broker_epoch = await controller.start()   # registers /brokers/ids/<id>, joins election
+    ...
+    # ControlledShutdown (7) handler on the control plane:
+    result = await controller.controlled_shutdown(body.broker_id, body.broker_epoch)
+    response_body = controlled_shutdown_response(result)
+    # on SIGTERM, before closing listeners:
+    await request_controlled_shutdown(zk, broker_id, controller.broker_epoch)
+    await controller.shutdown(); zk.close()   # closing the session drops /brokers/ids/<id>
+
+Topic admin (CreateTopics/CreatePartitions handlers) writes through the same client:
+``zk.create_topic(TopicAssignment(...), config)``, ``zk.get_topic(name)``,
+``zk.set_topic_assignment(assignment, version)``; InitProducerId takes blocks with
+``zk.allocate_producer_id_block(broker_id)``. These are blocking: call them with
+``asyncio.to_thread``.
+"""

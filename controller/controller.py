@@ -32,13 +32,20 @@ from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
 from controller.election import ElectionStrategy
 from controller.errors import ControllerMovedError
-from controller.model import BrokerInfo, Clock, PartitionReplica, TopicPartition
+from controller.model import (
+    BrokerInfo,
+    Clock,
+    PartitionReplica,
+    TopicAssignment,
+    TopicPartition,
+)
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
 from controller.zk.client import KafkaZkClient
+from controller.zk.codec import ZkDataError
 from controller.zk.store import ZkPartitionStateStore
 
 log = logging.getLogger(__name__)
@@ -314,9 +321,9 @@ class KafkaController:
         ids = await self._zk(self.zk.get_broker_ids)
         self.ctx.add_live_brokers((await self._zk(self.zk.get_brokers, ids)).values())
         for topic in await self._zk(self.zk.get_topics):
-            found = await self._zk(self.zk.get_topic, topic, self._topic_watch(topic))
+            found = await self._read_topic(topic)
             if found is not None:
-                self.ctx.set_topic(found[0])
+                self.ctx.set_topic(found)
         states = await self._zk(self.zk.get_partition_states, self.ctx.all_partitions())
         for tp, st in states.items():
             self.ctx.put_leadership(tp, st)
@@ -396,19 +403,30 @@ class KafkaController:
             self._topic_watches.pop(gone, None)
         new_partitions: list[TopicPartition] = []
         for topic in sorted(topics - self.ctx.all_topics()):
-            found = await self._zk(self.zk.get_topic, topic, self._topic_watch(topic))
+            found = await self._read_topic(topic)
             if found is None:
                 continue
-            self.ctx.set_topic(found[0])
+            self.ctx.set_topic(found)
             new_partitions += self.ctx.partitions_for_topic(topic)
         if new_partitions:
             await self._on_new_partitions(new_partitions)
 
+    async def _read_topic(self, topic: str) -> TopicAssignment | None:
+        """Read a topic's assignment and (re)arm its watch; a corrupt znode is skipped."""
+        try:
+            found = await self._zk(self.zk.get_topic, topic, self._topic_watch(topic))
+        except ZkDataError as exc:
+            log.error("ignoring topic %s: %s", topic, exc)
+            return None
+        return None if found is None else found[0]
+
     async def _on_partition_modifications(self, topic: str) -> None:
-        found = await self._zk(self.zk.get_topic, topic, self._topic_watch(topic))
-        if found is None or topic not in self.ctx.assignments:
+        assignment = await self._read_topic(topic)
+        if assignment is None or topic not in self.ctx.assignments:
             return
-        assignment = found[0]
+        if assignment.topic_id != self.ctx.topic_ids.get(topic):
+            log.error("topic %s changed its id: ignored (ids are never reused)", topic)
+            return
         new = []
         for p, replicas in sorted(assignment.partitions.items()):
             if p not in self.ctx.assignments[topic]:

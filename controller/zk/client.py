@@ -210,7 +210,11 @@ class KafkaZkClient:
     def get_brokers(self, ids: Iterable[int]) -> dict[int, BrokerInfo]:
         out = {}
         for bid in ids:
-            info = self.get_broker(bid)
+            try:
+                info = self.get_broker(bid)
+            except codec.ZkDataError as exc:
+                log.error("ignoring broker %s: %s", bid, exc)  # as if it were not registered
+                continue
             if info is not None:
                 out[bid] = info
         return out
@@ -280,7 +284,10 @@ class KafkaZkClient:
                 data, stat = result.get()
             except NoNodeError:
                 continue
-            out[tp] = codec.decode_partition_state(tp, bytes(data), int(stat.version))
+            try:
+                out[tp] = codec.decode_partition_state(tp, bytes(data), int(stat.version))
+            except codec.ZkDataError as exc:
+                log.error("ignoring the state of %s: %s", tp, exc)
         return out
 
     def create_partition_states(

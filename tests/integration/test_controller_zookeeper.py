@@ -428,3 +428,28 @@ async def test_controlled_shutdown_request_over_tcp(
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_a_corrupt_topic_znode_is_skipped_not_fatal(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    admin = await side_client(zk_connect)
+    try:
+        with caplog.at_level(logging.ERROR, logger="controller.controller"):
+            await asyncio.to_thread(admin.kazoo.create, paths.topic("bad"), b"{not json")
+            good = TopicAssignment("good", codec.new_topic_id(), {0: (1,)})
+            await asyncio.to_thread(admin.create_topic, good, {})
+            tp = TopicPartition("good", 0)
+
+            async def online() -> bool:
+                return tp in await states(admin, tp)
+
+            await until_async(online, "the good topic online")
+        assert "ignoring topic bad" in caplog.text
+        assert "bad" not in a.controller.ctx.all_topics()
+    finally:
+        await asyncio.to_thread(admin.close)
