@@ -81,21 +81,27 @@ class RequestHandlerPool:
     async def _run(self) -> None:
         while True:
             request = await self._channel.receive()
-            request.dequeued_at = self._clock()
-            self._queue_time(request).observe(request.dequeued_at - request.received_at)
             try:
-                result = await self._handle(request)
-            except asyncio.CancelledError:
-                request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
-                raise
-            except Exception:  # loop boundary: one failing request must not stop the pool
-                log.exception("handler failed on %s", request)
-                request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
-                continue
-            if isinstance(result, asyncio.Future):
-                self._defer(request, result)
-            else:
-                request.responder.respond(request, result)
+                await self._serve(request)
+            except Exception:  # loop boundary: whatever one request does, the task lives on
+                log.exception("serving %s failed", request)
+
+    async def _serve(self, request: Request) -> None:
+        request.dequeued_at = self._clock()
+        self._queue_time(request).observe(request.dequeued_at - request.received_at)
+        try:
+            result = await self._handle(request)
+        except asyncio.CancelledError:
+            request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
+            raise
+        except Exception:  # one failing request is answered (or closed), not fatal
+            log.exception("handler failed on %s", request)
+            request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
+            return
+        if isinstance(result, asyncio.Future):
+            self._defer(request, result)
+        else:
+            request.responder.respond(request, result)
 
     def _queue_time(self, request: Request) -> Any:
         child = self._queue_time_by_api.get(request.api_key)

@@ -155,6 +155,11 @@ class Processor:
             self._metrics.malformed_requests.labels(listener=self.listener).inc()
             self._answer_malformed(conn, exc)
             return
+        except Exception as exc:  # a codec bug: the contract is ProtocolError only
+            log.exception("decoding a request from %s failed unexpectedly", conn.id)
+            self._metrics.malformed_requests.labels(listener=self.listener).inc()
+            self._close(conn, "malformed", exc)
+            return
         request = Request(
             header=decoded.header,
             body=decoded.body,

@@ -366,6 +366,43 @@ def test_garbage_frame_closes_only_its_connection(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", LOOPS)
+def test_codec_bugs_cost_only_their_connection(kind: str) -> None:
+    def buggy_decode(frame: bytes | memoryview) -> Any:
+        if bytes(frame).endswith(b"crash-decoder\x021\x00"):
+            raise ValueError("a bug, not a ProtocolError")
+        return protocol.decode_request(frame)
+
+    class Unencodable:
+        pass
+
+    async def handler(request: Request) -> Any:
+        if request.body.client_software_name == "unencodable":
+            return Unencodable()
+        return answer(request.header)
+
+    async def test() -> None:
+        codec = Codec(buggy_decode, protocol.encode_response_parts)
+        server = SocketServer(network_settings(num_io_threads=1), handler, codec=codec)
+        await server.start()
+        try:
+            port = server.bound_port("PLAINTEXT")
+            bystander = await Client.connect(port)
+            first = await Client.connect(port)
+            first.request("crash-decoder")
+            assert await first.closed_by_server()
+            second = await Client.connect(port)
+            second.request("unencodable")
+            assert await second.closed_by_server()
+            cid = bystander.request("")  # the single handler task is still alive
+            assert (await bystander.response()).header.correlation_id == cid
+            bystander.close()
+        finally:
+            await server.stop(timeout_s=5)
+
+    in_loop(kind, test)
+
+
+@pytest.mark.parametrize("kind", LOOPS)
 def test_malformed_body_with_readable_header_is_answered(kind: str) -> None:
     async def test() -> None:
         async with serving(Stub()) as server:
