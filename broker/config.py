@@ -117,7 +117,11 @@ def _unescape(raw: str, line: str) -> str:
             continue
         out.append(_ESCAPES.get(nxt, nxt))
         i += 2
-    return "".join(out)
+    text = "".join(out)
+    if any("\ud800" <= ch <= "\udfff" for ch in text):
+        # \uXXXX escapes are UTF-16 units: join surrogate pairs into their characters
+        text = text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
+    return text
 
 
 def _split_key_value(line: str) -> tuple[str, str]:
@@ -149,6 +153,32 @@ def parse_properties(text: str) -> dict[str, str]:
         key, value = _split_key_value(line)
         props[key] = value
     return props
+
+
+def _escape(text: str, is_key: bool) -> str:
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in "\t\n\r\f":
+            out.append("\\" + {"\t": "t", "\n": "n", "\r": "r", "\f": "f"}[ch])
+        elif ch in "=:#!" or (ch == " " and (is_key or i == 0)):
+            out.append("\\" + ch)
+        elif not " " <= ch <= "~":
+            out.extend(f"\\u{unit:04x}" for unit in _utf16_units(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _utf16_units(ch: str) -> list[int]:
+    data = ch.encode("utf-16-be")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
+def format_properties(props: Mapping[str, str]) -> str:
+    """Java ``.properties`` text that ``parse_properties`` (and Java) reads back as ``props``."""
+    return "".join(f"{_escape(k, True)}={_escape(v, False)}\n" for k, v in props.items())
 
 
 def read_properties(path: str | Path) -> dict[str, str]:

@@ -30,12 +30,13 @@ from protocol.framing import FrameDecoder
 log = logging.getLogger(__name__)
 
 
-class ConnState(enum.Enum):
-    READING = "reading"  # reader registered; no request of this connection in the broker
-    BLOCKED = "blocked"  # a parsed request waits for room in the request channel
-    IN_FLIGHT = "in_flight"  # the request is queued or being handled
-    SENDING = "sending"  # the response is being written
-    CLOSED = "closed"
+class ConnState(enum.IntEnum):
+    # an IntEnum hashes in C: the table below is consulted on every state change
+    READING = 1  # no request of this connection in the broker; reads when nothing pending
+    BLOCKED = 2  # a parsed request waits for room in the request channel
+    IN_FLIGHT = 3  # the request is queued or being handled
+    SENDING = 4  # the response is being written
+    CLOSED = 5
 
 
 #: state -> states it may move to; anything else is a bug, refused and logged

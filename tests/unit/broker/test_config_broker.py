@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.config import (
     BrokerConfig,
@@ -13,6 +15,7 @@ from broker.config import (
     EndPoint,
     describe_topic_config,
     env_key,
+    format_properties,
     parse_overrides,
     parse_properties,
     properties_from_env,
@@ -359,3 +362,16 @@ def test_describe_topic_layers_override_static_and_default() -> None:
     assert (retention.value, retention.source) == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
     assert entries["cleanup.policy"].source is ConfigSource.DEFAULT_CONFIG
     assert not segment.read_only
+
+
+# --- round trip ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), st.text(max_size=20), max_size=6))
+def test_format_then_parse_round_trips(props: dict[str, str]) -> None:
+    assert parse_properties(format_properties(props)) == props
+
+
+def test_unicode_escapes_combine_surrogate_pairs() -> None:
+    assert parse_properties("k=\\ud83d\\ude00 \\u00e9") == {"k": "\U0001f600 \u00e9"}
