@@ -148,6 +148,16 @@ def iter_error_codes(body: object, depth: int = 0) -> Iterator[int]:
                 yield from iter_error_codes(item, depth + 1)
 
 
+def is_stale_broker_epoch(ctx: BrokerContext, broker_epoch: int) -> bool:
+    """A controller request addressed to an earlier registration of this broker (Kafka's
+    isBrokerEpochStale): -1 means the version carries no epoch and is never stale. The
+    current epoch is the controller's, which re-registers after a lost session."""
+    current = getattr(ctx.controller, "broker_epoch", None)
+    if not isinstance(current, int) or current < 0:
+        current = ctx.broker_epoch
+    return broker_epoch != -1 and broker_epoch < current
+
+
 def _error_name(code: int) -> str:
     try:
         return ErrorCode(code).name

@@ -1,0 +1,1 @@
+"""Topic administration: replica assignment (pure) and topic writes to ZooKeeper."""

@@ -1,0 +1,28 @@
+"""ControlledShutdown (7), v0-3: a broker asks the controller to move its leaderships.
+
+Served by the active controller only (NOT_CONTROLLER elsewhere; the stopping broker then
+asks again, wherever /controller points). The work -- electing new leaders for the
+partitions the broker leads and taking it out of ISRs -- is the controller's
+(``KafkaController.controlled_shutdown``); the answer lists the partitions it still leads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from controller.shutdown import controlled_shutdown_response
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import ControlledShutdownResponse
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response:
+    body = request.body
+    controller = ctx.controller
+    if controller is None or not controller.is_active:
+        return make_response(
+            request.header, ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        )
+    broker_epoch = getattr(body, "broker_epoch", -1)
+    result = await controller.controlled_shutdown(body.broker_id, broker_epoch)
+    return make_response(request.header, controlled_shutdown_response(result))

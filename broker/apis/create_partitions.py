@@ -1,0 +1,102 @@
+"""CreatePartitions (37), v0-3: grow a topic's partition count.
+
+Like CreateTopics, only the active controller serves it (NOT_CONTROLLER elsewhere). Each
+topic's new partitions get replicas continuing Kafka's assignment pattern (or the
+request's explicit assignments, which must name live brokers); the topic znode is
+rewritten conditionally on its version and the controller's watch on it creates the new
+partitions' states. With a positive ``timeout_ms`` the response waits, as CreateTopics'
+does, until this broker's cache has leaders for the new partitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Collection
+from typing import Any
+
+from broker.admin.topics import AdminError, add_partitions, plan_partitions, read_topic
+from broker.context import BrokerContext
+from broker.delayed.create_topics import DelayedCreateTopics, topic_key
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import CreatePartitionsResponse
+
+log = logging.getLogger(__name__)
+
+Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[Response]:
+    body = request.body
+    header = request.header
+    names = [t.name for t in body.topics]
+    results: dict[str, Any] = {}
+
+    def respond() -> Response:
+        ordered = [results[n] for n in dict.fromkeys(names)]
+        return make_response(header, CreatePartitionsResponse(throttle_time_ms=0, results=ordered))
+
+    if ctx.controller is None or not ctx.controller.is_active:
+        for name in names:
+            results[name] = Result(name=name, error_code=ErrorCode.NOT_CONTROLLER)
+        return respond()
+    duplicates = {n for n in names if names.count(n) > 1}
+    for name in duplicates:
+        results[name] = Result(
+            name=name,
+            error_code=ErrorCode.INVALID_REQUEST,
+            error_message="Duplicate topic in request.",
+        )
+    live = ctx.metadata_cache.alive_broker_ids()
+    added: dict[str, Collection[int]] = {}
+    for topic in body.topics:
+        if topic.name in results:
+            continue
+        try:
+            current, version = await read_topic(ctx.zk, topic.name)
+            assignments = topic.assignments
+            manual = None if assignments is None else [a.broker_ids for a in assignments]
+            new = plan_partitions(
+                current, topic.count, manual, live_brokers=live, rng=random.Random()
+            )
+            if not body.validate_only:
+                await add_partitions(ctx.zk, current, version, new)
+                added[topic.name] = sorted(new)
+                log.info("topic %s: added partitions %s", topic.name, new)
+        except AdminError as exc:
+            results[topic.name] = Result(
+                name=topic.name, error_code=exc.error_code, error_message=exc.message
+            )
+            continue
+        except Exception as exc:  # ZooKeeper trouble costs this topic only
+            log.warning("CreatePartitions on %s failed: %s", topic.name, exc)
+            results[topic.name] = Result(
+                name=topic.name, error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(exc)
+            )
+            continue
+        results[topic.name] = Result(name=topic.name, error_code=ErrorCode.NONE)
+
+    if not added or body.validate_only:
+        return respond()
+    if body.timeout_ms <= 0:
+        for name in added:
+            _timed_out(results[name])
+        return respond()
+    future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+    def on_done(not_ready: set[str]) -> None:
+        for name in not_ready:
+            _timed_out(results[name])
+        future.set_result(respond())
+
+    operation = DelayedCreateTopics(body.timeout_ms, added, ctx.metadata_cache.has_leaders, on_done)
+    ctx.create_topics_purgatory.try_complete_else_watch(
+        operation, [topic_key(name) for name in added]
+    )
+    return future
+
+
+def _timed_out(result: Any) -> None:
+    result.error_code = ErrorCode.REQUEST_TIMED_OUT
+    result.error_message = "Timed out waiting for the new partitions to have leaders."

@@ -1,0 +1,214 @@
+"""CreateTopics (19), v2-7: validate, assign replicas, write to ZooKeeper, wait for leaders.
+
+Kafka's ZooKeeper-mode flow (seed 002):
+
+1. Only the active controller creates topics; other brokers answer NOT_CONTROLLER and the
+   admin client retries against the controller its Metadata names.
+2. Each topic is validated and given a replica assignment over the live brokers
+   (broker.admin); names repeated within one request get INVALID_REQUEST.
+3. ``validate_only``: answer now with what would be created, writing nothing.
+4. Otherwise write each topic (config and assignment, one multi-op, a new topic id).
+5. If ``timeout_ms`` <= 0 the written topics are answered REQUEST_TIMED_OUT at once
+   (created, but not waited for). Else the response waits in a DelayedCreateTopics until
+   this broker's cache has leaders for every new partition, then until every other live
+   broker's cache has them (broker.admin.peer_metadata), within the same timeout; a topic
+   still not ready gets REQUEST_TIMED_OUT.
+
+v5+ answers carry the partition count, replication factor and configuration; v7 the
+topic id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Collection
+from typing import Any
+
+from broker.admin.peer_metadata import wait_for_peers
+from broker.admin.topics import AdminError, TopicPlan, create_topic, existing_topics, plan_topic
+from broker.config import describe_topic_config
+from broker.context import BrokerContext
+from broker.delayed.create_topics import DelayedCreateTopics, topic_key
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import CreateTopicsResponse
+
+log = logging.getLogger(__name__)
+
+Result = CreateTopicsResponse.CreatableTopicResult
+ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
+
+#: peer probes in flight (kept referenced until done)
+_tasks: set[asyncio.Task[None]] = set()
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[Response]:
+    body = request.body
+    header = request.header
+    names = [t.name for t in body.topics]
+    results: dict[str, Any] = {}
+
+    def respond() -> Response:
+        ordered = [results[n] for n in dict.fromkeys(names)]
+        return make_response(header, CreateTopicsResponse(throttle_time_ms=0, topics=ordered))
+
+    if ctx.controller is None or not ctx.controller.is_active:
+        for name in names:
+            results[name] = _error(name, ErrorCode.NOT_CONTROLLER, "This is not the controller.")
+        return respond()
+
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    for name in duplicates:
+        results[name] = _error(
+            name,
+            ErrorCode.INVALID_REQUEST,
+            f"Create topics request from client `{header.client_id}` contains multiple "
+            f"entries for the following topics: {', '.join(duplicates)}",
+        )
+
+    plans: dict[str, TopicPlan] = {}
+    try:
+        existing = set(await existing_topics(ctx.zk))
+    except Exception as exc:  # ZooKeeper unreachable: every topic fails, the broker carries on
+        log.warning("CreateTopics: listing topics failed: %s", exc)
+        for name in names:
+            results.setdefault(name, _error(name, ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)))
+        return respond()
+    live = ctx.metadata_cache.alive_broker_ids()
+    for topic in body.topics:
+        if topic.name in results:
+            continue
+        try:
+            plan = plan_topic(
+                topic.name,
+                topic.num_partitions,
+                topic.replication_factor,
+                {a.partition_index: list(a.broker_ids) for a in topic.assignments},
+                {c.name: c.value for c in topic.configs},
+                live_brokers=live,
+                existing_topics=existing,
+                default_partitions=ctx.config.get_int("num.partitions"),
+                default_replication_factor=ctx.config.get_int("default.replication.factor"),
+                rng=random.Random(),
+            )
+        except AdminError as exc:
+            results[topic.name] = _error(topic.name, exc.error_code, exc.message)
+            continue
+        plans[topic.name] = plan
+        existing.add(topic.name)
+
+    if body.validate_only:
+        for name, plan in plans.items():
+            results[name] = _success(ctx, plan)
+        return respond()
+
+    for name, plan in plans.items():
+        try:
+            await create_topic(ctx.zk, plan)
+        except AdminError as exc:
+            results[name] = _error(name, exc.error_code, exc.message)
+            continue
+        except Exception as exc:  # a failed write costs this topic only
+            log.warning("CreateTopics: writing %s failed: %s", name, exc)
+            results[name] = _error(name, ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
+            continue
+        results[name] = _success(ctx, plan)
+        log.info(
+            "created topic %s (id %s) with assignment %s", name, plan.topic_id, plan.assignment
+        )
+    created: dict[str, Collection[int]] = {
+        n: range(p.num_partitions) for n, p in plans.items() if results[n].error_code == 0
+    }
+    if not created:
+        return respond()
+    if body.timeout_ms <= 0:
+        for name in created:
+            _timed_out(results[name])
+        return respond()
+    return _wait_for_leaders(ctx, request, created, body.timeout_ms, results, respond)
+
+
+def _wait_for_leaders(
+    ctx: BrokerContext,
+    request: Any,
+    created: dict[str, Collection[int]],
+    timeout_ms: int,
+    results: dict[str, Any],
+    respond: Any,
+) -> asyncio.Future[Response]:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Response] = loop.create_future()
+    deadline = ctx.clock.monotonic_ms() + timeout_ms
+    cache = ctx.metadata_cache
+
+    async def confirm_with_peers(ready: dict[str, Collection[int]]) -> None:
+        listener = str(getattr(request, "listener", "") or "PLAINTEXT")
+        peers = {
+            b.id: ep
+            for b in cache.alive_brokers()
+            if b.id != ctx.broker_id and (ep := b.endpoint(listener)) is not None
+        }
+        try:
+            if ready and peers:
+                missing = await wait_for_peers(
+                    peers, ready, ctx.clock, deadline, client_id=f"broker-{ctx.broker_id}"
+                )
+                if missing:
+                    log.warning("brokers %s did not learn of %s in time", sorted(missing), ready)
+                    for name in ready:
+                        _timed_out(results[name])
+        finally:
+            if not future.done():
+                future.set_result(respond())
+
+    def on_done(not_ready: set[str]) -> None:
+        for name in not_ready:
+            _timed_out(results[name])
+        ready = {n: ps for n, ps in created.items() if n not in not_ready}
+        task = loop.create_task(confirm_with_peers(ready), name="create-topics-peers")
+        _tasks.add(task)
+        task.add_done_callback(_tasks.discard)
+
+    operation = DelayedCreateTopics(timeout_ms, created, cache.has_leaders, on_done)
+    ctx.create_topics_purgatory.try_complete_else_watch(
+        operation, [topic_key(name) for name in created]
+    )
+    return future
+
+
+def _error(name: str, code: int, message: str | None) -> Any:
+    return Result(
+        name=name,
+        error_code=code,
+        error_message=message,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=None,
+    )
+
+
+def _timed_out(result: Any) -> None:
+    result.error_code = ErrorCode.REQUEST_TIMED_OUT
+    result.error_message = "Timed out waiting for the topic's partitions to have leaders."
+
+
+def _success(ctx: BrokerContext, plan: TopicPlan) -> Any:
+    return Result(
+        name=plan.name,
+        topic_id=plan.topic_id,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        num_partitions=plan.num_partitions,
+        replication_factor=plan.replication_factor,
+        configs=[
+            ConfigResult(
+                name=e.name,
+                value=e.value,
+                read_only=e.read_only,
+                config_source=int(e.source),
+                is_sensitive=e.is_sensitive,
+            )
+            for e in describe_topic_config(ctx.config, plan.configs)
+        ],
+    )

@@ -1,0 +1,56 @@
+"""DescribeCluster (60), v0-1: cluster id, controller and live brokers, from the cache.
+
+Admin clients (Kafka's AdminClient.describeCluster) use it instead of Metadata when the
+broker offers it. v1's ``endpoint_type`` asks for brokers (1) or KRaft controllers (2); a
+ZooKeeper-mode broker serves only brokers (UNSUPPORTED_ENDPOINT_TYPE otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import DescribeClusterResponse
+
+ENDPOINT_TYPE_BROKER = 1
+UNSUPPORTED_ENDPOINT_TYPE = 114
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response:
+    body = request.body
+    endpoint_type = getattr(body, "endpoint_type", ENDPOINT_TYPE_BROKER)
+    if endpoint_type != ENDPOINT_TYPE_BROKER:
+        response = DescribeClusterResponse(
+            error_code=UNSUPPORTED_ENDPOINT_TYPE,
+            error_message="The broker only handles broker endpoints (endpoint type 1).",
+            endpoint_type=endpoint_type,
+            cluster_id=ctx.cluster_id,
+        )
+        return make_response(request.header, response)
+    cache = ctx.metadata_cache
+    listener = str(getattr(request, "listener", "") or "PLAINTEXT").upper()
+    brokers = []
+    for broker in cache.alive_brokers():
+        endpoint = broker.endpoint(listener)
+        if endpoint is not None:
+            brokers.append(
+                DescribeClusterResponse.DescribeClusterBroker(
+                    broker_id=broker.id, host=endpoint[0], port=endpoint[1], rack=broker.rack
+                )
+            )
+    controller_id = cache.controller_id
+    response = DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        endpoint_type=ENDPOINT_TYPE_BROKER,
+        cluster_id=ctx.cluster_id,
+        controller_id=-1 if controller_id is None else controller_id,
+        brokers=brokers,
+        cluster_authorized_operations=(
+            0 if body.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
+        ),
+    )
+    return make_response(request.header, response)

@@ -1,0 +1,101 @@
+"""LeaderAndIsr (4), v0-5: the controller makes this broker leader or follower.
+
+Thin: the ReplicaManager applies each partition state (and fences stale controller and
+leader epochs, per partition); this handler checks the broker epoch, flattens the
+request's versions into partition states that carry their topic name, and shapes the
+answer (v5+ groups errors by topic id, earlier versions list them flat by name).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+from broker.apis import is_stale_broker_epoch
+from broker.context import BrokerContext
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import LeaderAndIsrResponse
+
+log = logging.getLogger(__name__)
+
+
+def partition_states(body: Any) -> tuple[list[Any], dict[str, uuid.UUID]]:
+    """Every partition state with ``topic_name`` filled in, and the topic ids (v5+)."""
+    states = list(getattr(body, "ungrouped_partition_states", None) or [])
+    topic_ids: dict[str, uuid.UUID] = {}
+    for topic in getattr(body, "topic_states", None) or []:
+        topic_id = getattr(topic, "topic_id", None)
+        if topic_id is not None and topic_id.int != 0:
+            topic_ids[topic.topic_name] = topic_id
+        for state in topic.partition_states:
+            state.topic_name = topic.topic_name
+            states.append(state)
+    return states, topic_ids
+
+
+async def load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
+    """Read /config/topics/<t> of topics new to this broker before their logs are made,
+    so a log starts with its topic's overrides (segment.bytes, retention.ms, ...)."""
+    known: dict[str, dict[str, str]] = ctx.extras.setdefault("topic_configs", {})
+    if ctx.zk is None:
+        return
+    for topic in sorted(topics - known.keys()):
+        try:
+            overrides = await asyncio.to_thread(ctx.zk.get_topic_config, topic)
+        except Exception as exc:  # the broker defaults apply until the next LeaderAndIsr
+            log.warning("reading the config of topic %s failed: %s", topic, exc)
+            continue
+        known[topic] = overrides
+        if overrides and ctx.log_manager is not None:
+            ctx.log_manager.update_topic_config(topic, overrides)
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response:
+    body = request.body
+    version = request.api_version
+    states, topic_ids = partition_states(body)
+    if is_stale_broker_epoch(ctx, body.broker_epoch):
+        log.info("LeaderAndIsr for broker epoch %s, ours %s", body.broker_epoch, ctx.broker_epoch)
+        return make_response(
+            request.header, LeaderAndIsrResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+        )
+    rm = ctx.replica_manager
+    if rm.is_stale_controller_epoch(body.controller_epoch):
+        log.warning(
+            "LeaderAndIsr from controller %s with stale epoch %s (seen %s)",
+            body.controller_id,
+            body.controller_epoch,
+            rm.controller_epoch,
+        )
+        return make_response(
+            request.header, LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+        )
+    await load_topic_configs(ctx, {s.topic_name for s in states})
+    errors = rm.become_leader_or_follower(
+        body.controller_id, body.controller_epoch, states, topic_ids, body.live_leaders
+    )
+    response = LeaderAndIsrResponse(error_code=ErrorCode.NONE)
+    if version >= 5:
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), code in sorted(errors.items()):
+            by_topic.setdefault(topic, []).append(
+                LeaderAndIsrResponse.LeaderAndIsrPartitionError(
+                    partition_index=partition, error_code=code
+                )
+            )
+        response.topics = [
+            LeaderAndIsrResponse.LeaderAndIsrTopicError(
+                topic_id=topic_ids.get(topic, uuid.UUID(int=0)), partition_errors=parts
+            )
+            for topic, parts in by_topic.items()
+        ]
+    else:
+        response.partition_errors = [
+            LeaderAndIsrResponse.LeaderAndIsrPartitionError(
+                topic_name=topic, partition_index=partition, error_code=code
+            )
+            for (topic, partition), code in sorted(errors.items())
+        ]
+    return make_response(request.header, response)

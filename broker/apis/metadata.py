@@ -1,0 +1,184 @@
+"""Metadata (3), v1-12: brokers, controller, topics and partition leaders from the cache.
+
+The answer comes from this broker's MetadataCache, for the listener the request came in
+on (each broker is listed with its endpoint on that listener). Rules clients rely on:
+
+- ``topics`` null (v1+) means every topic; an empty list means none.
+- A topic the cache does not know is created when ``auto.create.topics.enable`` and the
+  request allows it (v4+ ``allow_auto_topic_creation``): the answer is then
+  LEADER_NOT_AVAILABLE and the client asks again once the controller has elected leaders.
+  Otherwise UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID when asked by id, v10+).
+- A partition whose leader is not live has leader -1 and LEADER_NOT_AVAILABLE.
+- v10+ carry topic ids, never zero for a topic that exists.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from typing import Any
+
+from broker.admin.topics import (
+    NO_NUM_PARTITIONS,
+    NO_REPLICATION_FACTOR,
+    AdminError,
+    create_topic,
+    existing_topics,
+    plan_topic,
+)
+from broker.context import BrokerContext
+from broker.metadata_cache import ZERO_UUID, MetadataCache
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import MetadataResponse
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: "not requested" for the authorized-operations fields (Kafka's Integer.MIN_VALUE)
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+#: with no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER,
+#: DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation codes 3-8, 10, 11)
+ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+
+Topic = MetadataResponse.MetadataResponseTopic
+Partition = MetadataResponse.MetadataResponsePartition
+Broker = MetadataResponse.MetadataResponseBroker
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response:
+    body = request.body
+    version = request.api_version
+    cache = ctx.metadata_cache
+    listener = str(getattr(request, "listener", "") or "PLAINTEXT").upper()
+    ops = (
+        ALL_TOPIC_OPERATIONS
+        if getattr(body, "include_topic_authorized_operations", False)
+        else AUTHORIZED_OPERATIONS_OMITTED
+    )
+
+    topics: list[Any] = []
+    if body.topics is None:
+        topics = [topic_metadata(cache, name, listener, ops) for name in cache.topic_names()]
+    else:
+        unknown: list[str] = []
+        for requested in body.topics:
+            name = requested.name
+            if name is None:  # v10+: asked by topic id
+                topic_id = requested.topic_id
+                name = cache.topic_name(topic_id) if topic_id != ZERO_UUID else None
+                if name is None:
+                    topics.append(
+                        Topic(
+                            error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                            name=None,
+                            topic_id=topic_id,
+                            topic_authorized_operations=ops,
+                        )
+                    )
+                    continue
+            if cache.contains_topic(name):
+                topics.append(topic_metadata(cache, name, listener, ops))
+            else:
+                unknown.append(name)
+        if unknown:
+            allow = getattr(body, "allow_auto_topic_creation", True)
+            if allow and ctx.config.get_bool("auto.create.topics.enable"):
+                topics.extend(await auto_create(ctx, unknown, ops))
+            else:
+                topics.extend(
+                    Topic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        name=name,
+                        topic_authorized_operations=ops,
+                    )
+                    for name in unknown
+                )
+
+    brokers = []
+    for broker in cache.alive_brokers():
+        endpoint = broker.endpoint(listener)
+        if endpoint is not None:
+            brokers.append(
+                Broker(node_id=broker.id, host=endpoint[0], port=endpoint[1], rack=broker.rack)
+            )
+    controller_id = cache.controller_id
+    response = MetadataResponse(
+        throttle_time_ms=0,
+        brokers=brokers,
+        cluster_id=ctx.cluster_id,
+        controller_id=-1 if controller_id is None else controller_id,
+        topics=topics,
+    )
+    if version <= 10 and getattr(body, "include_cluster_authorized_operations", False):
+        response.cluster_authorized_operations = 0  # no cluster operations are offered
+    return make_response(request.header, response)
+
+
+def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int) -> Any:
+    partitions = []
+    for index, info in sorted((cache.partitions(name) or {}).items()):
+        leader_ok = info.leader >= 0 and cache.alive_endpoint(info.leader, listener) is not None
+        partitions.append(
+            Partition(
+                error_code=ErrorCode.NONE if leader_ok else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=index,
+                leader_id=info.leader if leader_ok else -1,
+                leader_epoch=info.leader_epoch,
+                replica_nodes=list(info.replicas),
+                isr_nodes=list(info.isr),
+                offline_replicas=list(info.offline_replicas),
+            )
+        )
+    return Topic(
+        error_code=ErrorCode.NONE,
+        name=name,
+        topic_id=cache.topic_id(name),
+        is_internal=name in INTERNAL_TOPICS,
+        partitions=partitions,
+        topic_authorized_operations=ops,
+    )
+
+
+async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[Any]:
+    """Create each unknown topic with the broker defaults (Kafka's auto.create.topics)."""
+    results = []
+    try:
+        existing = set(await existing_topics(ctx.zk))
+    except Exception as exc:  # ZooKeeper trouble must not fail the whole Metadata request
+        log.warning("auto-create: listing topics failed: %s", exc)
+        existing = None
+    for name in names:
+        error = ErrorCode.LEADER_NOT_AVAILABLE
+        if existing is not None and name not in existing:
+            try:
+                plan = plan_topic(
+                    name,
+                    NO_NUM_PARTITIONS,
+                    NO_REPLICATION_FACTOR,
+                    {},
+                    {},
+                    live_brokers=ctx.metadata_cache.alive_broker_ids(),
+                    existing_topics=existing,
+                    default_partitions=ctx.config.get_int("num.partitions"),
+                    default_replication_factor=ctx.config.get_int("default.replication.factor"),
+                    rng=random.Random(),
+                )
+                await create_topic(ctx.zk, plan)
+                existing.add(name)
+                log.info("auto-created topic %s with %d partitions", name, plan.num_partitions)
+            except AdminError as exc:
+                if exc.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                    error = ErrorCode(exc.error_code)
+            except Exception as exc:  # a failed write leaves the client to retry
+                log.warning("auto-creating topic %s failed: %s", name, exc)
+        results.append(
+            Topic(
+                error_code=error,
+                name=name,
+                topic_id=uuid.UUID(int=0),
+                is_internal=name in INTERNAL_TOPICS,
+                topic_authorized_operations=ops,
+            )
+        )
+    return results

@@ -1,0 +1,47 @@
+"""UpdateMetadata (6), v0-7: the controller's view of brokers and leaders, for the cache.
+
+After fencing (broker epoch, controller epoch as the ReplicaManager last accepted it),
+the MetadataCache applies the body; then the create-topics purgatory is poked for each
+topic the update mentioned, since a DelayedCreateTopics may now see all its leaders.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.apis import is_stale_broker_epoch
+from broker.context import BrokerContext
+from broker.delayed.create_topics import topic_key
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import UpdateMetadataResponse
+
+log = logging.getLogger(__name__)
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response:
+    body = request.body
+    if is_stale_broker_epoch(ctx, body.broker_epoch):
+        log.info("UpdateMetadata: broker epoch %s, ours %s", body.broker_epoch, ctx.broker_epoch)
+        return make_response(
+            request.header, UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+        )
+    rm = ctx.replica_manager
+    if rm is not None and rm.is_stale_controller_epoch(body.controller_epoch):
+        log.warning(
+            "UpdateMetadata from controller %s with stale epoch %s (seen %s)",
+            body.controller_id,
+            body.controller_epoch,
+            rm.controller_epoch,
+        )
+        return make_response(
+            request.header, UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+        )
+    touched, deleted = ctx.metadata_cache.update_metadata(body)
+    if deleted:
+        log.info("metadata: %d partitions deleted", len(deleted))
+    purgatory = ctx.create_topics_purgatory
+    if purgatory is not None:
+        for topic in touched:
+            purgatory.check_and_complete(topic_key(topic))
+    return make_response(request.header, UpdateMetadataResponse(error_code=ErrorCode.NONE))

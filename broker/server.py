@@ -1,0 +1,339 @@
+"""BrokerServer: one broker's startup and shutdown, in Kafka's order.
+
+Startup (seed 004, KafkaServer.startup):
+
+1. configuration (already parsed and validated by the caller);
+2. meta.properties of every log directory, then the LogManager loads every log,
+   recovering the ones without a clean-shutdown marker (blocking; on a worker thread);
+3. ZooKeeper: connect, retrying with a clear message while it is unreachable; Kafka's
+   top-level paths; the cluster id (/cluster/id), checked against meta.properties; the
+   broker id (configured, from meta.properties, or generated from /brokers/seqid),
+   then meta.properties written where missing;
+4. the Scheduler (LogManager's housekeeping), the purgatories and the ReplicaManager;
+5. the SocketServer: data-plane listeners and the control-plane listener;
+6. the controller: it registers /brokers/ids/<id> (ephemeral) and joins the election;
+7. the metrics HTTP endpoint and the event-loop lag probe.
+
+Shutdown (SIGTERM; KafkaServer.shutdown): controlled shutdown (ask the controller to move
+our leaderships away) when enabled, stop the listeners and let in-flight requests finish,
+stop the controller (resigning if active), the ReplicaManager, purgatories and
+scheduler, then flush every log and write the checkpoints and the clean-shutdown marker,
+remove the registration and close the ZooKeeper session. Each step runs even when an
+earlier one failed: a broker that is stopping must still leave its logs clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from broker.apis import KafkaApis, error_response
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
+from broker.network import Codec, SocketServer
+from controller.controller import ControllerConfig, KafkaController
+from controller.model import BrokerInfo
+from controller.model import EndPoint as ZkEndPoint
+from controller.network import ChannelConfig, TcpChannelManager
+from controller.shutdown import request_controlled_shutdown
+from controller.zk.client import KafkaZkClient
+from storage import LogManager, LogManagerConfig
+from storage.meta import (
+    check_cluster_id,
+    read_meta_properties,
+    resolve_broker_id,
+    write_meta_properties,
+)
+from timer import DelayedOperationPurgatory, Scheduler
+from timer.clock import Clock, SystemClock
+
+log = logging.getLogger(__name__)
+
+#: how long to wait between ZooKeeper connection attempts at startup
+ZK_RETRY_BACKOFF_S = 2.0
+
+
+class StartupError(Exception):
+    """The broker cannot start; the message says why (no traceback needed)."""
+
+
+class BrokerServer:
+    """One broker. ``await startup()``, then ``await shutdown()`` (also after a failed or
+    cancelled startup: it undoes whatever had started). Event-loop bound."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        clock: Clock | None = None,
+        *,
+        zk_connect: Callable[[str, float, float], KafkaZkClient] | None = None,
+    ) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.metrics = BrokerMetrics()
+        self._zk_connect = zk_connect or (
+            lambda hosts, session_s, connect_s: KafkaZkClient.connect(hosts, session_s, connect_s)
+        )
+        self.broker_id = -1
+        self.cluster_id = ""
+        self.zk: KafkaZkClient | None = None
+        self.log_manager: LogManager | None = None
+        self.scheduler: Scheduler | None = None
+        self.purgatories: list[DelayedOperationPurgatory[Any]] = []
+        self.replica_manager: Any = None
+        self.metadata_cache: MetadataCache | None = None
+        self.ctx: BrokerContext | None = None
+        self.apis: KafkaApis | None = None
+        self.socket_server: SocketServer | None = None
+        self.controller: KafkaController | None = None
+        self.metrics_server: MetricsHttpServer | None = None
+        self.lag_monitor: EventLoopLagMonitor | None = None
+        self.started = False
+        self._shutdown_done = False
+
+    # -- startup ------------------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        config = self.config
+        log_dirs = config.log_dirs
+        found = await asyncio.to_thread(read_meta_properties, log_dirs)
+        configured = config.broker_id if config.broker_id >= 0 else None
+        broker_id = resolve_broker_id(found, configured)
+
+        self.log_manager = LogManager(
+            LogManagerConfig.from_broker_props(dict(config.originals)), self.clock
+        )
+        await asyncio.to_thread(self.log_manager.load_logs)
+        log.info("loaded %d logs from %s", len(self.log_manager.all_logs()), log_dirs)
+
+        self.zk = await self._connect_zookeeper()
+        zk = self.zk
+        await asyncio.to_thread(zk.ensure_persistent_paths)
+        self.cluster_id = await asyncio.to_thread(zk.get_or_create_cluster_id, None)
+        check_cluster_id(found, self.cluster_id)
+        if broker_id is None:
+            if not config.get_bool("broker.id.generation.enable"):
+                raise StartupError(
+                    "broker.id is not set and broker.id.generation.enable is false"
+                )
+            broker_id = await asyncio.to_thread(
+                zk.generate_broker_id, config.get_int("reserved.broker.max.id")
+            )
+            log.info("generated broker id %d from /brokers/seqid", broker_id)
+        self.broker_id = broker_id
+        await asyncio.to_thread(
+            write_meta_properties, log_dirs, broker_id, self.cluster_id, found
+        )
+
+        self.scheduler = Scheduler(
+            self.clock, threads=config.get_int("background.threads"), name="kafka-scheduler"
+        )
+        self.scheduler.start()
+        self.log_manager.schedule_tasks(self.scheduler)
+        produce = self._purgatory("Produce")
+        fetch = self._purgatory("Fetch")
+        topics = self._purgatory("topic")
+        cache = self.metadata_cache = MetadataCache(broker_id)
+        self.replica_manager = self._replica_manager(produce, fetch, cache)
+
+        self.ctx = BrokerContext(
+            broker_id=broker_id,
+            cluster_id=self.cluster_id,
+            config=config,
+            clock=self.clock,
+            metrics=self.metrics,
+            metadata_cache=cache,
+            log_manager=self.log_manager,
+            replica_manager=self.replica_manager,
+            zk=zk,
+            produce_purgatory=produce,
+            fetch_purgatory=fetch,
+            create_topics_purgatory=topics,
+            producer_id_manager=self._producer_id_manager(),
+            scheduler=self.scheduler,
+        )
+        self.apis = KafkaApis(self.ctx)
+        self.socket_server = SocketServer(
+            config,
+            self.apis.handle,
+            codec=Codec.default(error_response),
+            metrics=self.metrics,
+        )
+        await self.socket_server.start()
+
+        control = config.control_plane_listener
+        channel = TcpChannelManager(
+            broker_id, ChannelConfig(listener_name=control.listener_name if control else None)
+        )
+        self.controller = KafkaController(
+            zk,
+            self._broker_info(),
+            channel,
+            self.clock,
+            ControllerConfig(
+                unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable")
+            ),
+        )
+        self.ctx.controller = self.controller
+        self.ctx.broker_epoch = await self.controller.start()
+        self._watch_gauges()
+
+        port = config.get_int("metrics.port")
+        if port >= 0:
+            self.metrics_server = MetricsHttpServer(self.metrics, port)
+            await self.metrics_server.start()
+        self.lag_monitor = EventLoopLagMonitor(self.metrics)
+        self.lag_monitor.start()
+        self.started = True
+        log.info(
+            "[BrokerServer id=%d] started (cluster %s, broker epoch %d)",
+            broker_id,
+            self.cluster_id,
+            self.ctx.broker_epoch,
+        )
+
+    async def _connect_zookeeper(self) -> KafkaZkClient:
+        hosts = self.config.get_str("zookeeper.connect")
+        if not hosts:
+            raise StartupError("zookeeper.connect is not set")
+        session_s = self.config.get_int("zookeeper.session.timeout.ms") / 1000
+        connect_s = self.config.zookeeper_connection_timeout_ms / 1000
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                zk = await asyncio.to_thread(self._zk_connect, hosts, session_s, connect_s)
+            except Exception as exc:  # kazoo raises its own timeout types; all mean "retry"
+                message = (
+                    f"cannot connect to ZooKeeper at {hosts} (attempt {attempt}: "
+                    f"{type(exc).__name__} {exc}); is it running? retrying in "
+                    f"{ZK_RETRY_BACKOFF_S:.0f}s"
+                )
+                log.error(message)
+                print(f"minikafka server: {message}", file=sys.stderr, flush=True)
+                await asyncio.sleep(ZK_RETRY_BACKOFF_S)
+                continue
+            log.info("connected to ZooKeeper at %s (session 0x%x)", hosts, zk.session_id or 0)
+            return zk
+
+    def _purgatory(self, name: str) -> DelayedOperationPurgatory[Any]:
+        purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
+            name, clock=self.clock, broker_id=self.broker_id
+        )
+        purgatory.start()
+        self.metrics.watch_purgatory(name, lambda: purgatory.purgatory_size)
+        self.purgatories.append(purgatory)
+        return purgatory
+
+    def _replica_manager(self, produce: Any, fetch: Any, cache: MetadataCache) -> Any:
+        from broker.replica_manager import ReplicaManager
+
+        default_min_isr = self.config.get_int("min.insync.replicas")
+
+        def min_insync_replicas(topic: str) -> int:
+            overrides = self.ctx.extras.get("topic_configs", {}).get(topic, {}) if self.ctx else {}
+            try:
+                return int(overrides.get("min.insync.replicas", default_min_isr))
+            except ValueError:
+                return default_min_isr
+
+        return ReplicaManager(
+            self.broker_id,
+            self.log_manager,  # type: ignore[arg-type]
+            produce_purgatory=produce,
+            fetch_purgatory=fetch,
+            metrics=self.metrics,
+            min_insync_replicas=min_insync_replicas,
+            is_known_partition=lambda topic, p: cache.partition(topic, p) is not None,
+        )
+
+    def _producer_id_manager(self) -> Any:
+        """The data path's ProducerIdManager when it exists (blocks of ids from ZooKeeper)."""
+        try:
+            from broker.producer_id_manager import ProducerIdManager
+        except ModuleNotFoundError as exc:
+            if exc.name != "broker.producer_id_manager":
+                raise
+            return None
+        return ProducerIdManager(self.broker_id, self.zk)
+
+    def _broker_info(self) -> BrokerInfo:
+        """Our registration: every advertised listener, with the port actually bound
+        (listeners configured with port 0 pick one)."""
+        assert self.socket_server is not None
+        endpoints = []
+        for ep in self.config.advertised_listeners:
+            port = ep.port
+            if port == 0:
+                port = self.socket_server.bound_port(ep.listener_name)
+            host = ep.host if ep.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+            endpoints.append(ZkEndPoint(host, port, ep.listener_name, ep.security_protocol))
+        return BrokerInfo(self.broker_id, tuple(endpoints), self.config.get_str("broker.rack"))
+
+    def _watch_gauges(self) -> None:
+        controller = self.controller
+        zk = self.zk
+        assert controller is not None and zk is not None
+        self.metrics.controller_active.set_function(lambda: 1 if controller.is_active else 0)
+        self.metrics.offline_partitions.set_function(lambda: controller.offline_partition_count)
+        self.metrics.zookeeper_connected.set_function(lambda: 1 if zk.kazoo.connected else 0)
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        """Graceful shutdown (idempotent); see the module doc for the order."""
+        if self._shutdown_done:
+            return
+        self._shutdown_done = True
+        log.info("[BrokerServer id=%d] shutting down", self.broker_id)
+        if self.started and self.config.get_bool("controlled.shutdown.enable"):
+            await self._step("controlled shutdown", self._controlled_shutdown())
+        if self.metrics_server is not None:
+            await self._step("metrics server", self.metrics_server.stop())
+        if self.socket_server is not None:
+            await self._step("socket server", self.socket_server.stop())
+        if self.controller is not None:
+            await self._step("controller", self.controller.shutdown())
+        if self.replica_manager is not None:
+            await self._step("replica manager", self.replica_manager.shutdown())
+        for purgatory in self.purgatories:
+            await self._step(f"purgatory {purgatory.name}", purgatory.shutdown())
+        if self.scheduler is not None and self.scheduler.is_started:
+            await self._step("scheduler", self.scheduler.shutdown())
+        if self.log_manager is not None:
+            await self._step("log manager", asyncio.to_thread(self.log_manager.shutdown))
+        if self.zk is not None:
+            zk = self.zk
+            if self.broker_id >= 0:
+                await self._step(
+                    "deregistration", asyncio.to_thread(zk.deregister_broker, self.broker_id)
+                )
+            await self._step("ZooKeeper session", asyncio.to_thread(zk.close))
+        if self.lag_monitor is not None:
+            await self._step("loop lag monitor", self.lag_monitor.stop())
+        log.info("[BrokerServer id=%d] shut down completed", self.broker_id)
+
+    async def _controlled_shutdown(self) -> None:
+        assert self.zk is not None and self.ctx is not None
+        control = self.config.control_plane_listener
+        remaining = await request_controlled_shutdown(
+            self.zk,
+            self.broker_id,
+            self.controller.broker_epoch if self.controller else self.ctx.broker_epoch,
+            listener_name=control.listener_name if control else None,
+            attempts=max(1, self.config.get_int("controlled.shutdown.max.retries")),
+            retry_backoff_s=self.config.get_int("controlled.shutdown.retry.backoff.ms") / 1000,
+        )
+        if remaining:
+            log.warning("controlled shutdown left %d partitions led here", len(remaining))
+
+    async def _step(self, what: str, awaitable: Any) -> None:
+        try:
+            await awaitable
+        except Exception:  # shutdown boundary: a failing step must not skip the later ones
+            log.exception("shutdown step %r failed", what)
