@@ -236,19 +236,23 @@ async def capture_client(client: str) -> tuple[Session, list[str]]:
 
 # -- selecting and writing --------------------------------------------------------------------
 
-def consumed_length(frame: bytes, api_key: int, version: int) -> int:
-    """How many bytes kafka-python's decoder reads from a response frame.
+def consumed_length(frame: bytes, api_key: int, version: int, request: bool = False) -> int:
+    """How many bytes kafka-python's decoder reads from a frame.
 
-    The mock cluster sometimes appends bytes after the message (e.g. one extra byte after
+    The mock cluster sometimes appends bytes after a response (one extra byte after every
     Metadata v12); clients ignore them, a byte-exact round trip cannot, so those are cut.
+    Requests are kept as sent: librdkafka 2.16 sends Metadata v9+ "all topics" with the
+    null array as a 4-byte int32 instead of a 1-byte varint (confluentinc/librdkafka#5049),
+    which Kafka reads as null followed by 3 ignored bytes; the index records that count.
     """
     import io
 
-    cls = kp.RESPONSE_CLASSES[api_key]
+    cls = (kp.REQUEST_CLASSES if request else kp.RESPONSE_CLASSES)[api_key]
     stream = io.BytesIO(frame)
     cls.parse_header(stream, version=version)
     pos = stream.tell()
-    if api_key == kp.API_VERSIONS_KEY and struct.unpack_from(">h", frame, pos)[0] != 0:
+    if not request and api_key == kp.API_VERSIONS_KEY and \
+            struct.unpack_from(">h", frame, pos)[0] != 0:
         version = 0
     flexible = cls.flexible_version_q(version)
     decode = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
@@ -309,12 +313,18 @@ def write_client(out: Path, client: str, selected: list[Exchange]) -> list[dict[
             "upstream": ex.upstream, "response_rewritten_for_client": ex.rewritten,
             "variant": variant(ex) or None,
         }
+        extra = len(ex.request) - consumed_length(ex.request, h.api_key, h.api_version, True)
+        if extra:
+            entry["request_trailing_bytes"] = extra
         if ex.response is not None:
             response = ex.response
             end = consumed_length(response, h.api_key, h.api_version)
             if end < len(response):
                 entry["upstream_trailing_bytes_cut"] = len(response) - end
                 response = response[:end]
+            if h.api_key == kp.API_VERSIONS_KEY and h.api_version > ADVERTISED[h.api_key][1]:
+                # The answer to a too-new ApiVersions request carries a v0 body.
+                entry["response_body_version"] = 0
             resp_name = f"{client}/{stem}_response.bin"
             (out / resp_name).write_bytes(response)
             entry["response"] = resp_name
