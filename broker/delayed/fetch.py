@@ -1,0 +1,129 @@
+"""DelayedFetch: a fetch waiting until ``min_bytes`` are readable or ``max_wait_ms`` passes.
+
+Created when a fetch's first read found fewer than ``min_bytes`` (and no error). It is
+watched under every partition of the fetch; an append (or any high-watermark move) on one
+of them checks it again. It completes when, as Kafka decides:
+
+- a partition is gone, no longer led here, or its leader epoch moved past the one the
+  request carried (the client must learn of it now, not at the timeout);
+- a fetch offset is no longer inside the log (truncated, or retention passed it);
+- the bytes readable from the fetch offsets, each capped at its partition_max_bytes,
+  add up to ``min_bytes``;
+
+or at the timeout. Either way the response is a fresh read of every partition, so it
+carries what arrived up to the moment of completion.
+
+Measuring readable bytes asks the log for the region it would send (an index lookup and
+a scan of batch headers; no record bytes), and only for partitions whose end offset has
+moved past the fetch offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from broker.partition import Partition, PartitionError, leader_epoch_error
+from storage import FileRegion, StorageError, TopicPartition
+from timer import DelayedOperation
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    """The request-wide settings of a fetch. ``replica_id`` >= 0 is a follower broker
+    (reads to the log end), -1 a consumer (reads below the high watermark)."""
+
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int = 0
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetchInfo:
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionResult:
+    """One partition's answer. ``records`` None means nothing to send (the handler puts
+    empty bytes on the wire, never null)."""
+
+    error_code: int = 0
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: FileRegion | None = None
+
+
+FetchResults = list[tuple[TopicPartition, FetchPartitionResult]]
+FetchInfos = Sequence[tuple[TopicPartition, PartitionFetchInfo]]
+
+
+class DelayedFetch(DelayedOperation):
+    """Event-loop only (see timer.delayed_operation)."""
+
+    def __init__(
+        self,
+        params: FetchParams,
+        infos: FetchInfos,
+        partition_for: Callable[[TopicPartition], Partition | None],
+        read: Callable[[FetchParams, FetchInfos], FetchResults],
+        on_done: Callable[[FetchResults], None],
+    ) -> None:
+        super().__init__(params.max_wait_ms)
+        self.params = params
+        self.infos = list(infos)
+        self._partition_for = partition_for
+        self._read = read
+        self._on_done = on_done
+
+    def _readable_bytes(self, partition: Partition, info: PartitionFetchInfo) -> int | None:
+        """Bytes readable for ``info``, or None when the fetch must complete now."""
+        if not partition.is_leader or leader_epoch_error(
+            info.current_leader_epoch, partition.leader_epoch
+        ):
+            return None
+        lg = partition.log
+        assert lg is not None  # a leader has its log
+        if not lg.log_start_offset <= info.fetch_offset <= lg.log_end_offset:
+            return None
+        end = lg.log_end_offset if self.params.is_from_follower else partition.high_watermark
+        if end <= info.fetch_offset:
+            return 0
+        result = partition.read(
+            info.fetch_offset,
+            info.partition_max_bytes,
+            up_to_high_watermark=not self.params.is_from_follower,
+        )
+        return min(len(result.region or ()), info.partition_max_bytes)
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        for tp, info in self.infos:
+            partition = self._partition_for(tp)
+            if partition is None:
+                return self.force_complete()
+            try:
+                readable = self._readable_bytes(partition, info)
+            except (PartitionError, StorageError):
+                return self.force_complete()
+            if readable is None:
+                return self.force_complete()
+            accumulated += readable
+        if accumulated >= self.params.min_bytes:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self._on_done(self._read(self.params, self.infos))
+
+    def on_expiration(self) -> None:
+        """The timeout's response is the read on_complete made; nothing more to do."""

@@ -1,0 +1,443 @@
+"""ReplicaManager: the partitions this broker hosts, their roles, appends and reads.
+
+The one owner of :class:`~broker.partition.Partition` objects. The controller's requests
+change roles (:meth:`become_leader_or_follower`, :meth:`stop_replicas`, both fenced by
+the controller epoch); the Kafka API handlers append (:meth:`append_records`), read
+(:meth:`fetch_messages`) and look offsets up through it. Appends wake the delayed
+operations watched under the partitions they touched: a DelayedFetch may now have its
+``min_bytes``, a DelayedProduce its high watermark.
+
+Results come back through callbacks, as in Kafka, because acks=all produces and long-poll
+fetches finish later, in a purgatory; the callback runs synchronously when no waiting is
+needed, so a handler can tell the two cases apart and answer at once.
+
+Appends run on the event loop: a write is an ``os.write`` into the page cache, and the
+log hands flushes (fsync) to LogManager's worker thread.
+
+Not safe across tasks beyond the event loop: every method runs on the loop's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from broker.delayed.fetch import (
+    DelayedFetch,
+    FetchInfos,
+    FetchParams,
+    FetchPartitionResult,
+    FetchResults,
+)
+from broker.delayed.produce import (
+    DelayedProduce,
+    ProduceCallback,
+    ProducePartitionResult,
+    ProducePartitionStatus,
+)
+from broker.metrics import BrokerMetrics
+from broker.partition import (
+    NO_LEADER_EPOCH,
+    Partition,
+    PartitionError,
+    PartitionStateLike,
+    topic_id_text,
+)
+from protocol.errors import ErrorCode
+from storage import LogManager, RecordError, StorageError, TimestampOffset, TopicPartition
+from timer import DelayedOperationPurgatory
+
+log = logging.getLogger(__name__)
+
+#: Topics only the broker itself writes (group and transaction coordinators).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: The controller epoch a broker starts with (Kafka's KafkaController.InitialControllerEpoch).
+INITIAL_CONTROLLER_EPOCH = 0
+#: StopReplica's leader epochs that always stop the replica (topic deletion, none given).
+EPOCH_DURING_DELETE = -2
+#: The replica id of debugging tools, which may read from followers.
+DEBUGGING_REPLICA_ID = -2
+
+Records = bytes | bytearray | memoryview | None
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        *,
+        produce_purgatory: DelayedOperationPurgatory[DelayedProduce],
+        fetch_purgatory: DelayedOperationPurgatory[DelayedFetch],
+        metrics: BrokerMetrics | None = None,
+        min_insync_replicas: Callable[[str], int] = lambda topic: 1,
+        is_known_partition: Callable[[str, int], bool] | None = None,
+    ) -> None:
+        """``min_insync_replicas(topic)`` gives the topic's min.insync.replicas;
+        ``is_known_partition(topic, p)`` (the metadata cache) tells a partition led
+        elsewhere (NOT_LEADER_OR_FOLLOWER) from one that does not exist."""
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.produce_purgatory = produce_purgatory
+        self.fetch_purgatory = fetch_purgatory
+        self.metrics = metrics
+        self.min_insync_replicas = min_insync_replicas
+        self._is_known_partition = is_known_partition
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self.controller_id = -1
+        self.controller_epoch = INITIAL_CONTROLLER_EPOCH
+        if metrics is not None:
+            metrics.under_replicated_partitions.set_function(self.under_replicated_count)
+
+    # -- the partition table -------------------------------------------------------------
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None:
+        return self._partitions.get(TopicPartition(topic, partition))
+
+    def partition_for(self, tp: TopicPartition) -> Partition | None:
+        return self._partitions.get(tp)
+
+    def all_partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in self._partitions.values() if p.is_leader]
+
+    def under_replicated_count(self) -> int:
+        return sum(1 for p in self._partitions.values() if p.is_under_replicated)
+
+    def offline_replica_count(self) -> int:
+        return sum(1 for p in self._partitions.values() if p.is_offline)
+
+    def _leader_or_error(self, tp: TopicPartition) -> Partition:
+        """The partition if hosted here; otherwise why not, as Kafka answers it."""
+        partition = self._partitions.get(tp)
+        if partition is not None:
+            return partition
+        if self._is_known_partition is not None and self._is_known_partition(*tp):
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tp} is not hosted here")
+        raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} does not exist")
+
+    # -- controller requests -------------------------------------------------------------
+
+    def is_stale_controller_epoch(self, controller_epoch: int) -> bool:
+        """Whether a controller request comes from an older controller than one seen."""
+        return controller_epoch < self.controller_epoch
+
+    def _accept_controller(self, controller_id: int, controller_epoch: int) -> None:
+        self.controller_id = controller_id
+        self.controller_epoch = controller_epoch
+
+    def become_leader_or_follower(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        partition_states: Iterable[PartitionStateLike],
+        topic_ids: Mapping[str, uuid.UUID],
+        live_leaders: Sequence[Any] = (),
+    ) -> dict[TopicPartition, int]:
+        """LeaderAndIsr: apply each partition state whose leader epoch is newer than
+        the one known here. Per partition: NONE, STALE_CONTROLLER_EPOCH (epoch not
+        newer, or the whole request from an old controller), UNKNOWN_TOPIC_OR_PARTITION
+        (this broker is not a replica), INCONSISTENT_TOPIC_ID, KAFKA_STORAGE_ERROR."""
+        states = list(partition_states)
+        if self.is_stale_controller_epoch(controller_epoch):
+            log.warning(
+                "ignoring LeaderAndIsr from controller %d epoch %d: epoch %d seen",
+                controller_id,
+                controller_epoch,
+                self.controller_epoch,
+            )
+            return {
+                TopicPartition(s.topic_name, s.partition_index): ErrorCode.STALE_CONTROLLER_EPOCH
+                for s in states
+            }
+        self._accept_controller(controller_id, controller_epoch)
+        errors: dict[TopicPartition, int] = {}
+        for state in states:
+            tp = TopicPartition(state.topic_name, state.partition_index)
+            errors[tp] = self._apply_partition_state(tp, state, topic_ids.get(tp.topic))
+        for tp, error in errors.items():
+            if error == ErrorCode.NONE:
+                self._complete_delayed(tp)
+        return errors
+
+    def _apply_partition_state(
+        self, tp: TopicPartition, state: PartitionStateLike, topic_id: uuid.UUID | None
+    ) -> int:
+        partition = self._partitions.get(tp)
+        current_epoch = partition.leader_epoch if partition is not None else -1
+        if state.leader_epoch <= current_epoch:
+            log.info(
+                "%s: ignoring leader epoch %d, epoch %d is current",
+                tp,
+                state.leader_epoch,
+                current_epoch,
+            )
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if self.broker_id not in state.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        wanted_id = topic_id_text(topic_id)
+        existing = self.log_manager.get_log(tp)
+        if (
+            wanted_id is not None
+            and existing is not None
+            and existing.topic_id
+            not in (
+                None,
+                wanted_id,
+            )
+        ):
+            log.error("%s: log has topic id %s, not %s", tp, existing.topic_id, wanted_id)
+            return ErrorCode.INCONSISTENT_TOPIC_ID
+        if partition is None:
+            partition = Partition(tp, self.broker_id, self.log_manager)
+        try:
+            if state.leader == self.broker_id:
+                partition.make_leader(state, topic_id)
+            else:
+                partition.make_follower(state, topic_id)
+        except StorageError as exc:
+            log.error("%s: cannot open the log: %s", tp, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        self._partitions[tp] = partition
+        return ErrorCode.NONE
+
+    def stop_replicas(
+        self,
+        controller_epoch: int,
+        partitions: Iterable[tuple[str, int, bool]],
+        leader_epochs: Mapping[TopicPartition, int] | None = None,
+        controller_id: int = -1,
+    ) -> dict[TopicPartition, int]:
+        """StopReplica: ``(topic, partition, delete)``; delete removes the Partition and
+        its log (renamed now, removed after file.delete.delay.ms). A request leader epoch
+        (``leader_epochs``, StopReplica v3+) older than the partition's is
+        FENCED_LEADER_EPOCH; -1 and -2 (deletion) always stop."""
+        entries = [(TopicPartition(t, p), delete) for t, p, delete in partitions]
+        if self.is_stale_controller_epoch(controller_epoch):
+            return dict.fromkeys((tp for tp, _ in entries), ErrorCode.STALE_CONTROLLER_EPOCH)
+        self._accept_controller(controller_id, controller_epoch)
+        errors: dict[TopicPartition, int] = {}
+        for tp, delete in entries:
+            partition = self._partitions.get(tp)
+            epoch = (leader_epochs or {}).get(tp, NO_LEADER_EPOCH)
+            if (
+                partition is not None
+                and epoch not in (NO_LEADER_EPOCH, EPOCH_DURING_DELETE)
+                and epoch < partition.leader_epoch
+            ):
+                errors[tp] = ErrorCode.FENCED_LEADER_EPOCH
+                continue
+            errors[tp] = ErrorCode.NONE
+            if delete:
+                self._partitions.pop(tp, None)
+                try:
+                    self.log_manager.delete_log(tp)
+                except StorageError as exc:
+                    log.error("%s: deleting the log failed: %s", tp, exc)
+                    errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            # A leader that stopped may have produces and fetches waiting: finish them.
+            self._complete_delayed(tp)
+        return errors
+
+    def _complete_delayed(self, tp: TopicPartition) -> None:
+        self.fetch_purgatory.check_and_complete(tp)
+        self.produce_purgatory.check_and_complete(tp)
+
+    async def shutdown(self) -> None:
+        """Stop both purgatories (waiting operations are dropped with the connections)."""
+        await self.produce_purgatory.shutdown()
+        await self.fetch_purgatory.shutdown()
+
+    # -- produce ------------------------------------------------------------------------
+
+    def append_records(
+        self,
+        entries: Mapping[TopicPartition, Records],
+        *,
+        required_acks: int,
+        timeout_ms: int,
+        api_version: int,
+        on_done: ProduceCallback,
+        internal_topics_allowed: bool = False,
+    ) -> None:
+        """Append each partition's records as leader, then call ``on_done`` with every
+        partition's result: at once for acks 0 and 1 (and for acks=all when nothing was
+        appended), else from a DelayedProduce once the high watermarks pass the appends
+        or ``timeout_ms`` runs out."""
+        if required_acks not in (-1, 0, 1):
+            on_done({tp: ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries})
+            return
+        results: dict[TopicPartition, ProducePartitionResult] = {}
+        required: dict[TopicPartition, int] = {}
+        for tp, records in entries.items():
+            result, next_offset = self._append_one(
+                tp, records, required_acks, api_version, internal_topics_allowed
+            )
+            results[tp] = result
+            if next_offset is not None:
+                required[tp] = next_offset
+        for tp in required:
+            self._complete_delayed(tp)
+        if required_acks != -1 or not required:
+            on_done(results)
+            return
+        statuses = {
+            tp: ProducePartitionStatus(required.get(tp, -1), result, tp in required)
+            for tp, result in results.items()
+        }
+        operation = DelayedProduce(
+            timeout_ms, statuses, self.partition_for, self.min_insync_replicas, on_done
+        )
+        self.produce_purgatory.try_complete_else_watch(operation, list(required))
+
+    def _append_one(
+        self,
+        tp: TopicPartition,
+        records: Records,
+        required_acks: int,
+        api_version: int,
+        internal_topics_allowed: bool,
+    ) -> tuple[ProducePartitionResult, int | None]:
+        """One partition's append: its result and, when something was appended (or
+        was a duplicate), the offset after it."""
+        if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
+            return _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to {tp.topic}"), None
+        try:
+            partition = self._leader_or_error(tp)
+            info = partition.append_records_to_leader(
+                records,
+                api_version=api_version,
+                required_acks=required_acks,
+                min_insync_replicas=self.min_insync_replicas(tp.topic),
+            )
+        except PartitionError as exc:
+            return _failed(exc.error_code, str(exc)), None
+        except RecordError as exc:
+            return _failed(exc.error_code, str(exc)), None
+        except StorageError as exc:
+            log.error("%s: append failed: %s", tp, exc)
+            return _failed(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None
+        if self.metrics is not None and not info.duplicate:
+            self.metrics.topic_bytes_in.labels(topic=tp.topic).inc(info.valid_bytes)
+            self.metrics.topic_messages_in.labels(topic=tp.topic).inc(info.records_count)
+        result = ProducePartitionResult(
+            ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
+        )
+        return result, info.last_offset + 1
+
+    # -- fetch --------------------------------------------------------------------------
+
+    def fetch_messages(
+        self,
+        params: FetchParams,
+        infos: FetchInfos,
+        on_done: Callable[[FetchResults], None],
+    ) -> None:
+        """Read every partition; answer at once when ``max_wait_ms`` is 0, when
+        ``min_bytes`` are there, or on any error; otherwise wait in a DelayedFetch."""
+
+        def done(results: FetchResults) -> None:
+            self._count_bytes_out(results)
+            on_done(results)
+
+        results = self.read_from_local_log(params, infos)
+        readable = sum(len(r.records) for _, r in results if r.records is not None)
+        if (
+            params.max_wait_ms <= 0
+            or not infos
+            or readable >= params.min_bytes
+            or any(r.error_code for _, r in results)
+        ):
+            done(results)
+            return
+        operation = DelayedFetch(params, infos, self.partition_for, self.read_from_local_log, done)
+        self.fetch_purgatory.try_complete_else_watch(operation, [tp for tp, _ in infos])
+
+    def read_from_local_log(self, params: FetchParams, infos: FetchInfos) -> FetchResults:
+        """Kafka's readFromLocalLog: partitions in request order share ``max_bytes``;
+        until one returns data, a partition may exceed its limits by its first batch
+        (so a batch larger than every limit is still delivered)."""
+        limit = params.max_bytes
+        min_one_message = True
+        results: FetchResults = []
+        for tp, info in infos:
+            try:
+                partition = self._leader_or_error(tp)
+                read = partition.read(
+                    info.fetch_offset,
+                    min(info.partition_max_bytes, limit),
+                    current_leader_epoch=info.current_leader_epoch,
+                    up_to_high_watermark=not params.is_from_follower,
+                    min_one_message=min_one_message,
+                )
+            except PartitionError as exc:
+                results.append((tp, FetchPartitionResult(exc.error_code)))
+                continue
+            except StorageError as exc:
+                log.error("%s: read failed: %s", tp, exc)
+                results.append((tp, FetchPartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)))
+                continue
+            size = len(read.region) if read.region is not None else 0
+            if size:
+                min_one_message = False
+            limit = max(0, limit - size)
+            results.append(
+                (
+                    tp,
+                    FetchPartitionResult(
+                        ErrorCode.NONE,
+                        read.high_watermark,
+                        read.last_stable_offset,
+                        read.log_start_offset,
+                        read.region,
+                    ),
+                )
+            )
+        return results
+
+    def _count_bytes_out(self, results: FetchResults) -> None:
+        if self.metrics is None:
+            return
+        for tp, result in results:
+            if result.records is not None:
+                self.metrics.topic_bytes_out.labels(topic=tp.topic).inc(len(result.records))
+
+    # -- offsets ------------------------------------------------------------------------
+
+    def fetch_offset_for_timestamp(
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        *,
+        current_leader_epoch: int = NO_LEADER_EPOCH,
+        isolation_level: int | None = None,
+        replica_id: int = -1,
+    ) -> TimestampOffset | None:
+        """ListOffsets for one partition; raises PartitionError (or StorageError)."""
+        partition = self._leader_or_error(tp)
+        return partition.fetch_offset_for_timestamp(
+            timestamp,
+            current_leader_epoch=current_leader_epoch,
+            isolation_level=isolation_level,
+            from_consumer=replica_id < 0,
+        )
+
+    def last_offset_for_leader_epoch(
+        self, tp: TopicPartition, leader_epoch: int, *, current_leader_epoch: int, replica_id: int
+    ) -> tuple[int, int]:
+        """OffsetForLeaderEpoch for one partition: (epoch, end offset). The debugging
+        replica id (-2) may ask a follower; everyone else asks the leader."""
+        partition = self._leader_or_error(tp)
+        return partition.end_offset_for_epoch(
+            leader_epoch,
+            current_leader_epoch=current_leader_epoch,
+            require_leader=replica_id != DEBUGGING_REPLICA_ID,
+        )
+
+
+def _failed(error_code: int, message: str) -> ProducePartitionResult:
+    return ProducePartitionResult(error_code, error_message=message)
