@@ -167,12 +167,16 @@ class _Index:
             view.release()
 
     def _floor_slot(self, key: int, field: int) -> int:
-        """Index of the last entry whose ``field`` is <= key, or -1."""
+        """Index of the last entry whose ``field`` is <= key, or -1. (The hot path of
+        every fetch: locals instead of attribute lookups and method calls.)"""
         lo, hi = 0, self.entries - 1
+        if hi < 0 or self._map is None:
+            return -1
         found = -1
+        unpack, buf, size = self.ENTRY.unpack_from, self._map, self.entry_size
         while lo <= hi:
             mid = (lo + hi) >> 1
-            if self.raw_entry(mid)[field] <= key:
+            if unpack(buf, mid * size)[field] <= key:
                 found = mid
                 lo = mid + 1
             else:

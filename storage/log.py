@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from protocol.records.batch import (
+    TIMESTAMP_TYPE_MASK,
     BatchHeader,
     InvalidBatch,
     TimestampType,
@@ -258,15 +259,18 @@ class Log:
         for pos, header in batches:
             set_base_offset(buf, pos, next_offset)
             set_partition_leader_epoch(buf, pos, leader_epoch)
-            changes: dict[str, int] = {
-                "base_offset": next_offset,
-                "partition_leader_epoch": leader_epoch,
-            }
             if log_append:
                 set_max_timestamp(buf, pos, TimestampType.LOG_APPEND_TIME, now)
-                changes["max_timestamp"] = now
-                changes["attributes"] = header.attributes | 0x08
-            header = header._replace(**changes)
+                header = header._replace(
+                    base_offset=next_offset,
+                    partition_leader_epoch=leader_epoch,
+                    max_timestamp=now,
+                    attributes=header.attributes | TIMESTAMP_TYPE_MASK,
+                )
+            else:
+                header = header._replace(
+                    base_offset=next_offset, partition_leader_epoch=leader_epoch
+                )
             assigned.append((pos, header))
             next_offset = header.next_offset
         pending: dict[int, ProducerStateEntry] = {}

@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 NO_TIMESTAMP = -1
 #: Largest distance between a segment's base offset and an offset it may hold.
 MAX_RELATIVE_OFFSET = (1 << 32) - 1
-_SCAN_CHUNK = 8192
+_SCAN_CHUNK = 4096
 _RECOVERY_CHUNK = 8 << 20
 
 
