@@ -123,6 +123,8 @@ def _read_uvarint(buf: Buffer, pos: int, max_bytes: int) -> tuple[int, int]:
 
 def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Unsigned 32-bit varint (lengths, counts and tags of flexible versions)."""
+    if pos < len(buf) and buf[pos] < 0x80:  # the common one-byte case
+        return buf[pos], pos + 1
     value, end = _read_uvarint(buf, pos, 5)
     if value > 0xFFFFFFFF:
         raise malformed(f"unsigned varint out of range at offset {pos}")
@@ -173,8 +175,11 @@ def read_array_length(buf: Buffer, pos: int) -> tuple[int, int]:
 
 def read_compact_array_length(buf: Buffer, pos: int) -> tuple[int, int]:
     """uvarint count + 1; 0 is null (returned as -1)."""
-    count, end = read_uvarint(buf, pos)
-    count -= 1
+    if pos < len(buf) and buf[pos] < 0x80:
+        count, end = buf[pos] - 1, pos + 1
+    else:
+        count, end = read_uvarint(buf, pos)
+        count -= 1
     if count > len(buf) - end:
         raise malformed(f"array of {count} elements at offset {pos} exceeds the frame")
     return count, end
