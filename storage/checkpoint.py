@@ -49,8 +49,11 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file, fsync, rename, directory fsync."""
+def write_atomically(path: str, data: bytes, sync: bool = True) -> None:
+    """Replace ``path`` with ``data``: temp file, fsync, rename, directory fsync.
+    ``sync=False`` skips both fsyncs (the caller syncs later with :func:`fsync_file`):
+    readers still see the old file or the new one, and after a power loss the file may
+    be empty or missing, which every reader here treats as absent."""
     tmp = path + TEMP_SUFFIX
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -58,13 +61,33 @@ def write_atomically(path: str, data: bytes) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        fsync_dir(os.path.dirname(os.path.abspath(path)))
+        if sync:
+            fsync_dir(os.path.dirname(os.path.abspath(path)))
     except OSError as exc:
         raise StorageError(f"writing {path}: {exc}") from exc
+
+
+def fsync_file(path: str) -> None:
+    """fsync a file written with ``sync=False`` and its directory; a file deleted in
+    the meantime is not an error."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StorageError(f"opening {path}: {exc}") from exc
+    try:
+        os.fsync(fd)
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+    except OSError as exc:
+        raise StorageError(f"syncing {path}: {exc}") from exc
+    finally:
+        os.close(fd)
 
 
 def _read_lines(path: str) -> list[str] | None:

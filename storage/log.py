@@ -459,8 +459,13 @@ class Log:
         if self.log_end_offset < new_base:
             self.log_end_offset = new_base
         self.producer_state.map_end_offset = new_base
-        self.producer_state.take_snapshot()
-        self._run_in_background(lambda: self.flush(new_base))
+        snapshot = self.producer_state.take_snapshot(sync=False)
+
+        def flush_rolled() -> None:
+            self.flush(new_base)
+            self.producer_state.sync_snapshot(snapshot)
+
+        self._run_in_background(flush_rolled)
         return new
 
     def _run_in_background(self, fn: Callable[[], None]) -> None:
@@ -583,6 +588,7 @@ class Log:
         if offset <= self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return True
+        log.info("%s: truncating from %d to %d", self.tp, self.log_end_offset, offset)
         keep = self._segment_for(offset)
         if self._segments[keep].base_offset == offset:
             keep -= 1
@@ -602,6 +608,10 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop everything and start empty at ``offset``."""
         self._check_usable()
+        log.info(
+            "%s: truncating fully (offsets %d to %d) to start at %d",
+            self.tp, self.log_start_offset, self.log_end_offset, offset,
+        )  # fmt: skip
         now = self.clock.time_ms()
         new = None
         if offset not in self._bases:

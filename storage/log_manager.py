@@ -195,8 +195,10 @@ class LogManager:
         def run() -> None:
             try:
                 fn()
-            except StorageError as exc:
-                log.error("background flush failed: %s", exc)
+            except Exception:
+                # The boundary of a background job: nobody waits on its future, so
+                # whatever it raised would vanish unless logged here.
+                log.exception("background flush failed")
 
         return self._background.submit(run)
 

@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 from protocol.records.batch import BatchHeader
 from protocol.records.crc import crc32c
-from storage.checkpoint import write_atomically
+from storage.checkpoint import fsync_file, write_atomically
 from storage.errors import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, StorageError
 from storage.names import SNAPSHOT_SUFFIX, offset_file_name, parse_offset_file_name
 
@@ -196,9 +196,16 @@ class ProducerStateManager:
         found = (parse_offset_file_name(n, SNAPSHOT_SUFFIX) for n in names)
         return sorted(o for o in found if o is not None)
 
-    def take_snapshot(self) -> None:
-        """Write the state as ``<map_end_offset>.snapshot`` (on roll and clean shutdown)."""
-        write_atomically(self.snapshot_path(self.map_end_offset), encode_snapshot(self.producers))
+    def take_snapshot(self, sync: bool = True) -> int:
+        """Write the state as ``<map_end_offset>.snapshot`` (on roll and clean shutdown)
+        and return that offset. On roll ``sync=False`` keeps the fsync off the append
+        path; the roll's background flush calls :meth:`sync_snapshot`."""
+        offset = self.map_end_offset
+        write_atomically(self.snapshot_path(offset), encode_snapshot(self.producers), sync)
+        return offset
+
+    def sync_snapshot(self, offset: int) -> None:
+        fsync_file(self.snapshot_path(offset))
 
     def load(self, log_start_offset: int, log_end_offset: int) -> int:
         """Load the newest readable snapshot in [log start, log end]; delete the ones
