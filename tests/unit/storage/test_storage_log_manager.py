@@ -245,3 +245,32 @@ def test_the_five_tasks_are_scheduled(tmp_path: os.PathLike[str]) -> None:
     for _, fn, *_ in calls:
         fn()  # each runs on an idle manager without error
     lm.shutdown()
+
+
+async def test_tasks_run_on_the_timer_scheduler(tmp_path: os.PathLike[str]) -> None:
+    """The broker's wiring: LogManager.schedule_tasks on a real timer.Scheduler, time
+    moved by a MockClock; blocking tasks run in the scheduler's threads."""
+    import asyncio
+
+    from timer.scheduler import Scheduler
+
+    d = str(tmp_path)
+    clock = MockClock()
+    lm = manager([d], clock, initial_task_delay_ms=10, flush_offset_checkpoint_interval_ms=50)
+    populate(lm, batches=2)
+    scheduler = Scheduler(clock, threads=2)
+    scheduler.start()
+    try:
+        lm.schedule_tasks(scheduler)
+        checkpoint = os.path.join(d, "recovery-point-offset-checkpoint")
+        assert not os.path.exists(checkpoint)
+        clock.advance(10)
+        scheduler.advance_clock()
+        deadline = asyncio.get_running_loop().time() + 10
+        while not os.path.exists(checkpoint):
+            assert asyncio.get_running_loop().time() < deadline, "checkpoint task never ran"
+            await asyncio.sleep(0.01)
+        assert read_offset_checkpoint(checkpoint).keys() == {A0, A1, B0}
+    finally:
+        await scheduler.shutdown()
+    lm.shutdown()
