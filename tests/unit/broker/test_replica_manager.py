@@ -1,0 +1,335 @@
+"""ReplicaManager: LeaderAndIsr/StopReplica with controller-epoch and leader-epoch fencing,
+appends with per-partition errors and metrics, acks=all through the produce purgatory
+(completed, timed out, leadership lost, ISR shrunk), on real logs and a MockClock timer."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from broker.delayed import DelayedFetch, DelayedProduce, ProducePartitionResult
+from broker.metrics import BrokerMetrics
+from broker.replica_manager import ReplicaManager
+from protocol.errors import ErrorCode
+from protocol.messages import LeaderAndIsrRequest
+from protocol.records import BatchBuilder
+from storage import LogManager, LogManagerConfig, StorageError, TopicPartition
+from timer import DelayedOperationPurgatory
+from timer.clock import MockClock
+
+A = TopicPartition("orders", 0)
+B = TopicPartition("orders", 1)
+TOPIC_ID = uuid.UUID("0b3ad1c2-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
+State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+
+
+def batch(n: int = 1, *, producer_id: int = -1, epoch: int = -1, seq: int = -1) -> bytes:
+    builder = BatchBuilder(producer_id=producer_id, producer_epoch=epoch, base_sequence=seq)
+    for i in range(n):
+        builder.append(1_000 + i, b"k", b"value")
+    return bytes(builder.build())
+
+
+def state(tp: TopicPartition, *, leader: int = 0, epoch: int = 0, isr=(0,), replicas=(0,)):
+    return State(
+        topic_name=tp.topic,
+        partition_index=tp.partition,
+        controller_epoch=1,
+        leader=leader,
+        leader_epoch=epoch,
+        isr=list(isr),
+        partition_epoch=0,
+        replicas=list(replicas),
+    )
+
+
+@dataclass
+class Broker:
+    clock: MockClock
+    log_manager: LogManager
+    produce: DelayedOperationPurgatory[DelayedProduce]
+    fetch: DelayedOperationPurgatory[DelayedFetch]
+    metrics: BrokerMetrics
+    rm: ReplicaManager
+    min_isr: dict[str, int] = field(default_factory=dict)
+    known: set[TopicPartition] = field(default_factory=set)
+
+    def lead(self, *tps: TopicPartition, epoch: int = 0, **kw) -> dict[TopicPartition, int]:
+        states = [state(tp, epoch=epoch, **kw) for tp in tps]
+        return self.rm.become_leader_or_follower(1, 1, states, {"orders": TOPIC_ID})
+
+    def produce_now(self, entries, acks: int = 1, timeout_ms: int = 1000):
+        got: list[dict[TopicPartition, ProducePartitionResult]] = []
+        self.rm.append_records(
+            entries, required_acks=acks, timeout_ms=timeout_ms, api_version=9, on_done=got.append
+        )
+        return got
+
+
+@pytest.fixture
+def broker(tmp_path) -> Iterator[Broker]:
+    clock = MockClock()
+    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
+    produce: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
+        "Produce", clock=clock, reaper_enabled=False
+    )
+    fetch: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+        "Fetch", clock=clock, reaper_enabled=False
+    )
+    metrics = BrokerMetrics()
+    min_isr: dict[str, int] = {}
+    known: set[TopicPartition] = set()
+    rm = ReplicaManager(
+        0,
+        log_manager,
+        produce_purgatory=produce,
+        fetch_purgatory=fetch,
+        metrics=metrics,
+        min_insync_replicas=lambda topic: min_isr.get(topic, 1),
+        is_known_partition=lambda t, p: TopicPartition(t, p) in known,
+    )
+    yield Broker(clock, log_manager, produce, fetch, metrics, rm, min_isr, known)
+    log_manager.shutdown()
+
+
+def metric(broker: Broker, name: str, **labels: str) -> float:
+    value = broker.metrics.registry.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+# -- LeaderAndIsr -------------------------------------------------------------------------
+
+
+def test_become_leader_creates_partitions_and_logs(broker: Broker) -> None:
+    assert broker.lead(A, B) == {A: ErrorCode.NONE, B: ErrorCode.NONE}
+    assert {p.tp for p in broker.rm.leader_partitions()} == {A, B}
+    assert broker.rm.get_partition("orders", 0).topic_id == TOPIC_ID
+    assert broker.log_manager.get_log(A).topic_id == "CzrRwk5fSmuMfZ4PGis8TQ"
+    assert broker.rm.controller_epoch == 1
+
+
+def test_stale_controller_epoch_refuses_whole_request(broker: Broker) -> None:
+    broker.rm.become_leader_or_follower(1, 5, [state(A)], {})
+    answer = broker.rm.become_leader_or_follower(1, 4, [state(B)], {})
+    assert answer == {B: ErrorCode.STALE_CONTROLLER_EPOCH}
+    assert broker.rm.get_partition("orders", 1) is None
+    assert broker.rm.is_stale_controller_epoch(4) and not broker.rm.is_stale_controller_epoch(5)
+
+
+def test_leader_epoch_not_newer_is_stale_and_changes_nothing(broker: Broker) -> None:
+    broker.lead(A, epoch=3)
+    assert broker.lead(A, epoch=3) == {A: ErrorCode.STALE_CONTROLLER_EPOCH}
+    assert broker.lead(A, epoch=2) == {A: ErrorCode.STALE_CONTROLLER_EPOCH}
+    assert broker.rm.get_partition("orders", 0).leader_epoch == 3
+    assert broker.lead(A, epoch=4) == {A: ErrorCode.NONE}
+
+
+def test_broker_not_in_replicas_is_unknown_partition(broker: Broker) -> None:
+    answer = broker.lead(A, replicas=(1, 2), isr=(1, 2))
+    assert answer == {A: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert broker.rm.get_partition("orders", 0) is None
+    assert broker.log_manager.get_log(A) is None
+
+
+def test_log_of_another_topic_id_is_inconsistent(broker: Broker) -> None:
+    broker.log_manager.get_or_create_log(A, "AAAAAAAAAAAAAAAAAAAAAA")
+    assert broker.lead(A) == {A: ErrorCode.INCONSISTENT_TOPIC_ID}
+
+
+def test_log_that_cannot_open_is_storage_error(broker: Broker, monkeypatch) -> None:
+    def broken(*args, **kwargs):
+        raise StorageError("disk gone")
+
+    monkeypatch.setattr(broker.log_manager, "get_or_create_log", broken)
+    assert broker.lead(A) == {A: ErrorCode.KAFKA_STORAGE_ERROR}
+    assert broker.rm.get_partition("orders", 0) is None
+
+
+def test_follower_then_leader(broker: Broker) -> None:
+    answer = broker.lead(A, leader=1, isr=(0, 1), replicas=(0, 1))
+    assert answer == {A: ErrorCode.NONE}
+    assert broker.rm.leader_partitions() == []
+    assert broker.produce_now({A: batch()})[0][A].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    broker.lead(A, epoch=1, isr=(0, 1), replicas=(0, 1))
+    assert broker.produce_now({A: batch()})[0][A].error_code == ErrorCode.NONE
+
+
+def test_under_replicated_gauge(broker: Broker) -> None:
+    broker.lead(A, isr=(0,), replicas=(0, 1))
+    broker.lead(B, isr=(0, 1), replicas=(0, 1))
+    assert broker.rm.under_replicated_count() == 1
+    assert metric(broker, "minikafka_under_replicated_partitions") == 1
+
+
+# -- StopReplica --------------------------------------------------------------------------
+
+
+def test_stop_replica_with_delete_removes_partition_and_log(broker: Broker) -> None:
+    broker.lead(A, B)
+    directory = broker.log_manager.get_log(A).directory
+    assert broker.rm.stop_replicas(1, [("orders", 0, True), ("orders", 1, False)]) == {
+        A: ErrorCode.NONE,
+        B: ErrorCode.NONE,
+    }
+    assert broker.rm.get_partition("orders", 0) is None
+    assert broker.log_manager.get_log(A) is None
+    assert not os.path.exists(directory)
+    assert broker.rm.get_partition("orders", 1) is not None
+    assert broker.log_manager.get_log(B) is not None
+
+
+def test_stop_replica_fencing(broker: Broker) -> None:
+    broker.lead(A, epoch=5)
+    assert broker.rm.stop_replicas(0, [("orders", 0, True)]) == {
+        A: ErrorCode.STALE_CONTROLLER_EPOCH
+    }
+    fenced = broker.rm.stop_replicas(1, [("orders", 0, True)], leader_epochs={A: 4})
+    assert fenced == {A: ErrorCode.FENCED_LEADER_EPOCH}
+    assert broker.rm.get_partition("orders", 0) is not None
+    deleting = broker.rm.stop_replicas(1, [("orders", 0, True)], leader_epochs={A: -2})
+    assert deleting == {A: ErrorCode.NONE}
+
+
+# -- produce ------------------------------------------------------------------------------
+
+
+def test_append_results_offsets_and_metrics(broker: Broker) -> None:
+    broker.lead(A, B)
+    [first] = broker.produce_now({A: batch(3), B: batch(1)})
+    [second] = broker.produce_now({A: batch(2)})
+    assert (first[A].error_code, first[A].base_offset, first[A].log_start_offset) == (0, 0, 0)
+    assert first[A].log_append_time_ms == -1
+    assert second[A].base_offset == 3
+    assert metric(broker, "minikafka_topic_messages_in_total", topic="orders") == 6
+    expected = len(batch(3)) + len(batch(1)) + len(batch(2))
+    assert metric(broker, "minikafka_topic_bytes_in_total", topic="orders") == expected
+
+
+def test_log_append_time_topic_stamps_broker_time(broker: Broker) -> None:
+    broker.log_manager.update_topic_config("orders", {"message.timestamp.type": "LogAppendTime"})
+    broker.lead(A)
+    [result] = broker.produce_now({A: batch(2)})
+    assert result[A].log_append_time_ms == broker.clock.time_ms()
+    header = next(broker.log_manager.get_log(A).iter_batch_headers(0))[2]
+    assert header.max_timestamp == broker.clock.time_ms()
+
+
+def test_unknown_elsewhere_internal_and_invalid_acks(broker: Broker) -> None:
+    broker.known.add(B)
+    offsets = TopicPartition("__consumer_offsets", 0)
+    [result] = broker.produce_now({A: batch(), B: batch(), offsets: batch()})
+    assert result[A].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert result[B].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert result[offsets].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    [bad] = broker.produce_now({A: batch()}, acks=2)
+    assert bad[A].error_code == ErrorCode.INVALID_REQUIRED_ACKS
+
+
+def test_storage_error_fails_only_its_partition(broker: Broker, monkeypatch) -> None:
+    broker.lead(A, B)
+    log_b = broker.log_manager.get_log(B)
+
+    def broken(*args, **kwargs):
+        raise StorageError("No space left on device")
+
+    monkeypatch.setattr(log_b, "append", broken)
+    [result] = broker.produce_now({A: batch(), B: batch()})
+    assert result[A].error_code == ErrorCode.NONE
+    assert result[B].error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert result[B].base_offset == -1
+
+
+def test_idempotent_retry_returns_original_offsets_and_is_not_counted(broker: Broker) -> None:
+    broker.lead(A)
+    broker.produce_now({A: batch(1)})
+    [first] = broker.produce_now({A: batch(2, producer_id=9, epoch=0, seq=0)})
+    [retry] = broker.produce_now({A: batch(2, producer_id=9, epoch=0, seq=0)})
+    [gap] = broker.produce_now({A: batch(1, producer_id=9, epoch=0, seq=7)})
+    assert first[A].base_offset == retry[A].base_offset == 1
+    assert retry[A].error_code == ErrorCode.NONE
+    assert gap[A].error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert broker.log_manager.get_log(A).log_end_offset == 3
+    assert metric(broker, "minikafka_topic_messages_in_total", topic="orders") == 3
+
+
+def test_acks_all_completes_at_once_when_leader_appended(broker: Broker) -> None:
+    broker.lead(A)
+    [result] = broker.produce_now({A: batch(2)}, acks=-1)
+    assert result[A].error_code == ErrorCode.NONE and result[A].base_offset == 0
+    assert broker.produce.num_delayed == 0
+
+
+def test_acks_all_below_min_isr_is_not_enough_replicas(broker: Broker) -> None:
+    broker.min_isr["orders"] = 2
+    broker.lead(A, isr=(0,), replicas=(0, 1))
+    [result] = broker.produce_now({A: batch()}, acks=-1)
+    assert result[A].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert broker.log_manager.get_log(A).log_end_offset == 0
+    [acks1] = broker.produce_now({A: batch()}, acks=1)
+    assert acks1[A].error_code == ErrorCode.NONE
+
+
+def stuck_high_watermark(broker: Broker, tp: TopicPartition, monkeypatch) -> None:
+    """As if followers had not fetched yet: appends leave the high watermark behind."""
+    partition = broker.rm.partition_for(tp)
+    monkeypatch.setattr(partition, "maybe_increment_high_watermark", lambda: False)
+
+
+def test_acks_all_waits_then_completes_when_high_watermark_passes(
+    broker: Broker, monkeypatch
+) -> None:
+    broker.lead(A, B)
+    stuck_high_watermark(broker, A, monkeypatch)
+    got = broker.produce_now({A: batch(2), B: batch(1)}, acks=-1)
+    assert got == [] and broker.produce.num_delayed == 1
+    broker.log_manager.get_log(A).update_high_watermark(1)
+    broker.produce.check_and_complete(A)
+    assert got == []  # offset 1 is not enough: the batch ends at 2
+    broker.log_manager.get_log(A).update_high_watermark(2)
+    broker.produce.check_and_complete(A)
+    [result] = got
+    assert result[A].error_code == result[B].error_code == ErrorCode.NONE
+    assert result[A].base_offset == 0 and result[B].base_offset == 0
+
+
+def test_acks_all_times_out(broker: Broker, monkeypatch) -> None:
+    broker.lead(A)
+    stuck_high_watermark(broker, A, monkeypatch)
+    got = broker.produce_now({A: batch()}, acks=-1, timeout_ms=300)
+    broker.clock.advance(299)
+    broker.produce.advance_clock()
+    assert got == []
+    broker.clock.advance(1)
+    broker.produce.advance_clock()
+    assert got[0][A].error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert broker.produce.num_delayed == 0
+
+
+def test_acks_all_losing_leadership_answers_not_leader(broker: Broker, monkeypatch) -> None:
+    broker.lead(A)
+    stuck_high_watermark(broker, A, monkeypatch)
+    got = broker.produce_now({A: batch()}, acks=-1)
+    broker.lead(A, leader=1, epoch=1, isr=(0, 1), replicas=(0, 1))
+    assert got[0][A].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_acks_all_isr_shrinking_while_waiting(broker: Broker, monkeypatch) -> None:
+    broker.min_isr["orders"] = 2
+    broker.lead(A, isr=(0, 1), replicas=(0, 1))
+    stuck_high_watermark(broker, A, monkeypatch)
+    got = broker.produce_now({A: batch()}, acks=-1)
+    partition = broker.rm.partition_for(A)
+    partition.isr = (0,)
+    partition.log.update_high_watermark(1)
+    broker.produce.check_and_complete(A)
+    assert got[0][A].error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+def test_acks_all_with_every_partition_failed_answers_at_once(broker: Broker) -> None:
+    [result] = broker.produce_now({A: batch()}, acks=-1)
+    assert result[A].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert broker.produce.num_delayed == 0
