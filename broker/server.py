@@ -58,6 +58,23 @@ log = logging.getLogger(__name__)
 ZK_RETRY_BACKOFF_S = 2.0
 
 
+def ensure_chroot(hosts: str, connect_timeout_s: float) -> None:
+    """Create the chroot of ``host:port[,...]/chroot`` if missing, as Kafka does at startup
+    (kazoo would otherwise work in a path that does not exist). Blocking."""
+    servers, slash, chroot = hosts.partition("/")
+    if not slash or not chroot.strip("/"):
+        return
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=servers, timeout=max(connect_timeout_s, 1.0))
+    client.start(timeout=connect_timeout_s)
+    try:
+        client.ensure_path("/" + chroot.strip("/"))
+    finally:
+        client.stop()
+        client.close()
+
+
 class StartupError(Exception):
     """The broker cannot start; the message says why (no traceback needed)."""
 
@@ -207,6 +224,7 @@ class BrokerServer:
         while True:
             attempt += 1
             try:
+                await asyncio.to_thread(ensure_chroot, hosts, connect_s)
                 zk = await asyncio.to_thread(self._zk_connect, hosts, session_s, connect_s)
             except Exception as exc:  # kazoo raises its own timeout types; all mean "retry"
                 message = (

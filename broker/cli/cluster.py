@@ -1,0 +1,407 @@
+"""``minikafka cluster up``: a ZooKeeper and N brokers on this machine, in the foreground.
+
+Layout (DESIGN.md section 6), broker i counting from 0::
+
+    client listener     PLAINTEXT://127.0.0.1:<9092+i>
+    control plane       CONTROLLER://127.0.0.1:<9192+i>
+    metrics             http://127.0.0.1:<9600+i>/metrics
+    ZooKeeper           127.0.0.1:2181, tickTime=500 (embedded unless zookeeper.connect
+                        is given with --override)
+    files               DIR/broker-<i>/server.properties, DIR/broker-<i>/logs (log.dirs),
+                        DIR/broker-<i>/server.log (the broker's output), DIR/zookeeper/
+
+Each broker is a separate ``minikafka server DIR/broker-<i>/server.properties`` process,
+so a broker can be killed, paused or restarted on its own. Ctrl-C or SIGTERM stops the
+brokers (SIGTERM: graceful, SIGKILL after a grace period) and then ZooKeeper.
+
+``LocalCluster`` is the same machinery as a class; the integration tests start their
+clusters through it (on free ports), so they run exactly what this command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from broker.zookeeper_server import ZooKeeperServer
+
+#: The ZooKeeper session timeout brokers ask for: a dead broker is noticed within this
+#: plus a tick (ZooKeeper with tickTime=500 grants at most 10 s anyway).
+SESSION_TIMEOUT_MS = 6000
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """Where everything of a local cluster lives; broker i uses index i of each list."""
+
+    directory: Path
+    client_ports: tuple[int, ...]
+    control_ports: tuple[int, ...]
+    metrics_ports: tuple[int, ...]
+    zookeeper_port: int = 2181
+    #: None: run an embedded ZooKeeper on ``zookeeper_port``
+    zookeeper_connect: str | None = None
+    overrides: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def standard(
+        directory: Path,
+        brokers: int = 3,
+        base_port: int = 9092,
+        control_base_port: int = 9192,
+        metrics_base_port: int = 9600,
+        zookeeper_port: int = 2181,
+        overrides: Sequence[tuple[str, str]] = (),
+    ) -> ClusterLayout:
+        """DESIGN.md section 6's layout (or the same shape from other base ports)."""
+        given = dict(overrides)
+        return ClusterLayout(
+            directory=directory,
+            client_ports=tuple(base_port + i for i in range(brokers)),
+            control_ports=tuple(control_base_port + i for i in range(brokers)),
+            metrics_ports=tuple(metrics_base_port + i for i in range(brokers)),
+            zookeeper_port=zookeeper_port,
+            zookeeper_connect=given.get("zookeeper.connect"),
+            overrides=tuple(overrides),
+        )
+
+    @property
+    def brokers(self) -> int:
+        return len(self.client_ports)
+
+    @property
+    def zk_connect(self) -> str:
+        return self.zookeeper_connect or f"127.0.0.1:{self.zookeeper_port}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.client_ports)
+
+    def broker_dir(self, i: int) -> Path:
+        return self.directory / f"broker-{i}"
+
+    def log_dir(self, i: int) -> Path:
+        return self.broker_dir(i) / "logs"
+
+    def config_path(self, i: int) -> Path:
+        return self.broker_dir(i) / "server.properties"
+
+    def output_path(self, i: int) -> Path:
+        return self.broker_dir(i) / "server.log"
+
+    def metrics_url(self, i: int) -> str:
+        return f"http://127.0.0.1:{self.metrics_ports[i]}/metrics"
+
+    def broker_properties(self, i: int) -> dict[str, str]:
+        """Broker i's server.properties (the layout's overrides win)."""
+        listeners = (
+            f"PLAINTEXT://127.0.0.1:{self.client_ports[i]},"
+            f"CONTROLLER://127.0.0.1:{self.control_ports[i]}"
+        )
+        props = {
+            "broker.id": str(i),
+            "listeners": listeners,
+            "advertised.listeners": listeners,
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "control.plane.listener.name": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.log_dir(i)),
+            "zookeeper.connect": self.zk_connect,
+            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "metrics.port": str(self.metrics_ports[i]),
+            # every broker of a local cluster stops at once: do not wait 3 x 5 s for a
+            # controller that is itself going away
+            "controlled.shutdown.retry.backoff.ms": "500",
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+        }
+        props.update(dict(self.overrides))
+        return props
+
+    def write_configs(self) -> None:
+        for i in range(self.brokers):
+            self.broker_dir(i).mkdir(parents=True, exist_ok=True)
+            lines = ["# written by minikafka cluster up", ""]
+            lines += [f"{k}={v}" for k, v in self.broker_properties(i).items()]
+            self.config_path(i).write_text("\n".join(lines) + "\n")
+
+
+def broker_command(config_path: Path) -> list[str]:
+    """The command that runs one broker: ``minikafka server CONFIG``."""
+    return [sys.executable, "-m", "broker.cli.main", "server", str(config_path)]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as the broker's acceptor does: a port in TIME_WAIT is free to listen on
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+@dataclass
+class LocalCluster:
+    """A ZooKeeper (optional) and N broker processes. Not thread safe.
+
+    Brokers are started with ``broker_command``; their output goes to
+    ``layout.output_path(i)``. ``stop_broker``/``kill_broker``/``start_broker`` act on
+    one broker by its pid; ``stop`` ends everything this object started, nothing else.
+    """
+
+    layout: ClusterLayout
+    processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    zookeeper: ZooKeeperServer | None = None
+    _outputs: dict[int, IO[bytes]] = field(default_factory=dict)
+
+    def start(self, timeout_s: float = 90.0) -> None:
+        """Start ZooKeeper (when embedded) and every broker; return once all brokers are
+        registered in ZooKeeper, or raise (after stopping what started)."""
+        layout = self.layout
+        layout.directory.mkdir(parents=True, exist_ok=True)
+        busy = [
+            p
+            for p in (*layout.client_ports, *layout.control_ports, *layout.metrics_ports)
+            if port_in_use(p)
+        ]
+        if layout.zookeeper_connect is None and port_in_use(layout.zookeeper_port):
+            busy.append(layout.zookeeper_port)
+        if busy:
+            raise RuntimeError(f"ports already in use: {busy}; is another cluster running?")
+        try:
+            if layout.zookeeper_connect is None:
+                from broker.zookeeper_server import ZooKeeperServer
+
+                zk = ZooKeeperServer(
+                    data_dir=layout.directory / "zookeeper", port=layout.zookeeper_port
+                )
+                zk.start()
+                self.zookeeper = zk
+            layout.write_configs()
+            for i in range(layout.brokers):
+                self.start_broker(i)
+            self.wait_registered(range(layout.brokers), timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def start_broker(self, i: int) -> subprocess.Popen[bytes]:
+        old = self._outputs.pop(i, None)
+        if old is not None:
+            old.close()
+        out = open(self.layout.output_path(i), "ab")  # noqa: SIM115 - closed in stop/restart
+        self._outputs[i] = out
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        proc = subprocess.Popen(
+            broker_command(self.layout.config_path(i)),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # a terminal's Ctrl-C reaches the brokers through us only
+        )
+        self.processes[i] = proc
+        return proc
+
+    def registered_brokers(self) -> list[int]:
+        from kazoo.client import KazooClient
+
+        client = KazooClient(hosts=self.layout.zk_connect, timeout=5.0)
+        client.start(timeout=10)
+        try:
+            if client.exists("/brokers/ids") is None:
+                return []
+            return sorted(int(c) for c in client.get_children("/brokers/ids"))
+        finally:
+            client.stop()
+            client.close()
+
+    def wait_registered(self, brokers: Sequence[int] | range, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        wanted = set(brokers)
+        while True:
+            for i in wanted:
+                proc = self.processes.get(i)
+                if proc is not None and proc.poll() is not None:
+                    raise RuntimeError(
+                        f"broker {i} exited with status {proc.returncode} during startup; "
+                        f"see {self.layout.output_path(i)}"
+                    )
+            with contextlib.suppress(Exception):  # ZooKeeper may be briefly unreachable
+                if wanted <= set(self.registered_brokers()):
+                    return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"brokers {sorted(wanted)} did not all register within {timeout_s:.0f}s"
+                )
+            time.sleep(0.2)  # polling interval of a bounded wait
+
+    def signal_broker(self, i: int, sig: int) -> None:
+        proc = self.processes[i]
+        if proc.poll() is None:
+            os.kill(proc.pid, sig)
+
+    def kill_broker(self, i: int) -> None:
+        """kill -9, then reap it."""
+        self.signal_broker(i, signal.SIGKILL)
+        self.processes[i].wait(30)
+
+    def stop_broker(self, i: int, grace_s: float = 60.0) -> int | None:
+        """SIGTERM (graceful shutdown), SIGKILL after ``grace_s``; the exit status."""
+        proc = self.processes.get(i)
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)  # a paused broker cannot shut down
+                os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+        return proc.returncode
+
+    def stop(self, grace_s: float = 60.0) -> None:
+        """Stop every broker (all SIGTERMed at once, then waited for) and ZooKeeper."""
+        for proc in self.processes.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGCONT)
+                    os.kill(proc.pid, signal.SIGTERM)
+        for i in list(self.processes):
+            self.stop_broker(i, grace_s)
+        for out in self._outputs.values():
+            out.close()
+        self._outputs.clear()
+        zk = self.zookeeper
+        if zk is not None:
+            zk.stop()
+            self.zookeeper = None
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = sub.add_parser("up", help="start ZooKeeper and N brokers in the foreground")
+    up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    up.add_argument(
+        "--dir", type=Path, default=Path("data"), help="directory for logs and configs (data)"
+    )
+    up.add_argument("--base-port", type=int, default=9092, help="broker 0's client port")
+    up.add_argument(
+        "--control-base-port", type=int, default=9192, help="broker 0's control-plane port"
+    )
+    up.add_argument("--metrics-base-port", type=int, default=9600, help="broker 0's metrics port")
+    up.add_argument("--zookeeper-port", type=int, default=2181, help="embedded ZooKeeper's port")
+    up.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker configuration key for every broker (zookeeper.connect=... uses an "
+        "existing ZooKeeper instead of the embedded one)",
+    )
+
+
+def _parse_overrides(raw: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for item in raw:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--override {item!r} is not KEY=VALUE")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.brokers < 1:
+        print("minikafka cluster: --brokers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        overrides = _parse_overrides(args.override)
+    except ValueError as exc:
+        print(f"minikafka cluster: {exc}", file=sys.stderr)
+        return 2
+    layout = ClusterLayout.standard(
+        args.dir.resolve(),
+        args.brokers,
+        args.base_port,
+        args.control_base_port,
+        args.metrics_base_port,
+        args.zookeeper_port,
+        overrides,
+    )
+    cluster = LocalCluster(layout)
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    old_term = signal.signal(signal.SIGTERM, on_signal)
+    old_int = signal.signal(signal.SIGINT, on_signal)
+    try:
+        print(
+            f"minikafka cluster: starting {layout.brokers} brokers in {layout.directory}",
+            flush=True,
+        )
+        try:
+            cluster.start()
+        except Exception as exc:
+            print(f"minikafka cluster: {exc}", file=sys.stderr, flush=True)
+            return 1
+        _print_summary(layout)
+        reported: set[int] = set()
+        while not stopping:
+            for i, proc in cluster.processes.items():
+                if proc.poll() is not None and i not in reported:
+                    reported.add(i)
+                    print(
+                        f"minikafka cluster: broker {i} exited with status {proc.returncode}; "
+                        f"see {layout.output_path(i)}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            time.sleep(0.2)
+        print("minikafka cluster: stopping", flush=True)
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # finish stopping, whatever comes
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        cluster.stop()
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
+        print("minikafka cluster: stopped", flush=True)
+
+
+def _print_summary(layout: ClusterLayout) -> None:
+    lines = [
+        f"minikafka cluster: {layout.brokers} brokers up",
+        f"  bootstrap servers: {layout.bootstrap_servers}",
+        f"  zookeeper connect: {layout.zk_connect}",
+    ]
+    for i in range(layout.brokers):
+        lines.append(
+            f"  broker {i}: 127.0.0.1:{layout.client_ports[i]}  metrics {layout.metrics_url(i)}"
+            f"  log {layout.output_path(i)}"
+        )
+    lines.append("Ctrl-C stops the cluster.")
+    print("\n".join(lines), flush=True)
