@@ -278,6 +278,7 @@ class BrokerServer:
             if exc.name != "broker.producer_id_manager":
                 raise
             return None
+        assert self.zk is not None
         return ProducerIdManager(self.broker_id, self.zk)
 
     def _broker_info(self) -> BrokerInfo:
