@@ -13,12 +13,17 @@ the same thread as the code that mutates what they read.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
 
@@ -32,39 +37,152 @@ DURATION_BUCKETS = (
 LAG_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 
 
+# --- hot-path families ---------------------------------------------------------------------
+#
+# prometheus_client's Counter and Histogram take a lock and several Python calls per
+# update: a few microseconds, paid on every request. The families below keep plain numbers
+# instead (the event loop is the only writer) and turn them into samples when scraped;
+# the call sites look the same (``family.labels(api="Fetch").inc()``). The scrape runs on
+# the same loop (MetricsHttpServer), so it never sees a half-made update.
+
+
+class LocalCounter:
+    """A counter cell. Not safe across threads: update it from the event loop only."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("counters only go up")
+        self.value += amount
+
+
+class LocalHistogram:
+    """Histogram cell: per-bucket counts (not cumulative until exported) and their sum."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last one is +Inf
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        # buckets are "less than or equal": the first bound >= value
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+
+_Cell = TypeVar("_Cell", LocalCounter, LocalHistogram)
+
+
+class _LocalFamily(Generic[_Cell]):
+    def __init__(self, name: str, doc: str, labelnames: tuple[str, ...]) -> None:
+        self.name, self.doc, self.labelnames = name, doc, labelnames
+        self._cells: dict[tuple[str, ...], _Cell] = {}
+
+    def labels(self, **labels: str) -> _Cell:
+        key = tuple(labels[n] for n in self.labelnames)
+        cell = self._cells.get(key)
+        if cell is None:
+            if len(labels) != len(self.labelnames):
+                raise ValueError(f"{self.name} takes labels {self.labelnames}")
+            cell = self._cells[key] = self._new()
+        return cell
+
+    def _new(self) -> _Cell:
+        raise NotImplementedError
+
+
+class LocalCounterFamily(_LocalFamily[LocalCounter]):
+    def _new(self) -> LocalCounter:
+        return LocalCounter()
+
+    def collect(self) -> Metric:
+        family = CounterMetricFamily(self.name, self.doc, labels=self.labelnames)
+        for key, cell in self._cells.items():
+            family.add_metric(key, cell.value)
+        return family
+
+
+class LocalHistogramFamily(_LocalFamily[LocalHistogram]):
+    def __init__(
+        self, name: str, doc: str, labelnames: tuple[str, ...], buckets: tuple[float, ...]
+    ) -> None:
+        super().__init__(name, doc, labelnames)
+        self.buckets = buckets
+
+    def _new(self) -> LocalHistogram:
+        return LocalHistogram(self.buckets)
+
+    def collect(self) -> Metric:
+        family = HistogramMetricFamily(self.name, self.doc, labels=self.labelnames)
+        for key, cell in self._cells.items():
+            cumulative, buckets = 0, []
+            for bound, count in zip((*cell.bounds, math.inf), cell.counts):
+                cumulative += count
+                buckets.append(("+Inf" if math.isinf(bound) else repr(bound), cumulative))
+            family.add_metric(key, buckets, cell.sum)
+        return family
+
+
+class _LocalCollector(Collector):
+    def __init__(self) -> None:
+        self.families: list[LocalCounterFamily | LocalHistogramFamily] = []
+
+    def collect(self) -> Iterable[Metric]:
+        return [family.collect() for family in self.families]
+
+    def counter(self, name: str, doc: str, labelnames: tuple[str, ...]) -> LocalCounterFamily:
+        family = LocalCounterFamily(f"{NAMESPACE}_{name}", doc, labelnames)
+        self.families.append(family)
+        return family
+
+    def histogram(
+        self, name: str, doc: str, labelnames: tuple[str, ...], buckets: tuple[float, ...]
+    ) -> LocalHistogramFamily:
+        family = LocalHistogramFamily(f"{NAMESPACE}_{name}", doc, labelnames, buckets)
+        self.families.append(family)
+        return family
+
+
 class BrokerMetrics:
-    """The metrics of one broker. Not safe across threads beyond what prometheus_client gives."""
+    """The metrics of one broker. Update them from the broker's event loop only (the
+    per-request families are plain numbers, see above)."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r, ns = self.registry, NAMESPACE
+        local = _LocalCollector()
+        r.register(local)
 
         # requests, by API name (ApiKey names: "Produce", "Fetch", ...)
-        self.requests = Counter(
-            "requests", "Requests received", ["api", "listener"], namespace=ns, registry=r
-        )
-        self.request_errors = Counter(
+        self.requests = local.counter("requests", "Requests received", ("api", "listener"))
+        self.request_errors = Counter(  # rarer than requests: a regular counter
             "request_errors",
             "Error codes returned, per API and error name",
             ["api", "error"],
             namespace=ns,
             registry=r,
         )
-        self.request_duration = Histogram(
+        self.request_duration = local.histogram(
             "request_duration_seconds",
             "Time from a request's last byte read to its response's last byte written",
-            ["api"],
-            namespace=ns,
-            registry=r,
-            buckets=DURATION_BUCKETS,
+            ("api",),
+            DURATION_BUCKETS,
         )
-        self.request_queue_time = Histogram(
+        self.request_queue_time = local.histogram(
             "request_queue_time_seconds",
             "Time a request waited in the request channel for a handler",
-            ["api"],
-            namespace=ns,
-            registry=r,
-            buckets=DURATION_BUCKETS,
+            ("api",),
+            DURATION_BUCKETS,
         )
         self.request_queue_size = Gauge(
             "request_queue_size",
@@ -75,21 +193,13 @@ class BrokerMetrics:
         )
 
         # per-topic traffic
-        self.topic_bytes_in = Counter(
-            "topic_bytes_in", "Record bytes appended", ["topic"], namespace=ns, registry=r
-        )
-        self.topic_bytes_out = Counter(
-            "topic_bytes_out", "Record bytes fetched", ["topic"], namespace=ns, registry=r
-        )
-        self.topic_messages_in = Counter(
-            "topic_messages_in", "Records appended", ["topic"], namespace=ns, registry=r
-        )
-        self.topic_messages_out = Counter(
+        self.topic_bytes_in = local.counter("topic_bytes_in", "Record bytes appended", ("topic",))
+        self.topic_bytes_out = local.counter("topic_bytes_out", "Record bytes fetched", ("topic",))
+        self.topic_messages_in = local.counter("topic_messages_in", "Records appended", ("topic",))
+        self.topic_messages_out = local.counter(
             "topic_messages_out",
             "Records fetched (counted per batch header, without reading records)",
-            ["topic"],
-            namespace=ns,
-            registry=r,
+            ("topic",),
         )
 
         # network
@@ -106,11 +216,11 @@ class BrokerMetrics:
             namespace=ns,
             registry=r,
         )
-        self.network_received_bytes = Counter(
-            "network_received_bytes", "Bytes read", ["listener"], namespace=ns, registry=r
+        self.network_received_bytes = local.counter(
+            "network_received_bytes", "Bytes read", ("listener",)
         )
-        self.network_sent_bytes = Counter(
-            "network_sent_bytes", "Bytes written", ["listener"], namespace=ns, registry=r
+        self.network_sent_bytes = local.counter(
+            "network_sent_bytes", "Bytes written", ("listener",)
         )
         self.malformed_requests = Counter(
             "malformed_requests",

@@ -56,7 +56,7 @@ class _Region:
 def _serve(kind: str, mode: str, path: str, pipe: Pipe) -> None:
     import protocol
     from broker.config import EndPoint
-    from broker.network import SocketServer, run
+    from broker.network import Codec, ResponseParts, SocketServer, run
     from broker.network.processor import ProcessorSettings
     from broker.network.socket_server import NetworkSettings
     from protocol.messages import ApiVersionsResponse, FetchResponse
@@ -78,10 +78,14 @@ def _serve(kind: str, mode: str, path: str, pipe: Pipe) -> None:
         topic = FetchResponse.FetchableTopicResponse(topic="t", partitions=[partition])
         return protocol.make_response(request.header, FetchResponse(responses=[topic]))
 
+    async def handle_raw(request: Any) -> Any:
+        return ResponseParts([SIZE.pack(request.correlation_id) + b"\x00" * 8])
+
     async def main() -> None:
-        if mode == "echo":
+        if mode.startswith("echo"):
+            per_frame = mode == "echo-per-frame"
             server = await asyncio.get_running_loop().create_server(
-                _EchoProtocol, "127.0.0.1", 0
+                lambda: _EchoProtocol(per_frame), "127.0.0.1", 0
             )
             pipe.send(server.sockets[0].getsockname()[1])
         else:
@@ -91,7 +95,8 @@ def _serve(kind: str, mode: str, path: str, pipe: Pipe) -> None:
                 num_io_threads=8,
                 processor=ProcessorSettings(send_buffer=-1, receive_buffer=-1),
             )
-            net = SocketServer(settings, handle)
+            codec = Codec(_header_only, _as_parts) if mode == "no-codec" else None
+            net = SocketServer(settings, handle_raw if mode == "no-codec" else handle, codec=codec)
             await net.start()
             pipe.send(net.bound_port("PLAINTEXT"))
         await asyncio.get_running_loop().run_in_executor(None, pipe.recv)  # until told
@@ -99,8 +104,36 @@ def _serve(kind: str, mode: str, path: str, pipe: Pipe) -> None:
     run(main(), kind)
 
 
+class _Header:
+    __slots__ = ("api_key", "api_version", "correlation_id")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
+        self.api_key, self.api_version, self.correlation_id = api_key, api_version, correlation_id
+
+
+class _Decoded:
+    __slots__ = ("body", "header")
+
+    def __init__(self, header: _Header) -> None:
+        self.header, self.body = header, None
+
+
+def _header_only(frame: Any) -> _Decoded:
+    """The no-codec variant: only api key, version and correlation id are read."""
+    return _Decoded(_Header(*struct.unpack_from(">hhi", frame)))
+
+
+def _as_parts(response: Any) -> Any:
+    raise AssertionError("the no-codec handler returns ResponseParts")
+
+
 class _EchoProtocol(asyncio.Protocol):
-    """The baseline: frames echoed back as soon as they are whole, nothing parsed."""
+    """The baseline: frames echoed back as soon as they are whole, nothing parsed; all
+    the frames of one read in one write, or (``per_frame``) one write per frame, which
+    is what answering one request at a time per connection costs in system calls."""
+
+    def __init__(self, per_frame: bool) -> None:
+        self.per_frame = per_frame
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -114,9 +147,12 @@ class _EchoProtocol(asyncio.Protocol):
             (size,) = SIZE.unpack_from(buf, pos)
             if len(buf) - pos - 4 < size:
                 break
+            if self.per_frame:
+                self.transport.write(bytes(buf[pos : pos + 4 + size]))
             pos += 4 + size
         if pos:
-            self.transport.write(bytes(buf[:pos]))
+            if not self.per_frame:
+                self.transport.write(bytes(buf[:pos]))
             del buf[:pos]
 
 
@@ -231,7 +267,12 @@ def main() -> None:
 
     print(f"requests/s, {CONNECTIONS} connections x {IN_FLIGHT} in flight, {seconds:.0f}s each")
     for kind in ("uvloop", "asyncio"):
-        for mode, label in (("echo", "bare Protocol echo (baseline)"), ("full", "SocketServer")):
+        for mode, label in (
+            ("echo", "bare Protocol echo (baseline)"),
+            ("echo-per-frame", "bare echo, a write per frame"),
+            ("no-codec", "SocketServer, header-only codec"),
+            ("full", "SocketServer, full codec"),
+        ):
             server = Server(kind, mode)
             try:
                 cpu0, t0 = server.cpu_seconds(), time.perf_counter()
