@@ -1,0 +1,108 @@
+"""Fetch (1), versions 4-12: record regions from the leader's log, sent with sendfile.
+
+Fetch sessions (KIP-227) are declined: every response carries session id 0, which tells
+clients to send full fetches from then on. A request that opens a session (epoch 0) or
+closes one (epoch -1) is answered as a full fetch; an incremental one (epoch > 0) names
+a session this broker never made, so it gets FETCH_SESSION_ID_NOT_FOUND and the client
+starts over with a full fetch, as with a broker whose session cache is full.
+
+Each partition's ``records`` is the storage FileRegion itself (or empty bytes when there
+is nothing, never null): ``encode_response_parts`` emits it as its own piece and the
+network sends it with ``os.sendfile``, so record bytes never enter Python.
+
+Follower fetches (replica_id >= 0) are served minimally until replication lands: they
+read to the log end instead of the high watermark, and their position is not tracked
+(no ISR or high-watermark changes follow from them).
+
+When fewer than ``min_bytes`` are readable and ``max_wait_ms`` > 0 the read waits in a
+DelayedFetch; the handler returns a Future and frees its handler task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
+from broker.partition import READ_COMMITTED
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import FetchResponse
+from storage import TopicPartition
+
+#: Session epochs of a full fetch: 0 opens a session, -1 wants none (or closes one).
+FULL_FETCH_EPOCHS = (0, -1)
+
+
+def fetch_params(ctx: BrokerContext, body: Any) -> FetchParams:
+    """The request-wide limits, capped by the broker's (fetch.max.bytes for consumers,
+    replica.fetch.response.max.bytes for followers)."""
+    key = "replica.fetch.response.max.bytes" if body.replica_id >= 0 else "fetch.max.bytes"
+    return FetchParams(
+        replica_id=body.replica_id,
+        max_wait_ms=body.max_wait_ms,
+        min_bytes=body.min_bytes,
+        max_bytes=min(body.max_bytes, ctx.config.get_int(key)),
+        isolation_level=body.isolation_level,
+    )
+
+
+def partition_infos(body: Any) -> list[tuple[TopicPartition, PartitionFetchInfo]]:
+    return [
+        (
+            TopicPartition(topic.topic, p.partition),
+            PartitionFetchInfo(p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch),
+        )
+        for topic in body.topics
+        for p in topic.partitions
+    ]
+
+
+def build_response(request_header: Any, params: FetchParams, results: FetchResults) -> Response:
+    """Partitions grouped by topic in the order topics first appear in the request."""
+    aborted: list[Any] | None = [] if params.isolation_level == READ_COMMITTED else None
+    by_topic: dict[str, list[Any]] = {}
+    for tp, r in results:
+        by_topic.setdefault(tp.topic, []).append(
+            FetchResponse.PartitionData(
+                partition_index=tp.partition,
+                error_code=r.error_code,
+                high_watermark=r.high_watermark,
+                last_stable_offset=r.last_stable_offset,
+                log_start_offset=r.log_start_offset,
+                aborted_transactions=aborted,
+                preferred_read_replica=-1,
+                records=r.records if r.records is not None else b"",
+            )
+        )
+    topics = [
+        FetchResponse.FetchableTopicResponse(topic=name, partitions=parts)
+        for name, parts in by_topic.items()
+    ]
+    body = FetchResponse(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics
+    )
+    return make_response(request_header, body)
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[Response]:
+    header, body = request.header, request.body
+    if body.session_epoch not in FULL_FETCH_EPOCHS:
+        refused = FetchResponse(
+            throttle_time_ms=0,
+            error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+            session_id=0,
+            responses=[],
+        )
+        return make_response(header, refused)
+    params = fetch_params(ctx, body)
+    future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+    def on_done(results: FetchResults) -> None:
+        if not future.done():  # the connection may have gone (future cancelled)
+            future.set_result(build_response(header, params, results))
+
+    ctx.replica_manager.fetch_messages(params, partition_infos(body), on_done)
+    if future.done():
+        return future.result()
+    return future

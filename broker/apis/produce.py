@@ -1,0 +1,118 @@
+"""Produce (0): append each partition's record batch as leader; answer per acks.
+
+Versions 0-2 are advertised (librdkafka probes compression support against v0) but
+refused with UNSUPPORTED_VERSION on every partition: they carry message sets of magic
+0/1, which minikafka does not store. From v3 each partition holds exactly one batch of
+magic 2 (Partition validates it before the log appends).
+
+Transactions are not offered: a request with a transactional batch is refused whole with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a transactional id it may not use.
+
+What the client gets back:
+
+- acks=0: nothing at all, whatever happened (the handler returns None);
+- acks=1: the response once the leader appended;
+- acks=all (-1): the response once every appended partition's high watermark passed
+  its records, or at ``timeout_ms`` (REQUEST_TIMED_OUT for those still waiting). The
+  handler then returns a Future, so no handler task waits with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.delayed.produce import ProducePartitionResult
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import ProduceResponse
+from protocol.records.batch import HEADER_SIZE, MAGIC_OFFSET, read_header
+from storage import TopicPartition
+
+#: The first Produce version minikafka accepts (RecordBatch v2 only).
+MIN_SUPPORTED_VERSION = 3
+
+
+def has_transactional_records(body: Any) -> bool:
+    """Whether any partition's batch has the transactional attribute (header only)."""
+    for topic in body.topic_data:
+        for part in topic.partition_data:
+            records = part.records
+            if (
+                records is not None
+                and len(records) >= HEADER_SIZE
+                and records[MAGIC_OFFSET] == 2
+                and read_header(records).is_transactional
+            ):
+                return True
+    return False
+
+
+def build_response(
+    request_header: Any, body: Any, results: dict[TopicPartition, ProducePartitionResult]
+) -> Response:
+    """Topics and partitions in request order, each with its result."""
+    topics = []
+    for topic in body.topic_data:
+        partitions = []
+        for part in topic.partition_data:
+            r = results[TopicPartition(topic.name, part.index)]
+            partitions.append(
+                ProduceResponse.PartitionProduceResponse(
+                    index=part.index,
+                    error_code=r.error_code,
+                    base_offset=r.base_offset,
+                    log_append_time_ms=r.log_append_time_ms,
+                    log_start_offset=r.log_start_offset,
+                    error_message=r.error_message if r.error_code else None,
+                )
+            )
+        topics.append(
+            ProduceResponse.TopicProduceResponse(name=topic.name, partition_responses=partitions)
+        )
+    return make_response(request_header, ProduceResponse(responses=topics, throttle_time_ms=0))
+
+
+def _all_failed(body: Any, error_code: int) -> dict[TopicPartition, ProducePartitionResult]:
+    return {
+        TopicPartition(topic.name, part.index): ProducePartitionResult(error_code)
+        for topic in body.topic_data
+        for part in topic.partition_data
+    }
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[Response] | None:
+    header, body = request.header, request.body
+    acks = body.acks
+    if header.api_version < MIN_SUPPORTED_VERSION:
+        refused = _all_failed(body, ErrorCode.UNSUPPORTED_VERSION)
+        return None if acks == 0 else build_response(header, body, refused)
+    if has_transactional_records(body):
+        refused = _all_failed(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return None if acks == 0 else build_response(header, body, refused)
+
+    entries = {
+        TopicPartition(topic.name, part.index): part.records
+        for topic in body.topic_data
+        for part in topic.partition_data
+    }
+    future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+    def on_done(results: dict[TopicPartition, ProducePartitionResult]) -> None:
+        if not future.done():  # the connection may have gone (future cancelled)
+            future.set_result(build_response(header, body, results))
+
+    ctx.replica_manager.append_records(
+        entries,
+        required_acks=acks,
+        timeout_ms=body.timeout_ms,
+        api_version=header.api_version,
+        on_done=on_done,
+    )
+    if acks == 0:
+        # Appended (or refused) already: acks 0 never waits; the result is dropped.
+        future.cancel()
+        return None
+    if future.done():
+        return future.result()
+    return future

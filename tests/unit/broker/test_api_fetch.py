@@ -1,0 +1,246 @@
+"""The Fetch handler: file regions in the response (record bytes never read into Python),
+empty records never null, sessions declined, fetch.max.bytes, isolation levels, and long
+polls answered through a Future."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import protocol
+from broker.apis import fetch
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from broker.replica_manager import ReplicaManager
+from protocol import ApiKey, ErrorCode
+from protocol.messages import FetchRequest, LeaderAndIsrRequest
+from protocol.records import BatchBuilder, iter_batches
+from storage import FileRegion, LogManager, LogManagerConfig, TopicPartition
+from timer import DelayedOperationPurgatory
+from timer.clock import MockClock
+
+TOPIC = "clicks"
+A = TopicPartition(TOPIC, 0)
+B = TopicPartition(TOPIC, 1)
+State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+
+
+def batch(n: int = 1, value_size: int = 50) -> bytes:
+    builder = BatchBuilder()
+    for i in range(n):
+        builder.append(1_000 + i, None, bytes([i % 251]) * value_size)
+    return bytes(builder.build())
+
+
+def make_ctx(tmp_path, props: dict[str, str] | None = None) -> BrokerContext:
+    clock = MockClock()
+    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
+    purgatories: list[DelayedOperationPurgatory[Any]] = [
+        DelayedOperationPurgatory(name, clock=clock, reaper_enabled=False)
+        for name in ("Produce", "Fetch")
+    ]
+    rm = ReplicaManager(
+        0, log_manager, produce_purgatory=purgatories[0], fetch_purgatory=purgatories[1]
+    )
+    states = [
+        State(
+            topic_name=TOPIC,
+            partition_index=tp.partition,
+            controller_epoch=1,
+            leader=0,
+            leader_epoch=0,
+            isr=[0],
+            partition_epoch=0,
+            replicas=[0],
+        )
+        for tp in (A, B)
+    ]
+    rm.become_leader_or_follower(1, 1, states, {TOPIC: uuid.uuid4()})
+    return BrokerContext(
+        broker_id=0,
+        cluster_id="test-cluster",
+        config=BrokerConfig.from_properties(props or {}),
+        clock=clock,
+        metrics=BrokerMetrics(),
+        metadata_cache=MetadataCache(0),
+        log_manager=log_manager,
+        replica_manager=rm,
+        produce_purgatory=purgatories[0],
+        fetch_purgatory=purgatories[1],
+    )
+
+
+@pytest.fixture
+def ctx(tmp_path) -> Iterator[BrokerContext]:
+    context = make_ctx(tmp_path)
+    yield context
+    context.log_manager.shutdown()
+
+
+def produce(ctx: BrokerContext, tp: TopicPartition, records: bytes) -> None:
+    ctx.replica_manager.append_records(
+        {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=lambda r: None
+    )
+
+
+def request(
+    version: int = 12,
+    offsets: dict[int, int] | None = None,
+    *,
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    max_bytes: int = 1 << 24,
+    isolation_level: int = 0,
+    session_id: int = 0,
+    session_epoch: int = -1,
+) -> Any:
+    body = FetchRequest(
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=isolation_level,
+        session_id=session_id,
+        session_epoch=session_epoch,
+        topics=[
+            FetchRequest.FetchTopic(
+                topic=TOPIC,
+                partitions=[
+                    FetchRequest.FetchPartition(
+                        partition=p, fetch_offset=o, partition_max_bytes=1 << 20
+                    )
+                    for p, o in (offsets or {0: 0}).items()
+                ],
+            )
+        ],
+    )
+    frame = protocol.encode_request(protocol.make_request(ApiKey.FETCH, version, 3, "c", body))
+    return protocol.decode_request(frame)
+
+
+def on_the_wire(response: Any) -> Any:
+    """Encode as the network does, read the file regions back, decode like a client."""
+    parts = protocol.encode_response_parts(response)
+    frame = b"".join(p if isinstance(p, bytes) else p.read() for p in parts)
+    return protocol.decode_response(frame, ApiKey.FETCH, response.api_version).body
+
+
+def partitions(body: Any) -> dict[int, Any]:
+    return {p.partition_index: p for t in body.responses for p in t.partitions}
+
+
+@pytest.mark.parametrize("version", [4, 7, 11, 12])
+async def test_records_and_offsets_on_the_wire(ctx: BrokerContext, version: int) -> None:
+    produce(ctx, A, batch(2))
+    produce(ctx, A, batch(3))
+    response = await fetch.handle(ctx, request(version, {0: 0, 1: 0}))
+    body = on_the_wire(response)
+    assert body.error_code == ErrorCode.NONE and body.session_id == 0
+    a, b = partitions(body)[0], partitions(body)[1]
+    assert (a.error_code, a.high_watermark, a.last_stable_offset) == (0, 5, 5)
+    assert a.log_start_offset == (0 if version >= 5 else -1)  # a v5 field
+    assert a.preferred_read_replica == -1
+    assert a.aborted_transactions is None
+    headers = [h for _, h in iter_batches(bytes(a.records))]
+    assert [(h.base_offset, h.records_count) for h in headers] == [(0, 2), (2, 3)]
+    assert b.records is not None and len(b.records) == 0  # empty, never null
+
+
+async def test_error_partitions_carry_empty_records(ctx: BrokerContext) -> None:
+    body = on_the_wire(await fetch.handle(ctx, request(12, {0: 99})))
+    p = partitions(body)[0]
+    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert p.records is not None and len(p.records) == 0
+
+
+async def test_read_committed_gets_empty_aborted_list(ctx: BrokerContext) -> None:
+    produce(ctx, A, batch())
+    body = on_the_wire(await fetch.handle(ctx, request(12, isolation_level=1)))
+    assert partitions(body)[0].aborted_transactions == []
+
+
+@pytest.mark.parametrize(("session_id", "epoch"), [(0, -1), (0, 0), (77, -1), (77, 0)])
+async def test_full_fetches_are_served_sessionless(
+    ctx: BrokerContext, session_id: int, epoch: int
+) -> None:
+    produce(ctx, A, batch())
+    body = on_the_wire(
+        await fetch.handle(ctx, request(12, session_id=session_id, session_epoch=epoch))
+    )
+    assert body.error_code == ErrorCode.NONE and body.session_id == 0
+    assert len(partitions(body)[0].records) == len(batch())
+
+
+async def test_incremental_fetch_gets_session_not_found(ctx: BrokerContext) -> None:
+    body = on_the_wire(await fetch.handle(ctx, request(12, session_id=77, session_epoch=3)))
+    assert body.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    assert body.session_id == 0 and body.responses == []
+
+
+async def test_fetch_max_bytes_caps_the_request(tmp_path) -> None:
+    ctx = make_ctx(tmp_path, {"fetch.max.bytes": "1024"})
+    try:
+        one = batch(1, value_size=600)
+        for _ in range(3):
+            produce(ctx, A, one)
+        body = on_the_wire(await fetch.handle(ctx, request(12, max_bytes=1 << 30)))
+        assert len(partitions(body)[0].records) == 1024
+    finally:
+        ctx.log_manager.shutdown()
+
+
+async def test_long_poll_returns_future_completed_by_append(ctx: BrokerContext) -> None:
+    result = await fetch.handle(ctx, request(12, max_wait_ms=5000))
+    assert isinstance(result, asyncio.Future) and not result.done()
+    produce(ctx, A, batch(4))
+    assert result.done()
+    p = partitions(on_the_wire(result.result()))[0]
+    assert p.high_watermark == 4 and len(p.records) == len(batch(4))
+
+
+async def test_long_poll_times_out_empty(ctx: BrokerContext) -> None:
+    result = await fetch.handle(ctx, request(12, max_wait_ms=500))
+    ctx.clock.advance(500)
+    ctx.fetch_purgatory.advance_clock()
+    p = partitions(on_the_wire(result.result()))[0]
+    assert p.error_code == ErrorCode.NONE and len(p.records) == 0
+
+
+async def test_record_bytes_never_enter_python(ctx: BrokerContext, monkeypatch) -> None:
+    """The response's records are the segment's file region; serving them reads batch
+    headers (to find the start) and never the records: os.read and region reads would
+    raise, and everything pread stays within the first scan chunk."""
+    big = [batch(1, value_size=100_000) for _ in range(3)]
+    for records in big:
+        produce(ctx, A, records)
+    total = sum(len(b) for b in big)
+    preads: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, n: int, offset: int) -> bytes:
+        data = real_pread(fd, n, offset)
+        preads.append(len(data))
+        return data
+
+    def forbidden(*args: object, **kwargs: object) -> bytes:
+        raise AssertionError("record bytes were read into Python")
+
+    monkeypatch.setattr(os, "pread", counting_pread)
+    monkeypatch.setattr(os, "read", forbidden)
+    monkeypatch.setattr(os, "preadv", forbidden)
+    monkeypatch.setattr(FileRegion, "read", forbidden)
+    response = await fetch.handle(ctx, request(12, {0: 1}))
+    parts = protocol.encode_response_parts(response)
+    regions = [p for p in parts if not isinstance(p, bytes)]
+    assert len(regions) == 1 and isinstance(regions[0], FileRegion)
+    assert len(regions[0]) == total - len(big[0])  # from the batch holding offset 1
+    # Only the header scan touched the file: far less than one batch of records.
+    assert sum(preads) <= 2 * 8192 < len(big[0])
+    assert all(isinstance(p, bytes) for p in parts if p is not regions[0])

@@ -1,0 +1,196 @@
+"""The Produce handler, through encoded requests and responses: versions 0-2 refused,
+acks 0 (never a response), 1 (at once) and all (at once, or a Future that the purgatory
+completes), transactional batches refused, per-partition errors on the wire."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import protocol
+from broker.apis import produce
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from broker.replica_manager import ReplicaManager
+from protocol import ApiKey, ErrorCode
+from protocol.messages import LeaderAndIsrRequest, ProduceRequest
+from protocol.records import BatchBuilder
+from storage import LogManager, LogManagerConfig, TopicPartition
+from timer import DelayedOperationPurgatory
+from timer.clock import MockClock
+
+TOPIC = "payments"
+State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+
+
+def batch(n: int = 1, *, transactional: bool = False) -> bytes:
+    pid = 5 if transactional else -1
+    builder = BatchBuilder(
+        producer_id=pid,
+        producer_epoch=0 if transactional else -1,
+        base_sequence=0 if transactional else -1,
+        is_transactional=transactional,
+    )
+    for i in range(n):
+        builder.append(1_000 + i, b"k", b"v")
+    return bytes(builder.build())
+
+
+@pytest.fixture
+def ctx(tmp_path) -> Iterator[BrokerContext]:
+    clock = MockClock()
+    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
+    produce_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
+        "Produce", clock=clock, reaper_enabled=False
+    )
+    fetch_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
+        "Fetch", clock=clock, reaper_enabled=False
+    )
+    metrics = BrokerMetrics()
+    rm = ReplicaManager(
+        0,
+        log_manager,
+        produce_purgatory=produce_purgatory,
+        fetch_purgatory=fetch_purgatory,
+        metrics=metrics,
+    )
+    states = [
+        State(
+            topic_name=TOPIC,
+            partition_index=p,
+            controller_epoch=1,
+            leader=0,
+            leader_epoch=0,
+            isr=[0],
+            partition_epoch=0,
+            replicas=[0],
+        )
+        for p in (0, 1)
+    ]
+    rm.become_leader_or_follower(1, 1, states, {TOPIC: uuid.uuid4()})
+    yield BrokerContext(
+        broker_id=0,
+        cluster_id="test-cluster",
+        config=BrokerConfig.from_properties({}),
+        clock=clock,
+        metrics=metrics,
+        metadata_cache=MetadataCache(0),
+        log_manager=log_manager,
+        replica_manager=rm,
+        produce_purgatory=produce_purgatory,
+        fetch_purgatory=fetch_purgatory,
+    )
+    log_manager.shutdown()
+
+
+def request(version: int, partitions: dict[int, bytes | None], *, acks: int = 1) -> Any:
+    body = ProduceRequest(
+        acks=acks,
+        timeout_ms=1000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=TOPIC,
+                partition_data=[
+                    ProduceRequest.PartitionProduceData(index=p, records=r)
+                    for p, r in partitions.items()
+                ],
+            )
+        ],
+    )
+    # Through the codec, as the network hands it over (records become memoryviews).
+    frame = protocol.encode_request(protocol.make_request(ApiKey.PRODUCE, version, 7, "t", body))
+    return protocol.decode_request(frame)
+
+
+def on_the_wire(response: Any) -> Any:
+    frame = protocol.encode_response(response)
+    return protocol.decode_response(frame, ApiKey.PRODUCE, response.api_version).body
+
+
+def partitions(body: Any) -> dict[int, Any]:
+    return {p.index: p for t in body.responses for p in t.partition_responses}
+
+
+def log_end(ctx: BrokerContext, p: int) -> int:
+    return ctx.log_manager.get_log(TopicPartition(TOPIC, p)).log_end_offset
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+async def test_versions_below_3_are_refused(ctx: BrokerContext, version: int) -> None:
+    response = await produce.handle(ctx, request(version, {0: batch()}))
+    answer = partitions(on_the_wire(response))
+    assert answer[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert log_end(ctx, 0) == 0
+    assert await produce.handle(ctx, request(version, {0: batch()}, acks=0)) is None
+
+
+async def test_acks_1_answers_offsets(ctx: BrokerContext) -> None:
+    await produce.handle(ctx, request(9, {0: batch(3)}))
+    response = await produce.handle(ctx, request(9, {0: batch(2), 1: batch(1)}))
+    assert response.header.correlation_id == 7
+    answer = partitions(on_the_wire(response))
+    assert (answer[0].error_code, answer[0].base_offset, answer[0].log_start_offset) == (0, 3, 0)
+    assert answer[0].log_append_time_ms == -1
+    assert (answer[1].error_code, answer[1].base_offset) == (0, 0)
+
+
+async def test_acks_0_never_answers_even_on_error(ctx: BrokerContext) -> None:
+    assert await produce.handle(ctx, request(9, {0: batch(2)}, acks=0)) is None
+    assert log_end(ctx, 0) == 2
+    assert await produce.handle(ctx, request(9, {0: b"garbage"}, acks=0)) is None
+    assert log_end(ctx, 0) == 2
+
+
+async def test_acks_all_answers_at_once_when_leader_alone(ctx: BrokerContext) -> None:
+    response = await produce.handle(ctx, request(9, {0: batch()}, acks=-1))
+    assert isinstance(response, protocol.Response)
+    assert partitions(on_the_wire(response))[0].error_code == ErrorCode.NONE
+
+
+async def test_acks_all_waiting_returns_future_completed_by_purgatory(
+    ctx: BrokerContext, monkeypatch
+) -> None:
+    partition = ctx.replica_manager.get_partition(TOPIC, 0)
+    monkeypatch.setattr(partition, "maybe_increment_high_watermark", lambda: False)
+    result = await produce.handle(ctx, request(9, {0: batch()}, acks=-1))
+    assert isinstance(result, asyncio.Future) and not result.done()
+    partition.log.update_high_watermark(1)
+    ctx.produce_purgatory.check_and_complete(TopicPartition(TOPIC, 0))
+    assert result.done()
+    assert partitions(on_the_wire(result.result()))[0].error_code == ErrorCode.NONE
+
+
+async def test_transactional_batches_are_refused_whole(ctx: BrokerContext) -> None:
+    response = await produce.handle(ctx, request(9, {0: batch(), 1: batch(transactional=True)}))
+    answer = partitions(on_the_wire(response))
+    assert {p.error_code for p in answer.values()} == {
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    }
+    assert log_end(ctx, 0) == 0
+
+
+async def test_bad_records_error_on_the_wire_with_message(ctx: BrokerContext) -> None:
+    damaged = bytearray(batch())
+    damaged[-1] ^= 0x55
+    response = await produce.handle(ctx, request(8, {0: bytes(damaged), 1: batch()}))
+    answer = partitions(on_the_wire(response))
+    assert answer[0].error_code == ErrorCode.CORRUPT_MESSAGE
+    assert answer[0].base_offset == -1 and "CRC" in answer[0].error_message
+    assert answer[1].error_code == ErrorCode.NONE and answer[1].error_message is None
+
+
+async def test_unknown_topic(ctx: BrokerContext) -> None:
+    body = request(9, {0: batch()}).body
+    body.topic_data[0].name = "missing"
+    req = protocol.make_request(ApiKey.PRODUCE, 9, 1, "t", body)
+    answer = on_the_wire(await produce.handle(ctx, req))
+    assert answer.responses[0].name == "missing"
+    assert answer.responses[0].partition_responses[0].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
