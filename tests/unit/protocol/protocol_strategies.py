@@ -27,10 +27,10 @@ _text = st.text(max_size=8)
 _blob = st.binary(max_size=24)
 
 
-def _element(fi: FieldInfo, version: int) -> st.SearchStrategy[Any]:
+def _element(fi: FieldInfo, version: int, unknown_tags: bool) -> st.SearchStrategy[Any]:
     t = fi.element
     if fi.struct is not None:
-        return struct_strategy(fi.struct, version)
+        return struct_strategy(fi.struct, version, unknown_tags)
     if t in _INT_RANGES:
         lo, hi = _INT_RANGES[t]
         return st.integers(lo, hi)
@@ -47,8 +47,8 @@ def _element(fi: FieldInfo, version: int) -> st.SearchStrategy[Any]:
     raise AssertionError(t)
 
 
-def field_strategy(fi: FieldInfo, version: int) -> st.SearchStrategy[Any]:
-    value = _element(fi, version)
+def field_strategy(fi: FieldInfo, version: int, unknown_tags: bool) -> st.SearchStrategy[Any]:
+    value = _element(fi, version, unknown_tags)
     if fi.spec.is_array:
         value = st.lists(value, max_size=3)
     if fi.nullable.has(version):
@@ -66,14 +66,22 @@ def _unknown_tags(info: StructInfo, version: int) -> st.SearchStrategy[Any]:
 
 
 @cache
-def struct_strategy(info: StructInfo, version: int) -> st.SearchStrategy[Any]:
+def struct_strategy(
+    info: StructInfo, version: int, unknown_tags: bool = True
+) -> st.SearchStrategy[Any]:
     kwargs: dict[str, st.SearchStrategy[Any]] = {
-        fi.attr: field_strategy(fi, version) for fi in info.fields if fi.versions.has(version)
+        fi.attr: field_strategy(fi, version, unknown_tags)
+        for fi in info.fields
+        if fi.versions.has(version)
     }
-    if info.message.is_flexible(version):
+    if unknown_tags and info.message.is_flexible(version):
         kwargs["unknown_tags"] = _unknown_tags(info, version)
     return st.builds(info.cls, **kwargs)
 
 
-def message_strategy(info: MessageInfo, version: int) -> st.SearchStrategy[Any]:
-    return struct_strategy(info.root, version)
+def message_strategy(
+    info: MessageInfo, version: int, unknown_tags: bool = True
+) -> st.SearchStrategy[Any]:
+    """Instances of the message at ``version``; ``unknown_tags=False`` leaves them out
+    (for comparing with codecs that drop unknown tags)."""
+    return struct_strategy(info.root, version, unknown_tags)
