@@ -206,7 +206,8 @@ async def run_kcat(bootstrap: str, prefix: str, deadline: float) -> list[str]:
     # Twice: the second run finds the first one's committed offsets.
     for _ in range(2):
         runs.append(([*base, "-G", group, "-e", "-X", "auto.offset.reset=earliest",
-                      "-X", "heartbeat.interval.ms=300", topic], None))
+                      "-X", "heartbeat.interval.ms=300", "-X", "session.timeout.ms=6000",
+                      topic], None))
     runs.append(([*base, "-Q", "-t", f"{topic}:0:-1"], None))
     logs = []
     for argv, stdin in runs:

@@ -264,7 +264,7 @@ async def aiokafka_flow(bootstrap: str, prefix: str) -> None:
     async def consume(first: bool) -> None:
         c = AIOKafkaConsumer(t1, **base, group_id=group, auto_offset_reset="earliest",
                              enable_auto_commit=False, fetch_max_wait_ms=100,
-                             heartbeat_interval_ms=300)
+                             heartbeat_interval_ms=300, session_timeout_ms=6000)
         await c.start()
         try:
             got = 0
