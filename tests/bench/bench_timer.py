@@ -31,11 +31,13 @@ Figures:
   throughput figures come from the first run, without it).
 - late p50/p99: expiry lateness of the 1%, callback time minus deadline, in ms. The
   wheel's deadline is its integer-millisecond expiration.
+- lag p99: the event loop's delay during that run: how late a probe timer (asyncio
+  call_at, every 1 ms) fired, 99th percentile, in ms.
 - run s: wall time of the main run, first add to last expiry (includes the 2 s tail).
 
 Hard targets checked at the end: the wheel's peak memory is below both baselines; its
-p99 lateness is within two ticks of its deadline plus the event loop's delay, taken as
-call_later's p99 lateness in the same run (the loop's own timers are the floor).
+p99 lateness is within two ticks of its deadline plus the event loop's delay (the lag
+probe's p99 in the wheel's own run).
 """
 
 from __future__ import annotations
@@ -74,10 +76,17 @@ class Stats:
         self.deadlines_ms: dict[int, float] = {}
         self.lateness_ms: list[float] = []
         self.expired = 0
+        # Timeouts meant to be cancelled that expired first: the run fell more than 2 s
+        # behind (a stall: GC, a loaded machine). Counted and printed, not an error.
+        self.missed = 0
         self.reaper_s = 0.0
 
     def expire(self, op_id: int) -> None:
-        self.lateness_ms.append(now_s() * 1000.0 - self.deadlines_ms[op_id])
+        deadline = self.deadlines_ms.get(op_id)
+        if deadline is None:
+            self.missed += 1
+            return
+        self.lateness_ms.append(now_s() * 1000.0 - deadline)
         self.expired += 1
 
 
@@ -288,6 +297,25 @@ def _set_done(fut: asyncio.Future[None]) -> None:
 IMPLS: list[Callable[[Stats], Impl]] = [Wheel, CallLater, Heapq]
 
 
+class LagProbe:
+    """Measures the event loop's delay: how late a loop timer fires, every 1 ms."""
+
+    PERIOD_S = 0.001
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.lag_ms: list[float] = []
+        self.handle = self.loop.call_later(self.PERIOD_S, self._fire)
+
+    def _fire(self) -> None:
+        when = self.handle.when()
+        self.lag_ms.append((self.loop.time() - when) * 1000.0)
+        self.handle = self.loop.call_at(when + self.PERIOD_S, self._fire)
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+
 async def wait_for(condition: Callable[[], bool], timeout_s: float) -> None:
     deadline = now_s() + timeout_s
     while not condition():
@@ -307,6 +335,7 @@ async def main_run(make: Callable[[Stats], Impl], n: int, trace: bool) -> dict[s
     if trace:
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
+    probe = LagProbe()
     perf = time.perf_counter
     add_s = cancel_s = 0.0
     cancelled = 0
@@ -332,13 +361,16 @@ async def main_run(make: Callable[[Stats], Impl], n: int, trace: bool) -> dict[s
     expected = len(range(0, n, EXPIRE_EVERY))
     await wait_for(lambda: stats.expired >= expected, TIMEOUT_S + 30)
     run_s = perf() - t_start
+    probe.stop()
     figures: dict[str, float] = {}
     if trace:
         figures["peak_mib"] = (tracemalloc.get_traced_memory()[1] - base) / 2**20
         tracemalloc.stop()
     else:
         lat = sorted(stats.lateness_ms)
+        lag = sorted(probe.lag_ms)
         figures.update(
+            loop_lag_p99=lag[min(len(lag) - 1, int(len(lag) * 0.99))],
             add_per_s=n / add_s,
             cancel_per_s=cancelled / cancel_s,
             late_p50=statistics.median(lat),
@@ -346,6 +378,7 @@ async def main_run(make: Callable[[Stats], Impl], n: int, trace: bool) -> dict[s
             late_max=lat[-1],
             run_s=run_s,
             reaper_s=stats.reaper_s,
+            missed=stats.missed,
         )
     await impl.stop()
     return figures
@@ -377,13 +410,23 @@ async def bench(n: int) -> int:
     results: dict[str, dict[str, float]] = {}
     for make in IMPLS:
         name = make.__name__
+        t0 = time.perf_counter()
         figures = await main_run(make, n, trace=False)
+        t1 = time.perf_counter()
         figures.update(await main_run(make, n, trace=True))
+        t2 = time.perf_counter()
         figures["expiry_per_s"] = await expiry_burst(make, n // 10)
+        t3 = time.perf_counter()
         results[name] = figures
+        print(
+            f"  {name}: load {t1 - t0:.1f} s, load with tracemalloc {t2 - t1:.1f} s, "
+            f"burst {t3 - t2:.1f} s",
+            file=sys.stderr,
+        )
     header = (
         f"{'impl':<11}{'add/s':>11}{'cancel/s':>11}{'expiry/s':>11}{'peak MiB':>10}"
-        f"{'late p50':>10}{'late p99':>10}{'late max':>10}{'run s':>8}{'reaper s':>10}"
+        f"{'late p50':>10}{'late p99':>10}{'late max':>10}{'lag p99':>9}{'run s':>7}"
+        f"{'reaper s':>10}"
     )
     print(header)
     print("-" * len(header))
@@ -392,9 +435,13 @@ async def bench(n: int) -> int:
         print(
             f"{label:<11}{f['add_per_s']:>11,.0f}{f['cancel_per_s']:>11,.0f}"
             f"{f['expiry_per_s']:>11,.0f}{f['peak_mib']:>10.1f}{f['late_p50']:>10.2f}"
-            f"{f['late_p99']:>10.2f}{f['late_max']:>10.2f}{f['run_s']:>8.2f}"
+            f"{f['late_p99']:>10.2f}{f['late_max']:>10.2f}{f['loop_lag_p99']:>9.2f}"
+            f"{f['run_s']:>7.2f}"
             + (f"{f['reaper_s']:>10.2f}" if name != "CallLater" else f"{'-':>10}")
         )
+    missed = {name: int(f["missed"]) for name, f in results.items() if f["missed"]}
+    if missed:
+        print(f"timeouts that expired before their cancellation (run fell behind): {missed}")
     wheel, loop_, heap = results["Wheel"], results["CallLater"], results["Heapq"]
     print()
     for key, label in (
@@ -407,7 +454,7 @@ async def bench(n: int) -> int:
             f"{wheel[key] / loop_[key]:5.2f}x call_later"
         )
     mem_ok = wheel["peak_mib"] < min(loop_["peak_mib"], heap["peak_mib"])
-    bound = 2 * TICK_MS + loop_["late_p99"]
+    bound = 2 * TICK_MS + wheel["loop_lag_p99"]
     late_ok = wheel["late_p99"] <= bound
     print(
         f"target memory:   wheel {wheel['peak_mib']:.1f} MiB < call_later "
@@ -416,7 +463,7 @@ async def bench(n: int) -> int:
     )
     print(
         f"target lateness: wheel p99 {wheel['late_p99']:.2f} ms <= 2 ticks + loop delay "
-        f"(call_later p99 {loop_['late_p99']:.2f}) = {bound:.2f} ms: "
+        f"(lag p99 in its run {wheel['loop_lag_p99']:.2f}) = {bound:.2f} ms: "
         f"{'PASS' if late_ok else 'FAIL'}"
     )
     return 0 if mem_ok and late_ok else 1
