@@ -24,6 +24,9 @@ _SIZE = struct.Struct(">i")  # the response size prefix: int32, big-endian, excl
 #: at most this many buffers go to one sendmsg (far below any IOV_MAX)
 _MAX_IOV = 64
 
+#: a first piece up to this size is copied behind the size prefix (one send, not sendmsg)
+_JOIN_LIMIT = 16 * 1024
+
 
 @runtime_checkable
 class FileRegion(Protocol):
@@ -74,24 +77,40 @@ class ResponseSend:
     ``write`` sends as much as the socket takes without blocking and reports whether the
     whole response is out; a short write means the send buffer is full, so it stops there
     and the caller waits for writability.
+
+    Pieces are bytes-like buffers and regions, in wire order, consumed from the left; a
+    small first buffer is joined to the size prefix so that a typical response leaves in
+    one ``send``.
     """
 
     __slots__ = ("_pieces", "sent", "size")
 
     def __init__(self, parts: Iterable[object]) -> None:
-        pieces: list[memoryview | _Region] = []
+        pieces: deque[bytes | memoryview | _Region] = deque()
+        size = 0
         for part in parts:
-            if isinstance(part, bytes | bytearray | memoryview):
+            if type(part) is bytes:  # the common case, checked first
+                if part:
+                    pieces.append(part)
+                    size += len(part)
+            elif isinstance(part, bytes | bytearray | memoryview):
                 view = memoryview(part).cast("B")
                 if view.nbytes:
                     pieces.append(view)
+                    size += view.nbytes
             else:
                 region = _Region(part)
                 if region.remaining:
                     pieces.append(region)
-        self.size = sum(p.nbytes if isinstance(p, memoryview) else p.remaining for p in pieces)
-        pieces.insert(0, memoryview(_SIZE.pack(self.size)))
-        self._pieces: deque[memoryview | _Region] = deque(pieces)
+                    size += region.remaining
+        prefix = _SIZE.pack(size)
+        first = pieces[0] if pieces else None
+        if type(first) is bytes and len(first) <= _JOIN_LIMIT:
+            pieces[0] = prefix + first
+        else:
+            pieces.appendleft(prefix)
+        self._pieces = pieces
+        self.size = size
         self.sent = 0
 
     @property
@@ -104,41 +123,46 @@ class ResponseSend:
         while pieces:
             head = pieces[0]
             try:
-                if isinstance(head, memoryview):
-                    buffers: list[memoryview] = []
-                    for piece in pieces:
-                        if not isinstance(piece, memoryview) or len(buffers) == _MAX_IOV:
-                            break
-                        buffers.append(piece)
-                    wanted = sum(b.nbytes for b in buffers)
-                    sent = sock.sendmsg(buffers) if len(buffers) > 1 else sock.send(buffers[0])
-                    self._consume_bytes(sent)
-                else:
+                if isinstance(head, _Region):
                     # a short sendfile may mean a full socket or the end of the file: ask
                     # again, and EAGAIN or 0 tells which
-                    wanted = 0
                     sent = os.sendfile(sock.fileno(), head.fd, head.position, head.remaining)
                     if sent == 0:
                         raise RegionTruncated(f"file ended {head.remaining} bytes before region")
+                    self.sent += sent
                     head.position += sent
                     head.remaining -= sent
                     if not head.remaining:
                         pieces.popleft()
+                    continue
+                if len(pieces) == 1 or isinstance(pieces[1], _Region):
+                    wanted = len(head)
+                    sent = sock.send(head)
+                else:
+                    buffers: list[bytes | memoryview] = []
+                    for piece in pieces:
+                        if isinstance(piece, _Region) or len(buffers) == _MAX_IOV:
+                            break
+                        buffers.append(piece)
+                    wanted = sum(map(len, buffers))
+                    sent = sock.sendmsg(buffers)
             except (BlockingIOError, InterruptedError):
                 return False
             self.sent += sent
+            self._consume_bytes(sent)
             if sent < wanted:
-                return False  # a short sendmsg: the socket buffer is full
+                return False  # a short send: the socket buffer is full
         return True
 
     def _consume_bytes(self, count: int) -> None:
         pieces = self._pieces
         while count:
             head = pieces[0]
-            assert isinstance(head, memoryview)
-            if count >= head.nbytes:
-                count -= head.nbytes
+            assert not isinstance(head, _Region)
+            length = len(head)
+            if count >= length:
+                count -= length
                 pieces.popleft()
             else:
-                pieces[0] = head[count:]
+                pieces[0] = memoryview(head)[count:]
                 count = 0

@@ -140,6 +140,8 @@ class _EchoProtocol(asyncio.Protocol):
         self.buffer = bytearray()
 
     def data_received(self, data: bytes) -> None:
+        if self.transport.is_closing():
+            return
         buf = self.buffer
         buf += data
         pos = 0
