@@ -151,3 +151,43 @@ def test_encode_response_parts_keeps_external_records_apart() -> None:
     # The pieces are the real frame once the region's bytes are put in place.
     fetch.responses[0].partitions[0].records = b"r" * 5000
     assert parts[0] + b"r" * 5000 + parts[2] == protocol.encode_response(response)
+
+
+def test_api_versions_above_max_with_an_unreadable_header_tail() -> None:
+    # A future client's header v2 whose tagged section we cannot read: its v1 part
+    # (key, version, correlation id, client id) still answers it.
+    frame = struct.pack(">hhih", 18, 42, 99, 2) + b"kp" + b"\x05\xff\xff"
+    request = protocol.decode_request(frame)
+    assert request.body is None
+    assert (request.header.correlation_id, request.header.client_id) == (99, "kp")
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_decode_request_accepts_any_bytes_like(kind: type) -> None:
+    frame = protocol.encode_request(_produce(8, b"xyz"))
+    request = protocol.decode_request(kind(frame))
+    assert bytes(request.body.topic_data[0].partition_data[0].records) == b"xyz"
+
+
+def test_encoding_a_value_that_does_not_fit_is_a_protocol_error() -> None:
+    body = ProduceRequest(acks=1 << 20)  # acks is an int16
+    with pytest.raises(ProtocolError) as info:
+        protocol.encode_request(protocol.make_request(0, 9, 1, None, body))
+    assert info.value.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    with pytest.raises(ProtocolError):  # a non-nullable string given None
+        protocol.encode_request(
+            protocol.make_request(
+                0,
+                9,
+                1,
+                None,
+                ProduceRequest(topic_data=[ProduceRequest.TopicProduceData(name=None)]),
+            )
+        )
+    fixed = ProduceRequest(topic_data=[ProduceRequest.TopicProduceData(name="t")])
+    assert (
+        protocol.decode_request(
+            protocol.encode_request(protocol.make_request(0, 9, 1, None, fixed))
+        ).body
+        == fixed
+    )
