@@ -133,9 +133,14 @@ class SystemTimer:
         queue = self._queue
         now = self._now()
         bucket = queue.poll(now)
-        if bucket is None:
-            return False
         wheel = self._wheel
+        if bucket is None:
+            # Nothing due: bring the wheels' current time up to now anyway. Safe, since
+            # every queued bucket expires after now (so stays beyond the current tick),
+            # and it spares tasks added after an idle spell a climb to a coarse level
+            # whose bucket is already overdue (Kafka's wheel lags until a bucket expires).
+            wheel.advance_clock(now)
+            return False
         reinsert = self._reinsert
         while bucket is not None:
             wheel.advance_clock(bucket.expiration_ms)

@@ -307,3 +307,18 @@ def test_invalid_wheel_parameters_are_refused() -> None:
         TimingWheel(tick_ms=0, wheel_size=20, start_ms=0, queue=DelayQueue())
     with pytest.raises(ValueError):
         TimingWheel(tick_ms=1, wheel_size=1, start_ms=0, queue=DelayQueue())
+
+
+def test_an_idle_timer_keeps_its_wheel_at_the_current_time() -> None:
+    clock = MockClock(monotonic_ms=0)
+    timer = SystemTimer(clock=clock)
+    clock.advance(86_400_000)  # a day with nothing scheduled; the driver still polls
+    assert not timer.advance_clock()
+    log: list[tuple[Any, int, int]] = []
+    task = Recorder("soon", 5, clock, log)
+    timer.add(task)
+    assert level_of(timer, task)[0] == 0  # not a climb to a day-wide level
+    assert len(list(timer.wheel.levels())) == 1
+    clock.advance(5)
+    timer.advance_clock()
+    assert log == [("soon", 86_400_005, 86_400_005)]
