@@ -29,7 +29,7 @@ from broker.admin.assignment import (
 from broker.config import ConfigError, validate_topic_configs
 from controller.model import TopicAssignment
 from protocol import ErrorCode
-from storage.errors import StorageError
+from storage.errors import InvalidTopicError
 from storage.names import validate_topic_name
 
 #: CreateTopics' "use the broker default" for partitions and replication factor
@@ -89,7 +89,7 @@ def _collision_key(name: str) -> str:
 def check_topic_name(name: str, existing: Collection[str]) -> None:
     try:
         validate_topic_name(name)
-    except StorageError as exc:
+    except InvalidTopicError as exc:
         raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)) from None
     if name in existing:
         raise AdminError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")

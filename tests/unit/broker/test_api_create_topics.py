@@ -1,0 +1,308 @@
+"""CreateTopics and CreatePartitions handlers against fakes (no sockets, no ZooKeeper).
+
+The response waits in a DelayedCreateTopics until the metadata cache has leaders for
+every new partition: these tests feed the cache through the UpdateMetadata handler, as
+the controller would, and expire waits by advancing a MockClock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from broker.apis import create_partitions, create_topics, update_metadata
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.delayed.create_topics import DelayedCreateTopics, topic_key
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from controller.model import TopicAssignment
+from controller.zk.client import TopicExistsError
+from protocol import ApiKey, ErrorCode, make_request
+from protocol.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    UpdateMetadataRequest,
+)
+from timer import DelayedOperationPurgatory
+from timer.clock import MockClock
+
+U = UpdateMetadataRequest
+
+
+class FakeZk:
+    """The topic part of KafkaZkClient, in memory."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, tuple[TopicAssignment, int]] = {}
+        self.configs: dict[str, dict[str, str]] = {}
+
+    def get_topics(self) -> list[str]:
+        return sorted(self.topics)
+
+    def get_topic(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        return self.topics.get(topic)
+
+    def get_topic_config(self, topic: str) -> dict[str, str]:
+        return dict(self.configs.get(topic, {}))
+
+    def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
+        if assignment.topic in self.topics:
+            raise TopicExistsError(assignment.topic)
+        self.topics[assignment.topic] = (assignment, 0)
+        self.configs[assignment.topic] = dict(config)
+
+    def set_topic_assignment(self, assignment: TopicAssignment, expected_version: int) -> int:
+        _, version = self.topics[assignment.topic]
+        assert version == expected_version
+        self.topics[assignment.topic] = (assignment, version + 1)
+        return version + 1
+
+
+class FakeController:
+    def __init__(self, active: bool = True) -> None:
+        self.is_active = active
+        self.broker_epoch = 5
+
+
+class Req:
+    def __init__(self, api_key: int, version: int, body: Any) -> None:
+        self.header = make_request(api_key, version, 1, "test-client", body).header
+        self.body = body
+        self.listener = "PLAINTEXT"
+
+    @property
+    def api_version(self) -> int:
+        return int(self.header.api_version)
+
+
+async def call(handler: Any, ctx: BrokerContext, request: Req) -> Any:
+    return await handler(ctx, request)
+
+
+def fzk(ctx: BrokerContext) -> FakeZk:
+    assert isinstance(ctx.zk, FakeZk)
+    return ctx.zk
+
+
+def make_ctx(active: bool = True) -> BrokerContext:
+    clock = MockClock()
+    cache = MetadataCache(0)
+    ctx = BrokerContext(
+        broker_id=0,
+        cluster_id="cluster",
+        config=BrokerConfig.from_properties(
+            {"zookeeper.connect": "z:1", "num.partitions": "2", "default.replication.factor": "1"}
+        ),
+        clock=clock,
+        metrics=BrokerMetrics(),
+        metadata_cache=cache,
+        zk=FakeZk(),
+        controller=FakeController(active),
+        create_topics_purgatory=DelayedOperationPurgatory(
+            "topic", clock=clock, reaper_enabled=False
+        ),
+    )
+    return ctx
+
+
+async def publish(
+    ctx: BrokerContext, topics: dict[str, int], brokers: tuple[int, ...] = (0,)
+) -> Any:
+    """What the controller sends once leaders are elected: UpdateMetadata to this broker.
+    Only this broker is live, so CreateTopics has no peer caches to wait for."""
+    states = [
+        U.UpdateMetadataTopicState(
+            topic_name=name,
+            topic_id=fzk(ctx).topics[name][0].topic_id,
+            partition_states=[
+                U.UpdateMetadataPartitionState(
+                    partition_index=p,
+                    controller_epoch=1,
+                    leader=0,
+                    leader_epoch=0,
+                    isr=[0],
+                    zk_version=0,
+                    replicas=[0],
+                    offline_replicas=[],
+                )
+                for p in range(count)
+            ],
+        )
+        for name, count in topics.items()
+    ]
+    body = U(
+        controller_id=0,
+        controller_epoch=1,
+        broker_epoch=-1,
+        topic_states=states,
+        live_brokers=[
+            U.UpdateMetadataBroker(
+                id=b,
+                endpoints=[
+                    U.UpdateMetadataEndpoint(
+                        port=9092 + b, host="127.0.0.1", listener="PLAINTEXT", security_protocol=0
+                    )
+                ],
+            )
+            for b in brokers
+        ],
+    )
+    return await update_metadata.handle(ctx, Req(ApiKey.UPDATE_METADATA, 7, body))
+
+
+def topic(name: str, partitions: int = -1, rf: int = -1, **kw: Any) -> Any:
+    return CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=rf, **kw
+    )
+
+
+def create(topics: list[Any], timeout_ms: int = 5000, validate_only: bool = False) -> Req:
+    body = CreateTopicsRequest(topics=topics, timeout_ms=timeout_ms, validate_only=validate_only)
+    return Req(ApiKey.CREATE_TOPICS, 7, body)
+
+
+async def _ctx() -> BrokerContext:
+    ctx = make_ctx()
+    await publish(ctx, {})
+    return ctx
+
+
+async def test_only_the_controller_creates_topics() -> None:
+    ctx = make_ctx(active=False)
+    await publish(ctx, {})
+    response = await call(create_topics.handle, ctx, create([topic("t")]))
+    assert [t.error_code for t in response.body.topics] == [ErrorCode.NOT_CONTROLLER]
+    assert fzk(ctx).topics == {}
+
+
+async def test_validate_only_writes_nothing_and_describes_the_topic() -> None:
+    ctx = await _ctx()
+    response = await call(create_topics.handle, ctx, create([topic("t", 3, 1)], validate_only=True))
+    (result,) = response.body.topics
+    assert result.error_code == ErrorCode.NONE
+    assert (result.num_partitions, result.replication_factor) == (3, 1)
+    assert any(c.name == "retention.ms" for c in result.configs)
+    assert fzk(ctx).topics == {}
+
+
+async def test_the_response_waits_for_leaders_in_the_cache() -> None:
+    ctx = await _ctx()
+    pending = await call(
+        create_topics.handle,
+        ctx,
+        create([topic("t", 2, 1, configs=[_config("retention.ms", "1000")])]),
+    )
+    assert isinstance(pending, asyncio.Future) and not pending.done()
+    assignment, _ = fzk(ctx).topics["t"]
+    assert sorted(assignment.partitions) == [0, 1]
+    assert fzk(ctx).configs["t"] == {"retention.ms": "1000"}
+    await publish(ctx, {"t": 1})  # one partition is not enough
+    await asyncio.sleep(0)
+    assert not pending.done()
+    await publish(ctx, {"t": 2})
+    response = await asyncio.wait_for(pending, 5)
+    (result,) = response.body.topics
+    assert result.error_code == ErrorCode.NONE
+    assert result.topic_id == assignment.topic_id != uuid.UUID(int=0)
+    retention = next(c for c in result.configs if c.name == "retention.ms")
+    assert retention.value == "1000"
+
+
+async def test_a_wait_that_times_out_answers_request_timed_out() -> None:
+    ctx = await _ctx()
+    pending = await call(create_topics.handle, ctx, create([topic("t", 1, 1)], timeout_ms=300))
+    assert isinstance(pending, asyncio.Future)
+    ctx.clock.advance(301)  # type: ignore[attr-defined]
+    ctx.create_topics_purgatory.advance_clock()
+    response = await asyncio.wait_for(pending, 5)
+    assert response.body.topics[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert "t" in fzk(ctx).topics  # created all the same, as in Kafka
+
+
+async def test_zero_timeout_answers_at_once() -> None:
+    ctx = await _ctx()
+    response = await call(create_topics.handle, ctx, create([topic("t", 1, 1)], timeout_ms=0))
+    assert response.body.topics[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert "t" in fzk(ctx).topics
+
+
+async def test_per_topic_errors_do_not_stop_the_others() -> None:
+    ctx = await _ctx()
+    response = await call(create_topics.handle,
+        ctx,
+        create(
+            [topic("dup", 1, 1), topic("dup", 1, 1), topic("bad name"), topic("big", 1, 3),
+             topic("ok", 1, 1)],
+            timeout_ms=0,
+        ),
+    )  # fmt: skip
+    codes = {t.name: t.error_code for t in response.body.topics}
+    assert codes == {
+        "dup": ErrorCode.INVALID_REQUEST,
+        "bad name": ErrorCode.INVALID_TOPIC_EXCEPTION,
+        "big": ErrorCode.INVALID_REPLICATION_FACTOR,  # one live broker
+        "ok": ErrorCode.REQUEST_TIMED_OUT,
+    }
+    again = await call(create_topics.handle, ctx, create([topic("ok", 1, 1)], timeout_ms=0))
+    assert again.body.topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+async def test_create_partitions_adds_and_waits() -> None:
+    ctx = await _ctx()
+    await call(create_topics.handle, ctx, create([topic("t", 1, 1)], timeout_ms=0))
+    await publish(ctx, {"t": 1})
+    body = CreatePartitionsRequest(
+        topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="t", count=3, assignments=None)],
+        timeout_ms=5000,
+        validate_only=False,
+    )
+    pending = await call(create_partitions.handle, ctx, Req(ApiKey.CREATE_PARTITIONS, 3, body))
+    assert isinstance(pending, asyncio.Future)
+    assignment, version = fzk(ctx).topics["t"]
+    assert sorted(assignment.partitions) == [0, 1, 2] and version == 1
+    await publish(ctx, {"t": 3})
+    response = await asyncio.wait_for(pending, 5)
+    assert response.body.results[0].error_code == ErrorCode.NONE
+
+
+@pytest.mark.parametrize(("count", "code"), [(1, ErrorCode.INVALID_PARTITIONS)])
+async def test_create_partitions_refusals(count: int, code: int) -> None:
+    ctx = await _ctx()
+    await call(create_topics.handle, ctx, create([topic("t", 2, 1)], timeout_ms=0))
+    topics = [
+        CreatePartitionsRequest.CreatePartitionsTopic(name="t", count=count, assignments=None),
+        CreatePartitionsRequest.CreatePartitionsTopic(name="nope", count=4, assignments=None),
+    ]
+    body = CreatePartitionsRequest(topics=topics, timeout_ms=0, validate_only=False)
+    response = await call(create_partitions.handle, ctx, Req(ApiKey.CREATE_PARTITIONS, 3, body))
+    codes = {r.name: r.error_code for r in response.body.results}
+    assert codes == {"t": code, "nope": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+def test_delayed_create_topics_completes_once_with_what_was_not_ready() -> None:
+    ready: dict[str, bool] = {"a": False, "b": True}
+    done: list[set[str]] = []
+    op = DelayedCreateTopics(1000, {"a": [0], "b": [0, 1]}, lambda t, ps: ready[t], done.append)
+    clock = MockClock()
+    purgatory: DelayedOperationPurgatory[DelayedCreateTopics] = DelayedOperationPurgatory(
+        "topic", clock=clock, reaper_enabled=False
+    )
+    assert not purgatory.try_complete_else_watch(op, [topic_key("a"), topic_key("b")])
+    assert purgatory.check_and_complete(topic_key("b")) == 0
+    ready["a"] = True
+    assert purgatory.check_and_complete(topic_key("a")) == 1
+    assert done == [set()] and op.is_completed and not op.expired
+    op2 = DelayedCreateTopics(100, {"a": [0], "c": [0]}, lambda t, ps: t == "a", done.append)
+    purgatory.try_complete_else_watch(op2, [topic_key("c")])
+    clock.advance(101)
+    purgatory.advance_clock()
+    assert done[-1] == {"c"} and op2.expired
+
+
+def _config(name: str, value: str) -> Any:
+    return CreateTopicsRequest.CreatableTopicConfig(name=name, value=value)
