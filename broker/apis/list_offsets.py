@@ -1,0 +1,72 @@
+"""ListOffsets (2), versions 1-7: an offset per partition for a timestamp.
+
+Timestamps: -2 the log start (EARLIEST), -1 the last fetchable offset (LATEST: the high
+watermark, the LSO for READ_COMMITTED, the log end for v1 which has no isolation level),
+-3 the record with the largest timestamp (MAX_TIMESTAMP, v7), otherwise the first
+record whose timestamp is at least the one asked for. No such record: offset and
+timestamp -1 with no error. A partition named twice is INVALID_REQUEST, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.partition import PartitionError
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import ListOffsetsResponse
+from storage import StorageError, TimestampOffset, TopicPartition
+
+#: The first version that carries the isolation level.
+ISOLATION_LEVEL_VERSION = 2
+
+_Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+def _answer(ctx: BrokerContext, body: Any, tp: TopicPartition, p: Any, version: int) -> Any:
+    try:
+        found: TimestampOffset | None = ctx.replica_manager.fetch_offset_for_timestamp(
+            tp,
+            p.timestamp,
+            current_leader_epoch=p.current_leader_epoch,
+            isolation_level=body.isolation_level if version >= ISOLATION_LEVEL_VERSION else None,
+            replica_id=body.replica_id,
+        )
+    except PartitionError as exc:
+        return _Partition(partition_index=tp.partition, error_code=exc.error_code)
+    except StorageError:
+        return _Partition(partition_index=tp.partition, error_code=ErrorCode.KAFKA_STORAGE_ERROR)
+    if found is None:
+        return _Partition(partition_index=tp.partition, error_code=ErrorCode.NONE)
+    return _Partition(
+        partition_index=tp.partition,
+        error_code=ErrorCode.NONE,
+        timestamp=found.timestamp,
+        offset=found.offset,
+        leader_epoch=found.leader_epoch,
+    )
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response:
+    header, body = request.header, request.body
+    seen: set[TopicPartition] = set()
+    duplicates: set[TopicPartition] = set()
+    for topic in body.topics:
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            (duplicates if tp in seen else seen).add(tp)
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            if tp in duplicates:
+                partitions.append(
+                    _Partition(partition_index=tp.partition, error_code=ErrorCode.INVALID_REQUEST)
+                )
+            else:
+                partitions.append(_answer(ctx, body, tp, p, header.api_version))
+        topics.append(
+            ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)
+        )
+    return make_response(header, ListOffsetsResponse(throttle_time_ms=0, topics=topics))

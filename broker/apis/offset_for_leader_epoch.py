@@ -1,0 +1,56 @@
+"""OffsetForLeaderEpoch (23), versions 2-4: where a leader epoch ended, per partition.
+
+Consumers (KIP-320) and followers (KIP-101) ask, after a leader change, for the end
+offset of the last epoch they saw: the largest epoch the leader-epoch cache knows at or
+below it, and the start offset of the epoch after it (the log end for the current one).
+Unknown to the cache: epoch and offset -1, no error. ``current_leader_epoch`` fences the
+caller (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); only the debugging replica id (-2)
+may ask a follower.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import BrokerContext
+from broker.partition import PartitionError
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import OffsetForLeaderEpochResponse
+from storage import StorageError, TopicPartition
+
+_EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
+
+
+def _answer(ctx: BrokerContext, replica_id: int, topic: str, p: Any) -> Any:
+    tp = TopicPartition(topic, p.partition)
+    try:
+        epoch, end_offset = ctx.replica_manager.last_offset_for_leader_epoch(
+            tp,
+            p.leader_epoch,
+            current_leader_epoch=p.current_leader_epoch,
+            replica_id=replica_id,
+        )
+    except PartitionError as exc:
+        error = exc.error_code
+    except StorageError:
+        error = ErrorCode.KAFKA_STORAGE_ERROR
+    else:
+        return _EpochEndOffset(
+            error_code=ErrorCode.NONE,
+            partition=p.partition,
+            leader_epoch=epoch,
+            end_offset=end_offset,
+        )
+    return _EpochEndOffset(error_code=error, partition=p.partition, leader_epoch=-1, end_offset=-1)
+
+
+async def handle(ctx: BrokerContext, request: Any) -> Response:
+    header, body = request.header, request.body
+    topics = [
+        OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
+            topic=topic.topic,
+            partitions=[_answer(ctx, body.replica_id, topic.topic, p) for p in topic.partitions],
+        )
+        for topic in body.topics
+    ]
+    return make_response(header, OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics))

@@ -1,0 +1,178 @@
+"""The ListOffsets handler (v1-7): earliest, latest, max timestamp, by timestamp,
+isolation levels, leader epochs in answers, and errors per partition."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import protocol
+from broker.apis import list_offsets
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from broker.replica_manager import ReplicaManager
+from protocol import ApiKey, ErrorCode
+from protocol.messages import LeaderAndIsrRequest, ListOffsetsRequest
+from protocol.records import BatchBuilder
+from storage import LogManager, LogManagerConfig, TopicPartition
+from timer import DelayedOperationPurgatory
+from timer.clock import MockClock
+
+TOPIC = "metrics"
+A = TopicPartition(TOPIC, 0)
+State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+
+
+def batch(*timestamps: int) -> bytes:
+    builder = BatchBuilder()
+    for ts in timestamps:
+        builder.append(ts, None, b"v")
+    return bytes(builder.build())
+
+
+@pytest.fixture
+def ctx(tmp_path) -> Iterator[BrokerContext]:
+    clock = MockClock()
+    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
+    purgatories: list[DelayedOperationPurgatory[Any]] = [
+        DelayedOperationPurgatory(name, clock=clock, reaper_enabled=False)
+        for name in ("Produce", "Fetch")
+    ]
+    rm = ReplicaManager(
+        0, log_manager, produce_purgatory=purgatories[0], fetch_purgatory=purgatories[1]
+    )
+    follower = State(
+        topic_name=TOPIC,
+        partition_index=1,
+        controller_epoch=1,
+        leader=1,
+        leader_epoch=0,
+        isr=[0, 1],
+        partition_epoch=0,
+        replicas=[0, 1],
+    )
+    leader = State(
+        topic_name=TOPIC,
+        partition_index=0,
+        controller_epoch=1,
+        leader=0,
+        leader_epoch=4,
+        isr=[0],
+        partition_epoch=0,
+        replicas=[0],
+    )
+    rm.become_leader_or_follower(1, 1, [leader, follower], {TOPIC: uuid.uuid4()})
+    for records in (batch(100, 150, 200), batch(300, 900, 400)):
+        rm.append_records(
+            {A: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=lambda r: None
+        )
+    yield BrokerContext(
+        broker_id=0,
+        cluster_id="test-cluster",
+        config=BrokerConfig.from_properties({}),
+        clock=clock,
+        metrics=BrokerMetrics(),
+        metadata_cache=MetadataCache(0),
+        log_manager=log_manager,
+        replica_manager=rm,
+    )
+    log_manager.shutdown()
+
+
+def request(
+    version: int,
+    queries: list[tuple[str, int, int]],
+    *,
+    isolation_level: int = 0,
+    epoch: int = -1,
+) -> Any:
+    topics: dict[str, list[Any]] = {}
+    for topic, p, ts in queries:
+        topics.setdefault(topic, []).append(
+            ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=p, timestamp=ts, current_leader_epoch=epoch
+            )
+        )
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=isolation_level,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()
+        ],
+    )
+    frame = protocol.encode_request(
+        protocol.make_request(ApiKey.LIST_OFFSETS, version, 1, "c", body)
+    )
+    return protocol.decode_request(frame)
+
+
+async def answers(ctx: BrokerContext, req: Any) -> list[tuple[int, int, int, int]]:
+    response = await list_offsets.handle(ctx, req)
+    frame = protocol.encode_response(response)
+    body = protocol.decode_response(frame, ApiKey.LIST_OFFSETS, response.api_version).body
+    return [
+        (p.error_code, p.timestamp, p.offset, p.leader_epoch)
+        for t in body.topics
+        for p in t.partitions
+    ]
+
+
+async def lookup(ctx: BrokerContext, version: int, timestamp: int, isolation_level: int = 0):
+    """One partition per request: Kafka refuses a partition named twice."""
+    [answer] = await answers(
+        ctx, request(version, [(TOPIC, 0, timestamp)], isolation_level=isolation_level)
+    )
+    return answer
+
+
+async def test_special_timestamps_and_lookup_v7(ctx: BrokerContext) -> None:
+    assert await lookup(ctx, 7, -2) == (0, -1, 0, 4)  # earliest
+    assert await lookup(ctx, 7, -1) == (0, -1, 6, 4)  # latest: the high watermark
+    # The largest timestamp: storage resolves it to its batch (offsets 3-5), reporting
+    # the batch's last offset as Kafka before 3.7 did; the record itself is offset 4.
+    error, timestamp, offset, epoch = await lookup(ctx, 7, -3)
+    assert (error, timestamp, epoch) == (0, 900, 4) and 3 <= offset <= 5
+    assert await lookup(ctx, 7, 160) == (0, 200, 2, 4)  # first record at or after 160
+    assert await lookup(ctx, 7, 5000) == (0, -1, -1, -1)  # nothing that late
+
+
+async def test_v1_without_epochs(ctx: BrokerContext) -> None:
+    assert await lookup(ctx, 1, -1) == (0, -1, 6, -1)
+    assert await lookup(ctx, 1, 300) == (0, 300, 3, -1)
+
+
+async def test_isolation_levels_hide_what_is_above_the_high_watermark(ctx: BrokerContext) -> None:
+    ctx.log_manager.get_log(A).update_high_watermark(3)
+    for isolation in (0, 1):
+        assert (await lookup(ctx, 5, -1, isolation))[2] == 3
+        assert (await lookup(ctx, 5, 300, isolation))[2] == -1
+    # v1 has no isolation level: a v1 consumer sees up to the log end
+    assert (await lookup(ctx, 1, -1))[2] == 6
+
+
+async def test_errors_per_partition(ctx: BrokerContext) -> None:
+    got = await answers(ctx, request(7, [(TOPIC, 1, -1), ("absent", 0, -1), (TOPIC, 0, -1)]))
+    # grouped by topic as sent: metrics [1, 0], then absent [0]
+    assert [e for e, *_ in got] == [
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("epoch", "code"), [(3, ErrorCode.FENCED_LEADER_EPOCH), (5, ErrorCode.UNKNOWN_LEADER_EPOCH)]
+)
+async def test_leader_epoch_fencing(ctx: BrokerContext, epoch: int, code: int) -> None:
+    [(error, _, offset, _)] = await answers(ctx, request(7, [(TOPIC, 0, -1)], epoch=epoch))
+    assert (error, offset) == (code, -1)
+
+
+async def test_duplicate_partitions_are_invalid(ctx: BrokerContext) -> None:
+    got = await answers(ctx, request(7, [(TOPIC, 0, -1), (TOPIC, 0, -2)]))
+    assert [e for e, *_ in got] == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST]
