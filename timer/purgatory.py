@@ -44,7 +44,12 @@ T = TypeVar("T", bound=DelayedOperation)
 
 
 class DelayedOperationPurgatory(Generic[T]):
-    """Delayed operations of one kind, watched by key, expired by a SystemTimer."""
+    """Delayed operations of one kind, watched by key, expired by a SystemTimer.
+
+    ``timer`` defaults to a SystemTimer of its own on ``clock`` (SystemClock if None);
+    ``reaper_enabled=False`` leaves expiry to explicit ``advance_clock()`` calls, and
+    ``timer_enabled=False`` makes operations wait for their condition only.
+    """
 
     def __init__(
         self,
@@ -106,9 +111,10 @@ class DelayedOperationPurgatory(Generic[T]):
     def try_complete_else_watch(self, operation: T, watch_keys: Sequence[Hashable]) -> bool:
         """Complete ``operation`` now if it can; otherwise watch it and start its timeout.
 
-        Returns True only if this call completed it. An operation that completes part
-        way through being watched is not watched under the remaining keys (the purge
-        removes it from the ones it reached).
+        Returns True only if this call completed it (the operation's own try_complete
+        succeeded, before or just after being watched). Watching runs no callbacks, so
+        an operation is watched under all of its keys or none. Raises ValueError for an
+        empty key list and RuntimeError after shutdown.
         """
         if not watch_keys:
             raise ValueError("an operation must be watched under at least one key")

@@ -180,7 +180,7 @@ async def test_shutdown_cancels_pending_tasks_and_waits_for_running_ones(
         release.wait(timeout=10)
         finished.set()
 
-    scheduler.schedule("pending", lambda: runs.append("pending"), 1_000, period_ms=1_000)
+    pending = scheduler.schedule("pending", lambda: runs.append("pending"), 1_000, 1_000)
     scheduler.schedule("slow", slow, 0, blocking=True)
     tick(scheduler, clock, 0)
     stopping = asyncio.ensure_future(scheduler.shutdown())
@@ -189,6 +189,7 @@ async def test_shutdown_cancels_pending_tasks_and_waits_for_running_ones(
     release.set()
     await asyncio.wait_for(stopping, timeout=10)
     assert finished.is_set() and not scheduler.is_started
+    assert pending.cancelled and not pending.scheduled
     tick(scheduler, clock, 10_000)
     assert runs == []
 
