@@ -1,0 +1,95 @@
+"""DelayedFetch completes early when the fetch can no longer be served as asked: the
+log was truncated below the fetch offset, retention moved the log start past it, or
+the leader epoch moved past the one the request carried."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from broker.delayed import DelayedFetch, FetchParams, FetchPartitionResult, PartitionFetchInfo
+from broker.partition import Partition
+from protocol.errors import ErrorCode
+from protocol.messages import LeaderAndIsrRequest
+from protocol.records import BatchBuilder
+from storage import LogManager, LogManagerConfig, TopicPartition
+from timer import DelayedOperationPurgatory
+from timer.clock import MockClock
+
+TP = TopicPartition("logs", 0)
+State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+Results = list[tuple[TopicPartition, FetchPartitionResult]]
+
+
+def state(epoch: int) -> State:
+    return State(
+        topic_name=TP.topic,
+        partition_index=0,
+        controller_epoch=1,
+        leader=0,
+        leader_epoch=epoch,
+        isr=[0],
+        partition_epoch=0,
+        replicas=[0],
+    )
+
+
+@pytest.fixture
+def partition(tmp_path) -> Iterator[Partition]:
+    manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), MockClock())
+    p = Partition(TP, 0, manager)
+    p.make_leader(state(1), uuid.uuid4())
+    for _ in range(3):
+        builder = BatchBuilder()
+        builder.append(1, None, b"v")
+        p.append_records_to_leader(
+            bytes(builder.build()), api_version=9, required_acks=1, min_insync_replicas=1
+        )
+    yield p
+    manager.shutdown()
+
+
+def waiting_fetch(partition: Partition, offset: int, epoch: int = -1):
+    """A fetch at ``offset`` that needs more than there is, watched under TP."""
+    purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+        "Fetch", clock=MockClock(), reaper_enabled=False
+    )
+    got: list[Results] = []
+    params = FetchParams(-1, max_wait_ms=1000, min_bytes=1 << 20, max_bytes=1 << 20)
+    infos = [(TP, PartitionFetchInfo(offset, 1 << 20, epoch))]
+
+    def read(params: FetchParams, infos) -> Results:
+        return [(TP, FetchPartitionResult(ErrorCode.NONE, partition.high_watermark))]
+
+    op = DelayedFetch(params, infos, {TP: partition}.get, read, got.append)
+    purgatory.try_complete_else_watch(op, [TP])
+    return purgatory, got
+
+
+def test_waits_while_too_little_is_readable(partition: Partition) -> None:
+    purgatory, got = waiting_fetch(partition, 1)
+    purgatory.check_and_complete(TP)
+    assert got == [] and purgatory.num_delayed == 1
+
+
+def test_truncation_below_fetch_offset_completes(partition: Partition) -> None:
+    purgatory, got = waiting_fetch(partition, 3)
+    partition.log.truncate_to(1)
+    purgatory.check_and_complete(TP)
+    assert len(got) == 1
+
+
+def test_log_start_past_fetch_offset_completes(partition: Partition) -> None:
+    purgatory, got = waiting_fetch(partition, 1)
+    partition.log.increment_log_start_offset(2)
+    purgatory.check_and_complete(TP)
+    assert len(got) == 1
+
+
+def test_new_leader_epoch_completes(partition: Partition) -> None:
+    purgatory, got = waiting_fetch(partition, 1, epoch=1)
+    partition.make_leader(state(2), None)
+    purgatory.check_and_complete(TP)
+    assert len(got) == 1
