@@ -10,8 +10,14 @@ Public API (CONTRACTS.md):
 - ``SUPPORTED_VERSIONS``, ``ApiKey``, ``RequestHeader``, ``ResponseHeader``
 - ``encode_data(name, version, value)`` / ``decode_data(name, buf)`` for versioned data
   records (consumer protocol, __consumer_offsets)
-- ``protocol.messages``: the message classes; ``protocol.errors``: ErrorCode, ProtocolError;
+- ``protocol.messages``: the message classes (``python -m protocol.describe <Message>``
+  lists their fields); ``protocol.errors``: ErrorCode, ProtocolError;
   ``protocol.framing.FrameDecoder``; ``protocol.records``: RecordBatch v2.
+
+Layout: ``errors`` and ``primitives`` (wire types), ``schema`` (every message declared as
+data, generated from Kafka's JSON specs), ``codec`` (one table-driven codec compiling a
+decode and an encode plan per struct and version), ``api`` (headers, versions, the entry
+points above), ``data`` (versioned data records), ``framing`` (size-prefixed frames).
 """
 
 from protocol.api import (

@@ -187,10 +187,12 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
         raise ProtocolError(ErrorCode.INVALID_REQUEST, f"request of {len(view)} bytes")
     api_key, api_version = _KEY_AND_VERSION.unpack_from(view, 0)
     header, pos = _decode_header(view, api_key, api_version)
-    supported = SUPPORTED_VERSIONS.get(api_key)
     msg = _REQUESTS.get(api_key)
-    if supported is None or msg is None:
+    if msg is None:
         raise ProtocolError(ErrorCode.INVALID_REQUEST, f"unknown api key {api_key}", header)
+    supported = SUPPORTED_VERSIONS.get(api_key)
+    if supported is None:  # declared (its schema is known) but not served by minikafka
+        raise ProtocolError(ErrorCode.UNSUPPORTED_VERSION, f"{msg.name} is not served", header)
     lo, hi = supported
     if not lo <= api_version <= hi:
         if api_key == ApiKey.API_VERSIONS and api_version > hi:

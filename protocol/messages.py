@@ -8,6 +8,9 @@ the spec's defaults, so ``ProduceResponse(responses=[...])`` fills in the rest. 
 with flexible versions carry ``unknown_tags`` (tagged fields we do not know, kept so that
 re-encoding is byte-exact). Data records (OffsetCommitKey, ConsumerProtocolSubscription,
 ...) and the headers (RequestHeader, ResponseHeader) are here as well.
+
+``python -m protocol.describe <Message> [--version N]`` prints a message's classes and
+fields with their versions and defaults.
 """
 
 from __future__ import annotations
