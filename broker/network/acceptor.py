@@ -76,7 +76,13 @@ class Acceptor:
         return port
 
     def bind(self) -> None:
-        self._sock = bind_listener(self.endpoint.host, self.endpoint.port, self._backlog)
+        """Bind now (so that every listener's port is known, or refused, before serving)."""
+        try:
+            self._sock = bind_listener(self.endpoint.host, self.endpoint.port, self._backlog)
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"cannot listen on {self.endpoint.connection_string}: {exc.strerror}"
+            ) from exc
 
     def start(self) -> None:
         if self._sock is None:

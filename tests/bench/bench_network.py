@@ -150,6 +150,8 @@ class _EchoProtocol(asyncio.Protocol):
             if len(buf) - pos - 4 < size:
                 break
             if self.per_frame:
+                if self.transport.is_closing():  # the client went away mid-burst
+                    return
                 self.transport.write(bytes(buf[pos : pos + 4 + size]))
             pos += 4 + size
         if pos:

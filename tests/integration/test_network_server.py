@@ -22,7 +22,6 @@ import pytest
 import protocol
 from broker.config import EndPoint
 from broker.network import Codec, Request, SocketServer, run
-from broker.network.connection import ConnState
 from broker.network.processor import ProcessorSettings
 from broker.network.socket_server import NetworkSettings
 from protocol.errors import ErrorCode
@@ -670,18 +669,21 @@ def test_requests_and_connections_are_measured(kind: str) -> None:
     in_loop(kind, test)
 
 
-def test_connection_state_table_refuses_invalid_moves() -> None:
-    from broker.network.connection import TRANSITIONS, Connection, InvalidTransition
+@pytest.mark.parametrize("kind", LOOPS)
+def test_a_taken_port_is_refused_naming_the_listener(kind: str) -> None:
+    async def test() -> None:
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        try:
+            settings = network_settings(
+                data_listeners=(EndPoint("CLIENT", "127.0.0.1", port, "PLAINTEXT"),)
+            )
+            server = SocketServer(settings, Stub(), codec=Codec.default())
+            with pytest.raises(OSError, match=f"CLIENT://127.0.0.1:{port}"):
+                await server.start()
+        finally:
+            taken.close()
 
-    a, b = socket.socketpair()
-    try:
-        conn = Connection(a, "c", "L", ("127.0.0.1", 1), 100, 0.0)
-        with pytest.raises(InvalidTransition):
-            conn.move(ConnState.READING)
-        conn.move(ConnState.IN_FLIGHT)
-        with pytest.raises(InvalidTransition):
-            conn.move(ConnState.BLOCKED)
-        assert TRANSITIONS[ConnState.CLOSED] == frozenset()
-    finally:
-        a.close()
-        b.close()
+    in_loop(kind, test)
