@@ -19,7 +19,7 @@ class Op(DelayedOperation):
     __slots__ = ("completions", "expirations", "hook", "ready")
 
     def __init__(self, delay_ms: int = 1_000) -> None:
-        super().__init__(delay_ms)
+        DelayedOperation.__init__(self, delay_ms)  # not super(): a million are made below
         self.ready = False
         self.completions = 0
         self.expirations = 0
