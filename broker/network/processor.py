@@ -1,18 +1,21 @@
 """Processor: owns a set of connections, turns bytes into requests and responses into bytes.
 
 Everything is driven by readiness callbacks on sockets the Processor owns (``add_reader``
-/ ``add_writer``), not by asyncio transports or streams: transports are slow under
-pipelining (DESIGN.md section 9) and uvloop's refuse both ``sendfile`` and a writer on
-their socket, which zero-copy responses need.
+/ ``add_writer``), not by asyncio transports or streams: streams are slow under
+concurrency (DESIGN.md section 9) and uvloop's transports refuse both ``sendfile`` and a
+writer on their socket, which zero-copy responses need.
 
 The life of a request, as the methods below run it:
 
-    _on_readable      recv, cut frames (size checked before buffering), queue them
-    _dispatch         parse the next frame, offer it to the RequestChannel, mute
-    respond           (handler) put the outcome on this Processor's response queue
-    _process_responses  encode, start writing; a None outcome just unmutes
-    _on_writable      continue a write that filled the socket buffer
-    _finish_response  unmute: dispatch the next pending frame or read again
+    _on_readable        recv, cut frames (size checked before buffering), keep them
+    _dispatch           parse the next frame, offer it to the RequestChannel, mute
+    respond             (handler task) queue the outcome and drain the response queue
+    _process_response   encode and write what the socket takes; None just unmutes
+    _on_writable        continue a write that filled the socket buffer
+    _finish_response    unmute: dispatch the next frame already read, or read again
+
+All of it runs on one event loop: the Processors of a listener are a partition of its
+connections (Kafka's ``num.network.threads``), not threads.
 
 Errors stay with their connection: a bad frame, a dead peer or a failing handler closes
 (or answers) that connection only.
