@@ -281,13 +281,14 @@ class Partition:
         *,
         current_leader_epoch: int,
         isolation_level: int | None,
-        from_consumer: bool = True,
+        require_leader: bool = True,
     ) -> TimestampOffset | None:
-        """ListOffsets for one partition (Kafka's fetchOffsetForTimestamp): offsets at or
-        above the last fetchable offset (HW, LSO for READ_COMMITTED, the log end for a
-        replica) are not answered. None: no such offset."""
-        lg = self._leader_log(current_leader_epoch)
-        if isolation_level is None or not from_consumer:
+        """ListOffsets for one partition (Kafka's fetchOffsetForTimestamp). A consumer
+        (``isolation_level`` given) is not answered offsets at or above what it may
+        fetch: the high watermark, or the LSO for READ_COMMITTED; a replica or tool
+        (None) sees to the log end. None: no such offset."""
+        lg = self._leader_log(current_leader_epoch, require_leader)
+        if isolation_level is None:
             last_fetchable = lg.log_end_offset
         elif isolation_level == READ_COMMITTED:
             last_fetchable = self.last_stable_offset

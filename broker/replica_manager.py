@@ -57,7 +57,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 INITIAL_CONTROLLER_EPOCH = 0
 #: StopReplica's leader epochs that always stop the replica (topic deletion, none given).
 EPOCH_DURING_DELETE = -2
-#: The replica id of debugging tools, which may read from followers.
+#: The replica ids of consumers, and of debugging tools (which may read from followers).
+CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
 
 Records = bytes | bytearray | memoryview | None
@@ -414,16 +415,18 @@ class ReplicaManager:
         timestamp: int,
         *,
         current_leader_epoch: int = NO_LEADER_EPOCH,
-        isolation_level: int | None = None,
-        replica_id: int = -1,
+        isolation_level: int = 0,
+        replica_id: int = CONSUMER_REPLICA_ID,
     ) -> TimestampOffset | None:
-        """ListOffsets for one partition; raises PartitionError (or StorageError)."""
+        """ListOffsets for one partition; raises PartitionError (or StorageError).
+        Consumers (replica id -1) are limited by their isolation level; others see to
+        the log end, and only the debugging id (-2) may ask a follower."""
         partition = self._leader_or_error(tp)
         return partition.fetch_offset_for_timestamp(
             timestamp,
             current_leader_epoch=current_leader_epoch,
-            isolation_level=isolation_level,
-            from_consumer=replica_id < 0,
+            isolation_level=isolation_level if replica_id == CONSUMER_REPLICA_ID else None,
+            require_leader=replica_id != DEBUGGING_REPLICA_ID,
         )
 
     def last_offset_for_leader_epoch(

@@ -1,7 +1,8 @@
 """ListOffsets (2), versions 1-7: an offset per partition for a timestamp.
 
 Timestamps: -2 the log start (EARLIEST), -1 the last fetchable offset (LATEST: the high
-watermark, the LSO for READ_COMMITTED, the log end for v1 which has no isolation level),
+watermark, the LSO for READ_COMMITTED; v1 has no isolation level and reads as
+READ_UNCOMMITTED; a replica's request sees the log end),
 -3 the record with the largest timestamp (MAX_TIMESTAMP, v7), otherwise the first
 record whose timestamp is at least the one asked for. No such record: offset and
 timestamp -1 with no error. A partition named twice is INVALID_REQUEST, as in Kafka.
@@ -17,19 +18,16 @@ from protocol import ErrorCode, Response, make_response
 from protocol.messages import ListOffsetsResponse
 from storage import StorageError, TimestampOffset, TopicPartition
 
-#: The first version that carries the isolation level.
-ISOLATION_LEVEL_VERSION = 2
-
 _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
-def _answer(ctx: BrokerContext, body: Any, tp: TopicPartition, p: Any, version: int) -> Any:
+def _answer(ctx: BrokerContext, body: Any, tp: TopicPartition, p: Any) -> Any:
     try:
         found: TimestampOffset | None = ctx.replica_manager.fetch_offset_for_timestamp(
             tp,
             p.timestamp,
             current_leader_epoch=p.current_leader_epoch,
-            isolation_level=body.isolation_level if version >= ISOLATION_LEVEL_VERSION else None,
+            isolation_level=body.isolation_level,
             replica_id=body.replica_id,
         )
     except PartitionError as exc:
@@ -65,7 +63,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response:
                     _Partition(partition_index=tp.partition, error_code=ErrorCode.INVALID_REQUEST)
                 )
             else:
-                partitions.append(_answer(ctx, body, tp, p, header.api_version))
+                partitions.append(_answer(ctx, body, tp, p))
         topics.append(
             ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)
         )

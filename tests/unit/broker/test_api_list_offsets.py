@@ -90,6 +90,7 @@ def request(
     *,
     isolation_level: int = 0,
     epoch: int = -1,
+    replica_id: int = -1,
 ) -> Any:
     topics: dict[str, list[Any]] = {}
     for topic, p, ts in queries:
@@ -99,7 +100,7 @@ def request(
             )
         )
     body = ListOffsetsRequest(
-        replica_id=-1,
+        replica_id=replica_id,
         isolation_level=isolation_level,
         topics=[
             ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()
@@ -151,8 +152,8 @@ async def test_isolation_levels_hide_what_is_above_the_high_watermark(ctx: Broke
     for isolation in (0, 1):
         assert (await lookup(ctx, 5, -1, isolation))[2] == 3
         assert (await lookup(ctx, 5, 300, isolation))[2] == -1
-    # v1 has no isolation level: a v1 consumer sees up to the log end
-    assert (await lookup(ctx, 1, -1))[2] == 6
+    # v1 has no isolation level: its consumers read uncommitted, up to the high watermark
+    assert (await lookup(ctx, 1, -1))[2] == 3
 
 
 async def test_errors_per_partition(ctx: BrokerContext) -> None:
@@ -176,3 +177,13 @@ async def test_leader_epoch_fencing(ctx: BrokerContext, epoch: int, code: int) -
 async def test_duplicate_partitions_are_invalid(ctx: BrokerContext) -> None:
     got = await answers(ctx, request(7, [(TOPIC, 0, -1), (TOPIC, 0, -2)]))
     assert [e for e, *_ in got] == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST]
+
+
+async def test_replicas_see_the_log_end_and_debug_tools_may_ask_followers(
+    ctx: BrokerContext,
+) -> None:
+    ctx.log_manager.get_log(A).update_high_watermark(3)
+    [replica] = await answers(ctx, request(7, [(TOPIC, 0, -1)], replica_id=1))
+    assert replica[2] == 6
+    [tool] = await answers(ctx, request(7, [(TOPIC, 1, -1)], replica_id=-2))
+    assert (tool[0], tool[2]) == (ErrorCode.NONE, 0)

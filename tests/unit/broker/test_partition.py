@@ -276,6 +276,6 @@ def test_list_offsets_by_timestamp_hides_offsets_above_high_watermark(leader: Pa
         -1, current_leader_epoch=-1, isolation_level=READ_UNCOMMITTED
     )
     assert latest.offset == 1
-    # v1 has no isolation level: it sees up to the log end
-    v1 = leader.fetch_offset_for_timestamp(-1, current_leader_epoch=-1, isolation_level=None)
-    assert v1.offset == 2
+    # a replica's request (no isolation level) sees up to the log end
+    replica = leader.fetch_offset_for_timestamp(-1, current_leader_epoch=-1, isolation_level=None)
+    assert replica.offset == 2
