@@ -641,6 +641,12 @@ class Log:
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
 
+    def _trim_epochs(self) -> None:
+        """Keep the epoch cache to [log start, log end): the same entries a reload
+        would leave (it trims both ends)."""
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+
     def increment_log_start_offset(self, offset: int) -> int:
         """DeleteRecords: move the log start up to ``offset`` (at most the high watermark).
         Whole segments below it go with the next retention run."""
@@ -652,7 +658,7 @@ class Log:
             )
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            self.epoch_cache.truncate_from_start(offset)
+            self._trim_epochs()
         return self.log_start_offset
 
     def delete_old_segments(self) -> int:
@@ -706,7 +712,7 @@ class Log:
         first = self._segments[0].base_offset
         if first > self.log_start_offset:
             self.log_start_offset = first
-            self.epoch_cache.truncate_from_start(first)
+            self._trim_epochs()
         self.producer_state.delete_snapshots_before(first)
         return count
 

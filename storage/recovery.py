@@ -58,37 +58,42 @@ def recover_segments(
     tp: TopicPartition, segments: list[LogSegment], recovery_point: int, clean_shutdown: bool
 ) -> list[LogSegment]:
     """Rebuild untrustworthy indexes; after an unclean shutdown validate every segment
-    from the one holding the recovery point and cut at the first invalid batch (later
-    segments go too). Returns the segments that remain."""
+    from the one holding the recovery point. A segment cut short takes every later
+    segment with it (their offsets would no longer follow). Returns what remains."""
     bases = [s.base_offset for s in segments]
-    first_unflushed = (
-        len(segments) if clean_shutdown else max(bisect_right(bases, recovery_point) - 1, 0)
-    )
-    for seg in segments[:first_unflushed]:
-        problem = seg.check_indexes()
-        if problem is not None:
-            log.warning("%s: rebuilding indexes of segment %d: %s", tp, seg.base_offset, problem)
-            _report(tp, seg, seg.rebuild_indexes())
     if clean_shutdown:
-        return segments
+        first_unflushed = len(segments)
+    else:
+        first_unflushed = max(bisect_right(bases, recovery_point) - 1, 0)
     next_offset: int | None = None
-    for i in range(first_unflushed, len(segments)):
-        seg = segments[i]
-        result = seg.recover(next_offset)
+    for i, seg in enumerate(segments):
+        if i < first_unflushed:
+            problem = seg.check_indexes()
+            if problem is None:
+                continue
+            log.warning("%s: rebuilding indexes of segment %d: %s", tp, seg.base_offset, problem)
+            result = seg.rebuild_indexes()
+        else:
+            result = seg.recover(next_offset)
         _report(tp, seg, result)
         next_offset = result.next_offset
-        if result.truncated_bytes and i + 1 < len(segments):
-            for dropped in segments[i + 1 :]:
-                log.warning(
-                    "%s: deleting segment %d (%d bytes) after the corruption in segment %d",
-                    tp,
-                    dropped.base_offset,
-                    dropped.size,
-                    seg.base_offset,
-                )
-                dropped.delete_files()
-            return segments[: i + 1]
+        if i + 1 < len(segments):
+            # A rebuilt inactive segment gets its closing time entry and trimmed
+            # indexes, exactly as if it had rolled.
+            seg.on_become_inactive()
+            if result.truncated_bytes:
+                _drop(tp, seg, segments[i + 1 :])
+                return segments[: i + 1]
     return segments
+
+
+def _drop(tp: TopicPartition, cut: LogSegment, later: list[LogSegment]) -> None:
+    for dropped in later:
+        log.warning(
+            "%s: deleting segment %d (%d bytes) after the corruption in segment %d",
+            tp, dropped.base_offset, dropped.size, cut.base_offset,
+        )  # fmt: skip
+        dropped.delete_files()
 
 
 def _report(tp: TopicPartition, seg: LogSegment, result: RecoveryResult) -> None:
