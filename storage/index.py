@@ -216,6 +216,18 @@ class OffsetIndex(_Index):
         rel, pos = self.raw_entry(slot)
         return self.base_offset + rel, pos
 
+    def lookup_bracket(self, offset: int) -> tuple[int, int, int]:
+        """(floor entry's offset, its position, position of the entry after it or -1):
+        the batch holding ``offset`` lies after the floor entry's batch and at or
+        before the next entry's. Floor (base - 1, 0) if none."""
+        slot = self._floor_slot(offset - self.base_offset, 0)
+        following = slot + 1
+        next_pos = self.raw_entry(following)[1] if following < self.entries else -1
+        if slot < 0:
+            return self.base_offset - 1, 0, next_pos
+        rel, pos = self.raw_entry(slot)
+        return self.base_offset + rel, pos, next_pos
+
     def last_entry(self) -> tuple[int, int]:
         if self.entries == 0:
             return self.base_offset, 0

@@ -264,12 +264,39 @@ class LogSegment:
         self, offset: int, start_position: int = 0
     ) -> tuple[int, BatchHeader] | None:
         """The first batch whose last offset is >= ``offset``: floor index entry, then a
-        forward scan of batch headers."""
-        _, pos = self.offset_index.lookup(offset)
+        forward scan of batch headers.
+
+        Shortcut for densely indexed segments (batches larger than the index interval):
+        when the floor entry's batch ends just before the next entry's batch begins,
+        that batch holds ``offset`` and one header read finds it."""
+        floor_offset, pos, next_pos = self.offset_index.lookup_bracket(offset)
+        if floor_offset == offset and pos >= start_position and pos > 0:
+            found = self._header_at(pos)
+            if found is not None and found[1].last_offset == offset:
+                return found
+        elif next_pos > start_position:
+            found = self._header_at(next_pos)
+            if found is not None and found[1].base_offset == floor_offset + 1:
+                return found
         for found in self.iter_headers(max(pos, start_position)):
             if found[1].last_offset >= offset:
                 return found
         return None
+
+    def _header_at(self, pos: int) -> tuple[int, BatchHeader] | None:
+        """The batch header at ``pos`` (one small read), None if there is none."""
+        if pos + HEADER_SIZE > self.size:
+            return None
+        try:
+            data = os.pread(self._fd, HEADER_SIZE, pos)
+        except OSError as exc:
+            raise StorageError(f"reading {self.log_path} at {pos}: {exc}") from exc
+        if len(data) < HEADER_SIZE:
+            return None
+        header = read_header(data)
+        if header.magic != 2 or pos + header.size > self.size:
+            return None
+        return pos, header
 
     def read(
         self,

@@ -143,3 +143,24 @@ def test_recover_rebuilds_identical_indexes(filled: Filled) -> None:
     result = seg.recover()
     assert result.truncated_bytes == 0 and result.batches == 30 and result.next_offset == 190
     assert (seg.offset_index.all_entries(), seg.time_index.all_entries()) == before
+
+
+@pytest.mark.parametrize("interval", [1, 100, 250, 10_000])
+def test_translate_offset_with_dense_and_sparse_indexes(
+    tmp_path: os.PathLike[str], interval: int
+) -> None:
+    """Every batch indexed (interval 1), some, or none: the same answers."""
+    seg = segment(tmp_path, base=0, interval=interval)
+    layout = []
+    offset = 0
+    for i in range(40):
+        n = 1 + i % 4
+        pos = seg.size
+        append(seg, offset, n, 100 + i)
+        layout.append((offset, offset + n - 1, pos))
+        offset += n
+    for first, last, pos in layout:
+        for off in range(first, last + 1):
+            found = seg.translate_offset(off)
+            assert found is not None and found[0] == pos and found[1].base_offset == first, off
+    assert seg.translate_offset(offset) is None
