@@ -8,6 +8,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,7 +40,7 @@ def batch(n: int = 1, value_size: int = 50) -> bytes:
     return bytes(builder.build())
 
 
-def make_ctx(tmp_path, props: dict[str, str] | None = None) -> BrokerContext:
+def make_ctx(tmp_path: Path, props: dict[str, str] | None = None) -> BrokerContext:
     clock = MockClock()
     log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
     purgatories: list[DelayedOperationPurgatory[Any]] = [
@@ -78,7 +79,7 @@ def make_ctx(tmp_path, props: dict[str, str] | None = None) -> BrokerContext:
 
 
 @pytest.fixture
-def ctx(tmp_path) -> Iterator[BrokerContext]:
+def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
     context = make_ctx(tmp_path)
     yield context
     context.log_manager.shutdown()
@@ -184,7 +185,7 @@ async def test_incremental_fetch_gets_session_not_found(ctx: BrokerContext) -> N
     assert body.session_id == 0 and body.responses == []
 
 
-async def test_fetch_max_bytes_caps_the_request(tmp_path) -> None:
+async def test_fetch_max_bytes_caps_the_request(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, {"fetch.max.bytes": "1024"})
     try:
         one = batch(1, value_size=600)
@@ -207,13 +208,16 @@ async def test_long_poll_returns_future_completed_by_append(ctx: BrokerContext) 
 
 async def test_long_poll_times_out_empty(ctx: BrokerContext) -> None:
     result = await fetch.handle(ctx, request(12, max_wait_ms=500))
+    assert isinstance(ctx.clock, MockClock) and isinstance(result, asyncio.Future)
     ctx.clock.advance(500)
     ctx.fetch_purgatory.advance_clock()
     p = partitions(on_the_wire(result.result()))[0]
     assert p.error_code == ErrorCode.NONE and len(p.records) == 0
 
 
-async def test_record_bytes_never_enter_python(ctx: BrokerContext, monkeypatch) -> None:
+async def test_record_bytes_never_enter_python(
+    ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The response's records are the segment's file region; serving them reads batch
     headers (to find the start) and never the records: os.read and region reads would
     raise, and everything pread stays within the first scan chunk."""
@@ -237,6 +241,7 @@ async def test_record_bytes_never_enter_python(ctx: BrokerContext, monkeypatch) 
     monkeypatch.setattr(os, "preadv", forbidden)
     monkeypatch.setattr(FileRegion, "read", forbidden)
     response = await fetch.handle(ctx, request(12, {0: 1}))
+    assert isinstance(response, protocol.Response)
     parts = protocol.encode_response_parts(response)
     regions = [p for p in parts if not isinstance(p, bytes)]
     assert len(regions) == 1 and isinstance(regions[0], FileRegion)

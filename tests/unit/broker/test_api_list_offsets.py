@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from broker.replica_manager import ReplicaManager
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, ListOffsetsRequest
 from protocol.records import BatchBuilder
-from storage import LogManager, LogManagerConfig, TopicPartition
+from storage import Log, LogManager, LogManagerConfig, TopicPartition
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -36,7 +37,7 @@ def batch(*timestamps: int) -> bytes:
 
 
 @pytest.fixture
-def ctx(tmp_path) -> Iterator[BrokerContext]:
+def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
     clock = MockClock()
     log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
     purgatories: list[DelayedOperationPurgatory[Any]] = [
@@ -112,6 +113,12 @@ def request(
     return protocol.decode_request(frame)
 
 
+def log_of(ctx: BrokerContext) -> Log:
+    found = ctx.log_manager.get_log(A)
+    assert found is not None
+    return found
+
+
 async def answers(ctx: BrokerContext, req: Any) -> list[tuple[int, int, int, int]]:
     response = await list_offsets.handle(ctx, req)
     frame = protocol.encode_response(response)
@@ -123,7 +130,9 @@ async def answers(ctx: BrokerContext, req: Any) -> list[tuple[int, int, int, int
     ]
 
 
-async def lookup(ctx: BrokerContext, version: int, timestamp: int, isolation_level: int = 0):
+async def lookup(
+    ctx: BrokerContext, version: int, timestamp: int, isolation_level: int = 0
+) -> tuple[int, int, int, int]:
     """One partition per request: Kafka refuses a partition named twice."""
     [answer] = await answers(
         ctx, request(version, [(TOPIC, 0, timestamp)], isolation_level=isolation_level)
@@ -148,7 +157,7 @@ async def test_v1_without_epochs(ctx: BrokerContext) -> None:
 
 
 async def test_isolation_levels_hide_what_is_above_the_high_watermark(ctx: BrokerContext) -> None:
-    ctx.log_manager.get_log(A).update_high_watermark(3)
+    log_of(ctx).update_high_watermark(3)
     for isolation in (0, 1):
         assert (await lookup(ctx, 5, -1, isolation))[2] == 3
         assert (await lookup(ctx, 5, 300, isolation))[2] == -1
@@ -182,7 +191,7 @@ async def test_duplicate_partitions_are_invalid(ctx: BrokerContext) -> None:
 async def test_replicas_see_the_log_end_and_debug_tools_may_ask_followers(
     ctx: BrokerContext,
 ) -> None:
-    ctx.log_manager.get_log(A).update_high_watermark(3)
+    log_of(ctx).update_high_watermark(3)
     [replica] = await answers(ctx, request(7, [(TOPIC, 0, -1)], replica_id=1))
     assert replica[2] == 6
     [tool] = await answers(ctx, request(7, [(TOPIC, 1, -1)], replica_id=-2))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,7 +56,7 @@ def append(rm: ReplicaManager, n: int) -> None:
 
 
 @pytest.fixture
-def ctx(tmp_path) -> Iterator[BrokerContext]:
+def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
     """Partition 0 led here: epoch 1 wrote offsets 0-2, epoch 3 offsets 3-4, epoch 5
     is current with nothing written yet. Partition 1 is followed."""
     clock = MockClock()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,7 +44,7 @@ def batch(n: int = 1, *, transactional: bool = False) -> bytes:
 
 
 @pytest.fixture
-def ctx(tmp_path) -> Iterator[BrokerContext]:
+def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
     clock = MockClock()
     log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
     produce_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
@@ -118,7 +119,10 @@ def partitions(body: Any) -> dict[int, Any]:
 
 
 def log_end(ctx: BrokerContext, p: int) -> int:
-    return ctx.log_manager.get_log(TopicPartition(TOPIC, p)).log_end_offset
+    log = ctx.log_manager.get_log(TopicPartition(TOPIC, p))
+    assert log is not None
+    end: int = log.log_end_offset
+    return end
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
@@ -133,6 +137,7 @@ async def test_versions_below_3_are_refused(ctx: BrokerContext, version: int) ->
 async def test_acks_1_answers_offsets(ctx: BrokerContext) -> None:
     await produce.handle(ctx, request(9, {0: batch(3)}))
     response = await produce.handle(ctx, request(9, {0: batch(2), 1: batch(1)}))
+    assert isinstance(response, protocol.Response)
     assert response.header.correlation_id == 7
     answer = partitions(on_the_wire(response))
     assert (answer[0].error_code, answer[0].base_offset, answer[0].log_start_offset) == (0, 3, 0)
@@ -154,7 +159,7 @@ async def test_acks_all_answers_at_once_when_leader_alone(ctx: BrokerContext) ->
 
 
 async def test_acks_all_waiting_returns_future_completed_by_purgatory(
-    ctx: BrokerContext, monkeypatch
+    ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     partition = ctx.replica_manager.get_partition(TOPIC, 0)
     monkeypatch.setattr(partition, "maybe_increment_high_watermark", lambda: False)

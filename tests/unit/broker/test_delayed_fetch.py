@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +25,7 @@ State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 Results = list[tuple[TopicPartition, FetchPartitionResult]]
 
 
-def state(epoch: int) -> State:
+def state(epoch: int) -> Any:
     return State(
         topic_name=TP.topic,
         partition_index=0,
@@ -37,7 +39,7 @@ def state(epoch: int) -> State:
 
 
 @pytest.fixture
-def partition(tmp_path) -> Iterator[Partition]:
+def partition(tmp_path: Path) -> Iterator[Partition]:
     manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), MockClock())
     p = Partition(TP, 0, manager)
     p.make_leader(state(1), uuid.uuid4())
@@ -51,7 +53,9 @@ def partition(tmp_path) -> Iterator[Partition]:
     manager.shutdown()
 
 
-def waiting_fetch(partition: Partition, offset: int, epoch: int = -1):
+def waiting_fetch(
+    partition: Partition, offset: int, epoch: int = -1
+) -> tuple[DelayedOperationPurgatory[DelayedFetch], list[Results]]:
     """A fetch at ``offset`` that needs more than there is, watched under TP."""
     purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
         "Fetch", clock=MockClock(), reaper_enabled=False
@@ -60,7 +64,7 @@ def waiting_fetch(partition: Partition, offset: int, epoch: int = -1):
     params = FetchParams(-1, max_wait_ms=1000, min_bytes=1 << 20, max_bytes=1 << 20)
     infos = [(TP, PartitionFetchInfo(offset, 1 << 20, epoch))]
 
-    def read(params: FetchParams, infos) -> Results:
+    def read(params: FetchParams, infos: object) -> Results:
         return [(TP, FetchPartitionResult(ErrorCode.NONE, partition.high_watermark))]
 
     op = DelayedFetch(params, infos, {TP: partition}.get, read, got.append)
@@ -76,6 +80,7 @@ def test_waits_while_too_little_is_readable(partition: Partition) -> None:
 
 def test_truncation_below_fetch_offset_completes(partition: Partition) -> None:
     purgatory, got = waiting_fetch(partition, 3)
+    assert partition.log is not None
     partition.log.truncate_to(1)
     purgatory.check_and_complete(TP)
     assert len(got) == 1
@@ -83,6 +88,7 @@ def test_truncation_below_fetch_offset_completes(partition: Partition) -> None:
 
 def test_log_start_past_fetch_offset_completes(partition: Partition) -> None:
     purgatory, got = waiting_fetch(partition, 1)
+    assert partition.log is not None
     partition.log.increment_log_start_offset(2)
     purgatory.check_and_complete(TP)
     assert len(got) == 1

@@ -23,12 +23,17 @@ class FakePartition:
     isr: tuple[int, ...] = (0, 1)
 
 
-def setup(partitions: dict[TopicPartition, FakePartition], min_isr: int = 1, delay_ms: int = 100):
+Calls = list[dict[TopicPartition, ProducePartitionResult]]
+
+
+def setup(
+    partitions: dict[TopicPartition, FakePartition], min_isr: int = 1, delay_ms: int = 100
+) -> tuple[MockClock, DelayedOperationPurgatory[DelayedProduce], DelayedProduce, Calls]:
     clock = MockClock()
     purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
         "Produce", clock=clock, reaper_enabled=False
     )
-    calls: list[dict[TopicPartition, ProducePartitionResult]] = []
+    calls: Calls = []
     statuses = {
         A: ProducePartitionStatus(10, ProducePartitionResult(0, base_offset=5), True),
         B: ProducePartitionStatus(20, ProducePartitionResult(0, base_offset=15), True),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +22,17 @@ from broker.partition import (
 from protocol.errors import ErrorCode
 from protocol.messages import LeaderAndIsrRequest
 from protocol.records import BatchBuilder, Compression
-from storage import LogConfig, LogManager, LogManagerConfig, RecordError, TopicPartition
+from storage import (
+    AppendInfo,
+    FileRegion,
+    Log,
+    LogConfig,
+    LogManager,
+    LogManagerConfig,
+    RecordError,
+    TimestampOffset,
+    TopicPartition,
+)
 from timer.clock import MockClock
 
 TP = TopicPartition("orders", 0)
@@ -49,7 +61,9 @@ def batch(
     return bytes(builder.build())
 
 
-def state(leader: int = 0, epoch: int = 0, isr: list[int] | None = None, replicas=None) -> State:
+def state(
+    leader: int = 0, epoch: int = 0, isr: list[int] | None = None, replicas: list[int] | None = None
+) -> Any:
     return State(
         topic_name=TP.topic,
         partition_index=TP.partition,
@@ -63,7 +77,7 @@ def state(leader: int = 0, epoch: int = 0, isr: list[int] | None = None, replica
 
 
 @pytest.fixture
-def log_manager(tmp_path) -> Iterator[LogManager]:
+def log_manager(tmp_path: Path) -> Iterator[LogManager]:
     config = LogManagerConfig(log_dirs=(str(tmp_path),), default=LogConfig(max_message_bytes=4096))
     manager = LogManager(config, MockClock())
     yield manager
@@ -77,10 +91,32 @@ def leader(log_manager: LogManager) -> Partition:
     return partition
 
 
-def append(partition: Partition, records: bytes, *, acks: int = 1, min_isr: int = 1, version=9):
+def append(
+    partition: Partition,
+    records: bytes | None,
+    *,
+    acks: int = 1,
+    min_isr: int = 1,
+    version: int = 9,
+) -> AppendInfo:
     return partition.append_records_to_leader(
         records, api_version=version, required_acks=acks, min_insync_replicas=min_isr
     )
+
+
+def log_of(partition: Partition) -> Log:
+    assert partition.log is not None
+    return partition.log
+
+
+def size(region: FileRegion | None) -> int:
+    assert region is not None
+    return len(region)
+
+
+def found(answer: TimestampOffset | None) -> TimestampOffset:
+    assert answer is not None
+    return answer
 
 
 @pytest.mark.parametrize(
@@ -105,9 +141,9 @@ def test_topic_id_text_is_kafkas_base64_and_zero_means_none() -> None:
 def test_make_leader_creates_log_with_topic_id_and_epoch_entry(leader: Partition) -> None:
     assert leader.is_leader
     assert leader.log is not None
-    with open(os.path.join(leader.log.directory, "partition.metadata")) as f:
+    with open(os.path.join(log_of(leader).directory, "partition.metadata")) as f:
         assert "topic_id: EjRWeBI0VngSNFZ4EjRWeA" in f.read()
-    assert leader.log.epoch_cache.entries == [(3, 0)]
+    assert log_of(leader).epoch_cache.entries == [(3, 0)]
     assert leader.leader_epoch_start_offset == 0
 
 
@@ -117,14 +153,14 @@ def test_append_assigns_offsets_stamps_epoch_and_moves_high_watermark(leader: Pa
     assert (first.first_offset, first.last_offset) == (0, 2)
     assert (second.first_offset, second.last_offset) == (3, 4)
     assert leader.high_watermark == 5 == leader.last_stable_offset
-    header = next(leader.log.iter_batch_headers(0))[2]
+    header = next(log_of(leader).iter_batch_headers(0))[2]
     assert header.partition_leader_epoch == 3
 
 
 def test_new_epoch_starts_at_log_end(leader: Partition) -> None:
     append(leader, batch(4))
     leader.make_leader(state(epoch=4), TOPIC_ID)
-    assert leader.log.epoch_cache.entries == [(3, 0), (4, 4)]
+    assert log_of(leader).epoch_cache.entries == [(3, 0), (4, 4)]
     assert leader.end_offset_for_epoch(3, current_leader_epoch=-1) == (3, 4)
     assert leader.end_offset_for_epoch(4, current_leader_epoch=4) == (4, 4)
 
@@ -149,7 +185,7 @@ def test_not_enough_replicas_only_for_acks_all(log_manager: LogManager) -> None:
     with pytest.raises(PartitionError) as err:
         append(partition, batch(), acks=-1, min_isr=2)
     assert err.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
-    assert partition.log.log_end_offset == 0
+    assert log_of(partition).log_end_offset == 0
     assert append(partition, batch(), acks=1, min_isr=2).first_offset == 0
 
 
@@ -188,7 +224,7 @@ def test_invalid_records_refused_and_log_unchanged(
     with pytest.raises(PartitionError) as err:
         append(leader, records, version=version)
     assert err.value.error_code == code
-    assert leader.log.log_end_offset == 0
+    assert log_of(leader).log_end_offset == 0
 
 
 def test_zstd_accepted_from_v7(leader: Partition) -> None:
@@ -207,7 +243,7 @@ def test_idempotent_duplicate_gap_and_old_epoch(leader: Partition) -> None:
     first = append(leader, batch(2, producer_id=7, epoch=0, seq=0))
     again = append(leader, batch(2, producer_id=7, epoch=0, seq=0))
     assert again.duplicate and (again.first_offset, again.last_offset) == (0, 1)
-    assert leader.log.log_end_offset == 2 == first.last_offset + 1
+    assert log_of(leader).log_end_offset == 2 == first.last_offset + 1
     with pytest.raises(RecordError) as gap:
         append(leader, batch(1, producer_id=7, epoch=0, seq=5))
     assert gap.value.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
@@ -238,36 +274,36 @@ def test_consumer_reads_stop_at_high_watermark_replicas_read_to_log_end(
     append(leader, batch(2))
     one_batch = leader.read(0, 1 << 20).region
     append(leader, batch(2))
-    leader.log.update_high_watermark(2)  # as if followers had not caught up yet
+    log_of(leader).update_high_watermark(2)  # as if followers had not caught up yet
     consumer = leader.read(0, 1 << 20)
-    assert consumer.region is not None and len(consumer.region) == len(one_batch)
+    assert size(consumer.region) == size(one_batch)
     assert leader.read(2, 1 << 20).region is None
     replica = leader.read(0, 1 << 20, up_to_high_watermark=False)
-    assert len(replica.region) == 2 * len(one_batch)
+    assert size(replica.region) == 2 * size(one_batch)
 
 
 def test_list_offsets_special_timestamps_and_lookup(leader: Partition) -> None:
     append(leader, batch(3, ts=100))  # 100, 101, 102
     append(leader, batch(2, ts=500))  # 500, 501
 
-    def lookup(ts: int, isolation: int | None = READ_UNCOMMITTED):
+    def lookup(ts: int, isolation: int | None = READ_UNCOMMITTED) -> TimestampOffset | None:
         return leader.fetch_offset_for_timestamp(
             ts, current_leader_epoch=-1, isolation_level=isolation
         )
 
-    assert (lookup(-2).offset, lookup(-2).timestamp) == (0, -1)
-    assert (lookup(-1).offset, lookup(-1).leader_epoch) == (5, 3)
-    assert (lookup(-3).offset, lookup(-3).timestamp) == (4, 501)
-    assert (lookup(101).offset, lookup(101).timestamp) == (1, 101)
-    assert (lookup(200).offset, lookup(200).timestamp) == (3, 500)
+    assert (found(lookup(-2)).offset, found(lookup(-2)).timestamp) == (0, -1)
+    assert (found(lookup(-1)).offset, found(lookup(-1)).leader_epoch) == (5, 3)
+    assert (found(lookup(-3)).offset, found(lookup(-3)).timestamp) == (4, 501)
+    assert (found(lookup(101)).offset, found(lookup(101)).timestamp) == (1, 101)
+    assert (found(lookup(200)).offset, found(lookup(200)).timestamp) == (3, 500)
     assert lookup(10_000) is None
-    assert lookup(-1, READ_COMMITTED).offset == 5
+    assert found(lookup(-1, READ_COMMITTED)).offset == 5
 
 
 def test_list_offsets_by_timestamp_hides_offsets_above_high_watermark(leader: Partition) -> None:
     append(leader, batch(1, ts=100))
     append(leader, batch(1, ts=500))
-    leader.log.update_high_watermark(1)
+    log_of(leader).update_high_watermark(1)
     answer = leader.fetch_offset_for_timestamp(
         400, current_leader_epoch=-1, isolation_level=READ_UNCOMMITTED
     )
@@ -275,7 +311,7 @@ def test_list_offsets_by_timestamp_hides_offsets_above_high_watermark(leader: Pa
     latest = leader.fetch_offset_for_timestamp(
         -1, current_leader_epoch=-1, isolation_level=READ_UNCOMMITTED
     )
-    assert latest.offset == 1
+    assert found(latest).offset == 1
     # a replica's request (no isolation level) sees up to the log end
     replica = leader.fetch_offset_for_timestamp(-1, current_leader_epoch=-1, isolation_level=None)
-    assert replica.offset == 2
+    assert found(replica).offset == 2

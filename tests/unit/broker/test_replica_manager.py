@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from broker.delayed import DelayedFetch, DelayedProduce, ProducePartitionResult
 from broker.metrics import BrokerMetrics
+from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.messages import LeaderAndIsrRequest
 from protocol.records import BatchBuilder
-from storage import LogManager, LogManagerConfig, StorageError, TopicPartition
+from storage import Log, LogManager, LogManagerConfig, StorageError, TopicPartition
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -34,7 +37,14 @@ def batch(n: int = 1, *, producer_id: int = -1, epoch: int = -1, seq: int = -1) 
     return bytes(builder.build())
 
 
-def state(tp: TopicPartition, *, leader: int = 0, epoch: int = 0, isr=(0,), replicas=(0,)):
+def state(
+    tp: TopicPartition,
+    *,
+    leader: int = 0,
+    epoch: int = 0,
+    isr: tuple[int, ...] = (0,),
+    replicas: tuple[int, ...] = (0,),
+) -> Any:
     return State(
         topic_name=tp.topic,
         partition_index=tp.partition,
@@ -58,11 +68,23 @@ class Broker:
     min_isr: dict[str, int] = field(default_factory=dict)
     known: set[TopicPartition] = field(default_factory=set)
 
-    def lead(self, *tps: TopicPartition, epoch: int = 0, **kw) -> dict[TopicPartition, int]:
+    def lead(self, *tps: TopicPartition, epoch: int = 0, **kw: Any) -> dict[TopicPartition, int]:
         states = [state(tp, epoch=epoch, **kw) for tp in tps]
         return self.rm.become_leader_or_follower(1, 1, states, {"orders": TOPIC_ID})
 
-    def produce_now(self, entries, acks: int = 1, timeout_ms: int = 1000):
+    def log(self, tp: TopicPartition) -> Log:
+        found = self.log_manager.get_log(tp)
+        assert found is not None
+        return found
+
+    def partition(self, tp: TopicPartition) -> Partition:
+        found = self.rm.partition_for(tp)
+        assert found is not None
+        return found
+
+    def produce_now(
+        self, entries: Mapping[TopicPartition, bytes], acks: int = 1, timeout_ms: int = 1000
+    ) -> list[dict[TopicPartition, ProducePartitionResult]]:
         got: list[dict[TopicPartition, ProducePartitionResult]] = []
         self.rm.append_records(
             entries, required_acks=acks, timeout_ms=timeout_ms, api_version=9, on_done=got.append
@@ -71,7 +93,7 @@ class Broker:
 
 
 @pytest.fixture
-def broker(tmp_path) -> Iterator[Broker]:
+def broker(tmp_path: Path) -> Iterator[Broker]:
     clock = MockClock()
     log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
     produce: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
@@ -107,8 +129,8 @@ def metric(broker: Broker, name: str, **labels: str) -> float:
 def test_become_leader_creates_partitions_and_logs(broker: Broker) -> None:
     assert broker.lead(A, B) == {A: ErrorCode.NONE, B: ErrorCode.NONE}
     assert {p.tp for p in broker.rm.leader_partitions()} == {A, B}
-    assert broker.rm.get_partition("orders", 0).topic_id == TOPIC_ID
-    assert broker.log_manager.get_log(A).topic_id == "CzrRwk5fSmuMfZ4PGis8TQ"
+    assert broker.partition(A).topic_id == TOPIC_ID
+    assert broker.log(A).topic_id == "CzrRwk5fSmuMfZ4PGis8TQ"
     assert broker.rm.controller_epoch == 1
 
 
@@ -124,7 +146,7 @@ def test_leader_epoch_not_newer_is_stale_and_changes_nothing(broker: Broker) -> 
     broker.lead(A, epoch=3)
     assert broker.lead(A, epoch=3) == {A: ErrorCode.STALE_CONTROLLER_EPOCH}
     assert broker.lead(A, epoch=2) == {A: ErrorCode.STALE_CONTROLLER_EPOCH}
-    assert broker.rm.get_partition("orders", 0).leader_epoch == 3
+    assert broker.partition(A).leader_epoch == 3
     assert broker.lead(A, epoch=4) == {A: ErrorCode.NONE}
 
 
@@ -140,8 +162,10 @@ def test_log_of_another_topic_id_is_inconsistent(broker: Broker) -> None:
     assert broker.lead(A) == {A: ErrorCode.INCONSISTENT_TOPIC_ID}
 
 
-def test_log_that_cannot_open_is_storage_error(broker: Broker, monkeypatch) -> None:
-    def broken(*args, **kwargs):
+def test_log_that_cannot_open_is_storage_error(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> Any:
         raise StorageError("disk gone")
 
     monkeypatch.setattr(broker.log_manager, "get_or_create_log", broken)
@@ -170,7 +194,7 @@ def test_under_replicated_gauge(broker: Broker) -> None:
 
 def test_stop_replica_with_delete_removes_partition_and_log(broker: Broker) -> None:
     broker.lead(A, B)
-    directory = broker.log_manager.get_log(A).directory
+    directory = broker.log(A).directory
     assert broker.rm.stop_replicas(1, [("orders", 0, True), ("orders", 1, False)]) == {
         A: ErrorCode.NONE,
         B: ErrorCode.NONE,
@@ -214,7 +238,7 @@ def test_log_append_time_topic_stamps_broker_time(broker: Broker) -> None:
     broker.lead(A)
     [result] = broker.produce_now({A: batch(2)})
     assert result[A].log_append_time_ms == broker.clock.time_ms()
-    header = next(broker.log_manager.get_log(A).iter_batch_headers(0))[2]
+    header = next(broker.log(A).iter_batch_headers(0))[2]
     assert header.max_timestamp == broker.clock.time_ms()
 
 
@@ -229,11 +253,13 @@ def test_unknown_elsewhere_internal_and_invalid_acks(broker: Broker) -> None:
     assert bad[A].error_code == ErrorCode.INVALID_REQUIRED_ACKS
 
 
-def test_storage_error_fails_only_its_partition(broker: Broker, monkeypatch) -> None:
+def test_storage_error_fails_only_its_partition(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     broker.lead(A, B)
     log_b = broker.log_manager.get_log(B)
 
-    def broken(*args, **kwargs):
+    def broken(*args: object, **kwargs: object) -> Any:
         raise StorageError("No space left on device")
 
     monkeypatch.setattr(log_b, "append", broken)
@@ -252,7 +278,7 @@ def test_idempotent_retry_returns_original_offsets_and_is_not_counted(broker: Br
     assert first[A].base_offset == retry[A].base_offset == 1
     assert retry[A].error_code == ErrorCode.NONE
     assert gap[A].error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert broker.log_manager.get_log(A).log_end_offset == 3
+    assert broker.log(A).log_end_offset == 3
     assert metric(broker, "minikafka_topic_messages_in_total", topic="orders") == 3
 
 
@@ -268,35 +294,37 @@ def test_acks_all_below_min_isr_is_not_enough_replicas(broker: Broker) -> None:
     broker.lead(A, isr=(0,), replicas=(0, 1))
     [result] = broker.produce_now({A: batch()}, acks=-1)
     assert result[A].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
-    assert broker.log_manager.get_log(A).log_end_offset == 0
+    assert broker.log(A).log_end_offset == 0
     [acks1] = broker.produce_now({A: batch()}, acks=1)
     assert acks1[A].error_code == ErrorCode.NONE
 
 
-def stuck_high_watermark(broker: Broker, tp: TopicPartition, monkeypatch) -> None:
+def stuck_high_watermark(
+    broker: Broker, tp: TopicPartition, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As if followers had not fetched yet: appends leave the high watermark behind."""
-    partition = broker.rm.partition_for(tp)
+    partition = broker.partition(tp)
     monkeypatch.setattr(partition, "maybe_increment_high_watermark", lambda: False)
 
 
 def test_acks_all_waits_then_completes_when_high_watermark_passes(
-    broker: Broker, monkeypatch
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     broker.lead(A, B)
     stuck_high_watermark(broker, A, monkeypatch)
     got = broker.produce_now({A: batch(2), B: batch(1)}, acks=-1)
     assert got == [] and broker.produce.num_delayed == 1
-    broker.log_manager.get_log(A).update_high_watermark(1)
+    broker.log(A).update_high_watermark(1)
     broker.produce.check_and_complete(A)
     assert got == []  # offset 1 is not enough: the batch ends at 2
-    broker.log_manager.get_log(A).update_high_watermark(2)
+    broker.log(A).update_high_watermark(2)
     broker.produce.check_and_complete(A)
     [result] = got
     assert result[A].error_code == result[B].error_code == ErrorCode.NONE
     assert result[A].base_offset == 0 and result[B].base_offset == 0
 
 
-def test_acks_all_times_out(broker: Broker, monkeypatch) -> None:
+def test_acks_all_times_out(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
     broker.lead(A)
     stuck_high_watermark(broker, A, monkeypatch)
     got = broker.produce_now({A: batch()}, acks=-1, timeout_ms=300)
@@ -309,7 +337,9 @@ def test_acks_all_times_out(broker: Broker, monkeypatch) -> None:
     assert broker.produce.num_delayed == 0
 
 
-def test_acks_all_losing_leadership_answers_not_leader(broker: Broker, monkeypatch) -> None:
+def test_acks_all_losing_leadership_answers_not_leader(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     broker.lead(A)
     stuck_high_watermark(broker, A, monkeypatch)
     got = broker.produce_now({A: batch()}, acks=-1)
@@ -317,14 +347,16 @@ def test_acks_all_losing_leadership_answers_not_leader(broker: Broker, monkeypat
     assert got[0][A].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def test_acks_all_isr_shrinking_while_waiting(broker: Broker, monkeypatch) -> None:
+def test_acks_all_isr_shrinking_while_waiting(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     broker.min_isr["orders"] = 2
     broker.lead(A, isr=(0, 1), replicas=(0, 1))
     stuck_high_watermark(broker, A, monkeypatch)
     got = broker.produce_now({A: batch()}, acks=-1)
-    partition = broker.rm.partition_for(A)
+    partition = broker.partition(A)
     partition.isr = (0,)
-    partition.log.update_high_watermark(1)
+    broker.log(A).update_high_watermark(1)
     broker.produce.check_and_complete(A)
     assert got[0][A].error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
