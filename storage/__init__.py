@@ -5,6 +5,8 @@ Modules, one concept each:
 - :mod:`.segment`        LogSegment: a .log with its .index and .timeindex
 - :mod:`.index`          the mmap'd sparse offset and time indexes
 - :mod:`.log`            Log: a partition's segments, appends, reads, truncation, retention
+- :mod:`.append`         the append checks: validation, offset assignment, sequences
+- :mod:`.recovery`       loading a log directory after a crash
 - :mod:`.log_manager`    LogManager: directories, loading, checkpoints, scheduled tasks
 - :mod:`.retention`      pure roll and retention decisions
 - :mod:`.producer_state` idempotent producers' sequences and their snapshots
@@ -17,6 +19,7 @@ Modules, one concept each:
 - :mod:`.errors`         StorageError and the refused-input errors with Kafka error codes
 """
 
+from storage.append import AppendInfo
 from storage.config import LogConfig, LogManagerConfig
 from storage.errors import RecordError, StorageError
 from storage.file_region import FileRegion
@@ -24,7 +27,6 @@ from storage.log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
-    AppendInfo,
     Log,
     TimestampOffset,
 )

@@ -30,17 +30,16 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from protocol.records.batch import (
-    TIMESTAMP_TYPE_MASK,
-    BatchHeader,
-    InvalidBatch,
-    TimestampType,
-    set_base_offset,
-    set_max_timestamp,
-    set_partition_leader_epoch,
-    validate,
-)
+from protocol.records.batch import BatchHeader, InvalidBatch
 from storage import retention
+from storage.append import (
+    AppendInfo,
+    assign_offsets,
+    check_follower_offsets,
+    check_producers,
+    validate_batches,
+    writable,
+)
 from storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA,
@@ -50,22 +49,13 @@ from storage.checkpoint import (
 )
 from storage.clock import Clock
 from storage.config import TIMESTAMP_LOG_APPEND_TIME, LogConfig
-from storage.errors import INVALID_PRODUCER_EPOCH as _INVALID_PRODUCER_EPOCH
-from storage.errors import (
-    CorruptRecordError,
-    InvalidProducerEpochError,
-    InvalidRecordError,
-    OffsetOutOfRangeError,
-    OutOfOrderSequenceError,
-    RecordTooLargeError,
-    StorageError,
-)
+from storage.errors import OffsetOutOfRangeError, StorageError
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
 from storage.names import (
     TopicPartition,
 )
-from storage.producer_state import ProducerStateEntry, ProducerStateManager, check_batch
+from storage.producer_state import ProducerStateManager
 from storage.recovery import clean_directory, recover_segments
 from storage.segment import LogSegment
 
@@ -78,22 +68,6 @@ MAX_TIMESTAMP = -3
 
 #: Runs a function off the event loop (e.g. an executor's submit); None runs it inline.
 Background = Callable[[Callable[[], None]], object]
-
-
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
-    """What an append did. For a duplicate (an idempotent producer's retry) nothing was
-    written and the offsets are the original ones."""
-
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    log_append_time: int  # -1 unless the topic uses LogAppendTime
-    log_start_offset: int
-    records_count: int
-    valid_bytes: int
-    duplicate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,117 +223,37 @@ class Log:
         idempotent batch with its original offsets, assigns offsets from the log end,
         stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
         self._check_usable()
-        buf = _writable(records)
-        batches = self._validate_batches(buf, from_client=True)
-        now = self.clock.time_ms()
-        log_append = self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME
-        # Offsets first (producer-state checks compare them), then the sequence checks.
-        next_offset = self.log_end_offset
-        assigned: list[tuple[int, BatchHeader]] = []
-        for pos, header in batches:
-            set_base_offset(buf, pos, next_offset)
-            set_partition_leader_epoch(buf, pos, leader_epoch)
-            if log_append:
-                set_max_timestamp(buf, pos, TimestampType.LOG_APPEND_TIME, now)
-                header = header._replace(
-                    base_offset=next_offset,
-                    partition_leader_epoch=leader_epoch,
-                    max_timestamp=now,
-                    attributes=header.attributes | TIMESTAMP_TYPE_MASK,
-                )
-            else:
-                header = header._replace(
-                    base_offset=next_offset, partition_leader_epoch=leader_epoch
-                )
-            assigned.append((pos, header))
-            next_offset = header.next_offset
-        pending: dict[int, ProducerStateEntry] = {}
-        for _, header in assigned:
-            if header.producer_id < 0:
-                continue
-            entry = pending.get(header.producer_id) or self.producer_state.producers.get(
-                header.producer_id
+        buf = writable(records)
+        batches = validate_batches(buf, self.config.max_message_bytes, str(self.tp), True)
+        log_append_time = -1
+        if self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
+            log_append_time = self.clock.time_ms()
+        # Offsets first (the producer-state check compares them), then sequences.
+        assigned = assign_offsets(buf, batches, self.log_end_offset, leader_epoch, log_append_time)
+        duplicate = check_producers(assigned, self.producer_state.producers, str(self.tp))
+        if duplicate is not None:
+            return AppendInfo(
+                duplicate.first_offset,
+                duplicate.last_offset,
+                duplicate.timestamp,
+                duplicate.last_offset,
+                log_append_time,
+                self.log_start_offset,
+                duplicate.last_offset - duplicate.first_offset + 1,
+                0,
+                duplicate=True,
             )
-            verdict = check_batch(entry, header)
-            if verdict.duplicate is not None:
-                dup = verdict.duplicate
-                return AppendInfo(
-                    dup.first_offset,
-                    dup.last_offset,
-                    dup.timestamp,
-                    dup.last_offset,
-                    now if log_append else -1,
-                    self.log_start_offset,
-                    dup.last_offset - dup.first_offset + 1,
-                    0,
-                    duplicate=True,
-                )
-            if verdict.error_code:
-                error = (
-                    InvalidProducerEpochError
-                    if verdict.error_code == _INVALID_PRODUCER_EPOCH
-                    else OutOfOrderSequenceError
-                )
-                raise error(f"{self.tp}: {verdict.message}")
-            updated = (
-                entry.copy()
-                if entry
-                else ProducerStateEntry(header.producer_id, header.producer_epoch)
-            )
-            updated.add(header)
-            pending[header.producer_id] = updated
-        info = self._append_checked(buf, assigned, leader_epoch, now if log_append else -1)
-        return info
+        return self._append_checked(buf, assigned, leader_epoch, log_append_time)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs.
         The first must start at or after the log end; no sequence checks (the leader
         made them), producer state and the leader-epoch cache follow the batches."""
         self._check_usable()
-        buf = _writable(records)
-        batches = self._validate_batches(buf, from_client=False)
-        first = batches[0][1].base_offset
-        if first < self.log_end_offset:
-            raise InvalidRecordError(
-                f"{self.tp}: follower append at offset {first} is below the log end "
-                f"{self.log_end_offset}"
-            )
-        expected = first
-        for _, header in batches:
-            if header.base_offset < expected:
-                raise InvalidRecordError(f"{self.tp}: offsets go backwards at {header.base_offset}")
-            expected = header.next_offset
+        buf = writable(records)
+        batches = validate_batches(buf, self.config.max_message_bytes, str(self.tp), False)
+        check_follower_offsets(batches, self.log_end_offset, str(self.tp))
         return self._append_checked(buf, batches, None, -1)
-
-    def _validate_batches(
-        self, buf: memoryview, *, from_client: bool
-    ) -> list[tuple[int, BatchHeader]]:
-        batches: list[tuple[int, BatchHeader]] = []
-        pos = 0
-        total = len(buf)
-        while pos < total:
-            try:
-                header = validate(buf, pos)
-            except InvalidBatch as exc:
-                cls = CorruptRecordError if exc.corrupt else InvalidRecordError
-                raise cls(f"{self.tp}: batch at byte {pos}: {exc}") from None
-            if header.size > self.config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"{self.tp}: batch of {header.size} bytes exceeds max.message.bytes "
-                    f"{self.config.max_message_bytes}"
-                )
-            if header.records_count != header.last_offset_delta + 1:
-                raise InvalidRecordError(
-                    f"{self.tp}: batch claims {header.records_count} records but offsets for "
-                    f"{header.last_offset_delta + 1}"
-                )
-            if from_client and header.is_control:
-                raise InvalidRecordError(f"{self.tp}: clients may not send control batches")
-            batches.append((pos, header))
-            pos += header.size
-        if not batches:
-            raise InvalidRecordError(f"{self.tp}: no record batch to append")
-        return batches
 
     def _append_checked(
         self,
@@ -794,14 +688,6 @@ class Log:
 
 
 # -- loading helpers ---------------------------------------------------------------------
-
-
-def _writable(records: bytes | bytearray | memoryview) -> memoryview:
-    """A writable byte view: offsets are assigned in place (one copy for bytes)."""
-    view = memoryview(records)
-    if view.readonly:
-        view = memoryview(bytearray(view))
-    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
 def _new_segment(

@@ -1,0 +1,161 @@
+"""The leader's and follower's append checks, before any byte reaches a segment.
+
+A produce request's records arrive as one or more RecordBatch v2 (bytes the broker
+received). The leader:
+
+1. validates each batch: structure and CRC-32C (:func:`protocol.records.batch.validate`),
+   size within max.message.bytes, records_count matching the offsets it claims, no
+   control batches from clients;
+2. assigns offsets from the log end by rewriting each batch's base_offset in place and
+   stamps the partition leader epoch (both outside the CRC range), and LogAppendTime
+   (inside it, so the CRC is recomputed) when the topic asks for it;
+3. checks idempotent producers' sequences (:func:`storage.producer_state.check_batch`),
+   batch after batch, so two batches of one producer in a request follow each other.
+
+Any failure raises a :class:`RecordError` subclass and nothing is written. A follower
+keeps the leader's offsets; it only needs them to continue its log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.records.batch import (
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    InvalidBatch,
+    TimestampType,
+    set_base_offset,
+    set_max_timestamp,
+    set_partition_leader_epoch,
+    validate,
+)
+from storage.errors import (
+    INVALID_PRODUCER_EPOCH,
+    CorruptRecordError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    OutOfOrderSequenceError,
+    RecordTooLargeError,
+)
+from storage.producer_state import BatchMetadata, ProducerStateEntry, check_batch
+
+#: (position in the request's buffer, header) of each batch.
+Batches = list[tuple[int, BatchHeader]]
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append did. For a duplicate (an idempotent producer's retry) nothing was
+    written and the offsets are the original ones."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    records_count: int
+    valid_bytes: int
+    duplicate: bool = False
+
+
+def writable(records: bytes | bytearray | memoryview) -> memoryview:
+    """A writable byte view: offsets are assigned in place (one copy for bytes)."""
+    view = memoryview(records)
+    if view.readonly:
+        view = memoryview(bytearray(view))
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+def validate_batches(
+    buf: memoryview, max_message_bytes: int, where: str, from_client: bool
+) -> Batches:
+    """Every batch of ``buf``, validated; the first bad one refuses them all."""
+    batches: Batches = []
+    pos = 0
+    total = len(buf)
+    while pos < total:
+        try:
+            header = validate(buf, pos)
+        except InvalidBatch as exc:
+            cls = CorruptRecordError if exc.corrupt else InvalidRecordError
+            raise cls(f"{where}: batch at byte {pos}: {exc}") from None
+        if header.size > max_message_bytes:
+            raise RecordTooLargeError(
+                f"{where}: batch of {header.size} bytes exceeds max.message.bytes "
+                f"{max_message_bytes}"
+            )
+        if header.records_count != header.last_offset_delta + 1:
+            raise InvalidRecordError(
+                f"{where}: batch claims {header.records_count} records but offsets for "
+                f"{header.last_offset_delta + 1}"
+            )
+        if from_client and header.is_control:
+            raise InvalidRecordError(f"{where}: clients may not send control batches")
+        batches.append((pos, header))
+        pos += header.size
+    if not batches:
+        raise InvalidRecordError(f"{where}: no record batch to append")
+    return batches
+
+
+def assign_offsets(
+    buf: memoryview, batches: Batches, next_offset: int, leader_epoch: int, log_append_time: int
+) -> Batches:
+    """Rewrite base offsets from ``next_offset`` and the leader epoch in place (and the
+    LogAppendTime when it is >= 0); return the headers as they now are."""
+    assigned: Batches = []
+    for pos, header in batches:
+        set_base_offset(buf, pos, next_offset)
+        set_partition_leader_epoch(buf, pos, leader_epoch)
+        if log_append_time >= 0:
+            set_max_timestamp(buf, pos, TimestampType.LOG_APPEND_TIME, log_append_time)
+            header = header._replace(
+                base_offset=next_offset,
+                partition_leader_epoch=leader_epoch,
+                max_timestamp=log_append_time,
+                attributes=header.attributes | TIMESTAMP_TYPE_MASK,
+            )
+        else:
+            header = header._replace(base_offset=next_offset, partition_leader_epoch=leader_epoch)
+        assigned.append((pos, header))
+        next_offset = header.next_offset
+    return assigned
+
+
+def check_producers(
+    assigned: Batches, producers: dict[int, ProducerStateEntry], where: str
+) -> BatchMetadata | None:
+    """Sequence checks of every idempotent batch; the original batch if the request is
+    a retry (a duplicate), else None. Raises OutOfOrderSequenceError or
+    InvalidProducerEpochError. ``producers`` is not changed."""
+    pending: dict[int, ProducerStateEntry] = {}
+    for _, header in assigned:
+        if header.producer_id < 0:
+            continue
+        entry = pending.get(header.producer_id) or producers.get(header.producer_id)
+        verdict = check_batch(entry, header)
+        if verdict.duplicate is not None:
+            return verdict.duplicate
+        if verdict.error_code == INVALID_PRODUCER_EPOCH:
+            raise InvalidProducerEpochError(f"{where}: {verdict.message}")
+        if verdict.error_code:
+            raise OutOfOrderSequenceError(f"{where}: {verdict.message}")
+        updated = (
+            entry.copy() if entry else ProducerStateEntry(header.producer_id, header.producer_epoch)
+        )
+        updated.add(header)
+        pending[header.producer_id] = updated
+    return None
+
+
+def check_follower_offsets(batches: Batches, log_end_offset: int, where: str) -> None:
+    """A follower's batches must start at or after its log end and go forward."""
+    expected = log_end_offset
+    for _, header in batches:
+        if header.base_offset < expected:
+            raise InvalidRecordError(
+                f"{where}: follower batch at offset {header.base_offset} is below {expected}"
+            )
+        expected = header.next_offset
