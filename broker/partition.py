@@ -32,9 +32,17 @@ from controller.zk.codec import uuid_to_base64
 from protocol.errors import ErrorCode
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_produce_records
-from storage import AppendInfo, FileRegion, Log, LogManager, TimestampOffset, TopicPartition
+from storage import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    AppendInfo,
+    FileRegion,
+    Log,
+    LogManager,
+    TimestampOffset,
+    TopicPartition,
+)
 from storage.errors import OffsetOutOfRangeError
-from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 log = logging.getLogger(__name__)
 
