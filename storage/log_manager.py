@@ -169,17 +169,29 @@ class LogManager:
                 )
             pools.append((d, pool, jobs))
         for d, pool, jobs in pools:
+            loaded: list[Log] = []
             try:
                 for tp, job in jobs:
-                    loaded = job.result()
-                    with self._lock:
-                        if tp in self._logs:
-                            raise StorageError(
-                                f"{tp} is in both {self._logs[tp].directory} and {loaded.directory}"
-                            )
-                        self._logs[tp] = loaded
+                    try:
+                        loaded.append(job.result())
+                    except (StorageError, OSError, ValueError) as exc:
+                        # As Kafka does: a directory whose logs cannot be read goes
+                        # offline as a whole; the broker serves the others.
+                        self.offline_dirs[d] = f"loading {tp}: {exc}"
+                        log.error("log directory %s is offline: cannot load %s: %s", d, tp, exc)
             finally:
                 pool.shutdown(wait=True)
+            if d in self.offline_dirs:
+                for lg in loaded:
+                    lg.close_without_snapshot()
+                continue
+            with self._lock:
+                for lg in loaded:
+                    if lg.tp in self._logs:
+                        raise StorageError(
+                            f"{lg.tp} is in both {self._logs[lg.tp].directory} and {lg.directory}"
+                        )
+                    self._logs[lg.tp] = lg
             marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
             try:
                 if os.path.exists(marker):

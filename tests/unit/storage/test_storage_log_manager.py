@@ -274,3 +274,19 @@ async def test_tasks_run_on_the_timer_scheduler(tmp_path: os.PathLike[str]) -> N
     finally:
         await scheduler.shutdown()
     lm.shutdown()
+
+
+def test_a_directory_whose_logs_cannot_load_goes_offline(tmp_path: os.PathLike[str]) -> None:
+    good, bad = os.path.join(tmp_path, "good"), os.path.join(tmp_path, "bad")
+    lm = manager([good, bad])
+    populate(lm, batches=1)
+    lm.shutdown()
+    victim = next(os.path.join(bad, n) for n in os.listdir(bad) if n.startswith(("a-", "b-")))
+    os.mkdir(os.path.join(victim, f"{5:020d}.log"))  # a "segment" that cannot be opened
+    lm = manager([good, bad])
+    assert set(lm.offline_dirs) == {os.path.abspath(bad)}
+    assert all(os.path.dirname(lg.directory) == os.path.abspath(good) for lg in lm.all_logs())
+    assert lm.all_logs()
+    created = lm.get_or_create_log(TopicPartition("new", 0))
+    assert os.path.dirname(created.directory) == os.path.abspath(good)
+    lm.shutdown()
