@@ -6,6 +6,10 @@ Kafka's defaults: the spec's ``default`` or the type's natural one (0, false, ""
 an empty list, a struct of defaults; null where the spec says "null"), plus
 ``unknown_tags`` in messages that have flexible versions. Nested struct classes are
 attributes of their message's class (``FetchResponse.PartitionData``).
+
+Classes are made with ``gc=False`` (msgspec): decoding creates many small objects and
+the cycle collector need not track them. Messages never form reference cycles; code
+that makes one (a struct stored inside its own list) would leak it.
 """
 
 from __future__ import annotations

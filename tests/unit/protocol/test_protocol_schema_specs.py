@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from protocol.codec import MESSAGE_INFO
-from protocol.schema.generate import load_spec
+from protocol.schema.generate import OUTPUT, load_messages, load_spec, render
 from protocol.schema.model import F, M
 from protocol.schema.specs import MESSAGES
 
@@ -71,6 +71,12 @@ def test_every_spec_is_declared_once() -> None:
     names = [load_spec(p)["name"] for p in _spec_files()]
     assert sorted(names) == sorted(DECLARED)
     assert len(MESSAGES) == len(DECLARED)
+
+
+@needs_specs
+def test_committed_declarations_are_the_generators_output() -> None:
+    assert SPEC_DIR is not None
+    assert OUTPUT.read_text() == render(load_messages(SPEC_DIR))
 
 
 @pytest.mark.parametrize("name", sorted(MESSAGE_INFO))
