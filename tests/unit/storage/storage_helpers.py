@@ -142,3 +142,13 @@ def assert_lookups_agree(lg: Log, reference: Log, exact_time_index: bool = True)
     hi = max(timestamps, default=0) + 2
     for ts in range(lo, hi + 1):
         assert lg.fetch_offset_by_timestamp(ts) == reference.fetch_offset_by_timestamp(ts), ts
+
+
+def crash(lg: Log) -> None:
+    """Drop the log like a killed process would: no trim, no snapshot, no checkpoint."""
+    for seg in lg.segments:
+        for index in (seg.offset_index, seg.time_index):
+            if index._map is not None:
+                index._map.close()
+            os.close(index._fd)
+        os.close(seg.fd)

@@ -14,11 +14,11 @@ from storage_helpers import (
     SMALL,
     all_batches,
     assert_lookups_agree,
+    crash,
     make_batch,
     open_log,
     rebuilt_copy,
 )
-from test_storage_recovery import crash
 
 from storage.log import Log
 

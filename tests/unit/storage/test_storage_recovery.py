@@ -15,6 +15,7 @@ from storage_helpers import (
     SMALL,
     all_batches,
     assert_lookups_agree,
+    crash,
     make_batch,
     open_log,
     rebuilt_copy,
@@ -22,16 +23,6 @@ from storage_helpers import (
 
 from storage.log import Log
 from storage.segment import LogSegment
-
-
-def crash(lg: Log) -> None:
-    """Drop the log like a killed process would: no trim, no snapshot, no checkpoint."""
-    for seg in lg.segments:
-        for index in (seg.offset_index, seg.time_index):
-            if index._map is not None:
-                index._map.close()
-            os.close(index._fd)
-        os.close(seg.fd)
 
 
 def build(path: str, batches: int = 40, last_records: int = 1) -> list[tuple[int, int, bytes]]:
