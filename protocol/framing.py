@@ -4,10 +4,12 @@ The size prefix is checked the moment its 4 bytes are known: a negative size or 
 ``max_frame_size`` raises ProtocolError before any of the frame is buffered, and no buffer
 is ever sized from a declared length (it grows only with bytes actually received).
 
-Cost: frames that arrive whole inside one ``feed`` are returned as memoryview slices of
-that input, without copying; a frame split across feeds is gathered once into its own
-bytearray (amortised O(n), never re-scanned), so many small frames and one huge frame
-are both linear in the bytes received.
+Frames are writable memoryviews, each over its own bytearray, independent of the input:
+the broker rewrites record batch headers (base offset, leader epoch) in place inside
+them. Every byte is copied exactly once: a frame that arrives whole inside one ``feed``
+is copied out of the input; a frame split across feeds is gathered into its bytearray as
+its pieces arrive (amortised O(n), never re-scanned). Many small frames and one huge
+frame are both linear in the bytes received.
 
 Not safe across tasks: one FrameDecoder per connection.
 """
@@ -49,18 +51,15 @@ class FrameDecoder:
         return size
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview | bytes]:
-        """Take the next bytes of the stream; return the frames they complete, in order.
-        Returned memoryviews refer to ``data`` (or to a private buffer): callers must not
-        mutate ``data`` afterwards while they use them (bytes input is always safe).
+        """Take the next bytes of the stream; return the frames they complete, in order,
+        as writable memoryviews that do not refer to ``data``.
 
         A size that is negative or above the limit raises ProtocolError; frames completed
         before it in the same input are returned first and the error comes on the next
         call. The stream cannot be resynchronised after that: close the connection."""
         if self._error is not None:
             raise self._error
-        if not isinstance(data, bytes):
-            data = bytes(data)
-        view = memoryview(data)
+        view = memoryview(data).cast("B")
         frames: list[memoryview | bytes] = []
         try:
             self._split(view, frames)
@@ -75,12 +74,12 @@ class FrameDecoder:
         pos = 0
         if self._partial or self._size >= 0:
             pos = self._gather(view, 0, frames)
-        # Whole frames straight out of the input, without copying.
+        # Whole frames straight out of the input.
         while n - pos >= 4 and self._size < 0:
             size = self._check(_SIZE.unpack_from(view, pos)[0])
             if n - pos - 4 < size:
                 break
-            frames.append(view[pos + 4 : pos + 4 + size])
+            frames.append(memoryview(bytearray(view[pos + 4 : pos + 4 + size])))
             pos += 4 + size
         if pos < n:
             self._gather(view, pos, frames)

@@ -17,12 +17,27 @@ def _frame(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-def test_many_small_frames_in_one_read_are_views_of_it() -> None:
+def test_many_small_frames_in_one_read() -> None:
     bodies = [bytes([i]) * (i % 7) for i in range(200)]
     data = b"".join(_frame(b) for b in bodies)
     frames = FrameDecoder(1024).feed(data)
     assert [bytes(f) for f in frames] == bodies
-    assert all(isinstance(f, memoryview) and f.obj is data for f in frames)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_frames_are_writable_and_independent_of_the_input(split: bool) -> None:
+    data = bytearray(_frame(b"abcdef") + _frame(b"xyz"))
+    decoder = FrameDecoder(1024)
+    if split:
+        frames = decoder.feed(data[:5]) + decoder.feed(data[5:])
+    else:
+        frames = decoder.feed(data)
+    data[4:10] = b"------"  # the caller reuses its read buffer
+    assert [bytes(f) for f in frames] == [b"abcdef", b"xyz"]
+    for frame in frames:
+        assert isinstance(frame, memoryview) and not frame.readonly
+    frames[0][0:1] = b"A"  # batch headers are rewritten in place
+    assert bytes(frames[0]) == b"Abcdef"
 
 
 def test_a_frame_arriving_byte_by_byte() -> None:
