@@ -46,13 +46,13 @@ from tests.tools.recording_proxy import FAKE, UPSTREAM, Exchange, Recorder, Reco
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
-# DESIGN.md section 5: what minikafka advertises to clients (inter-broker and SASL APIs
-# left out: no client sends them).
+# DESIGN.md section 5 (= protocol.SUPPORTED_VERSIONS): what minikafka advertises to
+# clients; the inter-broker APIs (4-7) are left out, no client sends them.
 ADVERTISED: dict[int, tuple[int, int]] = {
     0: (0, 9), 1: (4, 12), 2: (1, 7), 3: (1, 12), 8: (2, 8), 9: (1, 8), 10: (0, 4),
-    11: (0, 7), 12: (0, 4), 13: (0, 4), 14: (0, 5), 15: (0, 5), 16: (0, 4), 18: (0, 3),
-    19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 4), 23: (2, 4), 32: (1, 4), 37: (0, 3),
-    60: (0, 1),
+    11: (0, 7), 12: (0, 4), 13: (0, 4), 14: (0, 5), 15: (0, 5), 16: (0, 4), 17: (0, 1),
+    18: (0, 3), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 4), 23: (2, 4), 32: (1, 4),
+    36: (0, 2), 37: (0, 3), 60: (0, 1),
 }
 # The group coordinator's APIs share state, so each unit below is answered by one side for a
 # whole client run: the mock where it implements every version that client sends in the
@@ -71,6 +71,8 @@ GROUP_UPSTREAM: dict[str, dict[str, str]] = {
     "aiokafka": {"membership": "mock", "offsets": "mock"},
 }
 CLIENTS = ["kcat", "confluent", "kafka-python", "aiokafka"]
+# Clients whose client.id ends so see leader epochs bumped (Session.rewrite_request).
+EPOCH_CLIENT_SUFFIX = "-epoch"
 CLIENT_TIMEOUT = 240.0
 IO_TIMEOUT = 15.0
 # At most this many exchanges per (client, api, version, variant) are kept: the first
@@ -117,6 +119,7 @@ class Session:
         self.recorder = Recorder()
         self.mock_versions: dict[int, tuple[int, int]] = {}
         self.proxy: RecordingProxy | None = None
+        self.epoch_bump = 0
         self._mock_handle: Any = None
 
     async def start(self) -> str:
@@ -124,7 +127,8 @@ class Session:
         self.mock_versions = await probe_mock_versions(mock_address)
         fake = FakeBroker(ADVERTISED, mock_address, cluster_id, lambda: self.port)
         self.proxy = RecordingProxy(mock_address, self.route, fake.handle, self.rewrite,
-                                    self.recorder, io_timeout=60.0)
+                                    self.recorder, io_timeout=60.0,
+                                    rewrite_request=self.rewrite_request)
         await self.proxy.start()
         return f"127.0.0.1:{self.port}"
 
@@ -156,6 +160,12 @@ class Session:
         if key == 3:
             for broker in body.brokers:
                 broker.host, broker.port = "127.0.0.1", self.port
+            if (header.client_id or "").endswith(EPOCH_CLIENT_SUFFIX):
+                # Every refresh shows a newer leader epoch, as if leadership kept moving.
+                self.epoch_bump += 1
+                for topic in body.topics:
+                    for part in topic.partitions:
+                        part.leader_epoch += self.epoch_bump
             # The mock names controller 0, a broker that does not exist; admin clients
             # then wait for it forever. Name the one real broker instead.
             if body.brokers and body.controller_id not in {b.node_id for b in body.brokers}:
@@ -173,6 +183,26 @@ class Session:
         return bytes(kp.encode_response(body, kp.read_response_correlation_id(frame), version))
 
 
+    def rewrite_request(self, header: kp.FrameHeader, frame: bytes) -> bytes | None:
+        """For the epoch-bumped client: drop leader fencing on its way to the mock.
+
+        That client sees leader epochs above the mock's, growing with each Metadata
+        (see rewrite), as after leader changes, so it validates positions with OffsetForLeaderEpoch
+        (KIP-320). The mock would fence the higher epoch it never had, so the requests that
+        carry it are forwarded with current_leader_epoch -1 (no check); what the client
+        sent is still what gets recorded.
+        """
+        if not (header.client_id or "").endswith(EPOCH_CLIENT_SUFFIX) or \
+                header.api_key not in (1, 2, 23):
+            return None
+        request = kp.decode_request(frame)
+        for topic in request.topics:
+            for part in topic.partitions:
+                part.current_leader_epoch = -1
+        request.with_header(correlation_id=header.correlation_id, client_id=header.client_id)
+        return bytes(request.encode(header=True))
+
+
 # -- running the clients ----------------------------------------------------------------------
 
 async def run_process(argv: list[str], timeout: float, stdin: bytes | None = None) -> str:
@@ -186,6 +216,10 @@ async def run_process(argv: list[str], timeout: float, stdin: bytes | None = Non
         proc.kill()
         _, err = await proc.communicate()
         return f"TIMEOUT {argv}\n{err.decode(errors='replace')[-2000:]}"
+    log_path = os.environ.get("GOLDEN_FLOW_LOG")  # debugging aid: keep whole logs
+    if log_path:
+        with open(log_path, "ab") as log:
+            log.write(err)
     return f"rc={proc.returncode} {argv[:6]}\n{err.decode(errors='replace')[-4000:]}"
 
 
@@ -209,6 +243,8 @@ async def run_kcat(bootstrap: str, prefix: str, deadline: float) -> list[str]:
                       "-X", "heartbeat.interval.ms=300", "-X", "session.timeout.ms=6000",
                       topic], None))
     runs.append(([*base, "-Q", "-t", f"{topic}:0:-1"], None))
+    runs.append(([*base, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
+                  "-X", "sasl.username=golden", "-X", "sasl.password=golden", "-L"], None))
     logs = []
     for argv, stdin in runs:
         left = deadline - time.monotonic()

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import os
 import sys
 import time
 import traceback
@@ -23,6 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+# SASL/PLAIN over plaintext: SaslHandshake then SaslAuthenticate, answered by the fake.
+SASL_PLAIN = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+              "sasl_plain_username": "golden", "sasl_plain_password": "golden"}
+SASL_PLAIN_LIBRDKAFKA = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                         "sasl.username": "golden", "sasl.password": "golden"}
 STEP_TIMEOUT = 20.0
 
 
@@ -108,20 +115,22 @@ def confluent_flow(bootstrap: str, prefix: str) -> None:
         assert p.flush(STEP_TIMEOUT) == 0
     step("produce idempotent", idempotent)
 
-    def consume(first: bool) -> None:
+    def consume(first: bool, extra: dict[str, Any] | None = None) -> None:
         c = Consumer({**base, "group.id": group, "auto.offset.reset": "earliest",
                       "enable.auto.commit": False, "session.timeout.ms": 6000,
-                      "heartbeat.interval.ms": 300, "fetch.wait.max.ms": 100})
+                      "heartbeat.interval.ms": 300, "fetch.wait.max.ms": 100,
+                      **(extra or {})})
         c.subscribe([t1])
         got = 0
-        # Long enough for a heartbeat or two after the assignment.
-        deadline = time.monotonic() + 2.0
-        while (got < 6 and first) or time.monotonic() < deadline:
+        hard_deadline = time.monotonic() + STEP_TIMEOUT
+        deadline = hard_deadline
+        while time.monotonic() < min(deadline, hard_deadline):
             msg = c.poll(0.3)
             if msg is not None and msg.error() is None:
                 got += 1
-            if time.monotonic() > deadline + STEP_TIMEOUT:
-                break
+            if deadline == hard_deadline and c.assignment() and (got >= 6 or not first):
+                # Assigned: stay long enough for heartbeats and metadata refreshes.
+                deadline = time.monotonic() + 2.5
         if first:
             assert got > 0, "nothing consumed"
             c.commit(asynchronous=False)
@@ -132,6 +141,16 @@ def confluent_flow(bootstrap: str, prefix: str) -> None:
     step("consume in group", lambda: consume(True))
     # A second member life finds the committed offsets (and validates their epochs).
     step("consume again from committed offsets", lambda: consume(False))
+    # After a (simulated) leader change: positions are validated (OffsetForLeaderEpoch).
+    def produce_more() -> None:
+        p = Producer({**base, "linger.ms": 5})
+        for i in range(4):
+            p.produce(t1, value=payload(i), partition=i)
+        assert p.flush(STEP_TIMEOUT) == 0
+    # After (simulated) leader changes positions are validated (OffsetForLeaderEpoch).
+    step("produce more", produce_more)
+    step("consume with leader epochs moving", lambda: consume(False, {
+        "client.id": f"{prefix}-client-epoch", "topic.metadata.refresh.interval.ms": 500}))
 
     step("list_consumer_groups", lambda: admin.list_consumer_groups(
         request_timeout=STEP_TIMEOUT).result(timeout=STEP_TIMEOUT))
@@ -144,6 +163,8 @@ def confluent_flow(bootstrap: str, prefix: str) -> None:
     step("delete_records", lambda: wait_all(admin.delete_records(
         [TopicPartition(t1, 1, 1)], request_timeout=STEP_TIMEOUT)))
     step("delete_topics", lambda: wait_all(admin.delete_topics([t2], operation_timeout=10)))
+    step("SASL PLAIN metadata", lambda: Producer(
+        {**base, **SASL_PLAIN_LIBRDKAFKA}).list_topics(timeout=STEP_TIMEOUT))
 
 
 # -- kafka-python 3 ---------------------------------------------------------------------------
@@ -188,17 +209,25 @@ def kafka_python_flow(bootstrap: str, prefix: str) -> None:
             p.close(timeout=5)
         step(f"produce acks={acks} not idempotent", produce_acks)
 
-    def consume(first: bool) -> None:
-        c = KafkaConsumer(t1, **base, group_id=group, auto_offset_reset="earliest",
+    def consume(first: bool, extra: dict[str, Any] | None = None,
+                pause_after_records: bool = False) -> None:
+        c = KafkaConsumer(t1, **{**base, **(extra or {})}, group_id=group,
+                          auto_offset_reset="earliest",
                           enable_auto_commit=False, fetch_max_wait_ms=100,
                           session_timeout_ms=10000, heartbeat_interval_ms=300)
         got = 0
-        deadline = time.monotonic() + 2.0
-        hard_deadline = deadline + STEP_TIMEOUT
-        while ((got < 6 and first) or time.monotonic() < deadline) and \
-                time.monotonic() < hard_deadline:
+        hard_deadline = time.monotonic() + STEP_TIMEOUT
+        deadline = hard_deadline
+        while time.monotonic() < min(deadline, hard_deadline):
             for records in c.poll(timeout_ms=300).values():
                 got += len(records)
+            if deadline == hard_deadline and c.assignment() and (got >= 6 or not first):
+                # Assigned: stay long enough for heartbeats and metadata refreshes.
+                deadline = time.monotonic() + 2.5
+            if pause_after_records and got:
+                # kafka-python forgets a position's epoch on an empty fetch; paused
+                # partitions keep it, so a newer leader epoch makes them validate.
+                c.pause(*c.assignment())
         if first:
             assert got > 0, "nothing consumed"
             c.commit()
@@ -210,6 +239,17 @@ def kafka_python_flow(bootstrap: str, prefix: str) -> None:
     step("consume in group", lambda: consume(True))
     step("consume again from committed offsets", lambda: consume(False))
 
+    def produce_more() -> None:
+        p = KafkaProducer(**base, linger_ms=5)
+        for i in range(4):
+            p.send(t1, value=payload(i), partition=i)
+        p.flush(timeout=STEP_TIMEOUT)
+        p.close(timeout=5)
+    # After (simulated) leader changes positions are validated (OffsetForLeaderEpoch).
+    step("produce more", produce_more)
+    step("consume with leader epochs moving", lambda: consume(False, {
+        "client_id": f"{prefix}-client-epoch", "metadata_max_age_ms": 500}, True))
+
     if admin is not None:
         step("list_groups", lambda: admin.list_groups())
         step("describe_groups", lambda: admin.describe_groups([group]))
@@ -217,6 +257,12 @@ def kafka_python_flow(bootstrap: str, prefix: str) -> None:
         step("delete_records", lambda: admin.delete_records({TopicPartition(t1, 1): 1}))
         step("delete_topics", lambda: admin.delete_topics([t2]))
         step("admin close", admin.close)
+
+    def sasl() -> None:
+        p = KafkaProducer(**base, **SASL_PLAIN)
+        p.partitions_for(t1)
+        p.close(timeout=5)
+    step("SASL PLAIN metadata", sasl)
 
 
 # -- aiokafka ---------------------------------------------------------------------------------
@@ -294,9 +340,20 @@ async def aiokafka_flow(bootstrap: str, prefix: str) -> None:
     await astep("delete_topics", admin.delete_topics([t2]))
     await astep("admin close", admin.close())
 
+    async def sasl() -> None:
+        p = AIOKafkaProducer(**base, **SASL_PLAIN)
+        await p.start()
+        try:
+            await p.partitions_for(t1)
+        finally:
+            await p.stop()
+    await astep("SASL PLAIN metadata", sasl())
+
 
 def main(argv: list[str]) -> int:
     client, bootstrap, prefix = argv[1:4]
+    if os.environ.get("GOLDEN_FLOW_DEBUG"):
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
     if client == "confluent":
         confluent_flow(bootstrap, prefix)
     elif client == "kafka-python":

@@ -1,9 +1,10 @@
 """A small recording fake broker, built on kafka-python's protocol classes (test tool).
 
 It answers what librdkafka's mock cluster does not implement (admin APIs, DescribeGroups,
-ListGroups, DeleteRecords) or not at the version a client picks (ApiVersions v3+, and the
-newest group-coordinator versions). Answers are plausible and consistent enough that the
-real clients carry on with their normal flow; they are not a broker:
+ListGroups, DeleteRecords, SASL) or not at the version a client picks (ApiVersions v3+, the
+newest group-coordinator versions, OffsetForLeaderEpoch v3+ which it asks the mock as v2).
+Answers are plausible and consistent enough that the real clients carry on with their normal
+flow; they are not a broker:
 
 - topics created here are also created in the mock (by an auto-creating Metadata request on
   a side connection), so produce/fetch against the mock find them;
@@ -37,7 +38,11 @@ REBALANCE_IN_PROGRESS = 27
 UNSUPPORTED_VERSION = 35
 TOPIC_ALREADY_EXISTS = 36
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+UNSUPPORTED_SASL_MECHANISM = 33
+SASL_AUTHENTICATION_FAILED = 58
 MEMBER_ID_REQUIRED = 79
+
+OFFSET_FOR_LEADER_EPOCH = 23
 
 # The mock cluster creates topics with this many partitions (librdkafka's default).
 MOCK_DEFAULT_PARTITIONS = 4
@@ -99,10 +104,12 @@ class FakeBroker:
             14: self._sync_group,
             15: self._describe_groups,
             16: self._list_groups,
+            17: self._sasl_handshake,
             19: self._create_topics,
             20: self._delete_topics,
             21: self._delete_records,
             32: self._describe_configs,
+            36: self._sasl_authenticate,
             37: self._create_partitions,
             60: self._describe_cluster,
         }
@@ -117,9 +124,12 @@ class FakeBroker:
         if header.api_key == kp.PRODUCE_KEY and request.acks == 0:
             return None
         handler = self._handlers.get(header.api_key)
-        if handler is None:
+        if header.api_key == OFFSET_FOR_LEADER_EPOCH:
+            values = await self._offset_for_leader_epoch(request, version)
+        elif handler is None:
             raise ValueError(f"fake broker cannot answer api {header.api_key} v{version}")
-        values = handler(request, version, header)
+        else:
+            values = handler(request, version, header)
         if header.api_key == 19:
             await self._create_in_mock([t["name"] for t in values["topics"]
                                         if t["error_code"] == NONE])
@@ -145,6 +155,20 @@ class FakeBroker:
             values["throttle_time_ms"] = 0
         body = build(cls, header.api_version, values)
         return bytes(kp.encode_response(body, header.correlation_id, header.api_version))
+
+    # -- SASL: PLAIN, any user and password --------------------------------------------
+
+    def _sasl_handshake(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
+        error = NONE if req.mechanism == "PLAIN" else UNSUPPORTED_SASL_MECHANISM
+        return {"error_code": error, "mechanisms": ["PLAIN"]}
+
+    def _sasl_authenticate(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
+        # PLAIN's token is authzid NUL user NUL password; a user is all the fake wants.
+        parts = bytes(req.auth_bytes).split(b"\0")
+        ok = len(parts) == 3 and bool(parts[1])
+        return {"error_code": NONE if ok else SASL_AUTHENTICATION_FAILED,
+                "error_message": None if ok else "bad PLAIN token",
+                "auth_bytes": b"", "session_lifetime_ms": 0}
 
     # -- topics ---------------------------------------------------------------------------
 
@@ -220,6 +244,21 @@ class FakeBroker:
                              "port": self.proxy_port(), "rack": None}],
                 "authorized_operations": None}
 
+    async def _ask_mock(self, request: Any, api_key: int, version: int) -> Any:
+        """One request to the mock cluster on a side connection (not recorded)."""
+        request.with_header(correlation_id=1, client_id="golden-fake-broker")
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(*self.mock_address), self.io_timeout)
+        try:
+            writer.write(bytes(request.encode(header=True, framed=True)))
+            await asyncio.wait_for(writer.drain(), self.io_timeout)
+            (size,) = struct.unpack(">i", await asyncio.wait_for(
+                reader.readexactly(4), self.io_timeout))
+            frame = await asyncio.wait_for(reader.readexactly(size), self.io_timeout)
+        finally:
+            writer.close()
+        return kp.decode_response(frame, api_key, version)
+
     async def _create_in_mock(self, names: list[str]) -> None:
         """Make the mock cluster know the topics too: it auto-creates on Metadata."""
         if not names:
@@ -227,17 +266,23 @@ class FakeBroker:
         req = MetadataRequest[4](
             topics=[MetadataRequest[4].MetadataRequestTopic(name=n) for n in names],
             allow_auto_topic_creation=True)
-        req.with_header(correlation_id=1, client_id="golden-fake-broker")
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(*self.mock_address), self.io_timeout)
-        try:
-            writer.write(bytes(req.encode(header=True, framed=True)))
-            await asyncio.wait_for(writer.drain(), self.io_timeout)
-            (size,) = struct.unpack(">i", await asyncio.wait_for(
-                reader.readexactly(4), self.io_timeout))
-            await asyncio.wait_for(reader.readexactly(size), self.io_timeout)
-        finally:
-            writer.close()
+        await self._ask_mock(req, 3, 4)
+
+    async def _offset_for_leader_epoch(self, req: Any, version: int) -> dict[str, Any]:
+        """v3+ (the mock only has v2): asked of the mock as v2, without leader fencing."""
+        cls = kp.REQUEST_CLASSES[OFFSET_FOR_LEADER_EPOCH]
+        v2 = build(cls, 2, {"topics": [
+            {"topic": t.topic, "partitions": [
+                {"partition": p.partition, "current_leader_epoch": -1,
+                 "leader_epoch": p.leader_epoch} for p in t.partitions]}
+            for t in req.topics]})
+        answer = await self._ask_mock(v2, OFFSET_FOR_LEADER_EPOCH, 2)
+        return {"throttle_time_ms": 0, "topics": [
+            {"topic": t.topic, "partitions": [
+                {"error_code": p.error_code, "partition": p.partition,
+                 "leader_epoch": p.leader_epoch, "end_offset": p.end_offset}
+                for p in t.partitions]}
+            for t in answer.topics]}
 
     # -- group coordinator ----------------------------------------------------------------
 

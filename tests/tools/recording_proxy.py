@@ -12,6 +12,8 @@ Routing and rewriting are injected:
   to the client (broker addresses in Metadata/FindCoordinator must point back at the proxy,
   and the ApiVersions table must advertise what the proxy serves). The recording always
   keeps the upstream's original bytes; the exchange notes that the client saw a rewrite.
+- ``rewrite_request(header, request) -> bytes | None`` likewise may replace a request on
+  its way to the upstream; the recording keeps what the client sent.
 
 Only 127.0.0.1 is ever bound. Every wait is bounded by ``io_timeout``.
 """
@@ -88,11 +90,13 @@ class RecordingProxy:
         rewrite: Rewriter,
         recorder: Recorder,
         io_timeout: float = 60.0,
+        rewrite_request: Rewriter | None = None,
     ) -> None:
         self._upstream = upstream
         self._route = route
         self._fake = fake
         self._rewrite = rewrite
+        self._rewrite_request = rewrite_request
         self._recorder = recorder
         self._io_timeout = io_timeout
         self._server: asyncio.Server | None = None
@@ -195,6 +199,8 @@ class _Connection:
             await self.order.put((exchange, future))
 
     async def _send_upstream(self, frame: bytes) -> None:
+        if self.proxy._rewrite_request is not None:
+            frame = self.proxy._rewrite_request(read_request_header(frame), frame) or frame
         if self.up_writer is None:
             host, port = self.proxy._upstream
             self.up_reader, self.up_writer = await asyncio.wait_for(
