@@ -18,10 +18,14 @@ recorded exchanges and write them as
 What the proxy advertises in ApiVersions is the DESIGN.md section 5 matrix, so clients pick
 the versions they would pick against minikafka. A request goes to the mock when the mock
 implements that API at that version, otherwise to the fake. The group-coordinator APIs share
-state, so per client they all go to one side (GROUP_UPSTREAM): to the mock when every
-version the client uses is one the mock implements.
+state, so per client each unit of them goes to one side (GROUP_UPSTREAM). Responses are
+recorded as the upstream sent them; what the client got may have been rewritten (broker
+addresses, the ApiVersions table, leader epochs for the "-epoch" consumer), which the
+index notes.
 
-Every wait is bounded; only processes started here are killed, by pid.
+Every wait is bounded; only processes started here are killed, by pid. Set
+GOLDEN_FLOW_LOG=<file> (and GOLDEN_FLOW_DEBUG=1 for client debug logs) to keep the
+clients' whole stderr.
 """
 
 from __future__ import annotations
