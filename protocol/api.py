@@ -111,6 +111,7 @@ RequestHeader: Final[Any] = _REQUEST_HEADER.cls
 ResponseHeader: Final[Any] = _RESPONSE_HEADER.cls
 
 _KEY_AND_VERSION: Final = struct.Struct(">hh")
+_ERROR_CODE: Final = struct.Struct(">h")
 
 
 class Request(msgspec.Struct, gc=False):
@@ -246,7 +247,10 @@ def encode_request(request: Request) -> bytes:
 def decode_response(
     frame: bytes | bytearray | memoryview, api_key: int, api_version: int
 ) -> Response:
-    """Decode a response frame (without its size prefix) to the given request's API."""
+    """Decode a response frame (without its size prefix) to the given request's API.
+
+    A broker that does not know the ApiVersions version asked for answers error 35 with
+    a v0 body; such a response is read as v0 (its ``api_version`` says so)."""
     view = _view(frame)
     msg = _RESPONSES.get(api_key)
     if msg is None:
@@ -255,6 +259,13 @@ def decode_response(
     header, pos = decode_struct(
         _RESPONSE_HEADER, response_header_version(api_key, api_version), view, 0
     )
+    if (
+        api_key == ApiKey.API_VERSIONS
+        and api_version > 0
+        and len(view) >= pos + 2
+        and _ERROR_CODE.unpack_from(view, pos)[0] == ErrorCode.UNSUPPORTED_VERSION
+    ):
+        api_version = 0
     body, end = decode_struct(msg.root, api_version, view, pos)
     if end != len(view):
         raise ProtocolError(

@@ -89,6 +89,15 @@ def test_api_versions_above_max_decodes_from_header_alone() -> None:
     assert listed == protocol.SUPPORTED_VERSIONS
 
 
+def test_a_v0_fallback_answer_to_a_newer_api_versions_request_is_read_as_v0() -> None:
+    header = protocol.RequestHeader(api_key=18, api_version=9, correlation_id=4)
+    frame = protocol.encode_response(protocol.api_versions_fallback_response(header))
+    response = protocol.decode_response(frame, 18, 3)  # what a client that sent v3 does
+    assert response.api_version == 0
+    assert response.body.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert len(response.body.api_keys) == len(protocol.SUPPORTED_VERSIONS)
+
+
 def test_unsupported_version_carries_the_header() -> None:
     frame = struct.pack(">hhih", ApiKey.FETCH, 3, 77, -1)
     with pytest.raises(ProtocolError) as info:

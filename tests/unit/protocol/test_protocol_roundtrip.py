@@ -63,6 +63,8 @@ def test_request_round_trip(key_version: tuple[int, int], data: st.DataObject) -
 def test_response_round_trip(key_version: tuple[int, int], data: st.DataObject) -> None:
     key, version = key_version
     body = data.draw(message_strategy(response_message(key), version))
+    if key == protocol.ApiKey.API_VERSIONS and body.error_code == 35:
+        body.error_code = 0  # error 35 marks the v0 fallback body, read as v0 (test_api)
     header = protocol.ResponseHeader(correlation_id=data.draw(st.integers(-(2**31), 2**31 - 1)))
     response = protocol.Response(header, body, key, version)
     frame = protocol.encode_response(response)
