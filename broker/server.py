@@ -325,7 +325,9 @@ class BrokerServer:
         if self.scheduler is not None and self.scheduler.is_started:
             await self._step("scheduler", self.scheduler.shutdown())
         if self.log_manager is not None:
-            await self._step("log manager", asyncio.to_thread(self.log_manager.shutdown))
+            await self._step(
+                "log manager", asyncio.to_thread(self.log_manager.shutdown), timeout_s=None
+            )
         if self.zk is not None:
             zk = self.zk
             if self.broker_id >= 0:
@@ -351,8 +353,13 @@ class BrokerServer:
         if remaining:
             log.warning("controlled shutdown left %d partitions led here", len(remaining))
 
-    async def _step(self, what: str, awaitable: Any) -> None:
+    async def _step(self, what: str, awaitable: Any, timeout_s: float | None = 30.0) -> None:
+        """One shutdown step, bounded (except flushing logs, which must finish): a step
+        that fails or hangs is logged and the next one runs."""
+        log.info("shutdown: %s", what)
         try:
-            await awaitable
+            await asyncio.wait_for(awaitable, timeout_s)
+        except TimeoutError:
+            log.error("shutdown step %r did not finish in %.0fs; moving on", what, timeout_s)
         except Exception:  # shutdown boundary: a failing step must not skip the later ones
             log.exception("shutdown step %r failed", what)
