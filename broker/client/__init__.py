@@ -1,0 +1,92 @@
+"""A small asyncio Kafka client on ``protocol/``, for minikafka's own tools.
+
+Modules, one concept each:
+
+- :mod:`.connection`   one broker connection: pipelined requests, ApiVersions negotiation,
+                       pre-built requests (``PrebuiltRequest``)
+- :mod:`.inflight`     requests in flight matched to responses by correlation id (sans-IO)
+- :mod:`.versions`     the versions this client speaks; picking the highest common one
+- :mod:`.cluster_view` brokers, topics, leaders from a MetadataResponse (pure)
+- :mod:`.client`       ``KafkaClient``: bootstrap, a connection per broker, metadata
+                       refresh, bounded retries
+- :mod:`.admin`        create/alter/delete/describe topics, topic configs
+- :mod:`.produce`      produce a pre-built batch; Kafka's murmur2 key partitioner
+- :mod:`.fetch`        Fetch and ListOffsets; records decoded or only counted
+- :mod:`.console`      the console tools' line and record formats (pure)
+- :mod:`.loadgen`      pre-built batches and requests for ``perf produce`` (pure)
+- :mod:`.stats`        perf figures and Kafka's report lines (pure)
+
+Product code uses no third-party Kafka client: kafka-python and confluent-kafka are test
+and benchmark dependencies only.
+"""
+
+from broker.client.admin import (
+    ConfigEntry,
+    NewTopic,
+    TopicResult,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_topic_configs,
+    describe_topics,
+)
+from broker.client.client import ClientConfig, KafkaClient, parse_bootstrap
+from broker.client.cluster_view import BrokerNode, ClusterView, PartitionInfo, TopicInfo
+from broker.client.connection import Connection, ConnectionConfig, PrebuiltRequest
+from broker.client.errors import (
+    ClientError,
+    ConnectionLost,
+    KafkaError,
+    RequestTimedOut,
+    UnsupportedApi,
+)
+from broker.client.fetch import (
+    EARLIEST,
+    LATEST,
+    ConsumedRecord,
+    Fetcher,
+    PartitionData,
+    count,
+    decode,
+    list_offsets,
+)
+from broker.client.produce import ProduceResult, murmur2, parse_acks, partition_for_key, produce
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "BrokerNode",
+    "ClientConfig",
+    "ClientError",
+    "ClusterView",
+    "ConfigEntry",
+    "Connection",
+    "ConnectionConfig",
+    "ConnectionLost",
+    "ConsumedRecord",
+    "Fetcher",
+    "KafkaClient",
+    "KafkaError",
+    "NewTopic",
+    "PartitionData",
+    "PartitionInfo",
+    "PrebuiltRequest",
+    "ProduceResult",
+    "RequestTimedOut",
+    "TopicInfo",
+    "TopicResult",
+    "UnsupportedApi",
+    "count",
+    "create_partitions",
+    "create_topics",
+    "decode",
+    "delete_topics",
+    "describe_topic_configs",
+    "describe_topics",
+    "list_offsets",
+    "murmur2",
+    "parse_acks",
+    "parse_bootstrap",
+    "partition_for_key",
+    "produce",
+]

@@ -1,0 +1,222 @@
+"""Topic administration: create, add partitions, delete, describe (Metadata) and configs.
+
+CreateTopics, CreatePartitions and DeleteTopics go to the controller (a broker that is
+not answers NOT_CONTROLLER, and we retry after a metadata refresh); DescribeConfigs for
+topics may go to any broker. Results are per topic: one failing topic does not fail the
+others, so each function returns a mapping topic -> outcome rather than raising.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.client.client import KafkaClient
+from broker.client.cluster_view import TopicInfo
+from broker.client.errors import KafkaError, UnsupportedApi
+from protocol import ApiKey, ErrorCode
+from protocol.messages import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+)
+
+#: DescribeConfigs resource type of a topic
+TOPIC_RESOURCE = 2
+#: ConfigSource values (DescribeConfigs v1+)
+DYNAMIC_TOPIC_CONFIG = 1
+DEFAULT_CONFIG = 5
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    name: str
+    #: -1: the broker's num.partitions / default.replication.factor (CreateTopics v4+)
+    partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+    #: partition -> broker ids; when given, partitions and replication factor are -1
+    assignments: Mapping[int, Sequence[int]] | None = None
+
+
+@dataclass(frozen=True)
+class TopicResult:
+    name: str
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    topic_id: uuid.UUID | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == ErrorCode.NONE
+
+    def describe_error(self) -> str:
+        try:
+            name = ErrorCode(self.error_code).name
+        except ValueError:
+            name = str(self.error_code)
+        return f"{name}: {self.error_message}" if self.error_message else name
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    is_sensitive: bool
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == DEFAULT_CONFIG
+
+
+async def _to_controller(client: KafkaClient, api_key: int, build: Any, timeout_s: float) -> Any:
+    """Send to the controller; NOT_CONTROLLER at the top level or in every result makes
+    the call retriable (refresh, then ask the new controller)."""
+
+    async def once() -> Any:
+        controller = client.view.controller_id
+        node = controller if controller in client.view.brokers else None
+        body = await client.request(node, api_key, build)
+        results = (
+            getattr(body, "topics", None)
+            or getattr(body, "results", None)
+            or getattr(body, "responses", None)
+        )
+        if results and all(r.error_code == ErrorCode.NOT_CONTROLLER for r in results):
+            raise KafkaError(ErrorCode.NOT_CONTROLLER)
+        return body
+
+    return await client.retrying(once, timeout_s=timeout_s)
+
+
+async def create_topics(
+    client: KafkaClient,
+    topics: Sequence[NewTopic],
+    *,
+    timeout_ms: int = 30_000,
+    validate_only: bool = False,
+) -> dict[str, TopicResult]:
+    def build(version: int) -> Any:
+        creatable = []
+        for t in topics:
+            assignments = [
+                CreateTopicsRequest.CreatableReplicaAssignment(
+                    partition_index=p, broker_ids=list(brokers)
+                )
+                for p, brokers in sorted((t.assignments or {}).items())
+            ]
+            configs = [
+                CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                for k, v in t.configs.items()
+            ]
+            creatable.append(
+                CreateTopicsRequest.CreatableTopic(
+                    name=t.name,
+                    num_partitions=-1 if assignments else t.partitions,
+                    replication_factor=-1 if assignments else t.replication_factor,
+                    assignments=assignments,
+                    configs=configs,
+                )
+            )
+        return CreateTopicsRequest(
+            topics=creatable, timeout_ms=timeout_ms, validate_only=validate_only
+        )
+
+    body = await _to_controller(client, ApiKey.CREATE_TOPICS, build, timeout_ms / 1000 + 30)
+    return {
+        r.name: TopicResult(
+            r.name,
+            r.error_code,
+            r.error_message,
+            r.topic_id if r.topic_id != uuid.UUID(int=0) else None,
+        )
+        for r in body.topics
+    }
+
+
+async def create_partitions(
+    client: KafkaClient, counts: Mapping[str, int], *, timeout_ms: int = 30_000
+) -> dict[str, TopicResult]:
+    """Raise each topic's partition count to ``counts[topic]`` (never lowers it)."""
+
+    def build(version: int) -> Any:
+        return CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsRequest.CreatePartitionsTopic(
+                    name=name, count=count, assignments=None
+                )
+                for name, count in counts.items()
+            ],
+            timeout_ms=timeout_ms,
+            validate_only=False,
+        )
+
+    body = await _to_controller(client, ApiKey.CREATE_PARTITIONS, build, timeout_ms / 1000 + 30)
+    return {r.name: TopicResult(r.name, r.error_code, r.error_message) for r in body.results}
+
+
+async def delete_topics(
+    client: KafkaClient, names: Sequence[str], *, timeout_ms: int = 30_000
+) -> dict[str, TopicResult]:
+    """Raises UnsupportedApi when the brokers do not serve DeleteTopics."""
+    conn = await client.any_connection()
+    if not conn.supports(ApiKey.DELETE_TOPICS):
+        raise UnsupportedApi("the broker does not support DeleteTopics (topic deletion)")
+
+    def build(version: int) -> Any:
+        if version >= 6:
+            states = [DeleteTopicsRequest.DeleteTopicState(name=n) for n in names]
+            return DeleteTopicsRequest(topics=states, timeout_ms=timeout_ms)
+        return DeleteTopicsRequest(topic_names=list(names), timeout_ms=timeout_ms)
+
+    body = await _to_controller(client, ApiKey.DELETE_TOPICS, build, timeout_ms / 1000 + 30)
+    return {
+        r.name: TopicResult(r.name, r.error_code, getattr(r, "error_message", None))
+        for r in body.responses
+    }
+
+
+async def describe_topics(
+    client: KafkaClient, names: Sequence[str] | None = None
+) -> dict[str, TopicInfo]:
+    """Topics as Metadata describes them (None: every topic), without auto-creation.
+    A named topic that does not exist comes back with its error code set."""
+    view = await client.refresh_metadata(names)
+    wanted = sorted(view.topics) if names is None else list(names)
+    return {n: view.topics[n] for n in wanted if n in view.topics}
+
+
+async def describe_topic_configs(
+    client: KafkaClient, names: Sequence[str]
+) -> dict[str, list[ConfigEntry] | KafkaError]:
+    """Each topic's configuration entries (or the error DescribeConfigs gave for it)."""
+    if not names:
+        return {}
+
+    def build(version: int) -> Any:
+        return DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequest.DescribeConfigsResource(
+                    resource_type=TOPIC_RESOURCE, resource_name=n, configuration_keys=None
+                )
+                for n in names
+            ],
+            include_synonyms=False,
+        )
+
+    body = await client.retrying(lambda: client.request(None, ApiKey.DESCRIBE_CONFIGS, build))
+    out: dict[str, list[ConfigEntry] | KafkaError] = {}
+    for r in body.results:
+        if r.error_code != ErrorCode.NONE:
+            out[r.resource_name] = KafkaError(r.error_code, r.error_message)
+            continue
+        out[r.resource_name] = [
+            ConfigEntry(c.name, c.value, c.config_source, c.read_only, c.is_sensitive)
+            for c in r.configs
+        ]
+    return out

@@ -1,0 +1,309 @@
+"""One TCP connection to one broker: pipelined requests, ApiVersions negotiation.
+
+Frames on the wire are ``int32 size | header | body``. Requests are written as soon as
+they are made (several may be in flight: pipelining); responses come back in request
+order and are matched by correlation id (:mod:`broker.client.inflight`). Each response is
+decoded by the coroutine that awaits it, so a malformed answer raises there.
+
+The connection is an ``asyncio.Protocol`` (no Streams: a callback per chunk, no extra
+task, DESIGN.md section 9). When the transport's write buffer fills, new requests wait
+for ``resume_writing``: a fast sender is held back rather than buffering without bound.
+
+Failure scope: a timeout, a correlation mismatch or an undecodable frame closes the
+connection and fails every request in flight on it; the caller (``KafkaClient``)
+reconnects. Not safe across threads; any number of tasks on its loop may use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from dataclasses import dataclass
+from typing import Any, Final
+
+import protocol
+from broker.client.errors import ConnectionLost, RequestTimedOut, UnsupportedApi
+from broker.client.inflight import CorrelationMismatch, InFlightRequests
+from broker.client.versions import API_VERSIONS_FIRST_TRY, negotiate, retry_version
+from protocol import ApiKey, ErrorCode
+from protocol.framing import FrameDecoder
+from protocol.messages import ApiVersionsRequest
+
+_SIZE: Final = struct.Struct(">i")
+#: size (4) + api key (2) + api version (2) + correlation id (4): the bytes of a request
+#: that change from one send of a pre-built request to the next.
+PREFIX_SIZE: Final = 12
+_CID: Final = struct.Struct(">i")
+
+CLIENT_SOFTWARE_NAME: Final = "minikafka-client"
+CLIENT_SOFTWARE_VERSION: Final = "0.1.0"
+
+
+@dataclass(frozen=True)
+class ConnectionConfig:
+    client_id: str = "minikafka-client"
+    connect_timeout_s: float = 10.0
+    #: Kafka's request.timeout.ms (30 s)
+    request_timeout_s: float = 30.0
+    #: a response above this closes the connection before it is buffered
+    max_response_bytes: int = 512 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PrebuiltRequest:
+    """A request encoded once and sent many times: only the correlation id changes.
+
+    ``head`` is the first PREFIX_SIZE bytes (size, api key, version, correlation id 0),
+    ``tail`` the rest of the frame, shared untouched by every send."""
+
+    api_key: int
+    api_version: int
+    head: bytes
+    tail: bytes
+
+    @staticmethod
+    def encode(api_key: int, api_version: int, client_id: str | None, body: Any) -> PrebuiltRequest:
+        frame = protocol.encode_request(
+            protocol.make_request(api_key, api_version, 0, client_id, body)
+        )
+        sized = _SIZE.pack(len(frame)) + frame
+        return PrebuiltRequest(api_key, api_version, sized[:PREFIX_SIZE], sized[PREFIX_SIZE:])
+
+    def head_with(self, correlation_id: int) -> bytearray:
+        head = bytearray(self.head)
+        _CID.pack_into(head, 8, correlation_id)
+        return head
+
+    def __len__(self) -> int:
+        return len(self.head) + len(self.tail)
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, host: str, port: int, config: ConnectionConfig | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.config = config or ConnectionConfig()
+        #: api key -> negotiated version (filled by ``negotiate_versions``)
+        self.versions: dict[int, int] = {}
+        self.broker_ranges: dict[int, tuple[int, int]] = {}
+        self._transport: asyncio.Transport | None = None
+        self._decoder = FrameDecoder(self.config.max_response_bytes)
+        self._inflight: InFlightRequests[asyncio.Future[bytes | memoryview]] = InFlightRequests()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._closed = asyncio.Event()
+        self._error: BaseException | None = None
+
+    def __repr__(self) -> str:
+        return f"Connection({self.host}:{self.port})"
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls, host: str, port: int, config: ConnectionConfig | None = None, *, negotiate: bool = True
+    ) -> Connection:
+        conn = cls(host, port, config)
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(
+                loop.create_connection(lambda: conn, host, port), conn.config.connect_timeout_s
+            )
+        except (OSError, TimeoutError) as exc:
+            raise ConnectionLost(f"cannot connect to {host}:{port}: {exc or 'timed out'}") from None
+        if negotiate:
+            try:
+                await conn.negotiate_versions()
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    async def negotiate_versions(self) -> dict[int, int]:
+        """ApiVersions at our newest version; on UNSUPPORTED_VERSION (answered with a v0
+        body listing the broker's ranges), once more at the best version it lists."""
+        version = API_VERSIONS_FIRST_TRY
+        for _ in range(2):
+            body = ApiVersionsRequest(
+                client_software_name=CLIENT_SOFTWARE_NAME,
+                client_software_version=CLIENT_SOFTWARE_VERSION,
+            )
+            frame = await self._round_trip(ApiKey.API_VERSIONS, version, body)
+            try:
+                response = protocol.decode_response(frame, ApiKey.API_VERSIONS, version)
+            except protocol.ProtocolError:
+                # an error answer is a v0 body whatever version was asked
+                response = protocol.decode_response(frame, ApiKey.API_VERSIONS, 0)
+            ranges = [(k.api_key, k.min_version, k.max_version) for k in response.body.api_keys]
+            if response.body.error_code == ErrorCode.UNSUPPORTED_VERSION:
+                retry = retry_version(ranges)
+                if retry is None or retry == version:
+                    break
+                version = retry
+                continue
+            if response.body.error_code != ErrorCode.NONE:
+                break
+            self.broker_ranges = {key: (lo, hi) for key, lo, hi in ranges}
+            self.versions = negotiate(ranges)
+            return self.versions
+        raise UnsupportedApi(f"{self}: ApiVersions negotiation failed")
+
+    def version(self, api_key: int) -> int:
+        """The negotiated version of an API; UnsupportedApi when there is none."""
+        try:
+            return self.versions[api_key]
+        except KeyError:
+            name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else api_key
+            raise UnsupportedApi(f"broker {self.host}:{self.port} does not serve {name}") from None
+
+    def supports(self, api_key: int) -> bool:
+        return api_key in self.versions
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def request(
+        self, api_key: int, body: Any, *, version: int | None = None, timeout_s: float | None = None
+    ) -> Any:
+        """Send one request and return the decoded response body."""
+        v = self.version(api_key) if version is None else version
+        frame = await self._round_trip(api_key, v, body, timeout_s)
+        try:
+            return protocol.decode_response(frame, api_key, v).body
+        except protocol.ProtocolError as exc:
+            self._fail(ConnectionLost(f"{self}: undecodable response: {exc}"))
+            raise ConnectionLost(f"{self}: undecodable response: {exc}") from None
+
+    async def send(self, api_key: int, body: Any, *, version: int | None = None) -> None:
+        """Send a request that gets no response (Produce with acks=0)."""
+        v = self.version(api_key) if version is None else version
+        cid = self._inflight.next_id()
+        frame = protocol.encode_request(
+            protocol.make_request(api_key, v, cid, self.config.client_id, body)
+        )
+        await self._write([_SIZE.pack(len(frame)), frame])
+
+    async def send_prebuilt(
+        self, request: PrebuiltRequest, *, expect_response: bool, timeout_s: float | None = None
+    ) -> bytes | memoryview | None:
+        """Send a pre-built request; return the raw response frame (None when no response
+        is expected). Decode it with ``protocol.decode_response`` if needed."""
+        if not expect_response:
+            await self._write([request.head_with(self._inflight.next_id()), request.tail])
+            return None
+        await self._wait_writable()
+        fut: asyncio.Future[bytes | memoryview] = asyncio.get_running_loop().create_future()
+        entry = self._inflight.add(request.api_key, request.api_version, fut)
+        self._transport_or_raise().writelines(
+            [request.head_with(entry.correlation_id), request.tail]
+        )
+        return await self._await(fut, entry.correlation_id, timeout_s)
+
+    async def _round_trip(
+        self, api_key: int, version: int, body: Any, timeout_s: float | None = None
+    ) -> bytes | memoryview:
+        await self._wait_writable()
+        fut: asyncio.Future[bytes | memoryview] = asyncio.get_running_loop().create_future()
+        entry = self._inflight.add(api_key, version, fut)
+        try:
+            frame = protocol.encode_request(
+                protocol.make_request(
+                    api_key, version, entry.correlation_id, self.config.client_id, body
+                )
+            )
+        except BaseException:
+            self._inflight.forget(entry.correlation_id)
+            raise
+        self._transport_or_raise().writelines([_SIZE.pack(len(frame)), frame])
+        return await self._await(fut, entry.correlation_id, timeout_s)
+
+    async def _await(
+        self, fut: asyncio.Future[bytes | memoryview], cid: int, timeout_s: float | None
+    ) -> bytes | memoryview:
+        timeout = self.config.request_timeout_s if timeout_s is None else timeout_s
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            self._inflight.forget(cid)
+            error = RequestTimedOut(f"{self}: no response within {timeout:.1f}s")
+            self._fail(error)
+            raise error from None
+
+    async def _write(self, pieces: list[bytes | bytearray]) -> None:
+        await self._wait_writable()
+        self._transport_or_raise().writelines(pieces)
+
+    async def _wait_writable(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if not self._writable.is_set():
+            await self._writable.wait()
+            if self._error is not None:
+                raise self._error
+
+    def _transport_or_raise(self) -> asyncio.Transport:
+        if self._error is not None:
+            raise self._error
+        if self._transport is None:
+            raise ConnectionLost(f"{self} is not connected")
+        return self._transport
+
+    # -- closing ---------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._error is not None
+
+    def close(self) -> None:
+        self._fail(ConnectionLost(f"{self} closed"))
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    def _fail(self, error: BaseException) -> None:
+        """Close the transport and fail every request in flight with ``error``."""
+        if self._error is None:
+            self._error = error
+        for entry in self._inflight.drain():
+            if not entry.waiter.done():
+                entry.waiter.set_exception(error)
+                # a waiter nobody awaits any more must not log "exception never retrieved"
+                entry.waiter.exception()
+        self._writable.set()  # wake writers so that they see the error
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.close()
+        else:
+            self._closed.set()
+
+    # -- asyncio.Protocol ------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                import socket
+
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._decoder.feed(data)
+            for frame in frames:
+                entry = self._inflight.complete(frame)
+                if not entry.waiter.done():
+                    entry.waiter.set_result(frame)
+        except (protocol.ProtocolError, CorrelationMismatch) as exc:
+            self._fail(ConnectionLost(f"{self}: {exc}"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(ConnectionLost(f"{self}: connection lost{': ' + str(exc) if exc else ''}"))
+        self._closed.set()
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
