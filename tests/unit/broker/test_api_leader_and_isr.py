@@ -1,0 +1,228 @@
+"""LeaderAndIsr and StopReplica: thin handlers over the ReplicaManager (a fake here)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from broker.apis import leader_and_isr, stop_replica
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from protocol import ApiKey, ErrorCode, make_request
+from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
+from storage import TopicPartition
+from timer.clock import MockClock
+
+L = LeaderAndIsrRequest
+TOPIC_ID = uuid.UUID(int=42)
+
+
+class FakeReplicaManager:
+    def __init__(self, controller_epoch: int = 3) -> None:
+        self.controller_epoch = controller_epoch
+        self.calls: list[tuple[str, Any]] = []
+
+    def is_stale_controller_epoch(self, epoch: int) -> bool:
+        return epoch < self.controller_epoch
+
+    def become_leader_or_follower(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        states: Iterable[Any],
+        topic_ids: Mapping[str, uuid.UUID],
+        live_leaders: Sequence[Any] = (),
+    ) -> dict[TopicPartition, int]:
+        states = list(states)
+        self.calls.append(("lai", (controller_id, controller_epoch, states, dict(topic_ids))))
+        return {
+            TopicPartition(s.topic_name, s.partition_index): (
+                ErrorCode.NONE if s.partition_index == 0 else ErrorCode.KAFKA_STORAGE_ERROR
+            )
+            for s in states
+        }
+
+    def stop_replicas(
+        self,
+        controller_epoch: int,
+        partitions: Iterable[tuple[str, int, bool]],
+        leader_epochs: Mapping[TopicPartition, int] | None = None,
+        controller_id: int = -1,
+    ) -> dict[TopicPartition, int]:
+        entries = list(partitions)
+        self.calls.append(("stop", (entries, dict(leader_epochs or {}))))
+        return {TopicPartition(t, p): ErrorCode.NONE for t, p, _ in entries}
+
+
+class FakeController:
+    broker_epoch = 100
+
+
+class FakeZk:
+    def get_topic_config(self, topic: str) -> dict[str, str]:
+        return {"segment.bytes": "1048576"} if topic == "t" else {}
+
+
+class FakeLogManager:
+    def __init__(self) -> None:
+        self.configs: dict[str, dict[str, str]] = {}
+
+    def update_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
+        self.configs[topic] = dict(overrides)
+
+
+class Req:
+    def __init__(self, api_key: int, version: int, body: Any) -> None:
+        self.header = make_request(api_key, version, 1, "controller-1", body).header
+        self.body = body
+
+    @property
+    def api_version(self) -> int:
+        return int(self.header.api_version)
+
+
+def make_ctx() -> BrokerContext:
+    return BrokerContext(
+        broker_id=0,
+        cluster_id="c",
+        config=BrokerConfig.from_properties({"zookeeper.connect": "z:1"}),
+        clock=MockClock(),
+        metrics=BrokerMetrics(),
+        metadata_cache=MetadataCache(0),
+        replica_manager=FakeReplicaManager(),
+        controller=FakeController(),
+        zk=FakeZk(),
+        log_manager=FakeLogManager(),
+    )
+
+
+def rm_of(ctx: BrokerContext) -> FakeReplicaManager:
+    assert isinstance(ctx.replica_manager, FakeReplicaManager)
+    return ctx.replica_manager
+
+
+def lai_body(controller_epoch: int = 3, broker_epoch: int = 100) -> Any:
+    states = [
+        L.LeaderAndIsrPartitionState(
+            partition_index=p,
+            controller_epoch=controller_epoch,
+            leader=0,
+            leader_epoch=1,
+            isr=[0],
+            partition_epoch=0,
+            replicas=[0],
+            adding_replicas=[],
+            removing_replicas=[],
+        )
+        for p in (0, 1)
+    ]
+    return L(
+        controller_id=1,
+        controller_epoch=controller_epoch,
+        broker_epoch=broker_epoch,
+        type=0,
+        topic_states=[
+            L.LeaderAndIsrTopicState(topic_name="t", topic_id=TOPIC_ID, partition_states=states)
+        ],
+        live_leaders=[L.LeaderAndIsrLiveLeader(broker_id=0, host_name="h", port=1)],
+    )
+
+
+async def test_leader_and_isr_v5_passes_named_states_and_groups_errors_by_topic_id() -> None:
+    ctx = make_ctx()
+    response = await leader_and_isr.handle(ctx, Req(ApiKey.LEADER_AND_ISR, 5, lai_body()))
+    assert response.body.error_code == ErrorCode.NONE
+    (topic,) = response.body.topics
+    assert topic.topic_id == TOPIC_ID
+    assert [(e.partition_index, e.error_code) for e in topic.partition_errors] == [
+        (0, ErrorCode.NONE),
+        (1, ErrorCode.KAFKA_STORAGE_ERROR),
+    ]
+    ((kind, (controller_id, epoch, states, ids)),) = rm_of(ctx).calls
+    assert (kind, controller_id, epoch, ids) == ("lai", 1, 3, {"t": TOPIC_ID})
+    assert [(s.topic_name, s.partition_index) for s in states] == [("t", 0), ("t", 1)]
+    # the topic's overrides were loaded before its logs are made
+    assert isinstance(ctx.log_manager, FakeLogManager)
+    assert ctx.log_manager.configs == {"t": {"segment.bytes": "1048576"}}
+
+
+async def test_leader_and_isr_v4_lists_errors_by_name() -> None:
+    ctx = make_ctx()
+    response = await leader_and_isr.handle(ctx, Req(ApiKey.LEADER_AND_ISR, 4, lai_body()))
+    errors = [(e.topic_name, e.partition_index) for e in response.body.partition_errors]
+    assert errors == [("t", 0), ("t", 1)]
+
+
+@pytest.mark.parametrize(
+    ("controller_epoch", "broker_epoch", "code"),
+    [(2, 100, ErrorCode.STALE_CONTROLLER_EPOCH), (3, 99, ErrorCode.STALE_BROKER_EPOCH)],
+)
+async def test_stale_requests_are_refused_whole(
+    controller_epoch: int, broker_epoch: int, code: int
+) -> None:
+    ctx = make_ctx()
+    body = lai_body(controller_epoch, broker_epoch)
+    response = await leader_and_isr.handle(ctx, Req(ApiKey.LEADER_AND_ISR, 5, body))
+    assert response.body.error_code == code
+    assert rm_of(ctx).calls == []
+
+
+async def test_stop_replica_v3_passes_delete_flags_and_leader_epochs() -> None:
+    ctx = make_ctx()
+    S = StopReplicaRequest
+    body = S(
+        controller_id=1,
+        controller_epoch=3,
+        broker_epoch=100,
+        topic_states=[
+            S.StopReplicaTopicState(
+                topic_name="t",
+                partition_states=[
+                    S.StopReplicaPartitionState(
+                        partition_index=0, leader_epoch=4, delete_partition=True
+                    ),
+                    S.StopReplicaPartitionState(
+                        partition_index=1, leader_epoch=-2, delete_partition=False
+                    ),
+                ],
+            )
+        ],
+    )
+    response = await stop_replica.handle(ctx, Req(ApiKey.STOP_REPLICA, 3, body))
+    assert response.body.error_code == ErrorCode.NONE
+    assert [(e.topic_name, e.partition_index) for e in response.body.partition_errors] == [
+        ("t", 0),
+        ("t", 1),
+    ]
+    ((_, (entries, epochs)),) = rm_of(ctx).calls
+    assert entries == [("t", 0, True), ("t", 1, False)]
+    assert epochs == {TopicPartition("t", 0): 4, TopicPartition("t", 1): -2}
+
+
+async def test_stop_replica_v1_uses_the_request_wide_delete_flag() -> None:
+    ctx = make_ctx()
+    S = StopReplicaRequest
+    body = S(
+        controller_id=1,
+        controller_epoch=3,
+        broker_epoch=100,
+        delete_partitions=True,
+        topics=[S.StopReplicaTopicV1(name="t", partition_indexes=[2, 5])],
+    )
+    await stop_replica.handle(ctx, Req(ApiKey.STOP_REPLICA, 1, body))
+    ((_, (entries, epochs)),) = rm_of(ctx).calls
+    assert entries == [("t", 2, True), ("t", 5, True)] and epochs == {}
+
+
+async def test_stop_replica_from_a_stale_controller() -> None:
+    ctx = make_ctx()
+    body = StopReplicaRequest(
+        controller_id=1, controller_epoch=1, broker_epoch=100, topic_states=[]
+    )
+    response = await stop_replica.handle(ctx, Req(ApiKey.STOP_REPLICA, 3, body))
+    assert response.body.error_code == ErrorCode.STALE_CONTROLLER_EPOCH

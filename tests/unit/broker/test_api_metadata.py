@@ -1,0 +1,229 @@
+"""Metadata, DescribeCluster and DescribeConfigs handlers over a fed MetadataCache."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from broker.apis import describe_cluster, describe_configs, metadata
+from broker.config import BrokerConfig, ConfigSource
+from broker.context import BrokerContext
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from controller.model import TopicAssignment
+from protocol import ApiKey, ErrorCode, make_request
+from protocol.messages import (
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
+    MetadataRequest,
+    UpdateMetadataRequest,
+)
+from timer.clock import MockClock
+
+U = UpdateMetadataRequest
+TOPIC_ID = uuid.UUID("0f0e0d0c-0b0a-0908-0706-050403020100")
+
+
+class FakeZk:
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.configs: dict[str, dict[str, str]] = {"t": {"retention.ms": "1234"}}
+
+    def get_topics(self) -> list[str]:
+        return ["t", *self.created]
+
+    def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
+        self.created.append(assignment.topic)
+
+    def get_topic_config(self, topic: str) -> dict[str, str]:
+        return dict(self.configs.get(topic, {}))
+
+
+class Req:
+    def __init__(self, api_key: int, version: int, body: Any, listener: str = "PLAINTEXT"):
+        self.header = make_request(api_key, version, 1, "c", body).header
+        self.body = body
+        self.listener = listener
+
+    @property
+    def api_version(self) -> int:
+        return int(self.header.api_version)
+
+
+def zk_of(ctx: BrokerContext) -> FakeZk:
+    assert isinstance(ctx.zk, FakeZk)
+    return ctx.zk
+
+
+def make_ctx(auto_create: bool = True) -> BrokerContext:
+    cache = MetadataCache(0)
+    endpoints = [
+        U.UpdateMetadataEndpoint(port=9092, host="h0", listener="PLAINTEXT", security_protocol=0),
+        U.UpdateMetadataEndpoint(port=9192, host="h0", listener="CONTROLLER", security_protocol=0),
+    ]
+    brokers = [
+        U.UpdateMetadataBroker(id=0, endpoints=endpoints, rack="r0"),
+        # broker 1 has no PLAINTEXT listener: invisible to PLAINTEXT clients
+        U.UpdateMetadataBroker(id=1, endpoints=endpoints[1:]),
+    ]
+    partitions = [
+        U.UpdateMetadataPartitionState(
+            partition_index=p,
+            controller_epoch=1,
+            leader=leader,
+            leader_epoch=3,
+            isr=[0],
+            zk_version=0,
+            replicas=[0, 2],
+            offline_replicas=[2],
+        )
+        for p, leader in ((0, 0), (1, 2))  # broker 2 is not live
+    ]
+    cache.update_metadata(
+        U(
+            controller_id=0,
+            controller_epoch=1,
+            topic_states=[
+                U.UpdateMetadataTopicState(
+                    topic_name="t", topic_id=TOPIC_ID, partition_states=partitions
+                )
+            ],
+            live_brokers=brokers,
+        )
+    )
+    config = BrokerConfig.from_properties(
+        {
+            "zookeeper.connect": "z:1",
+            "auto.create.topics.enable": "true" if auto_create else "false",
+            "log.retention.hours": "24",
+        }
+    )
+    return BrokerContext(
+        broker_id=0,
+        cluster_id="cid",
+        config=config,
+        clock=MockClock(),
+        metrics=BrokerMetrics(),
+        metadata_cache=cache,
+        zk=FakeZk(),
+    )
+
+
+def topics_request(*names: str, auto: bool = True) -> Any:
+    return MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+        allow_auto_topic_creation=auto,
+    )
+
+
+async def call(handler: Any, ctx: BrokerContext, request: Req) -> Any:
+    return (await handler(ctx, request)).body
+
+
+async def test_all_topics_with_brokers_on_the_requests_listener() -> None:
+    ctx = make_ctx()
+    body = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 12, MetadataRequest(topics=None)))
+    assert [(b.node_id, b.host, b.port, b.rack) for b in body.brokers] == [(0, "h0", 9092, "r0")]
+    assert body.controller_id == 0 and body.cluster_id == "cid"
+    (topic,) = body.topics
+    assert topic.name == "t" and topic.topic_id == TOPIC_ID and topic.error_code == 0
+    p0, p1 = topic.partitions
+    assert (p0.error_code, p0.leader_id, p0.leader_epoch) == (ErrorCode.NONE, 0, 3)
+    assert p0.replica_nodes == [0, 2] and p0.isr_nodes == [0] and p0.offline_replicas == [2]
+    assert (p1.error_code, p1.leader_id) == (ErrorCode.LEADER_NOT_AVAILABLE, -1)
+    control = await call(
+        metadata.handle, ctx, Req(ApiKey.METADATA, 12, MetadataRequest(topics=None), "CONTROLLER")
+    )
+    assert sorted(b.node_id for b in control.brokers) == [0, 1]
+
+
+async def test_an_empty_topic_list_asks_for_nothing() -> None:
+    ctx = make_ctx()
+    body = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 9, MetadataRequest(topics=[])))
+    assert body.topics == [] and len(body.brokers) == 1
+
+
+async def test_unknown_topics_are_auto_created_when_allowed() -> None:
+    ctx = make_ctx()
+    body = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 9, topics_request("new", "t")))
+    codes = {t.name: t.error_code for t in body.topics}
+    assert codes == {"t": ErrorCode.NONE, "new": ErrorCode.LEADER_NOT_AVAILABLE}
+    assert zk_of(ctx).created == ["new"]
+
+
+async def test_no_auto_creation_when_the_request_or_the_broker_forbids_it() -> None:
+    for ctx, auto in ((make_ctx(), False), (make_ctx(auto_create=False), True)):
+        request = Req(ApiKey.METADATA, 9, topics_request("new", auto=auto))
+        body = await call(metadata.handle, ctx, request)
+        assert [t.error_code for t in body.topics] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+        assert zk_of(ctx).created == []
+
+
+async def test_auto_creation_refuses_bad_names() -> None:
+    ctx = make_ctx()
+    body = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 9, topics_request("bad/name")))
+    assert body.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+async def test_topics_by_id_from_v10() -> None:
+    ctx = make_ctx()
+    unknown = uuid.uuid4()
+    request = MetadataRequest(
+        topics=[
+            MetadataRequest.MetadataRequestTopic(topic_id=TOPIC_ID, name=None),
+            MetadataRequest.MetadataRequestTopic(topic_id=unknown, name=None),
+        ]
+    )
+    body = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 12, request))
+    assert [(t.name, t.error_code) for t in body.topics] == [
+        ("t", ErrorCode.NONE),
+        (None, ErrorCode.UNKNOWN_TOPIC_ID),
+    ]
+
+
+async def test_describe_cluster() -> None:
+    ctx = make_ctx()
+    body = await call(
+        describe_cluster.handle, ctx, Req(ApiKey.DESCRIBE_CLUSTER, 1, DescribeClusterRequest())
+    )
+    assert (body.error_code, body.cluster_id, body.controller_id) == (0, "cid", 0)
+    assert [(b.broker_id, b.host, b.port) for b in body.brokers] == [(0, "h0", 9092)]
+    kraft = DescribeClusterRequest(endpoint_type=2)
+    body = await call(describe_cluster.handle, ctx, Req(ApiKey.DESCRIBE_CLUSTER, 1, kraft))
+    assert body.error_code == describe_cluster.UNSUPPORTED_ENDPOINT_TYPE
+
+
+def _resource(kind: int, name: str, keys: list[str] | None = None) -> Any:
+    return DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=kind, resource_name=name, configuration_keys=keys
+    )
+
+
+async def test_describe_configs_topic_broker_and_errors() -> None:
+    ctx = make_ctx()
+    request = DescribeConfigsRequest(
+        resources=[
+            _resource(describe_configs.TOPIC, "t", ["retention.ms", "segment.bytes"]),
+            _resource(describe_configs.BROKER, "0", ["log.retention.hours", "broker.id"]),
+            _resource(describe_configs.TOPIC, "missing"),
+            _resource(describe_configs.BROKER, "7"),
+        ],
+        include_synonyms=True,
+    )
+    body = await call(describe_configs.handle, ctx, Req(ApiKey.DESCRIBE_CONFIGS, 4, request))
+    topic, broker, missing, other = body.results
+    entries = {e.name: e for e in topic.configs}
+    assert entries["retention.ms"].value == "1234"
+    assert entries["retention.ms"].config_source == ConfigSource.DYNAMIC_TOPIC_CONFIG
+    assert entries["retention.ms"].synonyms[0].name == "retention.ms"
+    assert entries["segment.bytes"].config_source == ConfigSource.DEFAULT_CONFIG
+    by_name = {e.name: e for e in broker.configs}
+    assert by_name["log.retention.hours"].value == "24"
+    assert by_name["log.retention.hours"].config_source == ConfigSource.STATIC_BROKER_CONFIG
+    assert by_name["broker.id"].read_only
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert other.error_code == ErrorCode.INVALID_REQUEST
+    every = DescribeConfigsRequest(resources=[_resource(describe_configs.TOPIC, "t")])
+    body = await call(describe_configs.handle, ctx, Req(ApiKey.DESCRIBE_CONFIGS, 1, every))
+    assert len(body.results[0].configs) > 10

@@ -1,0 +1,85 @@
+"""UpdateMetadata: fencing, the cache update, and waking DelayedCreateTopics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.apis import update_metadata
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.delayed.create_topics import DelayedCreateTopics, topic_key
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from protocol import ApiKey, ErrorCode, make_request
+from protocol.messages import UpdateMetadataRequest as U
+from timer import DelayedOperationPurgatory
+from timer.clock import MockClock
+
+
+class FakeReplicaManager:
+    controller_epoch = 5
+
+    def is_stale_controller_epoch(self, epoch: int) -> bool:
+        return epoch < self.controller_epoch
+
+
+class Req:
+    def __init__(self, body: Any) -> None:
+        self.header = make_request(ApiKey.UPDATE_METADATA, 7, 1, "controller", body).header
+        self.body = body
+
+
+def make_ctx() -> BrokerContext:
+    clock = MockClock()
+    return BrokerContext(
+        broker_id=0,
+        cluster_id="c",
+        config=BrokerConfig.from_properties({"zookeeper.connect": "z:1"}),
+        clock=clock,
+        metrics=BrokerMetrics(),
+        metadata_cache=MetadataCache(0),
+        replica_manager=FakeReplicaManager(),
+        broker_epoch=50,
+        create_topics_purgatory=DelayedOperationPurgatory(
+            "topic", clock=clock, reaper_enabled=False
+        ),
+    )
+
+
+def body(controller_epoch: int = 5, broker_epoch: int = 50, leader: int = 0) -> Any:
+    state = U.UpdateMetadataPartitionState(
+        partition_index=0, controller_epoch=controller_epoch, leader=leader, leader_epoch=0,
+        isr=[0], zk_version=0, replicas=[0], offline_replicas=[],
+    )  # fmt: skip
+    return U(
+        controller_id=0,
+        controller_epoch=controller_epoch,
+        broker_epoch=broker_epoch,
+        topic_states=[U.UpdateMetadataTopicState(topic_name="t", partition_states=[state])],
+        live_brokers=[U.UpdateMetadataBroker(id=0, endpoints=[])],
+    )
+
+
+async def test_update_feeds_the_cache_and_completes_waiting_creations() -> None:
+    ctx = make_ctx()
+    done: list[set[str]] = []
+    op = DelayedCreateTopics(10_000, {"t": [0]}, ctx.metadata_cache.has_leaders, done.append)
+    assert not ctx.create_topics_purgatory.try_complete_else_watch(op, [topic_key("t")])
+    response = await update_metadata.handle(ctx, Req(body()))
+    assert response.body.error_code == ErrorCode.NONE
+    assert ctx.metadata_cache.leader("t", 0) == 0
+    assert done == [set()]
+
+
+async def test_stale_controller_and_broker_epochs_change_nothing() -> None:
+    ctx = make_ctx()
+    for stale, code in (
+        (body(controller_epoch=4), ErrorCode.STALE_CONTROLLER_EPOCH),
+        (body(broker_epoch=49), ErrorCode.STALE_BROKER_EPOCH),
+    ):
+        response = await update_metadata.handle(ctx, Req(stale))
+        assert response.body.error_code == code
+    assert ctx.metadata_cache.updates == 0
+    # -1: a version without broker epochs is never stale
+    response = await update_metadata.handle(ctx, Req(body(broker_epoch=-1)))
+    assert response.body.error_code == ErrorCode.NONE
