@@ -26,7 +26,7 @@ from broker.admin.assignment import (
     check_manual_assignment,
     start_index_for_new_partitions,
 )
-from broker.config import ConfigError, validate_topic_configs
+from broker.config import BrokerConfig, ConfigError, validate_topic_configs
 from controller.model import TopicAssignment
 from protocol import ErrorCode
 from storage.errors import InvalidTopicError
@@ -79,6 +79,23 @@ class TopicPlan:
         return TopicAssignment(
             self.name, self.topic_id, {p: tuple(r) for p, r in self.assignment.items()}
         )
+
+
+#: the group coordinator's offsets topic (Kafka's GROUP_METADATA_TOPIC_NAME)
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def offsets_topic_settings(config: BrokerConfig) -> tuple[int, int, dict[str, str]]:
+    """Partitions, replication factor and configs of __consumer_offsets when it is created
+    (on first use: FindCoordinator, or a Metadata request that names it)."""
+    return (
+        config.get_int("offsets.topic.num.partitions"),
+        config.get_int("offsets.topic.replication.factor"),
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(config.get_int("offsets.topic.segment.bytes")),
+        },
+    )
 
 
 def _collision_key(name: str) -> str:

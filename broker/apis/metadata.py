@@ -22,9 +22,11 @@ from typing import Any
 from broker.admin.topics import (
     NO_NUM_PARTITIONS,
     NO_REPLICATION_FACTOR,
+    OFFSETS_TOPIC,
     AdminError,
     create_topic,
     existing_topics,
+    offsets_topic_settings,
     plan_topic,
 )
 from broker.context import BrokerContext
@@ -141,7 +143,9 @@ def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int) -> 
 
 
 async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[Any]:
-    """Create each unknown topic with the broker defaults (Kafka's auto.create.topics)."""
+    """Create each unknown topic with the broker defaults (Kafka's auto.create.topics);
+    __consumer_offsets with its own settings; __transaction_state never (transactions are
+    not offered)."""
     results = []
     try:
         existing = set(await existing_topics(ctx.zk))
@@ -150,14 +154,21 @@ async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[An
         existing = None
     for name in names:
         error = ErrorCode.LEADER_NOT_AVAILABLE
-        if existing is not None and name not in existing:
+        partitions, factor = NO_NUM_PARTITIONS, NO_REPLICATION_FACTOR
+        configs: dict[str, str] = {}
+        if name == OFFSETS_TOPIC:
+            partitions, factor, configs = offsets_topic_settings(ctx.config)
+        elif name in INTERNAL_TOPICS:
+            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        creatable = error == ErrorCode.LEADER_NOT_AVAILABLE
+        if creatable and existing is not None and name not in existing:
             try:
                 plan = plan_topic(
                     name,
-                    NO_NUM_PARTITIONS,
-                    NO_REPLICATION_FACTOR,
+                    partitions,
+                    factor,
                     {},
-                    {},
+                    configs,
                     live_brokers=ctx.metadata_cache.alive_broker_ids(),
                     existing_topics=existing,
                     default_partitions=ctx.config.get_int("num.partitions"),

@@ -160,6 +160,19 @@ async def test_no_auto_creation_when_the_request_or_the_broker_forbids_it() -> N
         assert zk_of(ctx).created == []
 
 
+async def test_internal_topics_get_their_own_settings_or_none() -> None:
+    ctx = make_ctx()
+    request = Req(ApiKey.METADATA, 9, topics_request("__consumer_offsets", "__transaction_state"))
+    body = await call(metadata.handle, ctx, request)
+    codes = {t.name: (t.error_code, t.is_internal) for t in body.topics}
+    assert codes == {
+        # offsets.topic.replication.factor is 3 by default; two brokers are live
+        "__consumer_offsets": (ErrorCode.INVALID_REPLICATION_FACTOR, True),
+        "__transaction_state": (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True),
+    }
+    assert zk_of(ctx).created == []
+
+
 async def test_auto_creation_refuses_bad_names() -> None:
     ctx = make_ctx()
     body = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 9, topics_request("bad/name")))
