@@ -166,7 +166,10 @@ async def delete_topics(
     """Raises UnsupportedApi when the brokers do not serve DeleteTopics."""
     conn = await client.any_connection()
     if not conn.supports(ApiKey.DELETE_TOPICS):
-        raise UnsupportedApi("the broker does not support DeleteTopics (topic deletion)")
+        raise UnsupportedApi(
+            "the brokers do not support DeleteTopics yet (topic deletion is not implemented); "
+            "nothing was deleted"
+        )
 
     def build(version: int) -> Any:
         if version >= 6:

@@ -97,7 +97,7 @@ class LineFormat:
     def _nullable(self, text: str) -> bytes | None:
         if self.null_marker is not None and text == self.null_marker:
             return None
-        return text.encode("utf-8")
+        return text.encode("utf-8", "surrogateescape")
 
     def parse(self, line: str, line_number: int) -> tuple[bytes | None, bytes | None, list[Header]]:
         """(key, value, headers) of one line (without its line ending)."""
