@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -233,7 +232,6 @@ class BrokerServer:
                     f"{ZK_RETRY_BACKOFF_S:.0f}s"
                 )
                 log.error(message)
-                print(f"minikafka server: {message}", file=sys.stderr, flush=True)
                 await asyncio.sleep(ZK_RETRY_BACKOFF_S)
                 continue
             log.info("connected to ZooKeeper at %s (session 0x%x)", hosts, zk.session_id or 0)

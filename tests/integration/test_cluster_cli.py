@@ -1,0 +1,145 @@
+"""The commands themselves: `minikafka cluster up` end to end, and `minikafka server`
+refusing bad configuration and waiting out an unreachable ZooKeeper without a traceback.
+
+Each command runs as a subprocess; it is stopped by its pid (SIGTERM, as Ctrl-C or a
+service manager would) and every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.cli.cluster import port_in_use
+from broker.zookeeper_server import find_java, free_port
+from tests.integration.cluster import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+MINIKAFKA = [sys.executable, "-m", "broker.cli.main"]
+
+
+def _free_base(count: int) -> int:
+    """A base port with ``count`` consecutive free ports after it."""
+    for _ in range(200):
+        base = random.randrange(20_000, 60_000)
+        if not any(port_in_use(base + i) for i in range(count)):
+            return base
+    raise AssertionError("no run of free ports found")
+
+
+@pytest.fixture
+def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes a test starts; any still running at the end are killed by pid."""
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+
+
+def _start(
+    cmd: list[str], out: Path, procs: list[subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes]:
+    with open(out, "wb") as sink:
+        proc = subprocess.Popen(
+            cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    procs.append(proc)
+    return proc
+
+
+def test_cluster_up_serves_and_stops_cleanly(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    try:
+        find_java()
+    except Exception as exc:
+        pytest.skip(str(exc))
+    base = _free_base(9)  # client, control and metrics ports of 3 brokers, in one run
+    zk_port = free_port()
+    out = tmp_path / "cluster.out"
+    cmd = [
+        *MINIKAFKA, "cluster", "up", "--brokers", "3", "--dir", str(tmp_path / "data"),
+        "--base-port", str(base), "--control-base-port", str(base + 3),
+        "--metrics-base-port", str(base + 6), "--zookeeper-port", str(zk_port),
+    ]  # fmt: skip
+    proc = _start(cmd, out, spawned)
+    wait_until(
+        lambda: "brokers up" in out.read_text() or proc.poll() is not None, 120, "cluster up"
+    )
+    text = out.read_text()
+    assert proc.poll() is None, text
+    bootstrap = ",".join(f"127.0.0.1:{base + i}" for i in range(3))
+    assert f"bootstrap servers: {bootstrap}" in text
+    assert f"zookeeper connect: 127.0.0.1:{zk_port}" in text
+    for i in range(3):
+        url = f"http://127.0.0.1:{base + 6 + i}/metrics"
+        assert url in text
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert b"minikafka_controller_active" in response.read()
+
+    os.kill(proc.pid, signal.SIGTERM)
+    assert proc.wait(90) == 0
+    assert out.read_text().rstrip().endswith("minikafka cluster: stopped")
+    for i in range(3):
+        logs = tmp_path / "data" / f"broker-{i}" / "logs"
+        assert (logs / ".kafka_cleanshutdown").exists()
+        assert (logs / "meta.properties").read_text().count(f"broker.id={i}") == 1
+    assert not port_in_use(zk_port) and not port_in_use(base)
+
+
+def _server_cmd(tmp_path: Path, *overrides: str) -> list[str]:
+    config = tmp_path / "server.properties"
+    port = free_port()
+    config.write_text(
+        f"broker.id=0\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path / 'logs'}\n"
+        "metrics.port=0\n"
+    )
+    cmd = [*MINIKAFKA, "server", str(config)]
+    for item in overrides:
+        cmd += ["--override", item]
+    return cmd
+
+
+def test_server_refuses_a_bad_value_naming_the_key(tmp_path: Path) -> None:
+    cmd = _server_cmd(tmp_path, "zookeeper.connect=127.0.0.1:1", "num.io.threads=lots")
+    result = subprocess.run(cmd, capture_output=True, timeout=60)
+    assert result.returncode == 1
+    assert b"num.io.threads" in result.stderr
+    assert b"Traceback" not in result.stderr
+
+
+def test_server_waits_for_zookeeper_with_a_clear_message(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    dead = free_port()  # nothing listens here
+    cmd = _server_cmd(
+        tmp_path, f"zookeeper.connect=127.0.0.1:{dead}", "zookeeper.connection.timeout.ms=500"
+    )
+    out = tmp_path / "server.out"
+    proc = _start(cmd, out, spawned)
+    wait_until(
+        lambda: (
+            "cannot connect to ZooKeeper" in out.read_text() and "(attempt 2:" in out.read_text()
+        ),
+        60,
+        "two connection attempts reported",
+    )
+    assert proc.poll() is None  # still retrying, not crashed
+    assert f"127.0.0.1:{dead}" in out.read_text()
+    os.kill(proc.pid, signal.SIGTERM)
+    started = time.monotonic()
+    proc.wait(30)
+    assert time.monotonic() - started < 30
+    assert "Traceback" not in out.read_text()
