@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from timer_helpers import Recorder
 
 from timer import MockClock, SystemTimer, TimerTask, TimerTaskList
@@ -322,3 +324,52 @@ def test_an_idle_timer_keeps_its_wheel_at_the_current_time() -> None:
     clock.advance(5)
     timer.advance_clock()
     assert log == [("soon", 86_400_005, 86_400_005)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    tick_ms=st.integers(1, 10),
+    wheel_size=st.integers(2, 20),
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.integers(-5, 50_000)),
+            st.tuples(st.just("cancel"), st.integers(0, 10**6)),
+            st.tuples(st.just("advance"), st.integers(0, 3_000)),
+        ),
+        max_size=60,
+    ),
+)
+def test_every_task_runs_once_within_a_tick_of_its_deadline_unless_cancelled(
+    tick_ms: int, wheel_size: int, steps: list[tuple[str, int]]
+) -> None:
+    clock = MockClock(monotonic_ms=7_777)
+    timer = SystemTimer(tick_ms=tick_ms, wheel_size=wheel_size, clock=clock)
+    log: list[tuple[Any, int, int]] = []
+    tasks: list[Recorder] = []
+    advances: list[int] = []  # clock readings at which advance_clock ran
+    for kind, value in steps:
+        if kind == "add":
+            task = Recorder(len(tasks), value, clock, log)
+            tasks.append(task)
+            timer.add(task)
+        elif kind == "cancel" and tasks:
+            tasks[value % len(tasks)].cancel()
+        else:
+            clock.advance(value)
+            timer.advance_clock()
+            advances.append(clock.monotonic_ms())
+    clock.advance(10**6)
+    timer.advance_clock()
+    advances.append(clock.monotonic_ms())
+
+    ran = [name for name, _, _ in log]
+    assert len(ran) == len(set(ran))  # at most once
+    for task in tasks:
+        if task.cancelled and task.name not in ran:
+            continue
+        assert task.name in ran  # everything not cancelled in time ran
+        (ran_at,) = [at for name, at, _ in log if name == task.name]
+        assert ran_at > task.expiration_ms - tick_ms  # never a whole tick early
+        # ... and at the first advance that found its deadline passed, or earlier.
+        assert ran_at <= min(at for at in advances if at >= task.expiration_ms)
+    assert timer.size == 0 and timer.next_expiration_ms() is None
