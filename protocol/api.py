@@ -182,7 +182,8 @@ def _decode_header(view: memoryview, api_key: int, api_version: int) -> tuple[An
 def decode_request(frame: bytes | bytearray | memoryview) -> Request:
     """Decode a request frame (without its size prefix). Raises ProtocolError, carrying
     the header when it could be read; an ApiVersions request above the supported version
-    is returned with ``body=None`` so the broker can answer it from its header."""
+    is returned with ``body=None`` so the broker can answer it from its header. Bytes
+    after the body are ignored (so re-encoding gives the frame without them)."""
     view = _view(frame)
     if len(view) < 4:
         raise ProtocolError(ErrorCode.INVALID_REQUEST, f"request of {len(view)} bytes")
@@ -204,16 +205,13 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
             header,
         )
     try:
-        body, end = decode_struct(msg.root, api_version, view, pos)
+        body, _end = decode_struct(msg.root, api_version, view, pos)
     except ProtocolError as e:
         e.header = header
         raise
-    if end != len(view):
-        raise ProtocolError(
-            ErrorCode.INVALID_REQUEST,
-            f"{msg.name} v{api_version}: {len(view) - end} bytes left after the body",
-            header,
-        )
+    # Bytes after the body are ignored, as Kafka does: librdkafka (2.x, issue #5049) writes
+    # the null topics of a Metadata v9+ "all topics" request as an int32, which reads as
+    # a compact null array followed by 3 stray bytes; Kafka serves it, so must we.
     return Request(header, body)
 
 
@@ -266,12 +264,8 @@ def decode_response(
         and _ERROR_CODE.unpack_from(view, pos)[0] == ErrorCode.UNSUPPORTED_VERSION
     ):
         api_version = 0
-    body, end = decode_struct(msg.root, api_version, view, pos)
-    if end != len(view):
-        raise ProtocolError(
-            ErrorCode.INVALID_REQUEST,
-            f"{msg.name} v{api_version}: {len(view) - end} bytes left after the body",
-        )
+    body, _end = decode_struct(msg.root, api_version, view, pos)
+    # Trailing bytes are ignored, as Kafka's clients do (see decode_request).
     return Response(header, body, api_key, api_version)
 
 

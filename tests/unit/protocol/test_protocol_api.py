@@ -9,7 +9,6 @@ import pytest
 import protocol
 from protocol import ApiKey, ErrorCode, ProtocolError
 from protocol.messages import (
-    ApiVersionsRequest,
     ApiVersionsResponse,
     FetchResponse,
     MetadataRequest,
@@ -123,10 +122,15 @@ def test_malformed_body_error_carries_the_header() -> None:
     assert info.value.header.correlation_id == 42
 
 
-def test_trailing_bytes_are_refused() -> None:
-    frame = protocol.encode_request(protocol.make_request(18, 0, 1, None, ApiVersionsRequest()))
-    with pytest.raises(ProtocolError):
-        protocol.decode_request(frame + b"\x00")
+def test_trailing_bytes_are_ignored_as_kafka_does() -> None:
+    # librdkafka's Metadata v9+ "all topics": an int32 0 where a compact null array (one
+    # byte 0) belongs. Kafka reads null topics, auto-create false, no tags, 3 bytes left.
+    header = struct.pack(">hhih", 3, 12, 4, 1) + b"c" + b"\x00"
+    frame = header + b"\x00\x00\x00\x00" + b"\x01\x00\x00"
+    request = protocol.decode_request(frame)
+    assert request.body.topics is None
+    assert request.body.allow_auto_topic_creation is False
+    assert protocol.encode_request(request) == frame[:-3]
 
 
 class _Region:

@@ -57,7 +57,7 @@ def _id(case: tuple[int, int, str]) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_kafka_python_reads_and_rewrites_our_bytes(
     case: tuple[int, int, str], data: st.DataObject

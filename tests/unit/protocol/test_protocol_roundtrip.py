@@ -18,7 +18,7 @@ import protocol
 from protocol.api import request_message, response_message
 from protocol.codec import MESSAGE_INFO
 
-SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 API_VERSIONS = [
     (key, version)
