@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import struct
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import protocol
 from broker.client.errors import ConnectionLost, RequestTimedOut, UnsupportedApi
@@ -279,8 +279,8 @@ class Connection(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports implement the Transport interface without subclassing it
+        self._transport = cast(asyncio.Transport, transport)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):

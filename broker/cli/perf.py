@@ -1,0 +1,340 @@
+"""``minikafka perf produce|consume``: load tests modelled on Kafka's perf test tools.
+
+    minikafka perf produce --bootstrap-server H:P --topic T (--num-records N | --duration S)
+        [--record-size 100] [--throughput -1] [--acks 1] [--batch-size 16384]
+        [--linger-ms 0] [--compression none] [--max-in-flight 5] [--connections 1]
+    minikafka perf consume --bootstrap-server H:P --topic T (--messages N | --duration S)
+        [--fetch-size 1048576] [--timeout 10000] [--from-latest] [--hide-header]
+
+produce: a load generator, not a producer. Every distinct batch and every Produce request
+around it is built before the clock starts (:mod:`broker.client.loadgen`); a send only
+stamps a correlation id, so the figures measure the broker. Sends go round robin over
+the partitions, up to ``--max-in-flight`` requests pipelined on each of ``--connections``
+connections per leader. ``--linger-ms`` matters only under a ``--throughput`` cap: a
+batch then holds the records that arrive within linger (at most ``--batch-size`` bytes).
+Every 5 s it prints Kafka's progress line, at the end Kafka's summary line
+(records/s, MB/s of record values, latency avg/max and 50th/95th/99th/99.9th
+percentiles). Latency is per request, from the write to its acknowledgement.
+
+consume: fetches every partition from the earliest offset (``--from-latest``: the end)
+from the leaders, one fetch per leader at a time, and counts records and bytes from the
+batch headers alone, never decoding a record. MB counts whole batches (headers and
+record framing included, about 10% above the values alone for 100-byte records). Prints
+Kafka's consumer perf test header and result row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import protocol
+from broker.client import (
+    EARLIEST,
+    LATEST,
+    ClientError,
+    Connection,
+    KafkaClient,
+    KafkaError,
+    count,
+    list_offsets,
+    parse_acks,
+)
+from broker.client.fetch import Fetcher
+from broker.client.loadgen import ProducePlan, records_per_batch
+from broker.client.produce import read_produce_response
+from broker.client.stats import (
+    CONSUMER_HEADER,
+    ProduceStats,
+    consumer_line,
+    progress_line,
+    summary_line,
+    throttle_delay_ms,
+)
+from protocol import ApiKey, ErrorCode
+from protocol.records import Compression
+from timer.clock import Clock, SystemClock
+
+CODECS = {c.name.lower(): c for c in Compression}
+#: nanoseconds on a monotonic clock; injected so that tests can drive time
+NowNs = Callable[[], int]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="mode", metavar="MODE", required=True)
+    p = sub.add_parser("produce", help="producer load test (pre-built batches)")
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
+    p.add_argument("--topic", required=True)
+    amount = p.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--num-records", type=int, help="records to send")
+    amount.add_argument("--duration", type=float, help="seconds to send for")
+    p.add_argument("--record-size", type=int, default=100, help="value bytes per record (100)")
+    p.add_argument("--throughput", type=float, default=-1, help="records/s cap; -1 for none (-1)")
+    p.add_argument("--acks", default="1", help="all, -1, 0 or 1 (1)")
+    p.add_argument("--batch-size", type=int, default=16384, help="batch.size in bytes (16384)")
+    p.add_argument("--linger-ms", type=float, default=0, help="linger.ms (0)")
+    p.add_argument("--compression", choices=sorted(CODECS), default="none")
+    p.add_argument("--max-in-flight", type=int, default=5, help="requests in flight per connection")
+    p.add_argument("--connections", type=int, default=1, help="connections per leader (1)")
+    p.add_argument(
+        "--distinct-batches", type=int, default=16, help="different batches to cycle through"
+    )
+    p.add_argument("--request-timeout-ms", type=int, default=30_000)
+    p.add_argument("--reporting-interval", type=int, default=5000, help="ms between progress lines")
+    p.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+
+    c = sub.add_parser("consume", help="consumer load test (counts batch headers)")
+    c.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]")
+    c.add_argument("--topic", required=True)
+    amount = c.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--messages", type=int, help="records to consume")
+    amount.add_argument("--duration", type=float, help="seconds to consume for")
+    c.add_argument("--fetch-size", type=int, default=1024 * 1024, help="bytes per partition")
+    c.add_argument(
+        "--timeout", type=int, default=10_000, help="ms without data after which it stops"
+    )
+    c.add_argument("--from-latest", action="store_true", help="start at the end of the log")
+    c.add_argument("--hide-header", action="store_true")
+    c.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+
+
+# -- produce ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    """One connection and the permits for its requests in flight."""
+
+    conn: Connection
+    permits: asyncio.Semaphore
+
+
+@dataclass
+class PerfProducer:
+    client: KafkaClient
+    plan: ProducePlan
+    num_records: int | None
+    duration_s: float | None
+    throughput: float
+    acks: int
+    request_timeout_s: float
+    reporting_interval_ms: int
+    now_ns: NowNs = time.perf_counter_ns
+    stats: ProduceStats = field(default_factory=ProduceStats)
+    _slots: dict[int, list[_Slot]] = field(default_factory=dict)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _errors_shown: int = 0
+
+    async def connect(self, connections: int, max_in_flight: int) -> None:
+        """Open ``connections`` dedicated connections per leader of the plan's partitions."""
+        by_leader: dict[int, list[_Slot]] = {}
+        topic = self.plan.topic
+        for p in self.plan.partitions:
+            leader = self.client.view.leader(topic, p)
+            if leader < 0:
+                raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{p}")
+            if leader not in by_leader:
+                by_leader[leader] = [
+                    _Slot(
+                        await self.client.open_connection(leader), asyncio.Semaphore(max_in_flight)
+                    )
+                    for _ in range(connections)
+                ]
+            self._slots[p] = by_leader[leader]
+
+    def close(self) -> None:
+        for slots in self._slots.values():
+            for slot in slots:
+                slot.conn.close()
+
+    def _elapsed_ms(self, start_ns: int) -> float:
+        return (self.now_ns() - start_ns) / 1e6
+
+    async def run(self) -> float:
+        """Send the load; return the elapsed milliseconds (until the last answer)."""
+        start = self.now_ns()
+        reporter = asyncio.create_task(self._report(start))
+        sent = 0
+        turn = 0
+        try:
+            while True:
+                left = None if self.num_records is None else self.num_records - sent
+                if left is not None and left <= 0:
+                    break
+                elapsed = self._elapsed_ms(start)
+                if self.duration_s is not None and elapsed >= self.duration_s * 1000:
+                    break
+                delay = throttle_delay_ms(sent, elapsed, self.throughput)
+                if delay > 0:
+                    await asyncio.sleep(delay / 1000)
+                send = self.plan.next(left)
+                slots = self._slots[send.partition]
+                slot = slots[turn % len(slots)]
+                turn += 1
+                await slot.permits.acquire()
+                sent += send.records
+                task = asyncio.create_task(
+                    self._send(slot, send.records, send.payload_bytes, send.request)
+                )
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            while self._tasks:
+                await asyncio.gather(*list(self._tasks))
+            return self._elapsed_ms(start)
+        finally:
+            reporter.cancel()
+
+    async def _send(self, slot: _Slot, records: int, nbytes: int, request: object) -> None:
+        from broker.client.connection import PrebuiltRequest
+
+        assert isinstance(request, PrebuiltRequest)
+        t0 = self.now_ns()
+        try:
+            frame = await slot.conn.send_prebuilt(
+                request, expect_response=self.acks != 0, timeout_s=self.request_timeout_s
+            )
+            if frame is not None:
+                body = protocol.decode_response(frame, ApiKey.PRODUCE, request.api_version).body
+                partition = body.responses[0].partition_responses[0].index
+                read_produce_response(body, self.plan.topic, partition)
+            self.stats.record(records, nbytes, (self.now_ns() - t0) / 1e6)
+        except KafkaError as exc:
+            self.stats.errors += records
+            if self._errors_shown < 5:
+                self._errors_shown += 1
+                print(f"ERROR produce failed: {exc}", file=sys.stderr)
+        finally:
+            slot.permits.release()
+
+    async def _report(self, start_ns: int) -> None:
+        last = start_ns
+        while True:
+            await asyncio.sleep(self.reporting_interval_ms / 1000)
+            now = self.now_ns()
+            print(progress_line(self.stats.take_window(), (now - last) / 1e6), flush=True)
+            last = now
+
+
+async def produce_main(args: argparse.Namespace, clock: Clock) -> int:
+    acks = parse_acks(args.acks)
+    if args.record_size < 0 or args.batch_size < 1 or args.max_in_flight < 1:
+        raise ValueError("--record-size, --batch-size and --max-in-flight must be positive")
+    async with KafkaClient(args.bootstrap_server) as client:
+        view = await client.refresh_metadata([args.topic])
+        info = view.topics.get(args.topic)
+        if info is None or info.error_code != ErrorCode.NONE or not info.partitions:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {args.topic}")
+        conn = await client.any_connection()
+        per_batch = records_per_batch(
+            args.record_size, args.batch_size, args.throughput, args.linger_ms
+        )
+        plan = ProducePlan(
+            args.topic,
+            sorted(info.partitions),
+            record_size=args.record_size,
+            per_batch=per_batch,
+            distinct=max(1, args.distinct_batches),
+            acks=acks,
+            timeout_ms=args.request_timeout_ms,
+            api_version=conn.version(ApiKey.PRODUCE),
+            timestamp_ms=clock.time_ms(),
+            compression=CODECS[args.compression],
+        )
+        producer = PerfProducer(
+            client,
+            plan,
+            args.num_records,
+            args.duration,
+            args.throughput,
+            acks,
+            args.request_timeout_ms / 1000,
+            args.reporting_interval,
+        )
+        await producer.connect(max(1, args.connections), args.max_in_flight)
+        try:
+            elapsed_ms = await producer.run()
+        finally:
+            producer.close()
+        print(summary_line(producer.stats, elapsed_ms), flush=True)
+        if producer.stats.errors:
+            print(f"{producer.stats.errors} records failed", file=sys.stderr)
+            return 1
+    return 0
+
+
+# -- consume ---------------------------------------------------------------------------------
+
+
+async def consume_main(args: argparse.Namespace, clock: Clock) -> int:
+    async with KafkaClient(args.bootstrap_server) as client:
+        view = await client.refresh_metadata([args.topic])
+        info = view.topics.get(args.topic)
+        if info is None or info.error_code != ErrorCode.NONE or not info.partitions:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {args.topic}")
+        partitions = sorted(info.partitions)
+        start_at = LATEST if args.from_latest else EARLIEST
+        positions = await list_offsets(client, args.topic, dict.fromkeys(partitions, start_at))
+        fetcher = Fetcher(
+            client,
+            args.topic,
+            positions,
+            max_wait_ms=min(500, args.timeout),
+            max_bytes=max(args.fetch_size * len(partitions), 1),
+            partition_max_bytes=args.fetch_size,
+        )
+        start_wall = clock.time_ms()
+        start = clock.monotonic_ms()
+        last_data = start
+        records = nbytes = 0
+        while True:
+            now = clock.monotonic_ms()
+            if args.messages is not None and records >= args.messages:
+                break
+            if args.duration is not None and now - start >= args.duration * 1000:
+                break
+            if now - last_data >= args.timeout:
+                print(
+                    f"WARNING: Exiting before consuming the expected number of messages: "
+                    f"timeout ({args.timeout} ms) exceeded.",
+                    file=sys.stderr,
+                )
+                break
+            leaders = fetcher.leaders()
+            if any(leader < 0 for leader in leaders):
+                await asyncio.sleep(0.1)  # backoff while a leader is elected
+                await client.refresh_metadata([args.topic])
+                continue
+            results = await asyncio.gather(
+                *(fetcher.fetch_from(leader, parts) for leader, parts in leaders.items())
+            )
+            for result in results:
+                for p, data in result.items():
+                    if data.error_code != ErrorCode.NONE:
+                        raise KafkaError(data.error_code, f"{args.topic}-{p}")
+                    counted = count(data.records)
+                    if counted.next_offset is not None:
+                        positions[p] = counted.next_offset
+                        records += counted.records
+                        nbytes += counted.bytes
+                        last_data = clock.monotonic_ms()
+        elapsed = clock.monotonic_ms() - start
+        if not args.hide_header:
+            print(CONSUMER_HEADER)
+        print(consumer_line(start_wall, clock.time_ms(), nbytes, records, elapsed), flush=True)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from broker.network.loop import run as run_loop
+
+    clock = SystemClock()
+    main = produce_main if args.mode == "produce" else consume_main
+    try:
+        return run_loop(main(args, clock), args.loop)
+    except (ClientError, ValueError) as exc:
+        print(f"ERROR {exc}", file=sys.stderr)
+        return 1
