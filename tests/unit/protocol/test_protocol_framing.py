@@ -36,8 +36,10 @@ def test_frames_are_writable_and_independent_of_the_input(split: bool) -> None:
     assert [bytes(f) for f in frames] == [b"abcdef", b"xyz"]
     for frame in frames:
         assert isinstance(frame, memoryview) and not frame.readonly
-    frames[0][0:1] = b"A"  # batch headers are rewritten in place
-    assert bytes(frames[0]) == b"Abcdef"
+    first = frames[0]
+    assert isinstance(first, memoryview)
+    first[0:1] = b"A"  # batch headers are rewritten in place
+    assert bytes(first) == b"Abcdef"
 
 
 def test_a_frame_arriving_byte_by_byte() -> None:
