@@ -10,13 +10,16 @@ offset ``base + o``. A time entry ``(t, o)`` says: the largest timestamp in the 
 to and including offset ``base + o`` is ``t``. Both are strictly increasing, so lookups
 are binary searches for the floor entry.
 
-Reads go through a read-only mmap. Entries are written with ``os.pwrite`` into space that
-``posix_fallocate`` has already reserved: the file grows ahead of the write position in
-small steps (doubling, at most 1 MiB at a time, capped at ``segment.index.bytes``), so a
-full disk surfaces as :class:`StorageError` from :meth:`reserve` before anything is
-written -- never as a SIGBUS from touching unallocated mmap'd pages -- and a thousand idle
-partitions do not reserve 10 MiB each. :meth:`trim` cuts the file to its entries when the
-segment rolls or closes; on open, a file's entries are its length / entry size.
+Reads and writes go through a shared mmap, but only over space that ``posix_fallocate``
+has already reserved: the file grows ahead of the write position in small steps
+(doubling, at most 1 MiB at a time, capped at ``segment.index.bytes``) and the mapping
+covers exactly the reserved bytes. So a full disk surfaces as :class:`StorageError` from
+:meth:`reserve` before anything is written -- never as a SIGBUS from touching pages with
+no blocks behind them -- and a thousand idle partitions do not reserve 10 MiB each.
+Pages dirtied through the mapping are written back by ``fsync`` on the descriptor
+(Linux's page cache is shared), which is what :meth:`flush` does. :meth:`trim` cuts the
+file to its entries when the segment rolls or closes; on open, a file's entries are its
+length / entry size.
 
 Not safe across threads: one thread (the event loop) appends, looks up and trims.
 """
@@ -61,7 +64,7 @@ class _Index:
             self._map.close()
             self._map = None
         if self._allocated > 0:
-            self._map = mmap.mmap(self._fd, self._allocated, access=mmap.ACCESS_READ)
+            self._map = mmap.mmap(self._fd, self._allocated, access=mmap.ACCESS_WRITE)
 
     @property
     def is_full(self) -> bool:
@@ -93,12 +96,10 @@ class _Index:
         self._allocated = new_size
         self._remap()
 
-    def _write_entry(self, data: bytes) -> None:
+    def _write_entry(self, a: int, b: int) -> None:
         self.reserve()
-        try:
-            os.pwrite(self._fd, data, self.entries * self.entry_size)
-        except OSError as exc:
-            raise StorageError(f"writing index {self.path}: {exc}") from exc
+        assert self._map is not None  # reserve() mapped the reserved space
+        self.ENTRY.pack_into(self._map, self.entries * self.entry_size, a, b)
         self.entries += 1
 
     def trim(self) -> None:
@@ -206,7 +207,7 @@ class OffsetIndex(_Index):
             )
         if self.entries and rel <= self.raw_entry(self.entries - 1)[0]:
             raise ValueError(f"offset {offset} is not above the last index entry")
-        self._write_entry(self.ENTRY.pack(rel, position))
+        self._write_entry(rel, position)
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the floor entry for ``offset``; (base, 0) if none."""
@@ -272,7 +273,7 @@ class TimeIndex(_Index):
         rel = offset - self.base_offset
         if not 0 <= rel <= _U32_MAX:
             raise ValueError(f"offset {offset} does not fit segment {self.base_offset}")
-        self._write_entry(self.ENTRY.pack(timestamp, rel))
+        self._write_entry(timestamp, rel)
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """(timestamp, offset) of the last entry with timestamp <= ``timestamp``;

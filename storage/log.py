@@ -96,6 +96,7 @@ class Log:
     ) -> None:
         self.directory = directory
         self.tp = tp
+        self._name = str(tp)
         self.config = config
         self.clock = clock
         self.topic_id = topic_id
@@ -224,13 +225,13 @@ class Log:
         stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
         self._check_usable()
         buf = writable(records)
-        batches = validate_batches(buf, self.config.max_message_bytes, str(self.tp), True)
+        batches = validate_batches(buf, self.config.max_message_bytes, self._name, True)
         log_append_time = -1
         if self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
             log_append_time = self.clock.time_ms()
         # Offsets first (the producer-state check compares them), then sequences.
         assigned = assign_offsets(buf, batches, self.log_end_offset, leader_epoch, log_append_time)
-        duplicate = check_producers(assigned, self.producer_state.producers, str(self.tp))
+        duplicate = check_producers(assigned, self.producer_state.producers, self._name)
         if duplicate is not None:
             return AppendInfo(
                 duplicate.first_offset,
@@ -251,8 +252,8 @@ class Log:
         made them), producer state and the leader-epoch cache follow the batches."""
         self._check_usable()
         buf = writable(records)
-        batches = validate_batches(buf, self.config.max_message_bytes, str(self.tp), False)
-        check_follower_offsets(batches, self.log_end_offset, str(self.tp))
+        batches = validate_batches(buf, self.config.max_message_bytes, self._name, False)
+        check_follower_offsets(batches, self.log_end_offset, self._name)
         return self._append_checked(buf, batches, None, -1)
 
     def _append_checked(

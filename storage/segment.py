@@ -212,10 +212,13 @@ class LogSegment:
         return start
 
     def _write(self, data: bytes | bytearray | memoryview, start: int) -> None:
-        view = memoryview(data).cast("B")
+        view = data if isinstance(data, memoryview) and data.format == "B" else memoryview(data)
+        view = view.cast("B") if view.format != "B" else view
+        total = len(view)
         written = 0
         try:
-            while written < len(view):
+            written = os.write(self._fd, view)
+            while written < total:  # a short write: the disk is filling up
                 written += os.write(self._fd, view[written:])
         except OSError as exc:
             self._cut(start)
