@@ -134,7 +134,7 @@ class KafkaController:
         """Stop handling events, resign if active, close the channel manager."""
         self._stopped = True
         self.zk.kazoo.remove_listener(self._on_session_state)
-        await self.events.shutdown()
+        await self.events.shutdown(timeout_s=10.0)
         was_active = self.is_active
         self._resign()
         if was_active:

@@ -23,6 +23,7 @@ from typing import Any
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import (
     BadVersionError,
+    KazooException,
     NodeExistsError,
     NoNodeError,
     RolledBackError,
@@ -396,15 +397,26 @@ class KafkaZkClient:
             raise failure
         return ControllerElection(False, self.get_controller_id())
 
-    def resign_controller(self, broker_id: int) -> None:
-        """Delete /controller if it is ours (used on a clean shutdown of the controller)."""
-        found = self._get(paths.CONTROLLER)
-        if found is None:
-            return
-        data, stat = found
-        if codec.decode_controller(data) == broker_id and stat.ephemeralOwner == self.session_id:
-            with contextlib.suppress(NoNodeError, BadVersionError):
-                self.kazoo.delete(paths.CONTROLLER, version=stat.version)
+    def resign_controller(self, broker_id: int, timeout_s: float = 5.0) -> bool:
+        """Delete /controller if it is ours (a clean shutdown or a fenced controller).
+
+        Bounded: a shutdown must not hang on a ZooKeeper that cannot be reached (the
+        session's expiry removes the znode then anyway). True if it was deleted.
+        """
+        try:
+            data, stat = self.kazoo.get_async(paths.CONTROLLER).get(timeout=timeout_s)
+            if (
+                codec.decode_controller(bytes(data)) != broker_id
+                or stat.ephemeralOwner != self.session_id
+            ):
+                return False
+            self.kazoo.delete_async(paths.CONTROLLER, version=stat.version).get(timeout=timeout_s)
+            return True
+        except (NoNodeError, BadVersionError, codec.ZkDataError):
+            return False
+        except (KazooException, KazooTimeoutError) as exc:
+            log.warning("could not remove /controller: %s", exc or type(exc).__name__)
+            return False
 
     def _controller_transactions(
         self, ops_by_key: Mapping[Any, Sequence[tuple[Any, ...]]], epoch_zk_version: int

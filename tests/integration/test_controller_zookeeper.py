@@ -80,8 +80,10 @@ Cluster = Callable[..., Awaitable[Node]]
 async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:  # noqa: F811
     nodes: list[Node] = []
 
-    async def start(broker_id: int, port: int | None = None) -> Node:
-        zk = await asyncio.to_thread(KafkaZkClient.connect, zk_connect, 4.0)
+    async def start(
+        broker_id: int, port: int | None = None, connect: str | None = None, session_s: float = 4.0
+    ) -> Node:
+        zk = await asyncio.to_thread(KafkaZkClient.connect, connect or zk_connect, session_s)
         channel = RecordingChannelManager()
         info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", port or 19000 + broker_id),))
         controller = KafkaController(zk, info, channel, SystemClock(), ControllerConfig())
@@ -92,8 +94,10 @@ async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:  # noqa: F811
 
     yield start
     for node in nodes:
-        await asyncio.wait_for(node.controller.shutdown(), 30)
-        await asyncio.to_thread(node.zk.close)
+        try:
+            await asyncio.wait_for(node.controller.shutdown(), 30)
+        finally:
+            await asyncio.to_thread(node.zk.close)
 
 
 async def side_client(zk_connect: str) -> KafkaZkClient:  # noqa: F811
@@ -453,3 +457,95 @@ async def test_a_corrupt_topic_znode_is_skipped_not_fatal(
         assert "bad" not in a.controller.ctx.all_topics()
     finally:
         await asyncio.to_thread(admin.close)
+
+
+class CuttableProxy:
+    """A TCP proxy to ZooKeeper whose connections can be cut and refused for a while,
+    as a network blip would: the client sees SUSPENDED, its session stays alive."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.refusing = False
+        self.writers: set[asyncio.StreamWriter] = set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers |= {writer, up_writer}
+        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+
+    def cut(self) -> None:
+        self.refusing = True
+        for w in self.writers:
+            w.close()
+        self.writers.clear()
+
+    async def close(self) -> None:
+        self.cut()
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+
+async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    host_port, chroot = zk_connect.split("/", 1)
+    proxy = CuttableProxy(int(host_port.rsplit(":", 1)[1]))
+    proxy_port = await proxy.start()
+    try:
+        a = await cluster(1, connect=f"127.0.0.1:{proxy_port}/{chroot}", session_s=8.0)
+        await until(lambda: a.controller.is_active, "broker 1 to be controller")
+        session = a.zk.session_id
+        admin = await side_client(zk_connect)
+        try:
+            proxy.cut()
+            await until(lambda: a.zk.kazoo.state == KazooState.SUSPENDED, "SUSPENDED")
+            # created while broker 1 cannot hear: kazoo dropped its watches meanwhile
+            topic = TopicAssignment("blip", codec.new_topic_id(), {0: (1,)})
+            await asyncio.to_thread(admin.create_topic, topic, {})
+            assert a.controller.is_active  # SUSPENDED alone resigns nothing
+            proxy.refusing = False
+            await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, "reconnected")
+            tp = TopicPartition("blip", 0)
+
+            async def online() -> bool:
+                return tp in await states(admin, tp)
+
+            await until_async(online, "the topic created during the blip online")
+            assert a.zk.session_id == session  # the same session throughout
+            assert a.controller.is_active and a.controller.epoch == 1
+        finally:
+            await asyncio.to_thread(admin.close)
+    finally:
+        await proxy.close()
+
+
+async def test_graceful_shutdown_hands_over_at_once(cluster: Cluster) -> None:
+    a = await cluster(1)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    b = await cluster(2)
+    await until(lambda: b.controller.active_controller_id == 1, "broker 2 to follow")
+    await asyncio.wait_for(a.controller.shutdown(), DEADLINE_S)
+    assert not a.controller.is_active
+    # /controller was deleted, not left to expire with the session
+    await until(lambda: b.controller.is_active, "broker 2 to take over", timeout=3.0)
+    assert b.controller.epoch == 2
