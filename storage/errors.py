@@ -23,6 +23,7 @@ OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
 KAFKA_STORAGE_ERROR = 56
 INVALID_RECORD = 87
+INCONSISTENT_TOPIC_ID = 103
 
 
 class StorageError(OSError):
@@ -72,3 +73,9 @@ class OffsetOutOfRangeError(RecordError):
 
 class InvalidTopicError(RecordError):
     error_code = INVALID_TOPIC_EXCEPTION
+
+
+class InconsistentTopicIdError(RecordError):
+    """The log on disk belongs to another incarnation of the topic (another topic id)."""
+
+    error_code = INCONSISTENT_TOPIC_ID

@@ -49,12 +49,10 @@ from storage.checkpoint import (
 )
 from storage.clock import Clock
 from storage.config import TIMESTAMP_LOG_APPEND_TIME, LogConfig
-from storage.errors import OffsetOutOfRangeError, StorageError
+from storage.errors import InconsistentTopicIdError, OffsetOutOfRangeError, StorageError
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
-from storage.names import (
-    TopicPartition,
-)
+from storage.names import TopicPartition
 from storage.producer_state import ProducerStateManager
 from storage.recovery import clean_directory, recover_segments
 from storage.segment import LogSegment
@@ -144,6 +142,11 @@ class Log:
             names = os.listdir(directory)
         except OSError as exc:
             raise StorageError(f"opening log {directory}: {exc}") from exc
+        stored_id = _read_topic_id(directory)
+        if topic_id is not None and stored_id is not None and topic_id != stored_id:
+            raise InconsistentTopicIdError(
+                f"{directory} belongs to topic id {stored_id}, not {topic_id}"
+            )
         now = clock.time_ms()
         bases = clean_directory(directory, names)
         start = log_start_offset if log_start_offset is not None else 0
@@ -156,12 +159,9 @@ class Log:
         leo = segments[-1].next_offset
         start = max(first_base, start if log_start_offset is not None else first_base)
         start = min(start, leo)
-        stored_id = _read_topic_id(directory)
         if topic_id is not None and stored_id is None:
             write_partition_metadata(os.path.join(directory, PARTITION_METADATA), topic_id)
         elif stored_id is not None:
-            if topic_id is not None and topic_id != stored_id:
-                raise StorageError(f"{directory} belongs to topic id {stored_id}, not {topic_id}")
             topic_id = stored_id
         result = cls(
             directory,

@@ -48,7 +48,7 @@ from storage.checkpoint import (
 )
 from storage.clock import Clock
 from storage.config import LONG_MAX, LogConfig, LogManagerConfig
-from storage.errors import StorageError
+from storage.errors import InconsistentTopicIdError, StorageError
 from storage.log import Log
 from storage.names import (
     DELETE_DIR_SUFFIX,
@@ -250,7 +250,9 @@ class LogManager:
         existing = self._logs.get(tp)
         if existing is not None:
             if topic_id is not None and existing.topic_id not in (None, topic_id):
-                raise StorageError(f"{tp} exists with topic id {existing.topic_id}, not {topic_id}")
+                raise InconsistentTopicIdError(
+                    f"{tp} exists with topic id {existing.topic_id}, not {topic_id}"
+                )
             return existing
         name = partition_dir_name(tp)
         if overrides is not None:

@@ -434,3 +434,12 @@ def test_partition_metadata_keeps_the_topic_id(tmp_path: os.PathLike[str]) -> No
     lg = open_log(str(tmp_path))
     assert lg.topic_id == "AAAAAAAAAAAAAAAAAAAAAQ"
     lg.close()
+
+
+def test_a_log_of_another_topic_id_is_refused(tmp_path: os.PathLike[str]) -> None:
+    from storage.errors import InconsistentTopicIdError
+
+    open_log(str(tmp_path), topic_id="AAAAAAAAAAAAAAAAAAAAAQ").close()
+    with pytest.raises(InconsistentTopicIdError) as info:
+        open_log(str(tmp_path), topic_id="BBBBBBBBBBBBBBBBBBBBBQ")
+    assert info.value.error_code == 103
