@@ -443,3 +443,34 @@ def test_a_log_of_another_topic_id_is_refused(tmp_path: os.PathLike[str]) -> Non
     with pytest.raises(InconsistentTopicIdError) as info:
         open_log(str(tmp_path), topic_id="BBBBBBBBBBBBBBBBBBBBBQ")
     assert info.value.error_code == 103
+
+
+def test_a_flush_racing_a_truncation_does_not_raise_the_recovery_point(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flush() runs in a worker thread; if the log is truncated while it fsyncs, the
+    recovery point must not move past the new log end."""
+    import threading
+
+    from storage.segment import LogSegment
+
+    lg = open_log(str(tmp_path))
+    for _ in range(10):
+        lg.append(make_batch(2), leader_epoch=0)
+    entered, release = threading.Event(), threading.Event()
+    original = LogSegment.flush
+
+    def slow_flush(self: LogSegment) -> None:
+        entered.set()
+        assert release.wait(10)
+        original(self)
+
+    monkeypatch.setattr(LogSegment, "flush", slow_flush)
+    worker = threading.Thread(target=lg.flush)
+    worker.start()
+    assert entered.wait(10)
+    lg.truncate_to(6)  # on the "event loop" while the worker is inside fsync
+    release.set()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert lg.log_end_offset == 6 and lg.recovery_point <= 6
