@@ -104,6 +104,7 @@ class Log:
         self._generation = 0
         self._background = background
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._max_position_cache: tuple[tuple[int, int, int], int] = ((-1, -1, -1), 0)
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = log_start_offset
         self.recovery_point = min(recovery_point, self.log_end_offset)
@@ -407,11 +408,19 @@ class Log:
     def _position_of(
         self, offset: int, seg: LogSegment, segments: list[LogSegment], i: int
     ) -> int | None:
-        """Byte position in ``seg`` where ``offset`` starts, None when it lies beyond."""
+        """Byte position in ``seg`` where ``offset`` starts, None when it lies beyond.
+        The answer for the high watermark is remembered: every consumer fetch asks for
+        it, and a batch's position changes only when the log is truncated."""
         if i + 1 < len(segments) and segments[i + 1].base_offset <= offset:
             return None
+        key = (offset, seg.base_offset, self._generation)
+        if self._max_position_cache[0] == key:
+            return self._max_position_cache[1]
         found = seg.translate_offset(offset)
-        return seg.size if found is None else found[0]
+        if found is None:
+            return seg.size
+        self._max_position_cache = (key, found[0])
+        return found[0]
 
     def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Like :meth:`read`, but the bytes (replicas' tests, tools)."""

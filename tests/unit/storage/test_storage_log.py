@@ -474,3 +474,18 @@ def test_a_flush_racing_a_truncation_does_not_raise_the_recovery_point(
     worker.join(10)
     assert not worker.is_alive()
     assert lg.log_end_offset == 6 and lg.recovery_point <= 6
+
+
+def test_high_watermark_position_is_forgotten_after_truncation(tmp_path: os.PathLike[str]) -> None:
+    lg = open_log(str(tmp_path), dataclasses.replace(SMALL, segment_bytes=1 << 20))
+    for _ in range(10):
+        lg.append(make_batch(2), leader_epoch=0)
+    first = lg.read_bytes(0, 1 << 20, max_offset=10)
+    assert first == lg.read_bytes(0, 1 << 20, max_offset=10)  # remembered, same answer
+    lg.truncate_to(4)
+    for _ in range(6):
+        lg.append(make_batch([b"a much longer value than before"]), leader_epoch=1)
+    again = lg.read_bytes(0, 1 << 20, max_offset=10)
+    assert again == b"".join(b[2] for b in all_batches(lg)[:8])  # 2 old + 6 new batches
+    assert again != first
+    lg.close()
