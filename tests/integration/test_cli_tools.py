@@ -1,0 +1,213 @@
+"""The tools against a real cluster: topics, console-producer | console-consumer, perf.
+
+One 2-broker cluster (real processes, real ZooKeeper) is shared by the module. Every
+command runs as ``python -m broker.cli.main ...``, exactly as a user runs it, with a
+timeout; waits are polls with deadlines.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.zookeeper_server import ZooKeeperServer
+from tests.integration.cluster import TestCluster, start_cluster, wait_until
+from tests.integration.zk import zookeeper  # noqa: F401
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    zookeeper: ZooKeeperServer,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[TestCluster]:
+    yield from start_cluster(zookeeper, tmp_path_factory.mktemp("cli-cluster"), 2)
+
+
+def mk(
+    cluster: TestCluster, *args: str, stdin: bytes | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``minikafka <command> --bootstrap-server <cluster> <args...>``."""
+    command, *rest = args
+    sub = rest.pop(0) if command == "perf" else None
+    argv = [sys.executable, "-m", "broker.cli.main", command]
+    if sub:
+        argv.append(sub)
+    argv += ["--bootstrap-server", cluster.layout.bootstrap_servers, *rest]
+    return subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, cwd=ROOT)
+
+
+def topics(cluster: TestCluster, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return mk(cluster, "topics", *args)
+
+
+def text(p: subprocess.CompletedProcess[bytes]) -> str:
+    return p.stdout.decode()
+
+
+def all_registered(cluster: TestCluster) -> bool:
+    return all(len(cluster.metadata(i).brokers) == 2 for i in cluster.broker_ids)
+
+
+def test_topics_create_list_describe_alter(cluster: TestCluster) -> None:
+    wait_until(lambda: all_registered(cluster), 30, "both brokers in metadata")
+    created = topics(
+        cluster, "--create", "--topic", "orders", "--partitions", "3",
+        "--replication-factor", "2", "--config", "retention.ms=86400000",
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    assert text(created).strip() == "Created topic orders."
+
+    again = topics(cluster, "--create", "--topic", "orders", "--partitions", "1")
+    assert again.returncode == 1
+    assert b"Topic 'orders' already exists." in again.stderr
+    quiet = topics(cluster, "--create", "--topic", "orders", "--if-not-exists")
+    assert quiet.returncode == 0 and quiet.stdout == b""
+
+    listed = topics(cluster, "--list")
+    assert "orders" in text(listed).split()
+
+    described = topics(cluster, "--describe", "--topic", "orders")
+    assert described.returncode == 0, described.stderr
+    head, *parts = text(described).splitlines()
+    assert re.fullmatch(
+        r"Topic: orders\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 3\t"
+        r"ReplicationFactor: 2\tConfigs: .*retention\.ms=86400000.*",
+        head,
+    ), head
+    assert len(parts) == 3
+    for i, line in enumerate(parts):
+        m = re.fullmatch(
+            rf"\tTopic: orders\tPartition: {i}\tLeader: (\d)\tReplicas: (\d),(\d)\tIsr: ([\d,]+)",
+            line,
+        )
+        assert m, line
+        leader, replicas = int(m[1]), {int(m[2]), int(m[3])}
+        assert replicas == {0, 1} and leader in replicas
+
+    altered = topics(cluster, "--alter", "--topic", "orders", "--partitions", "5")
+    assert altered.returncode == 0, altered.stderr
+    wait_until(
+        lambda: "PartitionCount: 5" in text(topics(cluster, "--describe", "--topic", "orders")),
+        30,
+        "five partitions described",
+    )
+    fewer = topics(cluster, "--alter", "--topic", "orders", "--partitions", "2")
+    assert fewer.returncode == 1 and b"INVALID_PARTITIONS" in fewer.stderr
+
+    missing = topics(cluster, "--describe", "--topic", "nope")
+    assert missing.returncode == 1 and b"does not exist" in missing.stderr
+
+
+def test_delete_is_refused_clearly_while_the_broker_cannot(cluster: TestCluster) -> None:
+    assert topics(cluster, "--create", "--topic", "doomed", "--partitions", "1").returncode == 0
+    deleted = topics(cluster, "--delete", "--topic", "doomed")
+    if deleted.returncode == 0:  # the deletion manager has landed
+        return
+    assert b"DeleteTopics" in deleted.stderr
+    assert "doomed" in text(topics(cluster, "--list")).split()
+
+
+def test_console_round_trip_with_keys_and_headers(cluster: TestCluster) -> None:
+    assert topics(cluster, "--create", "--topic", "lines", "--partitions", "2",
+                  "--replication-factor", "2").returncode == 0  # fmt: skip
+    lines = [f"src:cli,n:{i}|user-{i % 3}|value {i}" for i in range(30)]
+    produced = mk(
+        cluster, "console-producer", "--topic", "lines",
+        "--property", "parse.key=true", "--property", "key.separator=|",
+        "--property", "parse.headers=true", "--property", "headers.delimiter=|",
+        "--producer-property", "acks=all",
+        stdin=("\n".join(lines) + "\n").encode(),
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = mk(
+        cluster, "console-consumer", "--topic", "lines", "--from-beginning",
+        "--max-messages", "30", "--timeout-ms", "20000",
+        "--property", "print.key=true", "--property", "print.headers=true",
+        "--property", "print.partition=true", "--property", "print.offset=true",
+        "--property", "key.separator=|",
+    )  # fmt: skip
+    assert consumed.returncode == 0, consumed.stderr
+    assert b"Processed a total of 30 messages" in consumed.stderr
+    rows = [line.split("|") for line in text(consumed).splitlines()]
+    assert len(rows) == 30
+    got = {(r[2], r[3], r[4]) for r in rows}
+    assert got == {(f"src:cli,n:{i}", f"user-{i % 3}", f"value {i}") for i in range(30)}
+    # one key, one partition, in the order produced
+    for user in ("user-0", "user-1", "user-2"):
+        mine = [r for r in rows if r[3] == user]
+        assert len({r[0] for r in mine}) == 1
+        numbers = [int(r[4].split()[1]) for r in mine]
+        assert numbers == sorted(numbers)
+        offsets = [int(r[1].removeprefix("Offset:")) for r in mine]
+        assert offsets == sorted(offsets)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_are_read_back_by_the_tool_and_by_librdkafka(
+    cluster: TestCluster, codec: str
+) -> None:
+    topic = f"compressed-{codec}"
+    assert topics(cluster, "--create", "--topic", topic, "--partitions", "1").returncode == 0
+    values = [f"{codec} record {i} " + "x" * 50 for i in range(200)]
+    produced = mk(
+        cluster, "console-producer", "--topic", topic, "--compression-codec", codec,
+        stdin=("\n".join(values) + "\n").encode(),
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = mk(cluster, "console-consumer", "--topic", topic, "--offset", "earliest",
+                  "--max-messages", "200", "--timeout-ms", "20000")  # fmt: skip
+    assert text(consumed).splitlines() == values
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(
+        {"bootstrap.servers": cluster.layout.bootstrap_servers, "group.id": "unused",
+         "enable.auto.commit": False, "api.version.request": True}
+    )  # fmt: skip
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        seen: list[str] = []
+
+        def poll() -> bool:
+            msg = c.poll(0.5)
+            if msg is not None and msg.error() is None:
+                seen.append((msg.value() or b"").decode())
+            return len(seen) == len(values)
+
+        wait_until(poll, 30, f"librdkafka reads the {codec} batches")
+        assert seen == values
+    finally:
+        c.close()
+
+
+def test_perf_produce_and_consume_print_their_summaries(cluster: TestCluster) -> None:
+    assert topics(cluster, "--create", "--topic", "perf", "--partitions", "2").returncode == 0
+    produced = mk(
+        cluster, "perf", "produce", "--topic", "perf", "--num-records", "20000",
+        "--record-size", "100", "--batch-size", "16384", "--acks", "1",
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    summary = text(produced).splitlines()[-1]
+    assert re.fullmatch(
+        r"20000 records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, "
+        r"[\d.]+ ms max latency, [\d.]+ ms 50th, [\d.]+ ms 95th, [\d.]+ ms 99th, "
+        r"[\d.]+ ms 99\.9th\.",
+        summary,
+    ), summary
+    consumed = mk(cluster, "perf", "consume", "--topic", "perf", "--messages", "20000",
+                  "--timeout", "20000")  # fmt: skip
+    assert consumed.returncode == 0, consumed.stderr
+    header, row = text(consumed).splitlines()
+    assert header.startswith("start.time, end.time, data.consumed.in.MB, MB.sec")
+    fields = row.split(", ")
+    assert int(fields[4]) == 20000
+    assert float(fields[2]) > 20000 * 100 / 2**20  # batch framing comes on top of values
