@@ -384,6 +384,7 @@ class Log:
         before ``max_offset`` (the high watermark for consumers). None when there is
         nothing to return; :class:`OffsetOutOfRangeError` outside [log start, LEO]."""
         self._check_usable()
+        max_bytes = max(0, max_bytes)
         leo = self.log_end_offset
         if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
             return None
@@ -487,6 +488,8 @@ class Log:
         """Remove every batch holding offsets >= ``offset`` (a follower diverged). Returns
         whether anything was removed."""
         self._check_usable()
+        if offset < 0:
+            raise ValueError(f"{self._name}: cannot truncate to a negative offset {offset}")
         if offset >= self.log_end_offset:
             return False
         if offset <= self._segments[0].base_offset:
@@ -512,6 +515,8 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop everything and start empty at ``offset``."""
         self._check_usable()
+        if offset < 0:
+            raise ValueError(f"{self._name}: cannot start at a negative offset {offset}")
         log.info(
             "%s: truncating fully (offsets %d to %d) to start at %d",
             self.tp, self.log_start_offset, self.log_end_offset, offset,
@@ -555,10 +560,10 @@ class Log:
         """DeleteRecords: move the log start up to ``offset`` (at most the high watermark).
         Whole segments below it go with the next retention run."""
         self._check_usable()
-        if offset > self.high_watermark:
+        if offset < 0 or offset > self.high_watermark:
             raise OffsetOutOfRangeError(
-                f"{self.tp}: cannot delete records before {offset}, above the high watermark "
-                f"{self.high_watermark}"
+                f"{self._name}: cannot delete records before {offset}: outside "
+                f"[0, high watermark {self.high_watermark}]"
             )
         if offset > self.log_start_offset:
             self.log_start_offset = offset

@@ -489,3 +489,20 @@ def test_high_watermark_position_is_forgotten_after_truncation(tmp_path: os.Path
     assert again == b"".join(b[2] for b in all_batches(lg)[:8])  # 2 old + 6 new batches
     assert again != first
     lg.close()
+
+
+def test_nonsense_arguments_are_refused_without_touching_the_log(
+    tmp_path: os.PathLike[str],
+) -> None:
+    lg = open_log(str(tmp_path))
+    lg.append(make_batch(3), leader_epoch=0)
+    lg.update_high_watermark(3)
+    with pytest.raises(ValueError):
+        lg.truncate_to(-1)
+    with pytest.raises(ValueError):
+        lg.truncate_fully_and_start_at(-5)
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.increment_log_start_offset(-2)
+    assert lg.read(0, -10, min_one_message=False) is None
+    assert (lg.log_start_offset, lg.log_end_offset, len(all_batches(lg))) == (0, 3, 1)
+    lg.close()
