@@ -40,6 +40,7 @@ from controller.model import (
     TopicPartition,
 )
 from controller.partition_state_machine import PartitionStateMachine
+from controller.rebalance import partitions_to_rebalance, preferred_candidates
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
@@ -47,6 +48,7 @@ from controller.store import PartitionStateStore
 from controller.zk.client import KafkaZkClient
 from controller.zk.codec import ZkDataError
 from controller.zk.store import ZkPartitionStateStore
+from timer.scheduler import ScheduledTask, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +63,12 @@ STALE_BROKER_EPOCH = 77
 
 @dataclass(frozen=True)
 class ControllerConfig:
+    """The broker settings the controller uses (Kafka's names and defaults)."""
+
     unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_ms: int = 300_000
+    leader_imbalance_per_broker_percentage: int = 10
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,7 @@ class KafkaController:
         clock: Clock,
         config: ControllerConfig | None = None,
         store: PartitionStateStore | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.zk = zk
         self.broker_info = broker_info
@@ -95,6 +103,9 @@ class KafkaController:
         )
         self.replica_sm = ReplicaStateMachine(self.ctx, store)
         self.events = ev.ControllerEventManager(self._process)
+        #: runs the periodic leader-imbalance check while we are controller (optional)
+        self.scheduler = scheduler
+        self._rebalance_task: ScheduledTask | None = None
         self.active_controller_id: int | None = None
         self.broker_epoch = -1
         #: per-topic watch callbacks; kazoo keeps watchers in a set, so reuse one per topic
@@ -177,6 +188,10 @@ class KafkaController:
         if event.type != EventType.NONE:
             self.events.put_threadsafe(ev.IsrChangeNotification())
 
+    def _on_preferred_election_watch(self, event: WatchedEvent) -> None:
+        if event.type in (EventType.CREATED, EventType.CHANGED):
+            self.events.put_threadsafe(ev.PreferredReplicaElection())
+
     def _topic_watch(self, topic: str) -> Callable[[WatchedEvent], None]:
         if topic not in self._topic_watches:
 
@@ -238,6 +253,10 @@ class KafkaController:
             await self._on_partition_modifications(event.topic)
         elif isinstance(event, ev.IsrChangeNotification):
             await self._on_isr_change()
+        elif isinstance(event, ev.AutoPreferredLeaderElection):
+            await self._on_auto_rebalance()
+        elif isinstance(event, ev.PreferredReplicaElection):
+            await self._on_preferred_replica_election()
         elif isinstance(event, ev.ControlledShutdown):
             event.reply.set_result(
                 await self._on_controlled_shutdown(event.broker_id, event.broker_epoch)
@@ -284,6 +303,9 @@ class KafkaController:
             self._resign()
 
     def _resign(self) -> None:
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
+            self._rebalance_task = None
         if self.is_active:
             log.info("broker %s resigns as controller (epoch %s)", self.broker_id, self.ctx.epoch)
         for bid in list(self.ctx.live_brokers):
@@ -316,6 +338,8 @@ class KafkaController:
         await self.partition_sm.trigger_online_partition_state_change(batch)
         self._send(batch)
         await self._on_isr_change()
+        await self._on_preferred_replica_election()  # also arms its watch
+        self._schedule_rebalance()
 
     async def _load_context(self) -> None:
         ids = await self._zk(self.zk.get_broker_ids)
@@ -334,6 +358,7 @@ class KafkaController:
             self.events.put(ev.BrokerChange())
             self.events.put(ev.TopicChange())
             self.events.put(ev.IsrChangeNotification())
+            self.events.put(ev.PreferredReplicaElection())
             for topic in sorted(self.ctx.all_topics()):
                 self.events.put(ev.PartitionModifications(topic))
 
@@ -462,6 +487,46 @@ class KafkaController:
         batch.add_update_metadata(set(self.ctx.live_brokers), set(known))
         self._send(batch)
         await self._zk(self.zk.delete_isr_change_notifications, names, self.ctx.epoch_zk_version)
+
+    # -- preferred leaders ------------------------------------------------------------------
+
+    def _schedule_rebalance(self) -> None:
+        cfg = self.config
+        if self.scheduler is None or not cfg.auto_leader_rebalance_enable:
+            return
+        interval = cfg.leader_imbalance_check_interval_ms
+        self._rebalance_task = self.scheduler.schedule(
+            f"auto-leader-rebalance-task-{self.broker_id}",
+            lambda: self.events.put(ev.AutoPreferredLeaderElection()),
+            delay_ms=min(5_000, interval),  # Kafka checks 5 s after failover, then periodically
+            period_ms=interval,
+        )
+
+    async def _on_auto_rebalance(self) -> None:
+        pct = self.config.leader_imbalance_per_broker_percentage
+        await self._elect_preferred(partitions_to_rebalance(self.ctx, pct))
+
+    async def _on_preferred_replica_election(self) -> None:
+        requested = await self._zk(
+            self.zk.get_preferred_replica_election, self._on_preferred_election_watch
+        )
+        if requested is None:
+            return
+        known = [tp for tp in requested if tp in self.ctx.leadership]
+        await self._elect_preferred(preferred_candidates(self.ctx, known))
+        await self._zk(self.zk.delete_preferred_replica_election, self.ctx.epoch_zk_version)
+
+    async def _elect_preferred(self, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        log.info("controller: preferred leaders for %s", [str(tp) for tp in partitions])
+        batch = ControllerRequestBatch()
+        failures = await self.partition_sm.handle_state_changes(
+            partitions, PartitionState.ONLINE, batch, ElectionStrategy.PREFERRED_REPLICA
+        )
+        for tp, why in failures.items():
+            log.info("preferred leader election for %s failed: %s", tp, why)
+        self._send(batch)
 
     # -- controlled shutdown ----------------------------------------------------------------
 

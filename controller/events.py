@@ -82,6 +82,20 @@ class IsrChangeNotification(ControllerEvent):
 
 
 @dataclass
+class AutoPreferredLeaderElection(ControllerEvent):
+    """The periodic leader-imbalance check is due."""
+
+    retriable = True
+
+
+@dataclass
+class PreferredReplicaElection(ControllerEvent):
+    """/admin/preferred_replica_election was written (an operator asked)."""
+
+    retriable = True
+
+
+@dataclass
 class SessionState(ControllerEvent):
     """Kazoo reported a connection state: CONNECTED, SUSPENDED or LOST."""
 

@@ -491,6 +491,24 @@ class KafkaZkClient:
             )
         )
 
+    def get_preferred_replica_election(
+        self, watch: Watch | None = None
+    ) -> list[TopicPartition] | None:
+        """The partitions an operator asked to move back to their preferred leader."""
+        found = self._get(paths.PREFERRED_REPLICA_ELECTION, watch)
+        return None if found is None else codec.decode_isr_change(found[0])
+
+    def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
+        self._controller_transactions(
+            {0: [("delete", paths.PREFERRED_REPLICA_ELECTION, -1)]}, epoch_zk_version
+        )
+
+    def request_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
+        """What an admin tool writes; NodeExists while a previous request is pending."""
+        self.kazoo.create(
+            paths.PREFERRED_REPLICA_ELECTION, codec.encode_partition_list(partitions), makepath=True
+        )
+
     # -- producer ids -------------------------------------------------------------------
 
     def allocate_producer_id_block(

@@ -41,6 +41,7 @@ from controller.zk import codec, paths
 from controller.zk.client import KafkaZkClient
 from tests.integration.zk import expire_session, zk_connect, zookeeper  # noqa: F401
 from timer.clock import SystemClock
+from timer.scheduler import Scheduler
 
 pytestmark = pytest.mark.integration
 
@@ -81,12 +82,19 @@ async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:  # noqa: F811
     nodes: list[Node] = []
 
     async def start(
-        broker_id: int, port: int | None = None, connect: str | None = None, session_s: float = 4.0
+        broker_id: int,
+        port: int | None = None,
+        connect: str | None = None,
+        session_s: float = 4.0,
+        config: ControllerConfig | None = None,
+        scheduler: Scheduler | None = None,
     ) -> Node:
         zk = await asyncio.to_thread(KafkaZkClient.connect, connect or zk_connect, session_s)
         channel = RecordingChannelManager()
         info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", port or 19000 + broker_id),))
-        controller = KafkaController(zk, info, channel, SystemClock(), ControllerConfig())
+        controller = KafkaController(
+            zk, info, channel, SystemClock(), config or ControllerConfig(), scheduler=scheduler
+        )
         await controller.start()
         node = Node(controller, zk, channel)
         nodes.append(node)
@@ -549,3 +557,91 @@ async def test_graceful_shutdown_hands_over_at_once(cluster: Cluster) -> None:
     # /controller was deleted, not left to expire with the session
     await until(lambda: b.controller.is_active, "broker 2 to take over", timeout=3.0)
     assert b.controller.epoch == 2
+
+
+async def move_leader_away_and_back_into_isr(
+    a: Node, b: Node, cluster: Cluster, admin: KafkaZkClient, tp: TopicPartition
+) -> None:
+    """Leave ``tp`` led by broker 1 with broker 2 (its preferred replica) restarted and
+    back in the ISR, as after a controlled shutdown, a restart and a catch-up."""
+
+    async def led_by(leader: int) -> bool:
+        st = (await states(admin, tp)).get(tp)
+        return st is not None and st.leader_and_isr.leader == leader
+
+    await until_async(lambda: led_by(2), f"{tp} led by its preferred replica 2")
+    result = await a.controller.controlled_shutdown(2, b.controller.broker_epoch)
+    assert result.error_code == NONE
+    await until_async(lambda: led_by(1), f"{tp} led by 1")
+    await b.controller.shutdown()
+    await asyncio.to_thread(b.zk.close)
+    await until(lambda: 2 not in a.controller.ctx.live_brokers, "broker 2 to be gone")
+    await cluster(2)
+    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be back")
+    # broker 2 caught up again: the leader writes the ISR back and notifies the controller
+    st = (await states(admin, tp))[tp]
+    lai = st.leader_and_isr
+    grown = LeaderAndIsr(lai.leader, lai.leader_epoch, (1, 2), lai.zk_version)
+    raw = codec.encode_partition_state(grown, st.controller_epoch)
+    await asyncio.to_thread(
+        admin.kazoo.set, paths.partition_state(tp.topic, 0), raw, lai.zk_version
+    )
+    await asyncio.to_thread(admin.propagate_isr_change, [tp])
+
+
+async def test_auto_leader_rebalance_moves_leadership_back(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    scheduler = Scheduler(SystemClock(), threads=1)
+    scheduler.start()
+    try:
+        config = ControllerConfig(leader_imbalance_check_interval_ms=200)
+        a = await cluster(1, config=config, scheduler=scheduler)
+        await until(lambda: a.controller.is_active, "broker 1 to be controller")
+        b = await cluster(2)
+        await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+        admin = await side_client(zk_connect)
+        try:
+            tp = TopicPartition("pref", 0)
+            topic = TopicAssignment("pref", codec.new_topic_id(), {0: (2, 1)})
+            await asyncio.to_thread(admin.create_topic, topic, {})
+            await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
+
+            async def back_to_2() -> bool:
+                st = (await states(admin, tp)).get(tp)
+                return st is not None and st.leader_and_isr.leader == 2
+
+            await until_async(back_to_2, "the periodic check to move leadership back to 2")
+        finally:
+            await asyncio.to_thread(admin.close)
+    finally:
+        await scheduler.shutdown()
+
+
+async def test_requested_preferred_replica_election(
+    cluster: Cluster,
+    zk_connect: str,  # noqa: F811
+) -> None:
+    config = ControllerConfig(auto_leader_rebalance_enable=False)
+    a = await cluster(1, config=config)
+    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    b = await cluster(2)
+    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+    admin = await side_client(zk_connect)
+    try:
+        tp = TopicPartition("ask", 0)
+        topic = TopicAssignment("ask", codec.new_topic_id(), {0: (2, 1)})
+        await asyncio.to_thread(admin.create_topic, topic, {})
+        await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
+        await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1, 2), "ISR")
+        await asyncio.to_thread(admin.request_preferred_replica_election, [tp])
+
+        async def done() -> bool:
+            st = (await states(admin, tp)).get(tp)
+            gone = await asyncio.to_thread(admin.get_preferred_replica_election) is None
+            return gone and st is not None and st.leader_and_isr.leader == 2
+
+        await until_async(done, "leader 2 and the request consumed")
+    finally:
+        await asyncio.to_thread(admin.close)
