@@ -18,18 +18,11 @@ import argparse
 import os
 import struct
 import sys
-from collections.abc import Iterator
 from typing import TextIO
 
-from protocol.records.batch import (
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    BatchHeader,
-    Compression,
-    InvalidBatch,
-    read_header,
-    validate,
-)
+from protocol.records.batch import BatchHeader, Compression, InvalidBatch, validate
+from storage.errors import StorageError
+from storage.reader import Damage, iter_file_batches
 
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
@@ -72,7 +65,7 @@ def dump_file(path: str, out: TextIO, print_data: bool = False, verify_only: boo
             return _dump_index(path, base, out)
         if path.endswith(".snapshot"):
             return _dump_snapshot(path, out)
-    except OSError as exc:
+    except (OSError, StorageError) as exc:
         print(f"{path}: {exc}", file=out)
         return 1
     print(f"{path}: not a .log, .index, .timeindex or .snapshot file", file=out)
@@ -87,45 +80,27 @@ def _base_offset(path: str) -> int | None:
 # -- .log ------------------------------------------------------------------------------------
 
 
-def _iter_batches(fd: int, size: int) -> Iterator[tuple[int, bytes | None, BatchHeader | str]]:
-    """(position, batch bytes, header) for each batch; (position, None, reason) for the
-    first thing that is not a valid batch, after which iteration stops."""
-    pos = 0
-    while pos < size:
-        head = os.pread(fd, HEADER_SIZE, pos)
-        if len(head) < HEADER_SIZE:
-            yield pos, None, f"{size - pos} trailing bytes are too few for a batch header"
-            return
-        length = int.from_bytes(head[8:12], "big", signed=True)
-        if length < HEADER_SIZE - LOG_OVERHEAD or pos + length + LOG_OVERHEAD > size:
-            yield pos, None, f"batch length {length} is impossible with {size - pos} bytes left"
-            return
-        data = os.pread(fd, length + LOG_OVERHEAD, pos)
-        yield pos, data, read_header(data)
-        pos += len(data)
-
-
 def _dump_log(path: str, out: TextIO, print_data: bool) -> int:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        base = _base_offset(path)
-        if base is not None:
-            print(f"Log starting offset: {base}", file=out)
-        for pos, data, header in _iter_batches(fd, size):
-            if data is None or isinstance(header, str):
-                print(f"Found {size - pos} invalid bytes at position {pos}: {header}", file=out)
-                return 1
-            valid, reason = True, ""
-            try:
-                validate(data)
-            except InvalidBatch as exc:
-                valid, reason = False, f" ({exc})"
-            print(_batch_line(header, pos, valid) + reason, file=out)
-            if print_data:
-                _print_records(data, header, out)
-    finally:
-        os.close(fd)
+    base = _base_offset(path)
+    if base is not None:
+        print(f"Log starting offset: {base}", file=out)
+    size = os.path.getsize(path)
+    for item in iter_file_batches(path):
+        if isinstance(item, Damage):
+            print(
+                f"Found {size - item.position} invalid bytes at position {item.position}: "
+                f"{item.reason}",
+                file=out,
+            )
+            return 1
+        valid, reason = True, ""
+        try:
+            validate(item.data)
+        except InvalidBatch as exc:
+            valid, reason = False, f" ({exc})"
+        print(_batch_line(item.header, item.position, valid) + reason, file=out)
+        if print_data:
+            _print_records(item.data, item.header, out)
     return 0
 
 
@@ -209,15 +184,11 @@ def _verify_index(path: str, base: int, out: TextIO) -> int:
     timestamp is the entry's timestamp; both must increase."""
     log_path = path[: path.rindex(".")] + ".log"
     entries, extra = _read_entries(path)
-    fd = os.open(log_path, os.O_RDONLY)
-    try:
-        batches = {
-            pos: h
-            for pos, data, h in _iter_batches(fd, os.fstat(fd).st_size)
-            if data is not None and isinstance(h, BatchHeader)
-        }
-    finally:
-        os.close(fd)
+    batches = {
+        item.position: item.header
+        for item in iter_file_batches(log_path)
+        if not isinstance(item, Damage)
+    }
     by_last = {h.last_offset: h for h in batches.values()}
     problems = [f"{extra} trailing bytes form no entry"] if extra else []
     prev: tuple[int, int] | None = None
