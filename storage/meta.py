@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from storage.checkpoint import write_atomically
@@ -138,3 +138,23 @@ def write_meta_properties(
         except OSError as exc:
             raise StorageError(f"creating log directory {d}: {exc}") from exc
         write_atomically(os.path.join(d, META_PROPERTIES), format_meta_properties(meta))
+
+
+def ensure_meta_properties(
+    log_dirs: Iterable[str],
+    configured_broker_id: int | None,
+    cluster_id: str,
+    generate_broker_id: Callable[[], int],
+) -> int:
+    """The whole startup rule in one call: read every directory's meta.properties,
+    refuse disagreements (:class:`InconsistentMetadataError`), take the broker id from
+    the configuration or the disk or else ``generate_broker_id()`` (ZooKeeper's
+    /brokers/seqid), and write the file where it is missing. Returns the broker id."""
+    dirs = list(log_dirs)
+    found = read_meta_properties(dirs)
+    broker_id = resolve_broker_id(found, configured_broker_id)
+    check_cluster_id(found, cluster_id)
+    if broker_id is None:
+        broker_id = generate_broker_id()
+    write_meta_properties(dirs, broker_id, cluster_id, found)
+    return broker_id

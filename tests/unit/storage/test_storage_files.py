@@ -147,3 +147,19 @@ def test_log_config_from_broker_props_and_topic_overrides() -> None:
         {"log.dirs": "/a, /b", "num.recovery.threads.per.data.dir": "4"}
     )
     assert m.log_dirs == ("/a", "/b") and m.num_recovery_threads_per_data_dir == 4
+
+
+def test_ensure_meta_properties_end_to_end(tmp_path: os.PathLike[str]) -> None:
+    from storage.meta import ensure_meta_properties
+
+    dirs = [os.path.join(tmp_path, "a"), os.path.join(tmp_path, "b")]
+    assert ensure_meta_properties(dirs, None, "c1", lambda: 1001) == 1001  # generated
+    assert ensure_meta_properties(dirs, None, "c1", lambda: 7) == 1001  # from disk now
+    assert ensure_meta_properties(dirs, 1001, "c1", lambda: 7) == 1001
+    with pytest.raises(InconsistentMetadataError):
+        ensure_meta_properties(dirs, 5, "c1", lambda: 7)
+    with pytest.raises(InconsistentMetadataError):
+        ensure_meta_properties(dirs, None, "other-cluster", lambda: 7)
+    third = os.path.join(tmp_path, "c")
+    assert ensure_meta_properties([*dirs, third], None, "c1", lambda: 7) == 1001
+    assert read_meta_properties([third])[third] == MetaProperties(1001, "c1")
