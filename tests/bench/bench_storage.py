@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -51,7 +52,7 @@ def batch_of(size: int, record_size: int = 1024) -> bytearray:
     )
 
 
-def best_of(rounds: int, fn) -> float:  # type: ignore[no-untyped-def]
+def best_of(rounds: int, fn: Callable[[], float]) -> float:
     return min(fn() for _ in range(rounds))
 
 
@@ -196,8 +197,8 @@ def main() -> int:
                 f"{base:8.0f} MB/s | ratio {logged / base:.2f} (target >= 0.8)"
             )
         lg = build_big_log(root, total)
-        size = lg.size_in_bytes / MiB
-        print(f"built a {size:.0f} MiB log of 16 KiB batches ({lg.log_end_offset} records)")
+        log_mib = lg.size_in_bytes / MiB
+        print(f"built a {log_mib:.0f} MiB log of 16 KiB batches ({lg.log_end_offset} records)")
         base, measured = bench_lookups(lg, 20_000)
         print(f"offset lookups: Log.read {measured:10.0f}/s | in-memory bisect {base:10.0f}/s")
         base, measured, batches = bench_recovery(lg)

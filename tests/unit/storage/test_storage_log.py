@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 
 import pytest
 from storage_helpers import SMALL, all_batches, make_batch, open_log
@@ -67,8 +68,8 @@ def test_append_accepts_a_writable_buffer_and_rewrites_it_in_place(
 )
 def test_invalid_batches_are_refused_whole_and_leave_the_log_unchanged(
     tmp_path: os.PathLike[str],
-    damage,
-    error,  # type: ignore[no-untyped-def]
+    damage: Callable[[bytes], bytes],
+    error: type[Exception],
 ) -> None:
     lg = open_log(str(tmp_path))
     lg.append(make_batch(2), leader_epoch=0)
@@ -243,15 +244,15 @@ def test_fetch_offset_by_timestamp(tmp_path: os.PathLike[str]) -> None:
     for i in range(40):
         lg.append(make_batch(3, timestamp=1_000 + 10 * i, ts_step=3), leader_epoch=2)
     # Record i of batch b has timestamp 1000 + 10 b + 3 i, offset 3 b + i.
-    assert lg.fetch_offset_by_timestamp(1_000).offset == 0  # type: ignore[union-attr]
+    assert lg.fetch_offset_by_timestamp(1_000).offset == 0
     hit = lg.fetch_offset_by_timestamp(1_004)  # between records: the next record
     assert hit is not None and (hit.offset, hit.timestamp) == (2, 1_006)
     hit = lg.fetch_offset_by_timestamp(1_007)  # after the batch's last record
     assert hit is not None and (hit.offset, hit.timestamp, hit.leader_epoch) == (3, 1_010, 2)
-    assert lg.fetch_offset_by_timestamp(0).offset == 0  # type: ignore[union-attr]
+    assert lg.fetch_offset_by_timestamp(0).offset == 0
     assert lg.fetch_offset_by_timestamp(5_000) is None
-    assert lg.fetch_offset_by_timestamp(LATEST_TIMESTAMP).offset == 120  # type: ignore[union-attr]
-    assert lg.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).offset == 0  # type: ignore[union-attr]
+    assert lg.fetch_offset_by_timestamp(LATEST_TIMESTAMP).offset == 120
+    assert lg.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).offset == 0
     top = lg.fetch_offset_by_timestamp(MAX_TIMESTAMP)
     assert top is not None and (top.timestamp, top.offset) == (1_396, 119)
     lg.close()
@@ -302,7 +303,7 @@ def test_truncate_fully(tmp_path: os.PathLike[str]) -> None:
 
 
 def filled_log(path: str, clock: MockClock, config: LogConfig = SMALL, batches: int = 40) -> Log:
-    lg = open_log(path, config, clock)
+    lg: Log = open_log(path, config, clock)
     for i in range(batches):
         lg.append(make_batch(3, timestamp=clock.time_ms() - 100_000 + i), leader_epoch=0)
     lg.update_high_watermark(lg.log_end_offset)
@@ -406,7 +407,7 @@ def test_flush_moves_the_recovery_point(tmp_path: os.PathLike[str]) -> None:
 
 
 def test_roll_flushes_the_old_segments_in_the_background(tmp_path: os.PathLike[str]) -> None:
-    jobs = []
+    jobs: list[Callable[[], None]] = []
     lg = open_log(str(tmp_path), background=jobs.append)
     for _ in range(40):
         lg.append(make_batch(3), leader_epoch=0)

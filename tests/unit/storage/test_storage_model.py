@@ -94,8 +94,12 @@ def reopen(lg: Log, path: str, clean: bool) -> Log:
         lg.flush()
         start, recovery = lg.log_start_offset, lg.recovery_point
         lg.close()
-        return open_log(path, CONFIG, clean_shutdown=True, log_start_offset=start,
-                        recovery_point=recovery)  # fmt: skip
+        reopened: Log = open_log(path, CONFIG, clean_shutdown=True, log_start_offset=start,
+                                 recovery_point=recovery)  # fmt: skip
+        return reopened
     start = lg.log_start_offset
     crash(lg)
-    return open_log(path, CONFIG, clean_shutdown=False, log_start_offset=start, recovery_point=0)
+    recovered: Log = open_log(
+        path, CONFIG, clean_shutdown=False, log_start_offset=start, recovery_point=0
+    )
+    return recovered

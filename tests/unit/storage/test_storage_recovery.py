@@ -32,7 +32,7 @@ def build(path: str, batches: int = 40, last_records: int = 1) -> list[tuple[int
         lg.append(make_batch(4, timestamp=1_000 + 7 * i, ts_step=2), leader_epoch=3)
     lg.append(make_batch(last_records, timestamp=2_000), leader_epoch=3)
     assert len(lg.segments) >= 3
-    batches_written = all_batches(lg)
+    batches_written: list[tuple[int, int, bytes]] = all_batches(lg)
     crash(lg)
     return batches_written
 
@@ -42,7 +42,7 @@ def seg_path(path: str, base: int, suffix: str = ".log") -> str:
 
 
 def reopen_and_check(path: str, tmp: str, expected: list[tuple[int, int, bytes]]) -> Log:
-    lg = open_log(path, clean_shutdown=False)
+    lg: Log = open_log(path, clean_shutdown=False)
     assert all_batches(lg) == expected
     assert lg.log_end_offset == (expected[-1][1] + 1 if expected else 0)
     reference = rebuilt_copy(path, tmp)

@@ -21,7 +21,7 @@ def segment(tmp: os.PathLike[str], base: int = 0, interval: int = 200) -> LogSeg
 
 
 def append(seg: LogSegment, base_offset: int, records: int, ts: int) -> bytes:
-    data = make_batch(records, base_offset=base_offset, timestamp=ts)
+    data: bytes = make_batch(records, base_offset=base_offset, timestamp=ts)
     seg.append(data, [(0, read_header(data))])
     return data
 
