@@ -307,13 +307,14 @@ def variant(exchange: Exchange) -> str:
     if exchange.header.api_key != kp.PRODUCE_KEY:
         return ""
     req = kp.decode_request(exchange.request)
-    codec = "?"
+    codec, idempotent = "?", False
     for topic in req.topic_data:
         for part in topic.partition_data:
             records = part.records
-            if records and len(records) > 23:
+            if records and len(records) >= 61:  # a RecordBatch v2 header
                 codec = str(struct.unpack_from(">h", records, 21)[0] & 0x7)
-    return f"acks={req.acks},codec={codec}"
+                idempotent = struct.unpack_from(">q", records, 43)[0] >= 0
+    return f"acks={req.acks},codec={codec}" + (",idempotent" if idempotent else "")
 
 
 def select(exchanges: list[Exchange]) -> list[Exchange]:
