@@ -83,6 +83,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--distinct-batches", type=int, default=16, help="different batches to cycle through"
     )
+    p.add_argument("--partition", type=int, help="send to this partition only (default: all)")
     p.add_argument("--request-timeout-ms", type=int, default=30_000)
     p.add_argument("--reporting-interval", type=int, default=5000, help="ms between progress lines")
     p.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
@@ -98,8 +99,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--timeout", type=int, default=10_000, help="ms without data after which it stops"
     )
     c.add_argument("--from-latest", action="store_true", help="start at the end of the log")
+    c.add_argument("--partition", type=int, help="consume this partition only (default: all)")
     c.add_argument("--hide-header", action="store_true")
     c.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
+
+
+async def _partitions(
+    client: KafkaClient, topic: str, only: int | None, *, auto_create: bool
+) -> list[int]:
+    view = await client.refresh_metadata([topic], allow_auto_create=auto_create)
+    info = view.topics.get(topic)
+    if info is None or info.error_code != ErrorCode.NONE or not info.partitions:
+        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if info is None else info.error_code
+        raise KafkaError(code, f"topic {topic}")
+    if only is None:
+        return sorted(info.partitions)
+    if only not in info.partitions:
+        raise ValueError(f"topic {topic} has no partition {only}")
+    return [only]
 
 
 # -- produce ---------------------------------------------------------------------------------
@@ -224,17 +241,15 @@ async def produce_main(args: argparse.Namespace, clock: Clock) -> int:
     if args.record_size < 0 or args.batch_size < 1 or args.max_in_flight < 1:
         raise ValueError("--record-size, --batch-size and --max-in-flight must be positive")
     async with KafkaClient(args.bootstrap_server) as client:
-        view = await client.refresh_metadata([args.topic])
-        info = view.topics.get(args.topic)
-        if info is None or info.error_code != ErrorCode.NONE or not info.partitions:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {args.topic}")
+        # as a producer does, let brokers that auto-create topics create it
+        partitions = await _partitions(client, args.topic, args.partition, auto_create=True)
         conn = await client.any_connection()
         per_batch = records_per_batch(
             args.record_size, args.batch_size, args.throughput, args.linger_ms
         )
         plan = ProducePlan(
             args.topic,
-            sorted(info.partitions),
+            partitions,
             record_size=args.record_size,
             per_batch=per_batch,
             distinct=max(1, args.distinct_batches),
@@ -271,11 +286,7 @@ async def produce_main(args: argparse.Namespace, clock: Clock) -> int:
 
 async def consume_main(args: argparse.Namespace, clock: Clock) -> int:
     async with KafkaClient(args.bootstrap_server) as client:
-        view = await client.refresh_metadata([args.topic])
-        info = view.topics.get(args.topic)
-        if info is None or info.error_code != ErrorCode.NONE or not info.partitions:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {args.topic}")
-        partitions = sorted(info.partitions)
+        partitions = await _partitions(client, args.topic, args.partition, auto_create=False)
         start_at = LATEST if args.from_latest else EARLIEST
         positions = await list_offsets(client, args.topic, dict.fromkeys(partitions, start_at))
         fetcher = Fetcher(

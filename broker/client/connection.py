@@ -79,6 +79,25 @@ class PrebuiltRequest:
         return len(self.head) + len(self.tail)
 
 
+def _decode_api_versions(frame: bytes | memoryview, version: int) -> Any | None:
+    """The ApiVersionsResponse body, read at ``version`` or else as v0 (error answers
+    are v0 bodies whatever version was asked); None when neither reads."""
+    for v in (version, 0):
+        try:
+            return protocol.decode_response(frame, ApiKey.API_VERSIONS, v).body
+        except protocol.ProtocolError:
+            continue
+    return None
+
+
+def _peek_error_code(frame: bytes | memoryview) -> int | None:
+    """The int16 error code after the 4-byte correlation id (header v0) of an
+    ApiVersions response."""
+    if len(frame) < 6:
+        return None
+    return int(struct.unpack_from(">h", frame, 4)[0])
+
+
 class Connection(asyncio.Protocol):
     def __init__(self, host: str, port: int, config: ConnectionConfig | None = None) -> None:
         self.host = host
@@ -121,28 +140,30 @@ class Connection(asyncio.Protocol):
         return conn
 
     async def negotiate_versions(self) -> dict[int, int]:
-        """ApiVersions at our newest version; on UNSUPPORTED_VERSION (answered with a v0
-        body listing the broker's ranges), once more at the best version it lists."""
+        """ApiVersions at our newest version. A broker that does not know that version
+        answers UNSUPPORTED_VERSION, normally with a v0 body listing its ranges; we then
+        ask again at the best version it lists, or at v0 when its body cannot be read
+        (librdkafka's mock cluster answers v3 with a body in neither shape)."""
         version = API_VERSIONS_FIRST_TRY
-        for _ in range(2):
+        tried: set[int] = set()
+        while version not in tried:
+            tried.add(version)
             body = ApiVersionsRequest(
                 client_software_name=CLIENT_SOFTWARE_NAME,
                 client_software_version=CLIENT_SOFTWARE_VERSION,
             )
             frame = await self._round_trip(ApiKey.API_VERSIONS, version, body)
-            try:
-                response = protocol.decode_response(frame, ApiKey.API_VERSIONS, version)
-            except protocol.ProtocolError:
-                # an error answer is a v0 body whatever version was asked
-                response = protocol.decode_response(frame, ApiKey.API_VERSIONS, 0)
-            ranges = [(k.api_key, k.min_version, k.max_version) for k in response.body.api_keys]
-            if response.body.error_code == ErrorCode.UNSUPPORTED_VERSION:
-                retry = retry_version(ranges)
-                if retry is None or retry == version:
-                    break
-                version = retry
+            response = _decode_api_versions(frame, version)
+            if response is None:
+                if _peek_error_code(frame) == ErrorCode.UNSUPPORTED_VERSION:
+                    version = 0
+                    continue
+                break
+            ranges = [(k.api_key, k.min_version, k.max_version) for k in response.api_keys]
+            if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
+                version = retry_version(ranges) or 0
                 continue
-            if response.body.error_code != ErrorCode.NONE:
+            if response.error_code != ErrorCode.NONE:
                 break
             self.broker_ranges = {key: (lo, hi) for key, lo, hi in ranges}
             self.versions = negotiate(ranges)
