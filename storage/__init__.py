@@ -7,6 +7,7 @@ Modules, one concept each:
 - :mod:`.log`            Log: a partition's segments, appends, reads, truncation, retention
 - :mod:`.append`         the append checks: validation, offset assignment, sequences
 - :mod:`.recovery`       loading a log directory after a crash
+- :mod:`.reader`         read-only batch iteration for tools and jobs
 - :mod:`.log_manager`    LogManager: directories, loading, checkpoints, scheduled tasks
 - :mod:`.retention`      pure roll and retention decisions
 - :mod:`.producer_state` idempotent producers' sequences and their snapshots
