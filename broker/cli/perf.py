@@ -44,6 +44,7 @@ from broker.client import (
     list_offsets,
     parse_acks,
 )
+from broker.client.connection import PrebuiltRequest
 from broker.client.fetch import Fetcher
 from broker.client.loadgen import ProducePlan, records_per_batch
 from broker.client.produce import read_produce_response
@@ -205,10 +206,7 @@ class PerfProducer:
         finally:
             reporter.cancel()
 
-    async def _send(self, slot: _Slot, records: int, nbytes: int, request: object) -> None:
-        from broker.client.connection import PrebuiltRequest
-
-        assert isinstance(request, PrebuiltRequest)
+    async def _send(self, slot: _Slot, records: int, nbytes: int, request: PrebuiltRequest) -> None:
         t0 = self.now_ns()
         try:
             frame = await slot.conn.send_prebuilt(

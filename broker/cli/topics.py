@@ -44,7 +44,7 @@ from broker.client import (
     describe_topics,
 )
 from broker.client.admin import ConfigEntry
-from broker.client.cluster_view import NO_LEADER
+from broker.client.cluster_view import NO_LEADER, PartitionInfo
 from broker.client.console import parse_properties
 from protocol import ErrorCode
 
@@ -127,10 +127,7 @@ def format_topic(info: TopicInfo, configs: Sequence[ConfigEntry] | None) -> str:
     )
 
 
-def format_partition(topic: str, p: object) -> str:
-    from broker.client.cluster_view import PartitionInfo
-
-    assert isinstance(p, PartitionInfo)
+def format_partition(topic: str, p: PartitionInfo) -> str:
     leader = "none" if p.leader == NO_LEADER else str(p.leader)
     line = (
         f"\tTopic: {topic}\tPartition: {p.partition}\tLeader: {leader}\t"

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from broker.client.cluster_view import NO_LEADER, ClusterView
 from broker.client.connection import Connection, ConnectionConfig
 from broker.client.errors import ClientError, ConnectionLost, KafkaError
-from protocol import ApiKey
+from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest
 from timer.clock import Clock, SystemClock
 
@@ -161,7 +161,7 @@ class KafkaClient:
         if node_id is None:
             conn = await self.any_connection()
         elif node_id == NO_LEADER:
-            raise KafkaError(5, "no leader")  # LEADER_NOT_AVAILABLE
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, "no leader known")
         else:
             conn = await self.connection(node_id)
         if callable(body):

@@ -17,7 +17,8 @@ from protocol.messages import ApiVersionsResponse, MetadataRequest, MetadataResp
 
 pytestmark = pytest.mark.timeout(30)
 
-Script = Callable[[list[protocol.Request]], list[protocol.Response]]
+#: answers to a batch of requests: Responses, or raw frames (without size prefix)
+Script = Callable[[list[protocol.Request]], list[Any]]
 
 
 def api_versions(request: protocol.Request, ranges: dict[int, tuple[int, int]]) -> Any:
@@ -58,7 +59,11 @@ class FakeBroker:
                 if len(pending) < self.batch:
                     continue
                 for response in self.script(pending):
-                    frame = protocol.encode_response(response)
+                    frame = (
+                        response
+                        if isinstance(response, bytes)
+                        else protocol.encode_response(response)
+                    )
                     writer.write(struct.pack(">i", len(frame)) + frame)
                 await writer.drain()
                 pending = []
@@ -135,6 +140,26 @@ async def test_retries_api_versions_at_the_version_an_older_broker_lists(
     try:
         assert [r.api_version for r in broker.seen] == [3, 2]
         assert conn.versions == {ApiKey.API_VERSIONS: 2, ApiKey.METADATA: 5}
+    finally:
+        conn.close()
+
+
+async def test_an_unreadable_error_answer_to_api_versions_falls_back_to_v0(
+    broker_factory: Any,
+) -> None:
+    # librdkafka's mock cluster answers ApiVersions v3 with error 35 and a body that is
+    # neither v3 nor v0; Kafka's clients then ask again at v0
+    def mock_like(requests: list[protocol.Request]) -> list[Any]:
+        (r,) = requests
+        if r.api_key == ApiKey.API_VERSIONS and r.api_version == 3:
+            return [struct.pack(">ih", r.header.correlation_id, 35) + b"\x01\x00\x12\x00"]
+        return [api_versions(r, RANGES)]
+
+    broker, port = await broker_factory(mock_like)
+    conn = await Connection.open("127.0.0.1", port)
+    try:
+        assert [r.api_version for r in broker.seen] == [3, 0]
+        assert conn.versions[ApiKey.METADATA] == 12
     finally:
         conn.close()
 
