@@ -109,7 +109,8 @@ class PartitionStateMachine:
                 failures[tp] = f"invalid transition from {current} to {target}"
         if target is PartitionState.ONLINE:
             new = [tp for tp in valid if self.ctx.partition_state(tp) is PartitionState.NEW]
-            existing = [tp for tp in valid if tp not in set(new)]
+            new_set = set(new)
+            existing = [tp for tp in valid if tp not in new_set]
             failures.update(await self._initialize_leaders(new, batch))
             failures.update(await self._elect_leaders(existing, strategy, batch))
         else:

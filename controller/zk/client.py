@@ -297,9 +297,7 @@ class KafkaZkClient:
         controller_epoch: int,
         epoch_zk_version: int,
     ) -> dict[TopicPartition, LeaderAndIsr | Exception]:
-        for tp in states:
-            # structural parents, no data: harmless for a zombie to create
-            self.kazoo.ensure_path(paths.partition(tp.topic, tp.partition))
+        self._ensure_partition_parents(states)
         ops = {
             tp: [
                 ("create", paths.partition_state(tp.topic, tp.partition),
@@ -315,6 +313,18 @@ class KafkaZkClient:
             else:
                 out[tp] = states[tp].with_zk_version(0)
         return out
+
+    def _ensure_partition_parents(self, partitions: Iterable[TopicPartition]) -> None:
+        """Create ``.../partitions`` once per topic, then every ``.../partitions/<p>`` with
+        all creates in flight at once. Structural, empty znodes: harmless for a zombie to
+        create, so they are not epoch-checked; the state znodes below them are."""
+        tps = list(partitions)
+        for topic in sorted({tp.topic for tp in tps}):
+            self.kazoo.ensure_path(paths.topic_partitions(topic))
+        pending = [self.kazoo.create_async(paths.partition(tp.topic, tp.partition)) for tp in tps]
+        for result in pending:
+            with contextlib.suppress(NodeExistsError):
+                result.get()
 
     def update_partition_states(
         self,

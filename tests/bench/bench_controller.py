@@ -1,0 +1,157 @@
+"""Controller benchmark: partition-state writes to a real ZooKeeper, and failover time.
+
+    .venv/bin/python tests/bench/bench_controller.py [--quick] [--partitions N]
+
+Prints, in one run against one local ZooKeeper (tickTime 500, loopback):
+
+1. epoch-fenced partition-state writes (one multi-op per partition: check
+   /controller_epoch + create or conditional set), all in flight at once as the controller
+   issues them, beside the baseline of the same multi-ops one round trip at a time;
+2. controller failover: the active controller's session is closed and the time until the
+   other controller is active with every partition loaded and re-announced, and until a
+   new topic's partitions are online under it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from broker.zookeeper_server import ZooKeeperServer, free_port
+from controller.channel import RecordingChannelManager
+from controller.controller import KafkaController
+from controller.model import (
+    BrokerInfo,
+    EndPoint,
+    LeaderAndIsr,
+    TopicAssignment,
+    TopicPartition,
+)
+from controller.states import PartitionState
+from controller.zk import codec
+from controller.zk.client import KafkaZkClient
+from timer.clock import SystemClock
+
+
+def rate(n: int, seconds: float) -> str:
+    return f"{n / seconds:10,.0f} partitions/s  ({seconds * 1000:8.1f} ms for {n})"
+
+
+def bench_writes(connect: str, n: int) -> None:
+    zk = KafkaZkClient.connect(connect, 10.0)
+    try:
+        election = zk.try_become_controller(1, 0)
+        epoch, version = election.epoch, election.epoch_zk_version
+        for name in ("pipelined", "sequential"):
+            tps = [TopicPartition(f"bench-{name}", p) for p in range(n)]
+            states = {tp: LeaderAndIsr(1, 0, (1, 2, 3)) for tp in tps}
+            start = time.perf_counter()
+            if name == "pipelined":
+                zk.create_partition_states(states, epoch, version)
+            else:
+                for tp, lai in states.items():
+                    zk.create_partition_states({tp: lai}, epoch, version)
+            created = time.perf_counter() - start
+            updates = {tp: LeaderAndIsr(2, 1, (2, 3), 0) for tp in tps}
+            start = time.perf_counter()
+            if name == "pipelined":
+                zk.update_partition_states(updates, epoch, version)
+            else:
+                for tp, lai in updates.items():
+                    zk.update_partition_states({tp: lai}, epoch, version)
+            updated = time.perf_counter() - start
+            print(f"  create  {name:10s} {rate(n, created)}")
+            print(f"  update  {name:10s} {rate(n, updated)}")
+    finally:
+        zk.close()
+
+
+async def bench_failover(connect: str, n: int) -> None:
+    nodes = []
+    for bid in (1, 2):
+        zk = await asyncio.to_thread(KafkaZkClient.connect, connect, 10.0)
+        ctl = KafkaController(
+            zk,
+            BrokerInfo(bid, (EndPoint("127.0.0.1", 9000 + bid),)),
+            RecordingChannelManager(),
+            SystemClock(),
+        )
+        await ctl.start()
+        nodes.append((ctl, zk))
+    (a, a_zk), (b, b_zk) = nodes
+    admin = await asyncio.to_thread(KafkaZkClient.connect, connect, 10.0)
+    try:
+        await wait(lambda: a.is_active or b.is_active)
+        active, active_zk, other = (a, a_zk, b) if a.is_active else (b, b_zk, a)
+        assignment: dict[int, tuple[int, ...]] = {p: (1, 2) if p % 2 else (2, 1) for p in range(n)}
+        topic = TopicAssignment("failover", codec.new_topic_id(), assignment)
+        start = time.perf_counter()
+        await asyncio.to_thread(admin.create_topic, topic, {})
+        await wait(lambda: len(active.ctx.partitions_in_states(PartitionState.ONLINE)) == n)
+        print(f"  new topic online       {rate(n, time.perf_counter() - start)}")
+
+        start = time.perf_counter()
+        await asyncio.to_thread(active_zk.close)  # the session ends: /controller goes
+        await wait(lambda: other.is_active and len(other.ctx.leadership) >= n)
+        took = time.perf_counter() - start
+        print(f"  failover, {n} partitions loaded: {took * 1000:8.1f} ms")
+        start = time.perf_counter()
+        more = TopicAssignment("after", codec.new_topic_id(), {p: (1, 2) for p in range(n)})
+        await asyncio.to_thread(admin.create_topic, more, {})
+        await wait(lambda: len(other.ctx.partitions_in_states(PartitionState.ONLINE)) == n)
+        print(f"  new topic after it     {rate(n, time.perf_counter() - start)}")
+    finally:
+        for ctl, zk in nodes:
+            await ctl.shutdown()
+            await asyncio.to_thread(zk.close)
+        await asyncio.to_thread(admin.close)
+
+
+async def wait(predicate: Callable[[], bool], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("benchmark condition not reached")
+        await asyncio.sleep(0.005)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer partitions")
+    parser.add_argument("--partitions", type=int, default=None)
+    args = parser.parse_args()
+    n = args.partitions or (200 if args.quick else 2000)
+    logging.basicConfig(level=logging.ERROR)  # kazoo's reconnection chatter is expected
+    with tempfile.TemporaryDirectory(prefix="bench-zk-") as tmp:
+        server = ZooKeeperServer(Path(tmp), free_port())
+        server.start()
+        try:
+            print(f"partition-state writes, {n} partitions (epoch-fenced multi-ops):")
+            _chroot(server, "/w")
+            bench_writes(server.connect_string + "/w", n)
+            print(f"controller (2 brokers, RF 2, {n} partitions):")
+            _chroot(server, "/f")
+            asyncio.run(bench_failover(server.connect_string + "/f", n))
+        finally:
+            server.stop()
+    return 0
+
+
+def _chroot(server: ZooKeeperServer, path: str) -> None:
+    zk = KafkaZkClient.connect(server.connect_string, 10.0)
+    try:
+        zk.kazoo.ensure_path(path)
+    finally:
+        zk.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
