@@ -14,6 +14,7 @@ Modules, by concept:
   ``network.TcpChannelManager``: the real one (a queue, a connection, retries per broker).
 - ``events``: the controller's events and its single-consumer ControllerEventManager.
 - ``controller``: KafkaController, election and event handlers.
+- ``rebalance``: which partitions go back to their preferred leader (pure).
 - ``shutdown``: the broker side of controlled shutdown, and the response builder.
 - ``zk``: ``paths`` and ``codec`` (znode paths and JSON payloads), ``client.KafkaZkClient``
   (blocking, kazoo), ``store.ZkPartitionStateStore`` (asyncio adapter).
@@ -26,7 +27,9 @@ What the broker assembly calls::
     controller = KafkaController(
         zk, BrokerInfo(broker_id, endpoints, rack), TcpChannelManager(broker_id,
         ChannelConfig(listener_name=control_plane_listener)), clock,
-        ControllerConfig(unclean_leader_election_enable=...))
+        ControllerConfig(unclean_leader_election_enable=..., auto_leader_rebalance_enable=...,
+        leader_imbalance_check_interval_ms=..., leader_imbalance_per_broker_percentage=...),
+        scheduler=scheduler)      # timer.Scheduler: runs the periodic leader-imbalance check
     broker_epoch = await controller.start()   # registers /brokers/ids/<id>, joins election
     ...
     # ControlledShutdown (7) handler on the control plane:
