@@ -45,6 +45,7 @@ from broker.client import (
     parse_acks,
 )
 from broker.client.connection import PrebuiltRequest
+from broker.client.console import parse_properties
 from broker.client.fetch import Fetcher
 from broker.client.loadgen import ProducePlan, records_per_batch
 from broker.client.produce import read_produce_response
@@ -79,6 +80,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=16384, help="batch.size in bytes (16384)")
     p.add_argument("--linger-ms", type=float, default=0, help="linger.ms (0)")
     p.add_argument("--compression", choices=sorted(CODECS), default="none")
+    p.add_argument(
+        "--producer-props",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Kafka's spelling of the settings above: acks, batch.size, linger.ms, "
+        "compression.type (they override the flags)",
+    )
     p.add_argument("--max-in-flight", type=int, default=5, help="requests in flight per connection")
     p.add_argument("--connections", type=int, default=1, help="connections per leader (1)")
     p.add_argument(
@@ -234,7 +243,31 @@ class PerfProducer:
             last = now
 
 
+#: --producer-props key -> the flag (attribute) it sets, and how to read its value
+PRODUCER_PROPS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "acks": ("acks", str),
+    "batch.size": ("batch_size", int),
+    "linger.ms": ("linger_ms", float),
+    "compression.type": ("compression", str),
+}
+
+
+def apply_producer_props(args: argparse.Namespace) -> None:
+    """Fold ``--producer-props k=v ...`` into the flags; ValueError for unknown keys."""
+    for key, value in parse_properties(args.producer_props, "--producer-props").items():
+        if key == "bootstrap.servers":
+            continue
+        if key not in PRODUCER_PROPS:
+            known = ", ".join(sorted(PRODUCER_PROPS))
+            raise ValueError(f"--producer-props {key} is not supported (known: {known})")
+        attr, convert = PRODUCER_PROPS[key]
+        setattr(args, attr, convert(value))
+    if args.compression not in CODECS:
+        raise ValueError(f"compression.type {args.compression!r} is not one of {sorted(CODECS)}")
+
+
 async def produce_main(args: argparse.Namespace, clock: Clock) -> int:
+    apply_producer_props(args)
     acks = parse_acks(args.acks)
     if args.record_size < 0 or args.batch_size < 1 or args.max_in_flight < 1:
         raise ValueError("--record-size, --batch-size and --max-in-flight must be positive")

@@ -129,3 +129,21 @@ def test_consumer_starting_points() -> None:
         starting_point("latest", True, None)
     with pytest.raises(ValueError, match="earliest, latest or a number"):
         starting_point("soon", False, 0)
+
+
+def test_perf_producer_props_override_the_flags() -> None:
+    from broker.cli.main import build_parser
+    from broker.cli.perf import apply_producer_props
+
+    args = build_parser().parse_args(
+        ["perf", "produce", "--bootstrap-server", "h:1", "--topic", "t", "--num-records", "5",
+         "--acks", "1", "--producer-props", "acks=all", "linger.ms=5", "batch.size=65536",
+         "compression.type=zstd"]
+    )  # fmt: skip
+    apply_producer_props(args)
+    assert (args.acks, args.linger_ms, args.batch_size, args.compression) == (
+        "all", 5.0, 65536, "zstd",
+    )  # fmt: skip
+    args.producer_props = ["buffer.memory=1"]
+    with pytest.raises(ValueError, match="not supported"):
+        apply_producer_props(args)
