@@ -16,6 +16,10 @@ import os
 import sys
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(name)s: %(message)s"
+#: after a completed shutdown, the process must be gone within this many seconds; a
+#: worker thread stuck in a blocking call would otherwise keep it alive (asyncio waits for
+#: its default executor on exit): then every thread's stack is dumped and it exits
+EXIT_GRACE_S = 15
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for key in config.unknown_keys:
         logging.getLogger("minikafka").warning("unknown configuration key %s (ignored)", key)
-    return run_loop(serve(config), kind=config.get_str("event.loop") or "uvloop")
+    import faulthandler
+
+    status = run_loop(serve(config), kind=config.get_str("event.loop") or "uvloop")
+    faulthandler.cancel_dump_traceback_later()
+    return status
 
 
 async def serve(config: object) -> int:
@@ -89,4 +97,7 @@ async def serve(config: object) -> int:
     await server.shutdown()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.remove_signal_handler(sig)
+    import faulthandler
+
+    faulthandler.dump_traceback_later(EXIT_GRACE_S, exit=True)
     return status
