@@ -143,3 +143,21 @@ def test_server_waits_for_zookeeper_with_a_clear_message(
     proc.wait(30)
     assert time.monotonic() - started < 30
     assert "Traceback" not in out.read_text()
+
+
+def test_layout_follows_design_section_6(tmp_path: Path) -> None:
+    from broker.cli.cluster import ClusterLayout
+
+    layout = ClusterLayout.standard(tmp_path, brokers=3)
+    assert layout.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
+    assert layout.zk_connect == "127.0.0.1:2181"
+    assert layout.metrics_url(2) == "http://127.0.0.1:9602/metrics"
+    props = layout.broker_properties(1)
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:9193"
+    assert props["control.plane.listener.name"] == "CONTROLLER"
+    assert props["log.dirs"] == str(tmp_path / "broker-1" / "logs")
+    external = ClusterLayout.standard(
+        tmp_path, brokers=1, overrides=[("zookeeper.connect", "zk:2181/x"), ("num.io.threads", "2")]
+    )
+    assert external.zookeeper_connect == "zk:2181/x"
+    assert external.broker_properties(0)["num.io.threads"] == "2"
