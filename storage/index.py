@@ -54,8 +54,20 @@ class _Index:
         except OSError as exc:
             raise StorageError(f"opening index {path}: {exc}") from exc
         self.entries = self._allocated // self.entry_size
+        self._closed = False
         self._map: mmap.mmap | None = None
         self._remap()
+
+    def _file(self) -> int:
+        """The descriptor, reopened if :meth:`seal` released it."""
+        if self._fd < 0:
+            if self._closed:
+                raise StorageError(f"index {self.path} is closed")
+            try:
+                self._fd = os.open(self.path, os.O_RDWR)
+            except OSError as exc:
+                raise StorageError(f"reopening index {self.path}: {exc}") from exc
+        return self._fd
 
     # -- file handling -------------------------------------------------------------------
 
@@ -64,7 +76,7 @@ class _Index:
             self._map.close()
             self._map = None
         if self._allocated > 0:
-            self._map = mmap.mmap(self._fd, self._allocated, access=mmap.ACCESS_WRITE)
+            self._map = mmap.mmap(self._file(), self._allocated, access=mmap.ACCESS_WRITE)
 
     @property
     def is_full(self) -> bool:
@@ -87,11 +99,11 @@ class _Index:
         if new_size < need:
             raise StorageError(f"index {self.path} is full ({self.entries} entries)")
         try:
-            os.posix_fallocate(self._fd, self._allocated, new_size - self._allocated)
+            os.posix_fallocate(self._file(), self._allocated, new_size - self._allocated)
         except OSError as exc:
             # fallocate may have extended the file before failing: give the space back.
             with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, self._allocated)
+                os.ftruncate(self._file(), self._allocated)
             raise StorageError(f"growing index {self.path}: {exc}") from exc
         self._allocated = new_size
         self._remap()
@@ -111,7 +123,7 @@ class _Index:
             self._map.close()
             self._map = None
         try:
-            os.ftruncate(self._fd, size)
+            os.ftruncate(self._file(), size)
         except OSError as exc:
             raise StorageError(f"trimming index {self.path}: {exc}") from exc
         self._allocated = size
@@ -124,28 +136,54 @@ class _Index:
             self._map.close()
             self._map = None
         try:
-            os.ftruncate(self._fd, 0)
+            os.ftruncate(self._file(), 0)
         except OSError as exc:
             raise StorageError(f"resetting index {self.path}: {exc}") from exc
         self._allocated = 0
 
+    def seal(self) -> None:
+        """Trim, and release the descriptor of an index that takes no more entries (a
+        rolled segment's): its mapping stays for lookups. A segment made active again
+        by a truncation reopens it on the next write. (CPython's mmap holds its own
+        duplicate descriptor, so this saves one descriptor per index.)"""
+        self.trim()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     def flush(self) -> None:
+        """fsync the file; pages written through the mapping are part of it."""
+        fd, own = self._fd, False
+        if fd < 0:
+            if self._closed:
+                return
+            try:
+                fd, own = os.open(self.path, os.O_RDONLY), True
+            except FileNotFoundError:
+                return  # deleted meanwhile: nothing left to make durable
+            except OSError as exc:
+                raise StorageError(f"flushing index {self.path}: {exc}") from exc
         try:
-            os.fsync(self._fd)
+            os.fsync(fd)
         except OSError as exc:
             raise StorageError(f"flushing index {self.path}: {exc}") from exc
+        finally:
+            if own:
+                os.close(fd)
 
     def close(self) -> None:
-        if self._fd < 0:
+        if self._closed:
             return
         try:
             self.trim()
         finally:
+            self._closed = True
             if self._map is not None:
                 self._map.close()
                 self._map = None
-            os.close(self._fd)
-            self._fd = -1
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
     def rename(self, new_path: str) -> None:
         os.rename(self.path, new_path)

@@ -70,6 +70,8 @@ def recover_segments(
         if i < first_unflushed:
             problem = seg.check_indexes()
             if problem is None:
+                if i + 1 < len(segments):
+                    seg.seal_indexes()
                 continue
             log.warning("%s: rebuilding indexes of segment %d: %s", tp, seg.base_offset, problem)
             result = seg.rebuild_indexes()

@@ -465,8 +465,13 @@ class LogSegment:
             self.time_index.maybe_append(
                 self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
             )
-        self.offset_index.trim()
-        self.time_index.trim()
+        self.offset_index.seal()
+        self.time_index.seal()
+
+    def seal_indexes(self) -> None:
+        """Release the index descriptors of a segment that takes no more appends."""
+        self.offset_index.seal()
+        self.time_index.seal()
 
     def flush(self) -> None:
         try:

@@ -150,5 +150,6 @@ def crash(lg: Log) -> None:
         for index in (seg.offset_index, seg.time_index):
             if index._map is not None:
                 index._map.close()
-            os.close(index._fd)
+            if index._fd >= 0:
+                os.close(index._fd)
         os.close(seg.fd)
