@@ -507,3 +507,25 @@ def test_nonsense_arguments_are_refused_without_touching_the_log(
     assert lg.read(0, -10, min_one_message=False) is None
     assert (lg.log_start_offset, lg.log_end_offset, len(all_batches(lg))) == (0, 3, 1)
     lg.close()
+
+
+def test_rolled_segments_hold_no_index_descriptors_until_written_again(
+    tmp_path: os.PathLike[str],
+) -> None:
+    lg = open_log(str(tmp_path))
+    for _ in range(40):
+        lg.append(make_batch(3), leader_epoch=0)
+    sealed = lg.segments[:-1]
+    assert all(s.offset_index._fd < 0 and s.time_index._fd < 0 for s in sealed)
+    assert lg.read_bytes(3, 1)  # lookups still work through the mappings
+    lg.close()
+    lg = open_log(str(tmp_path), clean_shutdown=True)
+    assert all(s.offset_index._fd < 0 for s in lg.segments[:-1])
+    lg.truncate_to(lg.segments[0].next_offset - 3)  # the first segment is active again
+    for _ in range(20):
+        lg.append(make_batch(3), leader_epoch=0)
+    reference = [b[:2] for b in all_batches(lg)]
+    lg.close()
+    lg = open_log(str(tmp_path), clean_shutdown=False)
+    assert [b[:2] for b in all_batches(lg)] == reference
+    lg.close()
