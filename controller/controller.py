@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
@@ -30,12 +30,19 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 from controller import events as ev
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
+from controller.controlled_shutdown import (
+    BROKER_NOT_AVAILABLE,
+    NONE,
+    NOT_CONTROLLER,
+    STALE_BROKER_EPOCH,
+    ControlledShutdownResult,
+    move_leadership_off,
+)
 from controller.election import ElectionStrategy
 from controller.errors import ControllerMovedError
 from controller.model import (
     BrokerInfo,
     Clock,
-    PartitionReplica,
     TopicAssignment,
     TopicPartition,
 )
@@ -54,12 +61,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Kafka error codes the controlled-shutdown answer can carry.
-NONE = 0
-BROKER_NOT_AVAILABLE = 8
-NOT_CONTROLLER = 41
-STALE_BROKER_EPOCH = 77
-
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -69,14 +70,6 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_ms: int = 300_000
     leader_imbalance_per_broker_percentage: int = 10
-
-
-@dataclass(frozen=True)
-class ControlledShutdownResult:
-    """``remaining``: partitions the broker still leads (it retries until empty)."""
-
-    error_code: int
-    remaining: list[TopicPartition] = field(default_factory=list)
 
 
 class KafkaController:
@@ -533,40 +526,19 @@ class KafkaController:
     async def _on_controlled_shutdown(
         self, broker_id: int, broker_epoch: int
     ) -> ControlledShutdownResult:
-        if broker_id not in self.ctx.live_brokers:
-            return ControlledShutdownResult(BROKER_NOT_AVAILABLE)
-        if broker_epoch not in (-1, self.ctx.broker_epoch(broker_id)):
-            return ControlledShutdownResult(STALE_BROKER_EPOCH)
-        self.ctx.shutting_down.add(broker_id)
         batch = ControllerRequestBatch()
-        replicated = [
-            tp
-            for tp in self.ctx.partitions_on_broker(broker_id)
-            if len(self.ctx.partition_replicas(tp)) > 1
-            and not self.ctx.is_topic_queued_for_deletion(tp.topic)
-        ]
-        led = [
-            tp
-            for tp in replicated
-            if (st := self.ctx.leadership.get(tp)) is not None
-            and st.leader_and_isr.leader == broker_id
-        ]
-        followed = [PartitionReplica(tp, broker_id) for tp in replicated if tp not in led]
-        await self.partition_sm.handle_state_changes(
-            led, PartitionState.ONLINE, batch, ElectionStrategy.CONTROLLED_SHUTDOWN
+        result = await move_leadership_off(
+            self.ctx, self.partition_sm, self.replica_sm, batch, broker_id, broker_epoch
         )
-        await self.replica_sm.handle_state_changes(followed, ReplicaState.OFFLINE, batch)
         self._send(batch)
-        remaining = [
-            tp
-            for tp in replicated
-            if (st := self.ctx.leadership.get(tp)) is not None
-            and st.leader_and_isr.leader == broker_id
-        ]
-        return ControlledShutdownResult(NONE, remaining)
+        return result
 
 
-__all__ = [
+__all__ = [  # the result type and codes are re-exported for the broker's handler
+    "BROKER_NOT_AVAILABLE",
+    "NONE",
+    "NOT_CONTROLLER",
+    "STALE_BROKER_EPOCH",
     "ControlledShutdownResult",
     "ControllerConfig",
     "KafkaController",

@@ -1,4 +1,4 @@
-"""Controlled shutdown, both sides of it.
+"""Controlled shutdown, the stopping broker's side (the controller's is controlled_shutdown).
 
 A broker that is asked to stop (SIGTERM) first asks the controller to move its
 leaderships away (Kafka's ``controlled.shutdown.enable``), so clients switch leaders
@@ -14,7 +14,7 @@ import asyncio
 import logging
 from typing import Any
 
-from controller.controller import ControlledShutdownResult
+from controller.controlled_shutdown import ControlledShutdownResult
 from controller.model import TopicPartition
 from controller.network import ChannelConfig, request_once
 from controller.requests import CONTROLLED_SHUTDOWN

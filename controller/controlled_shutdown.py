@@ -1,0 +1,77 @@
+"""The controller's side of a controlled shutdown (seed 003: the fifth election case).
+
+A broker about to stop asks the controller to take its leaderships and ISR memberships
+away first, so clients move to new leaders without errors. For every partition with more
+than one replica on that broker: if it leads, a new leader is elected with the
+controlled-shutdown strategy (first live ISR member not shutting down); if it follows, its
+replica goes Offline (StopReplica, out of the ISR). Single-replica partitions have nowhere
+to go and stay. The broker retries until nothing replicated is left that it leads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.context import ControllerContext
+from controller.election import ElectionStrategy
+from controller.model import PartitionReplica, TopicPartition
+from controller.partition_state_machine import PartitionStateMachine
+from controller.replica_state_machine import ReplicaStateMachine
+from controller.request_batch import ControllerRequestBatch
+from controller.states import PartitionState, ReplicaState
+
+# Kafka error codes the controlled-shutdown answer can carry.
+NONE = 0
+BROKER_NOT_AVAILABLE = 8
+NOT_CONTROLLER = 41
+STALE_BROKER_EPOCH = 77
+
+
+@dataclass(frozen=True)
+class ControlledShutdownResult:
+    """``remaining``: partitions the broker still leads (it retries until empty)."""
+
+    error_code: int
+    remaining: list[TopicPartition] = field(default_factory=list)
+
+
+def _led_by(
+    ctx: ControllerContext, tps: list[TopicPartition], broker_id: int
+) -> list[TopicPartition]:
+    return [
+        tp
+        for tp in tps
+        if (st := ctx.leadership.get(tp)) is not None and st.leader_and_isr.leader == broker_id
+    ]
+
+
+async def move_leadership_off(
+    ctx: ControllerContext,
+    partition_sm: PartitionStateMachine,
+    replica_sm: ReplicaStateMachine,
+    batch: ControllerRequestBatch,
+    broker_id: int,
+    broker_epoch: int,
+) -> ControlledShutdownResult:
+    """Mark ``broker_id`` as shutting down and move what it leads or follows elsewhere.
+
+    ``broker_epoch`` -1 skips the epoch check (requests before version 2 carry none).
+    """
+    if broker_id not in ctx.live_brokers:
+        return ControlledShutdownResult(BROKER_NOT_AVAILABLE)
+    if broker_epoch not in (-1, ctx.broker_epoch(broker_id)):
+        return ControlledShutdownResult(STALE_BROKER_EPOCH)
+    ctx.shutting_down.add(broker_id)
+    replicated = [
+        tp
+        for tp in ctx.partitions_on_broker(broker_id)
+        if len(ctx.partition_replicas(tp)) > 1 and not ctx.is_topic_queued_for_deletion(tp.topic)
+    ]
+    led = _led_by(ctx, replicated, broker_id)
+    led_set = set(led)
+    followed = [PartitionReplica(tp, broker_id) for tp in replicated if tp not in led_set]
+    await partition_sm.handle_state_changes(
+        led, PartitionState.ONLINE, batch, ElectionStrategy.CONTROLLED_SHUTDOWN
+    )
+    await replica_sm.handle_state_changes(followed, ReplicaState.OFFLINE, batch)
+    return ControlledShutdownResult(NONE, _led_by(ctx, replicated, broker_id))
