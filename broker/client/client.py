@@ -37,7 +37,7 @@ class ClientConfig:
     connect_timeout_s: float = 10.0
     request_timeout_s: float = 30.0
     #: attempts after the first one for a retriable failure
-    retries: int = 8
+    retries: int = 20
     retry_backoff_s: float = 0.1
     retry_backoff_max_s: float = 1.0
     #: an operation with retries gives up after this long in total

@@ -211,3 +211,55 @@ def test_perf_produce_and_consume_print_their_summaries(cluster: TestCluster) ->
     fields = row.split(", ")
     assert int(fields[4]) == 20000
     assert float(fields[2]) > 20000 * 100 / 2**20  # batch framing comes on top of values
+
+
+def test_consumer_at_latest_waits_for_new_records(cluster: TestCluster) -> None:
+    assert topics(cluster, "--create", "--topic", "tail", "--partitions", "1").returncode == 0
+    assert mk(cluster, "console-producer", "--topic", "tail", stdin=b"old\n").returncode == 0
+    argv = [sys.executable, "-m", "broker.cli.main", "console-consumer", "--bootstrap-server",
+            cluster.layout.bootstrap_servers, "--topic", "tail", "--max-messages", "1",
+            "--timeout-ms", "60000"]  # fmt: skip
+    consumer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        sent = 0
+
+        def delivered() -> bool:
+            # the consumer may not have its start offset yet: keep producing until it
+            # prints one record and exits
+            nonlocal sent
+            if consumer.poll() is not None:
+                return True
+            sent += 1
+            mk(cluster, "console-producer", "--topic", "tail", stdin=f"new {sent}\n".encode())
+            return consumer.poll() is not None
+
+        wait_until(delivered, 60, "the consumer to print a record produced after it started")
+        out, err = consumer.communicate(timeout=30)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait(10)
+    assert consumer.returncode == 0, err
+    assert re.fullmatch(r"new \d+\n", out.decode()), out
+
+
+def test_producer_rides_out_the_death_of_the_partition_leader(cluster: TestCluster) -> None:
+    assert topics(cluster, "--create", "--topic", "failover", "--partitions", "1",
+                  "--replication-factor", "2").returncode == 0  # fmt: skip
+    (topic,) = cluster.metadata(0, ["failover"]).topics
+    leader = topic.partitions[0].leader_id
+    survivor = 1 - leader
+    wait_until(lambda: len(cluster.metadata(survivor, ["failover"]).topics[0].partitions[0]
+                           .isr_nodes) == 2, 30, "both replicas in sync")  # fmt: skip
+    cluster.local.kill_broker(leader)
+    try:
+        produced = mk(
+            cluster, "console-producer", "--topic", "failover", "--producer-property", "acks=1",
+            stdin=b"after the leader died\n", timeout=120,
+        )  # fmt: skip
+        assert produced.returncode == 0, produced.stderr
+        consumed = mk(cluster, "console-consumer", "--topic", "failover", "--from-beginning",
+                      "--max-messages", "1", "--timeout-ms", "30000", timeout=120)  # fmt: skip
+        assert text(consumed) == "after the leader died\n", consumed.stderr
+    finally:
+        cluster.restart(leader)
