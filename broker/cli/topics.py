@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import re
 import sys
 import uuid
@@ -35,8 +36,10 @@ from typing import TextIO
 from broker.client import (
     ClientError,
     KafkaClient,
+    KafkaError,
     NewTopic,
     TopicInfo,
+    UnsupportedApi,
     create_partitions,
     create_topics,
     delete_topics,
@@ -193,7 +196,12 @@ async def _describe(client: KafkaClient, args: argparse.Namespace, out: TextIO) 
     if args.topic and not chosen and not args.if_exists:
         raise CommandError(f"Topic '{args.topic}' does not exist as expected")
     partition_filter = args.under_replicated_partitions or args.unavailable_partitions
-    configs = {} if partition_filter else await describe_topic_configs(client, chosen)
+    configs: dict[str, list[ConfigEntry] | KafkaError] = {}
+    if not partition_filter:
+        # a broker without DescribeConfigs: describe the topics without their configs
+        with contextlib.suppress(UnsupportedApi):
+            configs = await describe_topic_configs(client, chosen)
+
     for name in chosen:
         info = topics[name]
         if not partition_filter:
