@@ -16,8 +16,10 @@ its executor thread.
 
 Who advances: in production, ``start()`` spawns a background task that loops on
 ``poll(max_wait_ms)``: sleep on the event loop until the earliest bucket is due (or a new
-earlier bucket is queued, or ``max_wait_ms`` passes), then ``advance_clock()``. Tests with
-a MockClock skip the background task and call ``advance_clock()`` after moving the clock.
+earlier bucket is queued, or ``max_wait_ms`` passes), then ``advance_clock()``. The loop
+timer that ends the sleep advances the clock itself, so expiry is not held up by the
+loop iteration it takes the task to resume. Tests with a MockClock skip the background
+task and call ``advance_clock()`` after moving the clock.
 
 Not thread-safe: every method must be called on the event loop's thread (from another
 thread, hand over with ``loop.call_soon_threadsafe``). This replaces Kafka's read-write
@@ -68,6 +70,7 @@ class SystemTimer:
         self._max_wait_ms = max_wait_ms
         self._waiter: asyncio.Future[None] | None = None
         self._waiter_deadline = 0
+        self._expired_in_callback = False
         self._driver: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -155,8 +158,20 @@ class SystemTimer:
         return self._queue.peek_expiration()
 
     def _on_new_head(self, expiration_ms: int) -> None:
+        # Called from inside add(): only wake the driver, never advance here (that would
+        # run tasks inside the caller of add).
         waiter = self._waiter
         if waiter is not None and expiration_ms < self._waiter_deadline:
+            _wake(waiter)
+
+    def _on_wait_over(self, waiter: asyncio.Future[None]) -> None:
+        # The loop timer of poll(): advance right here, in the timer callback, instead of
+        # one loop iteration later when the waiting task resumes. That iteration can be
+        # a long one (other callbacks, other tasks' steps), and expiry is on time only if
+        # it does not wait for it.
+        try:
+            self._expired_in_callback = self.advance_clock() or self._expired_in_callback
+        finally:
             _wake(waiter)
 
     async def poll(self, timeout_ms: int) -> bool:
@@ -164,8 +179,9 @@ class SystemTimer:
 
         Kafka's advanceClock(timeoutMs) with the blocking DelayQueue.poll replaced by a
         future on the event loop: woken by a loop timer at the earliest bucket's
-        expiration, or at once when a bucket earlier than that is queued. Always yields
-        to the loop at least once, so a driver looping on it cannot starve other tasks.
+        expiration (whose callback advances the clock at once), or as soon as a bucket
+        earlier than that is queued. Always yields to the loop at least once, so a
+        driver looping on it cannot starve other tasks.
         """
         loop = asyncio.get_running_loop()
         now = self._now()
@@ -175,7 +191,7 @@ class SystemTimer:
             waiter: asyncio.Future[None] = loop.create_future()
             self._waiter = waiter
             self._waiter_deadline = now + wait_ms
-            handle = loop.call_later(wait_ms / 1000.0, _wake, waiter)
+            handle = loop.call_later(wait_ms / 1000.0, self._on_wait_over, waiter)
             try:
                 await waiter
             finally:
@@ -183,7 +199,8 @@ class SystemTimer:
                 self._waiter = None
         else:
             await asyncio.sleep(0)
-        return self.advance_clock()
+        expired, self._expired_in_callback = self._expired_in_callback, False
+        return self.advance_clock() or expired
 
     # ---- the background driver ----------------------------------------------------------
 
