@@ -195,6 +195,9 @@ def test_killed_broker_recovers_and_serves_its_partitions(c: TestCluster) -> Non
         "the restarted broker to lead its partition again",
     )
     assert "recover" in c.log_text(victim).lower()
+    # the controller sent the restarted broker the whole cluster's metadata
+    known = wait_until(lambda: {t.name for t in c.metadata(victim).topics}, 30, "a full cache")
+    assert {"orders", "orders-v4", "rf1"} <= known
     assert _log_end(c, victim, "rf1", partition) == (ErrorCode.NONE, 5)
     assert _produce(c, victim, "rf1", partition, [b"f"]) == 5
     wait_until(lambda: all_caches_agree(c), 30, "metadata on every broker")
