@@ -1,7 +1,8 @@
 """UpdateMetadata (6), v0-7: the controller's view of brokers and leaders, for the cache.
 
 After fencing (broker epoch, controller epoch as the ReplicaManager last accepted it),
-the MetadataCache applies the body; then the create-topics purgatory is poked for each
+the MetadataCache applies the body and the request's controller epoch becomes the newest
+seen; then the create-topics purgatory is poked for each
 topic the update mentioned, since a DelayedCreateTopics may now see all its leaders.
 """
 
@@ -38,6 +39,10 @@ async def handle(ctx: BrokerContext, request: Any) -> Response:
             request.header, UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         )
     touched, deleted = ctx.metadata_cache.update_metadata(body)
+    if rm is not None:
+        # as Kafka's maybeUpdateMetadataCache: the newest controller epoch seen, so that a
+        # zombie controller's later requests are refused even before any LeaderAndIsr
+        rm.controller_epoch = body.controller_epoch
     if deleted:
         log.info("metadata: %d partitions deleted", len(deleted))
     purgatory = ctx.create_topics_purgatory

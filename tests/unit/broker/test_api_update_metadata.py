@@ -17,7 +17,8 @@ from timer.clock import MockClock
 
 
 class FakeReplicaManager:
-    controller_epoch = 5
+    def __init__(self) -> None:
+        self.controller_epoch = 5
 
     def is_stale_controller_epoch(self, epoch: int) -> bool:
         return epoch < self.controller_epoch
@@ -69,6 +70,13 @@ async def test_update_feeds_the_cache_and_completes_waiting_creations() -> None:
     assert response.body.error_code == ErrorCode.NONE
     assert ctx.metadata_cache.leader("t", 0) == 0
     assert done == [set()]
+
+
+async def test_a_newer_controller_epoch_fences_the_older_controller() -> None:
+    ctx = make_ctx()
+    await update_metadata.handle(ctx, Req(body(controller_epoch=6)))
+    response = await update_metadata.handle(ctx, Req(body(controller_epoch=5)))
+    assert response.body.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
 
 
 async def test_stale_controller_and_broker_epochs_change_nothing() -> None:
