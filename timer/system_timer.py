@@ -181,7 +181,8 @@ class SystemTimer:
         future on the event loop: woken by a loop timer at the earliest bucket's
         expiration (whose callback advances the clock at once), or as soon as a bucket
         earlier than that is queued. Always yields to the loop at least once, so a
-        driver looping on it cannot starve other tasks.
+        driver looping on it cannot starve other tasks. One task polls a timer: its own
+        driver (``start()``) or the purgatory reaper that owns it, not both.
         """
         loop = asyncio.get_running_loop()
         now = self._now()
