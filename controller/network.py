@@ -69,10 +69,15 @@ async def exchange(
     frame = protocol.encode_request(request)
     writer.write(_SIZE.pack(len(frame)) + frame)
     await writer.drain()
-    (size,) = _SIZE.unpack(await asyncio.wait_for(reader.readexactly(4), config.request_timeout_s))
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
+    # that races with the awaited result, and a sender task that is being stopped would
+    # then retry forever
+    async with asyncio.timeout(config.request_timeout_s):
+        (size,) = _SIZE.unpack(await reader.readexactly(4))
     if not 0 <= size <= config.max_response_bytes:
         raise EOFError(f"response size {size} out of range")
-    payload = await asyncio.wait_for(reader.readexactly(size), config.request_timeout_s)
+    async with asyncio.timeout(config.request_timeout_s):
+        payload = await reader.readexactly(size)
     response = protocol.decode_response(payload, api_key, api_version)
     if response.header.correlation_id != correlation_id:
         raise EOFError(
@@ -91,9 +96,8 @@ async def request_once(
 ) -> Any:
     """Open a connection, send one request, return the response body, close."""
     config = config or ChannelConfig()
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(endpoint.host, endpoint.port), config.connect_timeout_s
-    )
+    async with asyncio.timeout(config.connect_timeout_s):
+        reader, writer = await asyncio.open_connection(endpoint.host, endpoint.port)
     try:
         return await exchange(reader, writer, api_key, api_version, body, 1, client_id, config)
     finally:
@@ -156,9 +160,8 @@ class _BrokerSender:
         if self.reader is not None and self.writer is not None:
             return self.reader, self.writer
         ep = self.endpoint()
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(ep.host, ep.port), self.config.connect_timeout_s
-        )
+        async with asyncio.timeout(self.config.connect_timeout_s):  # see exchange()
+            reader, writer = await asyncio.open_connection(ep.host, ep.port)
         self.reader, self.writer = reader, writer
         return reader, writer
 

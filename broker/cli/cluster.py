@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,7 +222,10 @@ class LocalCluster:
         from kazoo.client import KazooClient
 
         client = KazooClient(hosts=self.layout.zk_connect, timeout=5.0)
-        client.start(timeout=10)
+        with warnings.catch_warnings():
+            # before the first broker starts, a chroot may not exist yet: that is fine here
+            warnings.simplefilter("ignore", UserWarning)
+            client.start(timeout=10)
         try:
             if client.exists("/brokers/ids") is None:
                 return []
