@@ -313,7 +313,8 @@ class BrokerServer:
         if self.metrics_server is not None:
             await self._step("metrics server", self.metrics_server.stop())
         if self.socket_server is not None:
-            await self._step("socket server", self.socket_server.stop())
+            # in-flight requests get 20 s to finish, within the step's own 30 s bound
+            await self._step("socket server", self.socket_server.stop(timeout_s=20))
         if self.controller is not None:
             await self._step("controller", self.controller.shutdown())
         if self.replica_manager is not None:
