@@ -113,6 +113,33 @@ def test_create_topics_reaches_every_brokers_metadata(c: TestCluster) -> None:
     assert old_version.error_code == ErrorCode.NONE
 
 
+def test_confluent_admin_client_creates_and_describes(c: TestCluster) -> None:
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+    controller = wait_until(lambda: all_caches_agree(c), 30, "metadata on every broker")
+    admin = AdminClient({"bootstrap.servers": c.layout.bootstrap_servers})
+    futures = admin.create_topics(
+        [NewTopic("admin-made", num_partitions=4, replication_factor=3,
+                  config={"retention.ms": "3600000"})],
+        request_timeout=30,
+    )  # fmt: skip
+    futures["admin-made"].result(timeout=60)
+    metadata = admin.list_topics(timeout=30)
+    assert metadata.controller_id == controller
+    assert sorted(metadata.brokers) == [0, 1, 2]
+    partitions = metadata.topics["admin-made"].partitions
+    assert sorted(partitions) == [0, 1, 2, 3]
+    assert all(len(p.replicas) == 3 and p.leader in (0, 1, 2) for p in partitions.values())
+    described = admin.describe_configs([ConfigResource("topic", "admin-made")])
+    (config,) = [f.result(timeout=30) for f in described.values()]
+    assert config["retention.ms"].value == "3600000"
+    cluster = admin.describe_cluster(request_timeout=30).result(timeout=60)
+    assert cluster.controller.id == controller and len(cluster.nodes) == 3
+    again = admin.create_topics([NewTopic("admin-made", 1, 1)], request_timeout=30)
+    with pytest.raises(Exception, match=r"TOPIC_ALREADY_EXISTS|already exists"):
+        again["admin-made"].result(timeout=60)
+
+
 def test_kill_controller_fails_over_with_a_higher_epoch(c: TestCluster) -> None:
     old = wait_until(lambda: all_caches_agree(c), 30, "metadata on every broker")
     assert old is not None
