@@ -27,9 +27,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -143,6 +144,21 @@ def broker_command(config_path: Path) -> list[str]:
     return [sys.executable, "-m", "broker.cli.main", "server", str(config_path)]
 
 
+@contextlib.contextmanager
+def _sigint_ignored_by_children() -> Iterator[None]:
+    """Start children with SIGINT ignored (the JVM then keeps it ignored), so that a
+    terminal's Ctrl-C, which reaches the whole foreground process group, does not stop
+    ZooKeeper before the brokers have shut down through it; we stop it last, by pid."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def port_in_use(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         # as the broker's acceptor does: a port in TIME_WAIT is free to listen on
@@ -189,7 +205,8 @@ class LocalCluster:
                 zk = ZooKeeperServer(
                     data_dir=layout.directory / "zookeeper", port=layout.zookeeper_port
                 )
-                zk.start()
+                with _sigint_ignored_by_children():
+                    zk.start()
                 self.zookeeper = zk
             layout.write_configs()
             for i in range(layout.brokers):
