@@ -39,21 +39,31 @@ def _free_base(count: int) -> int:
 
 @pytest.fixture
 def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Processes a test starts; any still running at the end are killed by pid."""
+    """Processes a test starts; any still running at the end are stopped by pid: SIGTERM
+    first (so `cluster up` stops its brokers and ZooKeeper), SIGKILL after a grace."""
     procs: list[subprocess.Popen[bytes]] = []
     yield procs
     for proc in procs:
         if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(30)
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(30)
 
 
 def _start(
     cmd: list[str], out: Path, procs: list[subprocess.Popen[bytes]]
 ) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` as the leader of its own process group, as a shell starts a job."""
     with open(out, "wb") as sink:
         proc = subprocess.Popen(
-            cmd, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            cmd,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     procs.append(proc)
     return proc
@@ -89,7 +99,8 @@ def test_cluster_up_serves_and_stops_cleanly(
         with urllib.request.urlopen(url, timeout=5) as response:
             assert b"minikafka_controller_active" in response.read()
 
-    os.kill(proc.pid, signal.SIGTERM)
+    # Ctrl-C in a terminal: SIGINT to the whole process group (ZooKeeper included)
+    os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(90) == 0
     assert out.read_text().rstrip().endswith("minikafka cluster: stopped")
     for i in range(3):
