@@ -119,9 +119,7 @@ class MetadataCache:
         controller_id = body.controller_id if body.controller_id >= 0 else None
         self._snapshot = MetadataSnapshot(
             brokers=MappingProxyType(brokers),
-            partitions=MappingProxyType(
-                {t: MappingProxyType(ps) for t, ps in partitions.items()}
-            ),
+            partitions=MappingProxyType({t: MappingProxyType(ps) for t, ps in partitions.items()}),
             topic_ids=MappingProxyType(topic_ids),
             controller_id=controller_id,
         )

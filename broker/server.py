@@ -134,17 +134,13 @@ class BrokerServer:
         check_cluster_id(found, self.cluster_id)
         if broker_id is None:
             if not config.get_bool("broker.id.generation.enable"):
-                raise StartupError(
-                    "broker.id is not set and broker.id.generation.enable is false"
-                )
+                raise StartupError("broker.id is not set and broker.id.generation.enable is false")
             broker_id = await asyncio.to_thread(
                 zk.generate_broker_id, config.get_int("reserved.broker.max.id")
             )
             log.info("generated broker id %d from /brokers/seqid", broker_id)
         self.broker_id = broker_id
-        await asyncio.to_thread(
-            write_meta_properties, log_dirs, broker_id, self.cluster_id, found
-        )
+        await asyncio.to_thread(write_meta_properties, log_dirs, broker_id, self.cluster_id, found)
 
         self.scheduler = Scheduler(
             self.clock, threads=config.get_int("background.threads"), name="kafka-scheduler"

@@ -186,9 +186,7 @@ def plan_partitions(
             f"requested {new_count}.",
         )
     if new_count == existing:
-        raise AdminError(
-            ErrorCode.INVALID_PARTITIONS, f"Topic already has {existing} partitions."
-        )
+        raise AdminError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {existing} partitions.")
     adding = new_count - existing
     factor = len(current.partitions.get(0, ()))
     try:

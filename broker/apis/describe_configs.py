@@ -75,9 +75,7 @@ async def _entries(
 ) -> list[ConfigEntry]:
     if resource_type == TOPIC:
         if not ctx.metadata_cache.contains_topic(name):
-            raise _Refused(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist."
-            )
+            raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         overrides: dict[str, str] = {}
         if ctx.zk is not None:
             overrides = await asyncio.to_thread(ctx.zk.get_topic_config, name)

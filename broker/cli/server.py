@@ -89,9 +89,7 @@ async def serve(config: object) -> int:
             logging.getLogger("minikafka").error("startup failed", exc_info=exc)
         status = 1
     else:
-        print(
-            f"minikafka server: broker {server.broker_id} started", file=sys.stderr, flush=True
-        )
+        print(f"minikafka server: broker {server.broker_id} started", file=sys.stderr, flush=True)
         await stopping
     stopping.cancel()
     await server.shutdown()

@@ -114,7 +114,7 @@ def test_create_topics_reaches_every_brokers_metadata(c: TestCluster) -> None:
 
 
 def test_confluent_admin_client_creates_and_describes(c: TestCluster) -> None:
-    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # type: ignore[attr-defined]
 
     controller = wait_until(lambda: all_caches_agree(c), 30, "metadata on every broker")
     admin = AdminClient({"bootstrap.servers": c.layout.bootstrap_servers})

@@ -18,6 +18,7 @@ from broker.apis import (
 )
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
+from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode, decode_response, encode_response, make_request
 from protocol.messages import (
@@ -45,7 +46,7 @@ def _ctx() -> BrokerContext:
         config=BrokerConfig.from_properties({"zookeeper.connect": "127.0.0.1:1"}),
         clock=MockClock(),
         metrics=BrokerMetrics(),
-        metadata_cache=None,
+        metadata_cache=MetadataCache(0),
     )
 
 
