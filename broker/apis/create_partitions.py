@@ -5,7 +5,7 @@ topic's new partitions get replicas continuing Kafka's assignment pattern (or th
 request's explicit assignments, which must name live brokers); the topic znode is
 rewritten conditionally on its version and the controller's watch on it creates the new
 partitions' states. With a positive ``timeout_ms`` the response waits, as CreateTopics'
-does, until this broker's cache has leaders for the new partitions.
+does, until every live broker's cache has leaders for the new partitions.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Collection
 from typing import Any
 
 from broker.admin.topics import AdminError, add_partitions, plan_partitions, read_topic
+from broker.apis.create_topics import wait_for_leaders
 from broker.context import BrokerContext
-from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import CreatePartitionsResponse
 
@@ -55,8 +55,9 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
             continue
         try:
             current, version = await read_topic(ctx.zk, topic.name)
+            # null (or empty: never meant as "zero new partitions") lets the broker assign
             assignments = topic.assignments
-            manual = None if assignments is None else [a.broker_ids for a in assignments]
+            manual = [a.broker_ids for a in assignments] if assignments else None
             new = plan_partitions(
                 current, topic.count, manual, live_brokers=live, rng=random.Random()
             )
@@ -83,18 +84,10 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
         for name in added:
             _timed_out(results[name])
         return respond()
-    future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
-
-    def on_done(not_ready: set[str]) -> None:
-        for name in not_ready:
-            _timed_out(results[name])
-        future.set_result(respond())
-
-    operation = DelayedCreateTopics(body.timeout_ms, added, ctx.metadata_cache.has_leaders, on_done)
-    ctx.create_topics_purgatory.try_complete_else_watch(
-        operation, [topic_key(name) for name in added]
+    listener = str(getattr(request, "listener", "") or "PLAINTEXT")
+    return wait_for_leaders(
+        ctx, listener, added, body.timeout_ms, lambda n: _timed_out(results[n]), respond
     )
-    return future
 
 
 def _timed_out(result: Any) -> None:

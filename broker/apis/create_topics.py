@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from broker.admin.peer_metadata import wait_for_peers
@@ -126,24 +126,32 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
         for name in created:
             _timed_out(results[name])
         return respond()
-    return _wait_for_leaders(ctx, request, created, body.timeout_ms, results, respond)
+    listener = str(getattr(request, "listener", "") or "PLAINTEXT")
+    return wait_for_leaders(
+        ctx, listener, created, body.timeout_ms, lambda n: _timed_out(results[n]), respond
+    )
 
 
-def _wait_for_leaders(
+def wait_for_leaders(
     ctx: BrokerContext,
-    request: Any,
-    created: dict[str, Collection[int]],
+    listener: str,
+    pending: Mapping[str, Collection[int]],
     timeout_ms: int,
-    results: dict[str, Any],
-    respond: Any,
+    timed_out: Callable[[str], None],
+    respond: Callable[[], Response],
 ) -> asyncio.Future[Response]:
+    """The response to a request that created topics or partitions, once every one of
+    ``pending`` (topic -> partitions) has a leader in this broker's cache (a
+    DelayedCreateTopics) and then in every other live broker's (peer probes on
+    ``listener``), all within ``timeout_ms``. ``timed_out(topic)`` marks a topic that
+    missed the deadline; ``respond()`` builds the response at the end. Also used by
+    CreatePartitions."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Response] = loop.create_future()
     deadline = ctx.clock.monotonic_ms() + timeout_ms
     cache = ctx.metadata_cache
 
     async def confirm_with_peers(ready: dict[str, Collection[int]]) -> None:
-        listener = str(getattr(request, "listener", "") or "PLAINTEXT")
         peers = {
             b.id: ep
             for b in cache.alive_brokers()
@@ -157,22 +165,22 @@ def _wait_for_leaders(
                 if missing:
                     log.warning("brokers %s did not learn of %s in time", sorted(missing), ready)
                     for name in ready:
-                        _timed_out(results[name])
+                        timed_out(name)
         finally:
             if not future.done():
                 future.set_result(respond())
 
     def on_done(not_ready: set[str]) -> None:
         for name in not_ready:
-            _timed_out(results[name])
-        ready = {n: ps for n, ps in created.items() if n not in not_ready}
+            timed_out(name)
+        ready = {n: ps for n, ps in pending.items() if n not in not_ready}
         task = loop.create_task(confirm_with_peers(ready), name="create-topics-peers")
         _tasks.add(task)
         task.add_done_callback(_tasks.discard)
 
-    operation = DelayedCreateTopics(timeout_ms, created, cache.has_leaders, on_done)
+    operation = DelayedCreateTopics(timeout_ms, pending, cache.has_leaders, on_done)
     ctx.create_topics_purgatory.try_complete_else_watch(
-        operation, [topic_key(name) for name in created]
+        operation, [topic_key(name) for name in pending]
     )
     return future
 

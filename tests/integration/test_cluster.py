@@ -18,6 +18,7 @@ import pytest
 
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
+    CreatePartitionsRequest,
     CreateTopicsRequest,
     DescribeClusterRequest,
     ListOffsetsRequest,
@@ -109,6 +110,18 @@ def test_create_topics_reaches_every_brokers_metadata(c: TestCluster) -> None:
 
     again = create_topic(c, "orders", 1, 1)
     assert again.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+
+    grow = CreatePartitionsRequest(
+        topics=[CreatePartitionsRequest.CreatePartitionsTopic(name="orders", count=8)],
+        timeout_ms=20_000,
+        validate_only=False,
+    )
+    assert controller is not None
+    (grown,) = c.request(controller, ApiKey.CREATE_PARTITIONS, 3, grow).results
+    assert grown.error_code == ErrorCode.NONE, grown.error_message
+    for i in c.broker_ids:  # the response waited for every cache here too
+        assert sorted(leaders(c, i, "orders")) == list(range(8))
+        assert all(leader >= 0 for leader in leaders(c, i, "orders").values())
     old_version = create_topic(c, "orders-v4", 2, 3, version=4)
     assert old_version.error_code == ErrorCode.NONE
 
