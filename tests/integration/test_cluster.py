@@ -255,7 +255,8 @@ def test_paused_controller_is_fenced_and_resigns(c: TestCluster) -> None:
             "another controller while the old one is paused",
         )
         new = c.controller()
-        assert c.controller_epoch() > epoch
+        new_epoch = c.controller_epoch()
+        assert new_epoch > epoch
     finally:
         os.kill(c.pid(old), signal.SIGCONT)
     # resumed: it finds its session expired, stops acting as controller and registers again
@@ -266,6 +267,7 @@ def test_paused_controller_is_fenced_and_resigns(c: TestCluster) -> None:
     )
     wait_until(lambda: old in c.registered(), 30, "the resumed broker to register again")
     assert c.controller() == new
+    assert c.controller_epoch() == new_epoch  # the zombie wrote nothing that bumped it
     active = [c.metric(i, "minikafka_controller_active") for i in c.broker_ids]
     assert active.count(1.0) == 1
     assert "resign" in c.log_text(old).lower()
