@@ -306,3 +306,24 @@ def test_delayed_create_topics_completes_once_with_what_was_not_ready() -> None:
 
 def _config(name: str, value: str) -> Any:
     return CreateTopicsRequest.CreatableTopicConfig(name=name, value=value)
+
+
+def test_a_peer_reports_ready_only_with_every_partition_led() -> None:
+    from broker.admin.peer_metadata import reports_ready
+    from protocol.messages import MetadataResponse as M
+
+    def answer(leaders: dict[int, int], error: int = 0) -> Any:
+        partitions = [
+            M.MetadataResponsePartition(partition_index=p, leader_id=leader)
+            for p, leader in leaders.items()
+        ]
+        return M(
+            topics=[M.MetadataResponseTopic(name="t", error_code=error, partitions=partitions)]
+        )
+
+    assert reports_ready(answer({0: 1, 1: 2}), {"t": [0, 1]})
+    assert reports_ready(answer({0: 1, 1: 2, 2: -1}), {"t": [0, 1]})  # only the new ones
+    assert not reports_ready(answer({0: 1, 1: -1}), {"t": [0, 1]})
+    assert not reports_ready(answer({0: 1}), {"t": [0, 1]})
+    assert not reports_ready(answer({0: 1}, error=3), {"t": [0]})
+    assert not reports_ready(answer({0: 1}), {"t": [0], "u": [0]})
