@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -353,6 +354,9 @@ def _parse_overrides(raw: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The brokers log to their own server.log; this process only polls ZooKeeper, and
+    # kazoo's reconnect chatter while ZooKeeper starts is not worth a console line.
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     if args.brokers < 1:
         print("minikafka cluster: --brokers must be at least 1", file=sys.stderr)
         return 2
