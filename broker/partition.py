@@ -249,7 +249,8 @@ class Partition:
         except InvalidBatch as exc:
             raise PartitionError(exc.error_code, f"{self.tp}: {exc}") from None
         assert records is not None  # validate_produce_records refuses None
-        info = lg.append(records, self.leader_epoch)
+        # Its checks included the batch's CRC-32C: the log need not compute it again.
+        info = lg.append(records, self.leader_epoch, crc_checked=True)
         self.maybe_increment_high_watermark()
         return info
 

@@ -219,14 +219,26 @@ class Log:
 
     # -- appends -------------------------------------------------------------------------
 
-    def append(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        leader_epoch: int,
+        *,
+        crc_checked: bool = False,
+    ) -> AppendInfo:
         """Append a produce request's batches as leader. Validates every batch (refused
         whole with a :class:`RecordError` subclass, log unchanged), answers a retried
         idempotent batch with its original offsets, assigns offsets from the log end,
-        stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
+        stamps ``leader_epoch`` (and LogAppendTime if the topic uses it).
+
+        ``crc_checked``: the caller verified every batch's CRC-32C just before (the
+        broker's produce path does, with the rest of the request's validation), so it
+        is not computed a second time; the structural checks run regardless."""
         self._check_usable()
         buf = writable(records)
-        batches = validate_batches(buf, self.config.max_message_bytes, self._name, True)
+        batches = validate_batches(
+            buf, self.config.max_message_bytes, self._name, True, check_crc=not crc_checked
+        )
         log_append_time = -1
         if self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
             log_append_time = self.clock.time_ms()

@@ -168,26 +168,34 @@ class LogSegment:
     ) -> int:
         """Append ``data``, whose batches are ``(position in data, header)``, already
         validated and offset-assigned. Returns the position the data starts at."""
-        self.load_tail()
+        if not self._tail_loaded:
+            self.load_tail()
         start = self.size
         # Plan index entries first so that their space can be reserved before any write.
+        # (Runs on every produce: the index objects' fields are read only when an entry
+        # is due, which with small batches is one append in many.)
         offset_entries: list[tuple[int, int]] = []
         time_entries: list[tuple[int, int]] = []
         since = self._bytes_since_index
+        interval = self.index_interval_bytes
         max_ts, max_ts_offset = self.max_timestamp, self.offset_of_max_timestamp
-        last_time_entry = self.time_index.last_entry()[0]
-        room = self.offset_index.max_entries - self.offset_index.entries
-        time_room = self.time_index.max_entries - self.time_index.entries
+        last_time_entry: int | None = None
         for rel_pos, header in batches:
+            last_offset = header.base_offset + header.last_offset_delta
             if header.max_timestamp > max_ts:
-                max_ts, max_ts_offset = header.max_timestamp, header.last_offset
-            if since > self.index_interval_bytes and len(offset_entries) < room:
-                offset_entries.append((header.last_offset, start + rel_pos))
-                if max_ts > last_time_entry and len(time_entries) < time_room:
-                    time_entries.append((max_ts, max_ts_offset))
-                    last_time_entry = max_ts
-                since = 0
-            since += header.size
+                max_ts, max_ts_offset = header.max_timestamp, last_offset
+            if since > interval:
+                if last_time_entry is None:
+                    last_time_entry = self.time_index.last_entry()[0]
+                    room = self.offset_index.max_entries - self.offset_index.entries
+                    time_room = self.time_index.max_entries - self.time_index.entries
+                if len(offset_entries) < room:
+                    offset_entries.append((last_offset, start + rel_pos))
+                    if max_ts > last_time_entry and len(time_entries) < time_room:
+                        time_entries.append((max_ts, max_ts_offset))
+                        last_time_entry = max_ts
+                    since = 0
+            since += header.batch_length + LOG_OVERHEAD
         if offset_entries:
             self.offset_index.reserve(len(offset_entries))
         if time_entries:
@@ -212,8 +220,9 @@ class LogSegment:
         return start
 
     def _write(self, data: bytes | bytearray | memoryview, start: int) -> None:
-        view = data if isinstance(data, memoryview) and data.format == "B" else memoryview(data)
-        view = view.cast("B") if view.format != "B" else view
+        view = data if type(data) is memoryview else memoryview(data)
+        if view.format != "B":
+            view = view.cast("B")
         total = len(view)
         written = 0
         try:
