@@ -64,10 +64,17 @@ def run(root: str, operations: list[Op]) -> None:
         elif op == "truncate":
             end = model[-1][1] + 1 if model else start
             target = max(start, min(a, end))
+            first_base = lg.segments[0].base_offset
             lg.truncate_to(target)
+            removed = [m for m in model if m[1] >= target]
             model = [m for m in model if m[1] < target]
-            if target <= start:
-                start = target
+            # A batch holding the target goes whole, so the log may end below the target;
+            # truncating at or below the first segment starts the log afresh at the target.
+            if target <= first_base:
+                new_end = target
+            else:
+                new_end = removed[0][0] if removed else end
+            start = min(start, new_end)
         elif op == "roll":
             lg.roll()
         elif op == "delete_records":
