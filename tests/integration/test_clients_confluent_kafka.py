@@ -51,7 +51,14 @@ ROUNDTRIP = "ck-roundtrip"
 SEEK = "ck-seek"
 TIMES = "ck-times"
 LONG_POLL = "ck-long-poll"
-TOPICS = {ROUNDTRIP: (len(CASES), 2), SEEK: (1, 2), TIMES: (1, 3), LONG_POLL: (1, 1)}
+RESTART = "ck-restart"
+TOPICS = {
+    ROUNDTRIP: (len(CASES), 2),
+    SEEK: (1, 2),
+    TIMES: (1, 3),
+    LONG_POLL: (1, 1),
+    RESTART: (1, 1),
+}
 #: the consumer's fetch.wait.max.ms in the long-poll test; the record must come well before
 MAX_WAIT_MS = 10_000
 #: librdkafka ties its LZ4 feature to FindCoordinator v0 in ApiVersions (a Kafka 0.8.2-era
@@ -334,3 +341,51 @@ def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster) -> None
     assert as_row(m) == rows[0]
     # without an early completion the record would wait out the fetch's MAX_WAIT_MS
     assert elapsed < MAX_WAIT_MS / 1000 / 2, f"record arrived after {elapsed:.1f}s"
+
+
+def test_producer_and_consumer_carry_on_across_a_leader_restart(c: TestCluster) -> None:
+    """kill -9 of the leader of a replication-factor-1 partition, then a restart: the
+    idempotent producer's records queued meanwhile land once each, and the consumer
+    reads on from where it was (leader epochs move: librdkafka validates its position
+    with OffsetForLeaderEpoch). Last in the module: the other topics' leaders move."""
+    leader = leader_of(c, RESTART, 0)
+    settings = {
+        "bootstrap.servers": c.layout.bootstrap_servers,
+        "enable.idempotence": True,
+        "linger.ms": 5,
+        "message.timeout.ms": 90_000,
+    }
+    producer = Producer(settings)
+    reports: list[tuple[KafkaError | None, int | None, bytes | None]] = []
+
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
+        reports.append((err, msg.offset(), msg.value()))
+
+    def send(values: list[bytes]) -> None:
+        for v in values:
+            producer.produce(RESTART, value=v, partition=0, on_delivery=on_delivery)
+
+    before = [f"before-{i}".encode() for i in range(5)]
+    after = [f"after-{i}".encode() for i in range(5)]
+    consumer = consumer_for(c)
+    try:
+        send(before)
+        assert producer.flush(30) == 0
+        read = consume(consumer, TopicPartition(RESTART, 0, OFFSET_BEGINNING), 5)
+        assert [(r[0], r[2]) for r in read] == list(enumerate(before))
+
+        c.local.kill_broker(leader)
+        send(after)  # queued while the partition has no leader
+        wait_until(
+            lambda: leader not in c.registered(),
+            c.session_timeout_s + 10,
+            "the killed broker's session to expire",
+        )
+        c.restart(leader)
+        assert producer.flush(60) == 0, "records left undelivered"
+        read = consume(consumer, None, 5)
+    finally:
+        consumer.close()
+    assert [(r[0], r[2]) for r in read] == [(5 + i, v) for i, v in enumerate(after)]
+    assert reports == [(None, i, v) for i, v in enumerate(before + after)]
+    wait_until(lambda: cluster_ready(c), 30, "every broker's metadata after the restart")

@@ -38,6 +38,7 @@ ROUNDTRIP = "kp-roundtrip"
 SEEK = "kp-seek"
 TIMES = "kp-times"
 LONG_POLL = "kp-long-poll"
+RESTART = "kp-restart"
 #: the consumer's fetch.max.wait in the long-poll test; the record must come well before
 MAX_WAIT_MS = 10_000
 Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]
@@ -66,6 +67,7 @@ def topics(admin: KafkaAdminClient) -> None:
             SEEK: {"num_partitions": 1, "replication_factor": 2},
             TIMES: {"num_partitions": 1, "replication_factor": 3},
             LONG_POLL: {"num_partitions": 1, "replication_factor": 1},
+            RESTART: {"num_partitions": 1, "replication_factor": 1},
         },
         timeout_ms=30_000,
     )
@@ -291,3 +293,45 @@ def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster, topics:
     assert got == rows
     # without an early completion the record would wait out the fetch's MAX_WAIT_MS
     assert elapsed < MAX_WAIT_MS / 1000 / 2, f"record arrived after {elapsed:.1f}s"
+
+
+def test_producer_and_consumer_carry_on_across_a_leader_restart(
+    c: TestCluster, consumer: KafkaConsumer
+) -> None:
+    """kill -9 of the leader of a replication-factor-1 partition, then a restart: the
+    (default idempotent) producer's records sent meanwhile land once each, and the
+    consumer reads on from where it was. Last in the module: the other topics' leaders
+    move."""
+    tp = TopicPartition(RESTART, 0)
+    leader = leader_of(c, RESTART, 0)
+    before = sample("before", now_ms())
+    assert produce(c, before, RESTART, 0) == [0, 1, 2, 3, 4]
+    assert consume(consumer, tp, 0, 5) == before
+
+    c.local.kill_broker(leader)
+    after = [(5 + i, k, v, h, ts) for i, k, v, h, ts in sample("after", now_ms())]
+    producer = KafkaProducer(
+        bootstrap_servers=c.layout.bootstrap_servers, delivery_timeout_ms=90_000
+    )
+    try:
+        futures = [
+            producer.send(RESTART, key=k, value=v, headers=h, partition=0, timestamp_ms=ts)
+            for _, k, v, h, ts in after
+        ]
+        wait_until(
+            lambda: leader not in c.registered(),
+            c.session_timeout_s + 10,
+            "the killed broker's session to expire",
+        )
+        c.restart(leader)
+        producer.flush(60)
+        assert [f.get(30).offset for f in futures] == [r[0] for r in after]
+    finally:
+        producer.close(10)
+    got: list[Row] = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(after) and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=200).values():
+            got += [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
+    assert got == after
+    assert consumer.end_offsets([tp]) == {tp: 10}
