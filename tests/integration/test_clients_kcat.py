@@ -333,7 +333,11 @@ def test_fetched_record_bytes_never_pass_through_python(c: TestCluster, tmp_path
     )  # fmt: skip
     try:
         wait_until(lambda: traced(pid) or tracer.poll() is not None, 20, "strace attached")
-        assert tracer.poll() is None, tracer.stderr.read().decode() if tracer.stderr else ""
+        if tracer.poll() is not None:
+            complaint = tracer.stderr.read().decode() if tracer.stderr else ""
+            if "Operation not permitted" in complaint:  # a sandbox without ptrace
+                pytest.skip(f"strace cannot attach here: {complaint.strip()}")
+            raise AssertionError(f"strace exited: {complaint}")
         sizes = kcat(
             c, "-C", "-t", ZERO_COPY, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%S\\n",
             timeout=120,
