@@ -22,6 +22,7 @@ consume). Figures, for 100-byte and 1 KiB records (linger 5 ms, 64 KiB batches, 
 - produce records/s and MB/s (record values; MB = 2**20 bytes),
 - catch-up consume MB/s (record values read from offset 0, or the oldest retained),
 - produce latency p50/p99 at half of that load source's measured 100-byte max rate,
+  and at one common rate (100k records/s) for every peer,
 - broker CPU seconds per GB (10**9 bytes of record values) for produce and for consume,
   from utime+stime of the broker process in /proc/<pid>/stat (ZooKeeper not counted).
 
@@ -52,6 +53,8 @@ sys.path.insert(0, str(ROOT))
 PY = sys.executable
 MB = 1024 * 1024
 SIZES = (100, 1024)
+#: records/s of the latency run every peer gets (beside each one's own half max)
+COMMON_RATE = 100_000
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -401,6 +404,15 @@ def bench_peer(peer: Peer, results: Results, quick: bool) -> None:
         results.put("latency p50 ms @ half max", source, 100, peer.name, lat["p50"])
         results.put("latency p99 ms @ half max", source, 100, peer.name, lat["p99"])
         results.put("half max rate (records/s)", source, 100, peer.name, half)
+        # Each peer's half max differs (a faster broker is measured under a heavier
+        # load, near what one Python producer can pace), so the same rate for all too.
+        if source == "perf":
+            lat = perf_produce(peer, topic, 100, seconds=latency_s, rate=COMMON_RATE)
+        else:
+            lat = confluent("latency", peer, topic, 0, 100, rate=COMMON_RATE, seconds=latency_s)
+        common = f"{COMMON_RATE // 1000}k/s"
+        results.put(f"latency p50 ms @ {common}", source, 100, peer.name, lat["p50"])
+        results.put(f"latency p99 ms @ {common}", source, 100, peer.name, lat["p99"])
 
 
 def print_table(results: Results, peers: list[str]) -> None:
