@@ -19,11 +19,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# kcat is one of the real clients the integration tests drive; Java runs ZooKeeper.
+# kcat is one of the real clients the integration tests drive; strace proves fetches are
+# zero copy; Java runs ZooKeeper.
 system-deps:
-	@command -v kcat >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; \
-	  else echo "kcat is missing: sudo apt-get install kcat"; fi; }
+	@for tool in kcat strace; do command -v $$tool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$tool >/dev/null; \
+	  else echo "$$tool is missing: sudo apt-get install $$tool"; fi; }; done
 	@command -v java >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	  else echo "Java 17+ is missing: sudo apt-get install openjdk-17-jre-headless"; fi; }
