@@ -1,9 +1,7 @@
 """A reusable fixture: ZooKeeper plus N real broker processes, as `minikafka cluster up`.
 
-Use it from a test module with::
-
-    from tests.integration.cluster import cluster3  # noqa: F401  (fixture)
-    from tests.integration.zk import zookeeper      # noqa: F401  (its dependency)
+tests/integration/conftest.py declares it (and the ZooKeeper fixture it depends on)
+for every integration module.
 
 ``cluster3`` (module scope) is a 3-broker ``TestCluster`` started through
 ``broker.cli.cluster.LocalCluster`` -- the code behind ``minikafka cluster up`` -- on free

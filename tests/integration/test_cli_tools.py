@@ -17,7 +17,6 @@ import pytest
 
 from broker.zookeeper_server import ZooKeeperServer
 from tests.integration.cluster import TestCluster, start_cluster, wait_until
-from tests.integration.zk import zookeeper  # noqa: F401
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -26,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def cluster(
-    zookeeper: ZooKeeperServer,  # noqa: F811
+    zookeeper: ZooKeeperServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[TestCluster]:
     yield from start_cluster(zookeeper, tmp_path_factory.mktemp("cli-cluster"), 2)

@@ -27,8 +27,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from protocol import ApiKey
 from protocol.messages import FetchRequest
 from protocol.records.batch import BatchHeader, iter_batches
-from tests.integration.cluster import TestCluster, cluster3  # noqa: F401
-from tests.integration.zk import zookeeper  # noqa: F401
+from tests.integration.cluster import TestCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -48,7 +47,7 @@ Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]
 
 
 @pytest.fixture(scope="module")
-def c(cluster3: TestCluster) -> Iterator[TestCluster]:  # noqa: F811
+def c(cluster3: TestCluster) -> Iterator[TestCluster]:
     """The cluster, with the module's topics made by the admin client."""
 
     async def create() -> None:

@@ -37,8 +37,7 @@ from confluent_kafka.cimpl import NewTopic
 from protocol import ApiKey
 from protocol.messages import ApiVersionsRequest, FetchRequest
 from protocol.records.batch import BatchHeader, iter_batches
-from tests.integration.cluster import TestCluster, cluster3, wait_until  # noqa: F401
-from tests.integration.zk import zookeeper  # noqa: F401
+from tests.integration.cluster import TestCluster, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -71,7 +70,7 @@ Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]
 
 
 @pytest.fixture(scope="module")
-def c(cluster3: TestCluster) -> Iterator[TestCluster]:  # noqa: F811
+def c(cluster3: TestCluster) -> Iterator[TestCluster]:
     """The cluster once every broker knows all three, with the module's topics made by
     the admin client."""
     wait_until(lambda: cluster_ready(cluster3), 30, "every broker's metadata")

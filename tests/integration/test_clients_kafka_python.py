@@ -24,8 +24,7 @@ from kafka.errors import TopicAlreadyExistsError
 from protocol import ApiKey
 from protocol.messages import FetchRequest
 from protocol.records.batch import BatchHeader, iter_batches
-from tests.integration.cluster import TestCluster, cluster3, wait_until  # noqa: F401
-from tests.integration.zk import zookeeper  # noqa: F401
+from tests.integration.cluster import TestCluster, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -45,7 +44,7 @@ Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]
 
 
 @pytest.fixture(scope="module")
-def c(cluster3: TestCluster) -> TestCluster:  # noqa: F811
+def c(cluster3: TestCluster) -> TestCluster:
     return cluster3
 
 

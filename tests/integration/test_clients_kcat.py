@@ -36,8 +36,7 @@ import pytest
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ApiVersionsRequest, CreateTopicsRequest, FetchRequest
 from protocol.records.batch import BatchHeader, iter_batches
-from tests.integration.cluster import TestCluster, cluster3, wait_until  # noqa: F401
-from tests.integration.zk import zookeeper  # noqa: F401
+from tests.integration.cluster import TestCluster, wait_until
 
 KCAT = shutil.which("kcat")
 STRACE = shutil.which("strace")
@@ -72,7 +71,7 @@ HEADERS = ["h1", "one", "h2", "two"]  # as kcat -J prints them: name, value, nam
 
 
 @pytest.fixture(scope="module")
-def c(cluster3: TestCluster) -> Iterator[TestCluster]:  # noqa: F811
+def c(cluster3: TestCluster) -> Iterator[TestCluster]:
     """The cluster once every broker knows all three, with the module's topics."""
     wait_until(lambda: cluster_ready(cluster3), 30, "every broker's metadata")
     controller = cluster3.controller()

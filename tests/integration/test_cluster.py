@@ -26,14 +26,13 @@ from protocol.messages import (
 )
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
-from tests.integration.cluster import TICK_MS, TestCluster, cluster3, wait_until  # noqa: F401
-from tests.integration.zk import zookeeper  # noqa: F401
+from tests.integration.cluster import TICK_MS, TestCluster, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 
 @pytest.fixture
-def c(cluster3: TestCluster) -> TestCluster:  # noqa: F811
+def c(cluster3: TestCluster) -> TestCluster:
     """The module's shared cluster; each test leaves its three brokers running."""
     return cluster3
 

@@ -39,7 +39,7 @@ from controller.shutdown import controlled_shutdown_response, request_controlled
 from controller.states import PartitionState
 from controller.zk import codec, paths
 from controller.zk.client import KafkaZkClient
-from tests.integration.zk import expire_session, zk_connect, zookeeper  # noqa: F401
+from tests.integration.zk import expire_session
 from timer.clock import SystemClock
 from timer.scheduler import Scheduler
 
@@ -78,7 +78,7 @@ Cluster = Callable[..., Awaitable[Node]]
 
 
 @pytest.fixture
-async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:  # noqa: F811
+async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:
     nodes: list[Node] = []
 
     async def start(
@@ -108,7 +108,7 @@ async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:  # noqa: F811
             await asyncio.to_thread(node.zk.close)
 
 
-async def side_client(zk_connect: str) -> KafkaZkClient:  # noqa: F811
+async def side_client(zk_connect: str) -> KafkaZkClient:
     return await asyncio.to_thread(KafkaZkClient.connect, zk_connect, 4.0)
 
 
@@ -141,7 +141,7 @@ async def test_exactly_one_of_two_controllers_wins(cluster: Cluster) -> None:
 
 async def test_failover_when_the_controllers_session_expires(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
@@ -164,7 +164,7 @@ async def test_failover_when_the_controllers_session_expires(
 
 async def test_new_topic_partitions_go_online_with_leaders_written(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
@@ -199,7 +199,7 @@ async def test_new_topic_partitions_go_online_with_leaders_written(
 
 async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
@@ -244,7 +244,7 @@ async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
 
 async def test_zombie_controller_is_fenced_and_resigns(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     a = await cluster(1)
@@ -282,7 +282,7 @@ async def test_zombie_controller_is_fenced_and_resigns(
 
 async def test_controlled_shutdown_moves_leadership_away(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
@@ -322,7 +322,7 @@ async def test_controlled_shutdown_moves_leadership_away(
 
 async def test_added_partitions_go_online(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
@@ -348,7 +348,7 @@ async def test_added_partitions_go_online(
 
 async def test_isr_change_notifications_reach_every_broker(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
@@ -392,7 +392,7 @@ async def test_isr_change_notifications_reach_every_broker(
 
 async def test_controlled_shutdown_request_over_tcp(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     """The broker-side helper finds the controller in ZooKeeper and asks it over TCP."""
     holder: list[KafkaController] = []
@@ -444,7 +444,7 @@ async def test_controlled_shutdown_request_over_tcp(
 
 async def test_a_corrupt_topic_znode_is_skipped_not_fatal(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     a = await cluster(1)
@@ -514,7 +514,7 @@ class CuttableProxy:
 
 async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     host_port, chroot = zk_connect.split("/", 1)
     proxy = CuttableProxy(int(host_port.rsplit(":", 1)[1]))
@@ -591,7 +591,7 @@ async def move_leader_away_and_back_into_isr(
 
 async def test_auto_leader_rebalance_moves_leadership_back(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     scheduler = Scheduler(SystemClock(), threads=1)
     scheduler.start()
@@ -621,7 +621,7 @@ async def test_auto_leader_rebalance_moves_leadership_back(
 
 async def test_requested_preferred_replica_election(
     cluster: Cluster,
-    zk_connect: str,  # noqa: F811
+    zk_connect: str,
 ) -> None:
     config = ControllerConfig(auto_leader_rebalance_enable=False)
     a = await cluster(1, config=config)

@@ -13,13 +13,7 @@ from controller.errors import BrokerIdInUseError, ControllerMovedError, StateCon
 from controller.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment, TopicPartition
 from controller.zk import codec, paths
 from controller.zk.client import KafkaZkClient, TopicExistsError
-from tests.integration.zk import (  # noqa: F401
-    expire_session,
-    kazoo_client,
-    wait_until,
-    zk_connect,
-    zookeeper,
-)
+from tests.integration.zk import expire_session, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +24,7 @@ MakeZk = Callable[[], KafkaZkClient]
 
 
 @pytest.fixture
-def zk(zk_connect: str) -> Iterator[MakeZk]:  # noqa: F811
+def zk(zk_connect: str) -> Iterator[MakeZk]:
     clients: list[KafkaZkClient] = []
 
     def make() -> KafkaZkClient:
@@ -81,7 +75,7 @@ def test_broker_id_owned_by_another_live_session_is_refused(zk: MakeZk) -> None:
         b.register_broker(broker(1), NOW)
 
 
-def test_reregistration_after_session_expiry(zk: MakeZk, zk_connect: str) -> None:  # noqa: F811
+def test_reregistration_after_session_expiry(zk: MakeZk, zk_connect: str) -> None:
     a = zk()
     first = a.register_broker(broker(1), NOW)
     old_session = a.session_id

@@ -14,12 +14,11 @@ from broker.zookeeper_server import (
     four_letter_word,
     render_config,
 )
-from tests.integration.zk import kazoo_client, zk_connect, zookeeper  # noqa: F401
 
 pytestmark = pytest.mark.integration
 
 
-def test_server_answers_ruok_and_serves_kazoo(zookeeper: ZooKeeperServer) -> None:  # noqa: F811
+def test_server_answers_ruok_and_serves_kazoo(zookeeper: ZooKeeperServer) -> None:
     assert four_letter_word("127.0.0.1", zookeeper.port, b"ruok") == b"imok"
     client = KazooClient(hosts=zookeeper.connect_string, timeout=5.0)
     client.start(timeout=10)
@@ -30,7 +29,7 @@ def test_server_answers_ruok_and_serves_kazoo(zookeeper: ZooKeeperServer) -> Non
         client.close()
 
 
-def test_chroot_fixture_isolates_tests(kazoo_client: KazooClient) -> None:  # noqa: F811
+def test_chroot_fixture_isolates_tests(kazoo_client: KazooClient) -> None:
     assert kazoo_client.get_children("/") == []
 
 

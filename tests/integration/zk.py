@@ -1,9 +1,7 @@
 """Reusable ZooKeeper fixtures for integration tests.
 
-Use them from a test module or a conftest with::
-
-    pytest_plugins = ["tests.integration.zk"]          # in a conftest.py, or
-    from tests.integration.zk import zookeeper, zk_connect  # noqa: F401  (in a module)
+tests/integration/conftest.py declares them for every integration module (declaring
+them once is what makes the session-scoped server one per run). They are:
 
 * ``zookeeper`` (session scope): one real ZooKeeper server (broker.zookeeper_server) on a
   free 127.0.0.1 port with tickTime=500, started once per test session and stopped by pid.
