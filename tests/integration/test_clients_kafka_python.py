@@ -199,8 +199,6 @@ def test_admin_creates_topics(c: TestCluster, admin: KafkaAdminClient) -> None:
 def test_produce_and_consume_every_codec_and_acks(
     c: TestCluster, consumer: KafkaConsumer, codec: str | None, acks: int | str
 ) -> None:
-    if codec == "snappy":
-        pytest.skip("kafka-python's snappy needs python-snappy, which is not installed")
     partition = CASES.index((codec, acks))
     rows = sample(f"{codec}-{acks}", now_ms())
     # acks=all is kafka-python 3's default, and brings idempotence with it
