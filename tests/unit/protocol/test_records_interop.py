@@ -1,20 +1,12 @@
 """Batches written by kafka-python and aiokafka decode with protocol.records, and batches
-written by protocol.records decode with both of them, for every codec.
-
-kafka-python reads and writes snappy through the python-snappy package, which is not
-installed here; the test hands kafka.codec a stand-in built on cramjam's raw snappy
-block codec (python-snappy's compress/decompress are that same raw format), so the
-xerial framing under test is still kafka-python's own.
+written by protocol.records decode with both of them, for every codec (kafka-python's
+snappy goes through python-snappy, a dev dependency).
 """
 
 from __future__ import annotations
 
-import types
-from collections.abc import Iterator
 from typing import Any
 
-import cramjam
-import kafka.codec
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatch as AioBatch
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
@@ -45,16 +37,6 @@ ROWS: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int
     (None, b"no key " * 30, [], T0 + 7),
     (b"no value", None, [], T0 - 3),
 ]
-
-
-@pytest.fixture(autouse=True)
-def kafka_python_snappy(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    stand_in = types.SimpleNamespace(
-        compress=lambda data: bytes(cramjam.snappy.compress_raw(data)),
-        decompress=lambda data: bytes(cramjam.snappy.decompress_raw(data)),
-    )
-    monkeypatch.setattr(kafka.codec, "snappy", stand_in)
-    yield
 
 
 def _client_batch(builder_class: Any, codec: Compression) -> bytes:
