@@ -308,6 +308,11 @@ class BrokerServer:
             await self._step("controlled shutdown", self._controlled_shutdown())
         if self.metrics_server is not None:
             await self._step("metrics server", self.metrics_server.stop())
+        # Long polls and acks=all produces waiting in a purgatory are answered now with
+        # what they have, so that they do not hold the socket server's drain below until
+        # their own timeouts (a consumer that went away would hold it the longest).
+        for purgatory in self.purgatories:
+            purgatory.complete_all()
         if self.socket_server is not None:
             # in-flight requests get 20 s to finish, within the step's own 30 s bound
             await self._step("socket server", self.socket_server.stop(timeout_s=20))

@@ -189,6 +189,25 @@ class DelayedOperationPurgatory(Generic[T]):
             op.cancel()
         return pending
 
+    def complete_all(self) -> int:
+        """Force-complete every pending operation now; return how many completed cleanly
+        (a callback that raises is logged and the rest are still completed).
+
+        For a broker going away: each waiting request is answered with what it has
+        (a long-polling fetch with the data there is, for example) instead of holding
+        its connection until its own timeout.
+        """
+        watchers, self._watchers = self._watchers, {}
+        completed = 0
+        for ops in watchers.values():
+            for op in ops:
+                try:
+                    if op.force_complete():
+                        completed += 1
+                except Exception:  # one failing callback must not leave the rest waiting
+                    log.exception("purgatory %s: completing %r failed", self.name, op)
+        return completed
+
     # ---- the expiration reaper ----------------------------------------------------------
 
     def advance_clock(self) -> bool:

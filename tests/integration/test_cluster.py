@@ -8,6 +8,7 @@ protocol package. Every wait is a poll with a deadline.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import signal
 import time
@@ -21,6 +22,7 @@ from protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DescribeClusterRequest,
+    FetchRequest,
     ListOffsetsRequest,
     ProduceRequest,
 )
@@ -271,6 +273,44 @@ def test_paused_controller_is_fenced_and_resigns(c: TestCluster) -> None:
     assert active.count(1.0) == 1
     assert "resign" in c.log_text(old).lower()
     wait_until(lambda: all_caches_agree(c) == new, 30, "every cache to agree again")
+
+
+def test_sigterm_answers_a_waiting_long_poll_before_the_broker_goes(c: TestCluster) -> None:
+    controller = wait_until(lambda: all_caches_agree(c), 30, "metadata on every broker")
+    victim = next(b for b in c.broker_ids if b != controller)
+    body = CreateTopicsRequest(
+        topics=[
+            CreateTopicsRequest.CreatableTopic(
+                name="long-poll-at-shutdown", num_partitions=-1, replication_factor=-1,
+                assignments=[CreateTopicsRequest.CreatableReplicaAssignment(
+                    partition_index=0, broker_ids=[victim])],
+            )
+        ],
+        timeout_ms=20_000,
+    )  # fmt: skip
+    assert c.request(controller, ApiKey.CREATE_TOPICS, 7, body).topics[0].error_code == 0
+    fetch = FetchRequest(
+        max_wait_ms=120_000,  # far longer than any shutdown: only the broker can end it
+        min_bytes=1,
+        topics=[FetchRequest.FetchTopic(
+            topic="long-poll-at-shutdown",
+            partitions=[FetchRequest.FetchPartition(partition=0, partition_max_bytes=1 << 20)],
+        )],
+    )  # fmt: skip
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(c.request, victim, ApiKey.FETCH, 12, fetch, 150)
+        wait_until(
+            lambda: (c.metric(victim, 'minikafka_purgatory_size{purgatory="Fetch"}') or 0) > 0
+            or answer.done(),
+            30, "the fetch to wait in the purgatory",
+        )  # fmt: skip
+        assert not answer.done(), answer.result()
+        assert c.local.stop_broker(victim, grace_s=60) == 0
+        response = answer.result(timeout=30)
+    (partition,) = response.responses[0].partitions
+    assert partition.error_code == 0 and bytes(partition.records or b"") == b""
+    c.restart(victim)
+    wait_until(lambda: all_caches_agree(c), 30, "every cache to see the restarted broker")
 
 
 def test_sigterm_shuts_a_broker_down_cleanly(c: TestCluster) -> None:

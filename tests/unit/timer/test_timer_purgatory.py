@@ -197,6 +197,22 @@ def test_cancel_for_key_takes_pending_operations_off_the_timer() -> None:
     assert all(op.expirations == 0 for op in ops)
 
 
+def test_complete_all_answers_every_pending_operation_once_and_forgets_them() -> None:
+    clock = MockClock()
+    purgatory = make(clock)
+    shared, alone, failing = Op(delay_ms=500), Op(delay_ms=500), Op(delay_ms=500)
+    failing.hook = lambda: 1 / 0
+    purgatory.try_complete_else_watch(shared, ["a", "b"])
+    purgatory.try_complete_else_watch(failing, ["a"])
+    purgatory.try_complete_else_watch(alone, ["c"])
+    assert purgatory.complete_all() == 2  # the raising callback is logged, not counted
+    assert [op.completions for op in (shared, alone, failing)] == [1, 1, 1]
+    assert purgatory.watched == 0 and purgatory.num_delayed == 0
+    clock.advance(1_000)
+    purgatory.advance_clock()
+    assert [op.expirations for op in (shared, alone, failing)] == [0, 0, 0]
+
+
 def test_empty_watch_keys_are_refused() -> None:
     with pytest.raises(ValueError):
         make(MockClock()).try_complete_else_watch(Op(), [])
