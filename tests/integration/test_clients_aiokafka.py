@@ -24,15 +24,24 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from protocol import ApiKey
-from protocol.messages import FetchRequest
-from protocol.records.batch import BatchHeader, iter_batches
 from tests.integration.cluster import TestCluster
+from tests.integration.roundtrip import (
+    MAX_WAIT_MS,
+    Row,
+    as_rows,
+    assert_answered_early,
+    assert_compressed,
+    broker_addresses,
+    checked_batches,
+    fetch_requests,
+    leader_of,
+    sample,
+    timestamp_ms,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 CODECS: tuple[str | None, ...] = (None, "gzip", "snappy", "lz4", "zstd")
-CODEC_IDS = {None: 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS: tuple[int | str, ...] = (0, 1, "all")
 CASES = [(codec, acks) for codec in CODECS for acks in ACKS]
 #: one partition per (codec, acks) case, so every case's offsets start at 0
@@ -41,9 +50,6 @@ SEEK = "aio-seek"
 TIMES = "aio-times"
 LONG_POLL = "aio-long-poll"
 TOPICS = {ROUNDTRIP: (len(CASES), 2), SEEK: (1, 2), TIMES: (1, 3), LONG_POLL: (1, 1)}
-#: the consumer's fetch max wait in the long-poll test; the record must come well before
-MAX_WAIT_MS = 10_000
-Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]
 
 
 @pytest.fixture(scope="module")
@@ -83,24 +89,6 @@ async def consumer_client(c: TestCluster, **config: Any) -> AsyncIterator[AIOKaf
         await consumer.stop()
 
 
-def sample(tag: str, base_ts: int, n: int = 5) -> list[Row]:
-    """Records to send and expect back (offset first): a null key, several headers, a
-    record without headers. Values compress well even alone (clients send a batch
-    uncompressed when compressing would not make it smaller)."""
-    rows: list[Row] = []
-    for i in range(n):
-        key = None if i == 1 else f"{tag}-k{i}".encode()
-        value = f"{tag}-v{i}-".encode() + b"x" * (200 + 40 * i)
-        headers = [] if i == 2 else [("h1", f"{i}".encode()), ("h2", b"\x00\xff")]
-        rows.append((i, key, value, headers, base_ts + i))
-    return rows
-
-
-def now_ms() -> int:
-    # client-side timestamps near now: retention must not see them as old
-    return int(time.time() * 1000) - 60_000
-
-
 async def produce(
     c: TestCluster, rows: list[Row], topic: str, partition: int, **config: Any
 ) -> list[int | None]:
@@ -121,10 +109,6 @@ async def produce(
     return [None if r is None else r.offset for r in results]
 
 
-def as_rows(records: list[Any]) -> list[Row]:
-    return [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
-
-
 async def consume(consumer: AIOKafkaConsumer, tp: TopicPartition, offset: int, n: int) -> list[Row]:
     """Assign ``tp``, seek to ``offset`` and read ``n`` records (or fail after 20 s)."""
     consumer.assign([tp])
@@ -138,36 +122,12 @@ async def consume(consumer: AIOKafkaConsumer, tp: TopicPartition, offset: int, n
     return got
 
 
-def leader_of(c: TestCluster, topic: str, partition: int) -> int:
-    (t,) = c.metadata(0, [topic]).topics
-    return int(next(p.leader_id for p in t.partitions if p.partition_index == partition))
-
-
-def stored_batches(c: TestCluster, topic: str, partition: int) -> list[BatchHeader]:
-    """The batch headers of the partition as the leader stores them (a raw fetch)."""
-    body = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1, forgotten_topics_data=[],
-        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
-            partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])],
-    )  # fmt: skip
-    response = c.request(leader_of(c, topic, partition), ApiKey.FETCH, 12, body)
-    (data,) = response.responses[0].partitions
-    assert data.error_code == 0
-    return [header for _, header in iter_batches(bytes(data.records))]
-
-
-def fetch_requests(c: TestCluster, broker: int) -> float:
-    name = 'minikafka_requests_total{api="Fetch",listener="PLAINTEXT"}'
-    return c.metric(broker, name) or 0.0
-
-
 # -- the tests --------------------------------------------------------------------------------
 
 
 async def test_metadata_lists_brokers_controller_and_topics(c: TestCluster) -> None:
     controller = await asyncio.to_thread(c.controller)
-    expected = {(i, "127.0.0.1", c.layout.client_ports[i]) for i in c.broker_ids}
+    expected = broker_addresses(c)
     async with admin_client(c) as admin:
         cluster = await admin.describe_cluster()
         assert cluster["controller_id"] == controller
@@ -203,7 +163,7 @@ async def test_produce_and_consume_every_codec_and_acks(
     c: TestCluster, codec: str | None, acks: int | str
 ) -> None:
     partition = CASES.index((codec, acks))
-    rows = sample(f"{codec}-{acks}", now_ms())
+    rows = sample(f"{codec}-{acks}", timestamp_ms())
     idempotent = acks == "all"
     offsets = await produce(
         c, rows, ROUNDTRIP, partition, acks=acks, compression_type=codec,
@@ -216,15 +176,15 @@ async def test_produce_and_consume_every_codec_and_acks(
         got = await consume(consumer, TopicPartition(ROUNDTRIP, partition), 0, len(rows))
     assert got == rows
 
-    batches = await asyncio.to_thread(stored_batches, c, ROUNDTRIP, partition)
-    assert {b.compression for b in batches} == {CODEC_IDS[codec]}
-    assert sum(b.records_count for b in batches) == len(rows)
-    assert {b.producer_id >= 0 for b in batches} == {idempotent}
+    batches = await asyncio.to_thread(
+        checked_batches, c, ROUNDTRIP, partition, len(rows), idempotent
+    )
+    assert_compressed(c, batches, codec)
 
 
 async def test_seek_to_earliest_and_latest(c: TestCluster) -> None:
     tp = TopicPartition(SEEK, 0)
-    first = sample("seek", now_ms(), 3)
+    first = sample("seek", timestamp_ms(), 3)
     assert await produce(c, first, SEEK, 0) == [0, 1, 2]
     async with consumer_client(c) as consumer:
         consumer.assign([tp])
@@ -237,7 +197,7 @@ async def test_seek_to_earliest_and_latest(c: TestCluster) -> None:
 
         await consumer.seek_to_end(tp)
         latest = await consumer.position(tp)
-        (_, k, v, h, ts) = sample("seek-late", now_ms(), 1)[0]
+        (_, k, v, h, ts) = sample("seek-late", timestamp_ms(), 1)[0]
         assert await produce(c, [(latest, k, v, h, ts)], SEEK, 0) == [3]
         # from latest, only the record written after the seek
         assert await consume(consumer, tp, latest, 1) == [(3, k, v, h, ts)]
@@ -246,7 +206,7 @@ async def test_seek_to_earliest_and_latest(c: TestCluster) -> None:
 
 async def test_seek_by_timestamp(c: TestCluster) -> None:
     tp = TopicPartition(TIMES, 0)
-    base = now_ms()
+    base = timestamp_ms()
     rows: list[Row] = [(i, f"t{i}".encode(), b"v", [], base + 10_000 * i) for i in range(3)]
     assert await produce(c, rows, TIMES, 0) == [0, 1, 2]
     async with consumer_client(c) as consumer:
@@ -272,7 +232,7 @@ async def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster) -
             assert time.monotonic() < deadline, "no fetch reached the leader"
             await asyncio.sleep(0.05)  # polling interval of a bounded wait
         # the fetch now waits at the leader for up to MAX_WAIT_MS
-        rows: list[Row] = [(start, b"k", b"arrived", [], now_ms())]
+        rows: list[Row] = [(start, b"k", b"arrived", [], timestamp_ms())]
         assert await produce(c, rows, LONG_POLL, 0, acks=1) == [start]
         produced = time.monotonic()
         record = await asyncio.wait_for(receiving, 2 * MAX_WAIT_MS / 1000)
@@ -281,7 +241,6 @@ async def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster) -
         # would wait out MAX_WAIT_MS for its answer: with its partition paused it fetches no
         # more, and a record completes the fetch in flight
         waiting.pause(tp)
-        await produce(c, [(start + 1, b"k", b"release", [], now_ms())], LONG_POLL, 0, acks=1)
+        await produce(c, [(start + 1, b"k", b"release", [], timestamp_ms())], LONG_POLL, 0, acks=1)
     assert as_rows([record]) == rows
-    # without an early completion the record would wait out the fetch's MAX_WAIT_MS
-    assert elapsed < MAX_WAIT_MS / 1000 / 2, f"record arrived after {elapsed:.1f}s"
+    assert_answered_early(elapsed)

@@ -34,15 +34,25 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from protocol import ApiKey
-from protocol.messages import ApiVersionsRequest, FetchRequest
-from protocol.records.batch import BatchHeader, iter_batches
 from tests.integration.cluster import TestCluster, wait_until
+from tests.integration.roundtrip import (
+    MAX_WAIT_MS,
+    Row,
+    assert_answered_early,
+    assert_compressed,
+    broker_addresses,
+    checked_batches,
+    cluster_ready,
+    fetch_requests,
+    leader_of,
+    restart_once_expired,
+    sample,
+    timestamp_ms,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = ("0", "1", "all")
 CASES = [(codec, acks) for codec in CODECS for acks in ACKS]
 #: one partition per (codec, acks) case, so every case's offsets start at 0
@@ -58,15 +68,6 @@ TOPICS = {
     LONG_POLL: (1, 1),
     RESTART: (1, 1),
 }
-#: the consumer's fetch.wait.max.ms in the long-poll test; the record must come well before
-MAX_WAIT_MS = 10_000
-#: librdkafka ties its LZ4 feature to FindCoordinator v0 in ApiVersions (a Kafka 0.8.2-era
-#: probe): without it, it sends lz4 batches uncompressed, and the round trip still holds
-LZ4_NEEDS_FIND_COORDINATOR = (
-    "librdkafka compresses with lz4 only when the broker advertises FindCoordinator, "
-    "which minikafka does not serve yet (the group coordinator); batches went uncompressed"
-)
-Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]
 
 
 @pytest.fixture(scope="module")
@@ -81,14 +82,6 @@ def c(cluster3: TestCluster) -> Iterator[TestCluster]:
     for future in futures.values():
         future.result(60)
     yield cluster3
-
-
-def cluster_ready(c: TestCluster) -> bool:
-    controller = c.controller()
-    return controller is not None and all(
-        len(md.brokers) == 3 and md.controller_id == controller
-        for md in (c.metadata(i) for i in c.broker_ids)
-    )
 
 
 def admin(c: TestCluster) -> AdminClient:
@@ -106,24 +99,6 @@ def consumer_for(c: TestCluster, **config: Any) -> Consumer:
     }
     settings.update({k.replace("_", "."): v for k, v in config.items()})
     return Consumer(settings)
-
-
-def sample(tag: str, base_ts: int, n: int = 5) -> list[Row]:
-    """Records to send and expect back (offset first): a null key, several headers, a
-    record without headers. Values compress well even alone (clients send a batch
-    uncompressed when compressing would not make it smaller)."""
-    rows: list[Row] = []
-    for i in range(n):
-        key = None if i == 1 else f"{tag}-k{i}".encode()
-        value = f"{tag}-v{i}-".encode() + b"x" * (200 + 40 * i)
-        headers = [] if i == 2 else [("h1", f"{i}".encode()), ("h2", b"\x00\xff")]
-        rows.append((i, key, value, headers, base_ts + i))
-    return rows
-
-
-def now_ms() -> int:
-    # client-side timestamps near now: retention must not see them as old
-    return int(time.time() * 1000) - 60_000
 
 
 def produce(
@@ -175,37 +150,6 @@ def consume(consumer: Consumer, tp: TopicPartition | None, n: int) -> list[Row]:
     return got
 
 
-def leader_of(c: TestCluster, topic: str, partition: int) -> int:
-    (t,) = c.metadata(0, [topic]).topics
-    return int(next(p.leader_id for p in t.partitions if p.partition_index == partition))
-
-
-def stored_batches(c: TestCluster, topic: str, partition: int) -> list[BatchHeader]:
-    """The batch headers of the partition as the leader stores them (a raw fetch)."""
-    body = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1, forgotten_topics_data=[],
-        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
-            partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])],
-    )  # fmt: skip
-    response = c.request(leader_of(c, topic, partition), ApiKey.FETCH, 12, body)
-    (data,) = response.responses[0].partitions
-    assert data.error_code == 0
-    return [header for _, header in iter_batches(bytes(data.records))]
-
-
-def advertised(c: TestCluster, api_key: int) -> bool:
-    """Whether broker 0's ApiVersions lists ``api_key``."""
-    body = ApiVersionsRequest(client_software_name="test", client_software_version="1")
-    response = c.request(0, ApiKey.API_VERSIONS, 3, body)
-    return any(k.api_key == api_key for k in response.api_keys)
-
-
-def fetch_requests(c: TestCluster, broker: int) -> float:
-    name = 'minikafka_requests_total{api="Fetch",listener="PLAINTEXT"}'
-    return c.metric(broker, name) or 0.0
-
-
 # -- the tests --------------------------------------------------------------------------------
 
 
@@ -213,7 +157,7 @@ def test_metadata_lists_brokers_controller_and_topics(c: TestCluster) -> None:
     client = admin(c)
     md = client.list_topics(timeout=20)
     assert md.controller_id == c.controller()
-    expected = {(i, "127.0.0.1", c.layout.client_ports[i]) for i in c.broker_ids}
+    expected = broker_addresses(c)
     assert {(b.id, str(b.host), b.port) for b in md.brokers.values()} == expected
     assert set(TOPICS) <= set(md.topics)
     roundtrip = md.topics[ROUNDTRIP]
@@ -247,7 +191,7 @@ def test_admin_creates_topics(c: TestCluster) -> None:
 @pytest.mark.parametrize(("codec", "acks"), CASES)
 def test_produce_and_consume_every_codec_and_acks(c: TestCluster, codec: str, acks: str) -> None:
     partition = CASES.index((codec, acks))
-    rows = sample(f"{codec}-{acks}", now_ms())
+    rows = sample(f"{codec}-{acks}", timestamp_ms())
     idempotent = acks == "all"
     offsets = produce(
         c, rows, ROUNDTRIP, partition, acks=acks, compression_type=codec,
@@ -263,17 +207,12 @@ def test_produce_and_consume_every_codec_and_acks(c: TestCluster, codec: str, ac
         consumer.close()
     assert got == rows
 
-    batches = stored_batches(c, ROUNDTRIP, partition)
-    assert sum(b.records_count for b in batches) == len(rows)
-    assert {b.producer_id >= 0 for b in batches} == {idempotent}
-    if codec == "lz4" and not advertised(c, ApiKey.FIND_COORDINATOR):
-        assert {b.compression for b in batches} == {CODEC_IDS["none"]}
-        pytest.xfail(LZ4_NEEDS_FIND_COORDINATOR)
-    assert {b.compression for b in batches} == {CODEC_IDS[codec]}
+    batches = checked_batches(c, ROUNDTRIP, partition, len(rows), idempotent)
+    assert_compressed(c, batches, codec, librdkafka=True)
 
 
 def test_seek_to_earliest_and_latest(c: TestCluster) -> None:
-    first = sample("seek", now_ms(), 3)
+    first = sample("seek", timestamp_ms(), 3)
     assert produce(c, first, SEEK, 0, acks="all") == [0, 1, 2]
     consumer = consumer_for(c)
     try:
@@ -292,7 +231,7 @@ def test_seek_to_earliest_and_latest(c: TestCluster) -> None:
         assert latest.poll(0.1) is None
         # it fetches once ListOffsets has told it where the end is
         wait_until(lambda: fetch_requests(c, leader) > before, 20, "a fetch at the leader")
-        (_, k, v, h, ts) = sample("seek-late", now_ms(), 1)[0]
+        (_, k, v, h, ts) = sample("seek-late", timestamp_ms(), 1)[0]
         assert produce(c, [(3, k, v, h, ts)], SEEK, 0, acks="1") == [3]
         assert consume(latest, None, 1) == [(3, k, v, h, ts)]
     finally:
@@ -300,7 +239,7 @@ def test_seek_to_earliest_and_latest(c: TestCluster) -> None:
 
 
 def test_seek_by_timestamp(c: TestCluster) -> None:
-    base = now_ms()
+    base = timestamp_ms()
     rows: list[Row] = [(i, f"t{i}".encode(), b"v", [], base + 10_000 * i) for i in range(3)]
     assert produce(c, rows, TIMES, 0, acks="1") == [0, 1, 2]
     consumer = consumer_for(c)
@@ -325,7 +264,7 @@ def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster) -> None
         assert waiting.poll(0.1) is None  # librdkafka fetches in its own threads
         wait_until(lambda: fetch_requests(c, leader) > before, 20, "a fetch at the leader")
         # the fetch now waits at the leader for up to MAX_WAIT_MS
-        rows: list[Row] = [(0, b"k", b"arrived", [], now_ms())]
+        rows: list[Row] = [(0, b"k", b"arrived", [], timestamp_ms())]
         assert produce(c, rows, LONG_POLL, 0, acks="1") == [0]
         produced = time.monotonic()
         m = waiting.poll(2 * MAX_WAIT_MS / 1000)
@@ -335,11 +274,10 @@ def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster) -> None
     # the closed consumer's next fetch may still wait at the leader (its connection is
     # muted while a request is in flight); a record completes it, so that the cluster's
     # graceful shutdown at the end of the module does not wait out MAX_WAIT_MS for it
-    produce(c, [(1, b"k", b"release", [], now_ms())], LONG_POLL, 0, acks="1")
+    produce(c, [(1, b"k", b"release", [], timestamp_ms())], LONG_POLL, 0, acks="1")
     assert m is not None and m.error() is None
     assert as_row(m) == rows[0]
-    # without an early completion the record would wait out the fetch's MAX_WAIT_MS
-    assert elapsed < MAX_WAIT_MS / 1000 / 2, f"record arrived after {elapsed:.1f}s"
+    assert_answered_early(elapsed)
 
 
 def test_producer_and_consumer_carry_on_across_a_leader_restart(c: TestCluster) -> None:
@@ -375,12 +313,7 @@ def test_producer_and_consumer_carry_on_across_a_leader_restart(c: TestCluster) 
 
         c.local.kill_broker(leader)
         send(after)  # queued while the partition has no leader
-        wait_until(
-            lambda: leader not in c.registered(),
-            c.session_timeout_s + 10,
-            "the killed broker's session to expire",
-        )
-        c.restart(leader)
+        restart_once_expired(c, leader)
         assert producer.flush(60) == 0, "records left undelivered"
         read = consume(consumer, None, 5)
     finally:

@@ -21,15 +21,25 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import TopicAlreadyExistsError
 
-from protocol import ApiKey
-from protocol.messages import FetchRequest
-from protocol.records.batch import BatchHeader, iter_batches
 from tests.integration.cluster import TestCluster, wait_until
+from tests.integration.roundtrip import (
+    MAX_WAIT_MS,
+    Row,
+    as_rows,
+    assert_answered_early,
+    assert_compressed,
+    broker_addresses,
+    checked_batches,
+    fetch_requests,
+    leader_of,
+    restart_once_expired,
+    sample,
+    timestamp_ms,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 CODECS: tuple[str | None, ...] = (None, "gzip", "snappy", "lz4", "zstd")
-CODEC_IDS = {None: 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS: tuple[int | str, ...] = (0, 1, "all")
 CASES = [(codec, acks) for codec in CODECS for acks in ACKS]
 #: one partition per (codec, acks) case, so every case's offsets start at 0
@@ -38,9 +48,6 @@ SEEK = "kp-seek"
 TIMES = "kp-times"
 LONG_POLL = "kp-long-poll"
 RESTART = "kp-restart"
-#: the consumer's fetch.max.wait in the long-poll test; the record must come well before
-MAX_WAIT_MS = 10_000
-Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]
 
 
 @pytest.fixture(scope="module")
@@ -85,24 +92,6 @@ def consumer(c: TestCluster, topics: None) -> Iterator[KafkaConsumer]:
         client.close()
 
 
-def sample(tag: str, base_ts: int, n: int = 5) -> list[Row]:
-    """Records to send and expect back (offset first): a null key, several headers, a
-    record without headers. Values compress well even alone (clients send a batch
-    uncompressed when compressing would not make it smaller)."""
-    rows: list[Row] = []
-    for i in range(n):
-        key = None if i == 1 else f"{tag}-k{i}".encode()
-        value = f"{tag}-v{i}-".encode() + b"x" * (200 + 40 * i)
-        headers = [] if i == 2 else [("h1", f"{i}".encode()), ("h2", b"\x00\xff")]
-        rows.append((i, key, value, headers, base_ts + i))
-    return rows
-
-
-def now_ms() -> int:
-    # client-side timestamps near now: retention must not see them as old
-    return int(time.time() * 1000) - 60_000
-
-
 def produce(
     c: TestCluster, rows: list[Row], topic: str, partition: int, **config: Any
 ) -> list[int]:
@@ -123,41 +112,23 @@ def produce(
     return offsets
 
 
+def poll_rows(consumer: KafkaConsumer, n: int, timeout: float, poll_ms: int = 200) -> list[Row]:
+    """Poll until ``n`` records have come or ``timeout`` seconds have passed."""
+    got: list[Row] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=poll_ms).values():
+            got += as_rows(records)
+    return got
+
+
 def consume(consumer: KafkaConsumer, tp: TopicPartition, offset: int, n: int) -> list[Row]:
     """Assign ``tp``, seek to ``offset`` and read ``n`` records (or fail after 20 s)."""
     consumer.assign([tp])
     consumer.seek(tp, offset)
-    got: list[Row] = []
-    deadline = time.monotonic() + 20
-    while len(got) < n and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=200).values():
-            got += [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
+    got = poll_rows(consumer, n, 20)
     assert len(got) >= n, f"{len(got)} of {n} records from {tp} at {offset}"
     return got
-
-
-def leader_of(c: TestCluster, topic: str, partition: int) -> int:
-    (t,) = c.metadata(0, [topic]).topics
-    return int(next(p.leader_id for p in t.partitions if p.partition_index == partition))
-
-
-def stored_batches(c: TestCluster, topic: str, partition: int) -> list[BatchHeader]:
-    """The batch headers of the partition as the leader stores them (a raw fetch)."""
-    body = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1, forgotten_topics_data=[],
-        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
-            partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])],
-    )  # fmt: skip
-    response = c.request(leader_of(c, topic, partition), ApiKey.FETCH, 12, body)
-    (data,) = response.responses[0].partitions
-    assert data.error_code == 0
-    return [header for _, header in iter_batches(bytes(data.records))]
-
-
-def fetch_requests(c: TestCluster, broker: int) -> float:
-    name = 'minikafka_requests_total{api="Fetch",listener="PLAINTEXT"}'
-    return c.metric(broker, name) or 0.0
 
 
 # -- the tests --------------------------------------------------------------------------------
@@ -169,7 +140,7 @@ def test_metadata_lists_brokers_controller_and_topics(
     cluster = admin.describe_cluster()
     assert cluster["controller_id"] == c.controller()
     brokers = {(b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]}
-    assert brokers == {(i, "127.0.0.1", c.layout.client_ports[i]) for i in c.broker_ids}
+    assert brokers == broker_addresses(c)
     assert {ROUNDTRIP, SEEK, TIMES, LONG_POLL} <= set(admin.list_topics())
     assert {ROUNDTRIP, SEEK, TIMES, LONG_POLL} <= consumer.topics()
     assert consumer.partitions_for_topic(ROUNDTRIP) == set(range(len(CASES)))
@@ -200,7 +171,7 @@ def test_produce_and_consume_every_codec_and_acks(
     c: TestCluster, consumer: KafkaConsumer, codec: str | None, acks: int | str
 ) -> None:
     partition = CASES.index((codec, acks))
-    rows = sample(f"{codec}-{acks}", now_ms())
+    rows = sample(f"{codec}-{acks}", timestamp_ms())
     # acks=all is kafka-python 3's default, and brings idempotence with it
     config: dict[str, Any] = {"compression_type": codec}
     if acks != "all":
@@ -212,16 +183,13 @@ def test_produce_and_consume_every_codec_and_acks(
     got = consume(consumer, TopicPartition(ROUNDTRIP, partition), 0, len(rows))
     assert got == rows
 
-    batches = stored_batches(c, ROUNDTRIP, partition)
-    assert {b.compression for b in batches} == {CODEC_IDS[codec]}
-    assert sum(b.records_count for b in batches) == len(rows)
-    idempotent = {b.producer_id >= 0 for b in batches}
-    assert idempotent == {acks == "all"}
+    batches = checked_batches(c, ROUNDTRIP, partition, len(rows), idempotent=acks == "all")
+    assert_compressed(c, batches, codec)
 
 
 def test_seek_to_earliest_and_latest(c: TestCluster, consumer: KafkaConsumer) -> None:
     tp = TopicPartition(SEEK, 0)
-    first = sample("seek", now_ms(), 3)
+    first = sample("seek", timestamp_ms(), 3)
     assert produce(c, first, SEEK, 0) == [0, 1, 2]
 
     consumer.assign([tp])
@@ -234,7 +202,7 @@ def test_seek_to_earliest_and_latest(c: TestCluster, consumer: KafkaConsumer) ->
 
     consumer.seek_to_end(tp)
     latest = consumer.position(tp)
-    (_, k, v, h, ts) = sample("seek-late", now_ms(), 1)[0]
+    (_, k, v, h, ts) = sample("seek-late", timestamp_ms(), 1)[0]
     assert produce(c, [(latest, k, v, h, ts)], SEEK, 0, acks=1) == [3]
     # from latest, only the record written after the seek
     got = consume(consumer, tp, latest, 1)
@@ -244,7 +212,7 @@ def test_seek_to_earliest_and_latest(c: TestCluster, consumer: KafkaConsumer) ->
 
 def test_seek_by_timestamp(c: TestCluster, consumer: KafkaConsumer) -> None:
     tp = TopicPartition(TIMES, 0)
-    base = now_ms()
+    base = timestamp_ms()
     rows: list[Row] = [(i, f"t{i}".encode(), b"v", [], base + 10_000 * i) for i in range(3)]
     assert produce(c, rows, TIMES, 0, acks=1) == [0, 1, 2]
 
@@ -273,23 +241,19 @@ def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster, topics:
         assert waiting.poll(timeout_ms=100) == {}  # sends a fetch that finds nothing
         wait_until(lambda: fetch_requests(c, leader) > before, 10, "a fetch at the leader")
         # the fetch now waits at the leader for up to MAX_WAIT_MS
-        rows: list[Row] = [(start, b"k", b"arrived", [], now_ms())]
+        rows: list[Row] = [(start, b"k", b"arrived", [], timestamp_ms())]
         assert produce(c, rows, LONG_POLL, 0, acks=1) == [start]
         produced = time.monotonic()
-        got: list[Row] = []
-        while not got and time.monotonic() - produced < 2 * MAX_WAIT_MS / 1000:
-            for records in waiting.poll(timeout_ms=100).values():
-                got += [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
+        got = poll_rows(waiting, 1, 2 * MAX_WAIT_MS / 1000, poll_ms=100)
         elapsed = time.monotonic() - produced
     finally:
         waiting.close()
     # the closed consumer's next fetch may still wait at the leader (its connection is
     # muted while a request is in flight); a record completes it, so that the cluster's
     # graceful shutdown at the end of the module does not wait out MAX_WAIT_MS for it
-    produce(c, [(start + 1, b"k", b"release", [], now_ms())], LONG_POLL, 0, acks=1)
+    produce(c, [(start + 1, b"k", b"release", [], timestamp_ms())], LONG_POLL, 0, acks=1)
     assert got == rows
-    # without an early completion the record would wait out the fetch's MAX_WAIT_MS
-    assert elapsed < MAX_WAIT_MS / 1000 / 2, f"record arrived after {elapsed:.1f}s"
+    assert_answered_early(elapsed)
 
 
 def test_producer_and_consumer_carry_on_across_a_leader_restart(
@@ -301,12 +265,12 @@ def test_producer_and_consumer_carry_on_across_a_leader_restart(
     move."""
     tp = TopicPartition(RESTART, 0)
     leader = leader_of(c, RESTART, 0)
-    before = sample("before", now_ms())
+    before = sample("before", timestamp_ms())
     assert produce(c, before, RESTART, 0) == [0, 1, 2, 3, 4]
     assert consume(consumer, tp, 0, 5) == before
 
     c.local.kill_broker(leader)
-    after = [(5 + i, k, v, h, ts) for i, k, v, h, ts in sample("after", now_ms())]
+    after = [(5 + i, k, v, h, ts) for i, k, v, h, ts in sample("after", timestamp_ms())]
     producer = KafkaProducer(
         bootstrap_servers=c.layout.bootstrap_servers, delivery_timeout_ms=90_000
     )
@@ -315,20 +279,10 @@ def test_producer_and_consumer_carry_on_across_a_leader_restart(
             producer.send(RESTART, key=k, value=v, headers=h, partition=0, timestamp_ms=ts)
             for _, k, v, h, ts in after
         ]
-        wait_until(
-            lambda: leader not in c.registered(),
-            c.session_timeout_s + 10,
-            "the killed broker's session to expire",
-        )
-        c.restart(leader)
+        restart_once_expired(c, leader)
         producer.flush(60)
         assert [f.get(30).offset for f in futures] == [r[0] for r in after]
     finally:
         producer.close(10)
-    got: list[Row] = []
-    deadline = time.monotonic() + 30
-    while len(got) < len(after) and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=200).values():
-            got += [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
-    assert got == after
+    assert poll_rows(consumer, len(after), 30) == after
     assert consumer.end_offsets([tp]) == {tp: 10}

@@ -34,9 +34,17 @@ from typing import Any
 import pytest
 
 from protocol import ApiKey, ErrorCode
-from protocol.messages import ApiVersionsRequest, CreateTopicsRequest, FetchRequest
-from protocol.records.batch import BatchHeader, iter_batches
+from protocol.messages import CreateTopicsRequest
 from tests.integration.cluster import TestCluster, wait_until
+from tests.integration.roundtrip import (
+    MAX_WAIT_MS,
+    assert_answered_early,
+    assert_compressed,
+    checked_batches,
+    cluster_ready,
+    fetch_requests,
+    leader_of,
+)
 
 KCAT = shutil.which("kcat")
 STRACE = shutil.which("strace")
@@ -48,7 +56,6 @@ pytestmark = [
 ]
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 ACKS = ("0", "1", "all")
 CASES = [(codec, acks) for codec in CODECS for acks in ACKS]
 #: one partition per (codec, acks) case, so every case's offsets start at 0
@@ -59,14 +66,6 @@ LONG_POLL = "kcat-long-poll"
 ZERO_COPY = "kcat-zero-copy"
 TOPICS = {ROUNDTRIP: (len(CASES), 2), SEEK: (1, 2), TIMES: (1, 3), LONG_POLL: (1, 1),
           ZERO_COPY: (1, 1)}  # fmt: skip
-#: kcat's fetch.wait.max.ms in the long-poll test; the record must come well before
-MAX_WAIT_MS = 10_000
-#: librdkafka ties its LZ4 feature to FindCoordinator v0 in ApiVersions (a Kafka 0.8.2-era
-#: probe): without it, it sends lz4 batches uncompressed, and the round trip still holds
-LZ4_NEEDS_FIND_COORDINATOR = (
-    "librdkafka compresses with lz4 only when the broker advertises FindCoordinator, "
-    "which minikafka does not serve yet (the group coordinator); batches went uncompressed"
-)
 HEADERS = ["h1", "one", "h2", "two"]  # as kcat -J prints them: name, value, name, value
 
 
@@ -84,14 +83,6 @@ def c(cluster3: TestCluster) -> Iterator[TestCluster]:
     response = cluster3.request(controller, ApiKey.CREATE_TOPICS, 7, body)
     assert [t.error_code for t in response.topics] == [ErrorCode.NONE] * len(TOPICS)
     yield cluster3
-
-
-def cluster_ready(c: TestCluster) -> bool:
-    controller = c.controller()
-    return controller is not None and all(
-        len(md.brokers) == 3 and md.controller_id == controller
-        for md in (c.metadata(i) for i in c.broker_ids)
-    )
 
 
 def kcat(c: TestCluster, *args: str, stdin: bytes | None = None, timeout: float = 30) -> str:
@@ -121,37 +112,6 @@ def consume(c: TestCluster, topic: str, partition: int, *opts: str) -> list[dict
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def leader_of(c: TestCluster, topic: str, partition: int) -> int:
-    (t,) = c.metadata(0, [topic]).topics
-    return int(next(p.leader_id for p in t.partitions if p.partition_index == partition))
-
-
-def stored_batches(c: TestCluster, topic: str, partition: int) -> list[BatchHeader]:
-    """The batch headers of the partition as the leader stores them (a raw fetch)."""
-    body = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1, forgotten_topics_data=[],
-        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[FetchRequest.FetchPartition(
-            partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])],
-    )  # fmt: skip
-    response = c.request(leader_of(c, topic, partition), ApiKey.FETCH, 12, body)
-    (data,) = response.responses[0].partitions
-    assert data.error_code == 0
-    return [header for _, header in iter_batches(bytes(data.records))]
-
-
-def advertised(c: TestCluster, api_key: int) -> bool:
-    """Whether broker 0's ApiVersions lists ``api_key``."""
-    body = ApiVersionsRequest(client_software_name="test", client_software_version="1")
-    response = c.request(0, ApiKey.API_VERSIONS, 3, body)
-    return any(k.api_key == api_key for k in response.api_keys)
-
-
-def fetch_requests(c: TestCluster, broker: int) -> float:
-    name = 'minikafka_requests_total{api="Fetch",listener="PLAINTEXT"}'
-    return c.metric(broker, name) or 0.0
 
 
 def next_record_from_end(
@@ -231,13 +191,9 @@ def test_produce_and_consume_every_codec_and_acks(c: TestCluster, codec: str, ac
     # the producer's timestamps (kcat cannot choose them), kept as CreateTime
     assert all(m["tstype"] == "create" and before <= m["ts"] <= after for m in got)
 
-    batches = stored_batches(c, ROUNDTRIP, partition)
-    assert sum(b.records_count for b in batches) == len(lines)
+    batches = checked_batches(c, ROUNDTRIP, partition, len(lines))
     assert [m["ts"] for m in got][-1] == batches[-1].max_timestamp
-    if codec == "lz4" and not advertised(c, ApiKey.FIND_COORDINATOR):
-        assert {b.compression for b in batches} == {CODEC_IDS["none"]}
-        pytest.xfail(LZ4_NEEDS_FIND_COORDINATOR)
-    assert {b.compression for b in batches} == {CODEC_IDS[codec]}
+    assert_compressed(c, batches, codec, librdkafka=True)
 
 
 def test_consume_from_earliest_and_latest(c: TestCluster) -> None:
@@ -283,8 +239,7 @@ def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster) -> None
     # the cluster's graceful shutdown at the end of the module does not wait for it
     produce(c, LONG_POLL, 0, ["release\trelease"], "-X", "acks=1")
     assert (record["offset"], record["payload"]) == (0, "arrived")
-    # without an early completion kcat would wait out the fetch's MAX_WAIT_MS
-    assert elapsed < MAX_WAIT_MS / 1000 / 2, f"record arrived after {elapsed:.1f}s"
+    assert_answered_early(elapsed)
 
 
 # -- zero copy --------------------------------------------------------------------------------
