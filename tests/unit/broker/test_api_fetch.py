@@ -15,22 +15,17 @@ import pytest
 
 import protocol
 from broker.apis import fetch
-from broker.config import BrokerConfig
 from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
-from broker.replica_manager import ReplicaManager
 from protocol import ApiKey, ErrorCode
-from protocol.messages import FetchRequest, LeaderAndIsrRequest
+from protocol.messages import FetchRequest
 from protocol.records import BatchBuilder, iter_batches
-from storage import FileRegion, LogManager, LogManagerConfig, TopicPartition
-from timer import DelayedOperationPurgatory
+from storage import FileRegion, TopicPartition
+from tests.unit.broker.broker_helpers import local_replicas, partition_state
 from timer.clock import MockClock
 
 TOPIC = "clicks"
 A = TopicPartition(TOPIC, 0)
 B = TopicPartition(TOPIC, 1)
-State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 
 def batch(n: int = 1, value_size: int = 50) -> bytes:
@@ -41,41 +36,9 @@ def batch(n: int = 1, value_size: int = 50) -> bytes:
 
 
 def make_ctx(tmp_path: Path, props: dict[str, str] | None = None) -> BrokerContext:
-    clock = MockClock()
-    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
-    purgatories: list[DelayedOperationPurgatory[Any]] = [
-        DelayedOperationPurgatory(name, clock=clock, reaper_enabled=False)
-        for name in ("Produce", "Fetch")
-    ]
-    rm = ReplicaManager(
-        0, log_manager, produce_purgatory=purgatories[0], fetch_purgatory=purgatories[1]
-    )
-    states = [
-        State(
-            topic_name=TOPIC,
-            partition_index=tp.partition,
-            controller_epoch=1,
-            leader=0,
-            leader_epoch=0,
-            isr=[0],
-            partition_epoch=0,
-            replicas=[0],
-        )
-        for tp in (A, B)
-    ]
-    rm.become_leader_or_follower(1, 1, states, {TOPIC: uuid.uuid4()})
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="test-cluster",
-        config=BrokerConfig.from_properties(props or {}),
-        clock=clock,
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
-        log_manager=log_manager,
-        replica_manager=rm,
-        produce_purgatory=purgatories[0],
-        fetch_purgatory=purgatories[1],
-    )
+    replicas = local_replicas(tmp_path)
+    replicas.become({TOPIC: uuid.uuid4()}, partition_state(A), partition_state(B))
+    return replicas.context(props)
 
 
 @pytest.fixture

@@ -12,21 +12,15 @@ import pytest
 
 import protocol
 from broker.apis import list_offsets
-from broker.config import BrokerConfig
 from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
-from broker.replica_manager import ReplicaManager
 from protocol import ApiKey, ErrorCode
-from protocol.messages import LeaderAndIsrRequest, ListOffsetsRequest
+from protocol.messages import ListOffsetsRequest
 from protocol.records import BatchBuilder
-from storage import Log, LogManager, LogManagerConfig, TopicPartition
-from timer import DelayedOperationPurgatory
-from timer.clock import MockClock
+from storage import Log, TopicPartition
+from tests.unit.broker.broker_helpers import local_replicas, partition_state
 
 TOPIC = "metrics"
 A = TopicPartition(TOPIC, 0)
-State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 
 def batch(*timestamps: int) -> bytes:
@@ -38,51 +32,14 @@ def batch(*timestamps: int) -> bytes:
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
-    clock = MockClock()
-    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
-    purgatories: list[DelayedOperationPurgatory[Any]] = [
-        DelayedOperationPurgatory(name, clock=clock, reaper_enabled=False)
-        for name in ("Produce", "Fetch")
-    ]
-    rm = ReplicaManager(
-        0, log_manager, produce_purgatory=purgatories[0], fetch_purgatory=purgatories[1]
-    )
-    follower = State(
-        topic_name=TOPIC,
-        partition_index=1,
-        controller_epoch=1,
-        leader=1,
-        leader_epoch=0,
-        isr=[0, 1],
-        partition_epoch=0,
-        replicas=[0, 1],
-    )
-    leader = State(
-        topic_name=TOPIC,
-        partition_index=0,
-        controller_epoch=1,
-        leader=0,
-        leader_epoch=4,
-        isr=[0],
-        partition_epoch=0,
-        replicas=[0],
-    )
-    rm.become_leader_or_follower(1, 1, [leader, follower], {TOPIC: uuid.uuid4()})
+    replicas = local_replicas(tmp_path)
+    ids = {TOPIC: uuid.uuid4()}
+    follower = partition_state(TopicPartition(TOPIC, 1), leader=1, isr=(0, 1), replicas=(0, 1))
+    replicas.become(ids, partition_state(A, epoch=4), follower)
     for records in (batch(100, 150, 200), batch(300, 900, 400)):
-        rm.append_records(
-            {A: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=lambda r: None
-        )
-    yield BrokerContext(
-        broker_id=0,
-        cluster_id="test-cluster",
-        config=BrokerConfig.from_properties({}),
-        clock=clock,
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
-        log_manager=log_manager,
-        replica_manager=rm,
-    )
-    log_manager.shutdown()
+        replicas.append(A, records)
+    yield replicas.context()
+    replicas.log_manager.shutdown()
 
 
 def request(

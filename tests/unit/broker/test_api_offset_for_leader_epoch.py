@@ -12,79 +12,44 @@ import pytest
 
 import protocol
 from broker.apis import offset_for_leader_epoch
-from broker.config import BrokerConfig
 from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
-from broker.replica_manager import ReplicaManager
 from protocol import ApiKey, ErrorCode
-from protocol.messages import LeaderAndIsrRequest, OffsetForLeaderEpochRequest
+from protocol.messages import OffsetForLeaderEpochRequest
 from protocol.records import BatchBuilder
-from storage import LogManager, LogManagerConfig, TopicPartition
-from timer import DelayedOperationPurgatory
-from timer.clock import MockClock
+from storage import TopicPartition
+from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state
 
 TOPIC = "ledger"
 A = TopicPartition(TOPIC, 0)
-State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 
 def state(partition: int, leader: int, epoch: int) -> Any:
-    return State(
-        topic_name=TOPIC,
-        partition_index=partition,
-        controller_epoch=1,
-        leader=leader,
-        leader_epoch=epoch,
-        isr=[0, 1],
-        partition_epoch=epoch,
-        replicas=[0, 1],
+    tp = TopicPartition(TOPIC, partition)
+    return partition_state(
+        tp, leader=leader, epoch=epoch, isr=(0, 1), replicas=(0, 1), partition_epoch=epoch
     )
 
 
-def append(rm: ReplicaManager, n: int) -> None:
+def append(replicas: LocalReplicas, n: int) -> None:
     builder = BatchBuilder()
     for i in range(n):
         builder.append(i, None, b"v")
-    rm.append_records(
-        {A: bytes(builder.build())},
-        required_acks=1,
-        timeout_ms=0,
-        api_version=9,
-        on_done=lambda r: None,
-    )
+    replicas.append(A, bytes(builder.build()))
 
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
     """Partition 0 led here: epoch 1 wrote offsets 0-2, epoch 3 offsets 3-4, epoch 5
     is current with nothing written yet. Partition 1 is followed."""
-    clock = MockClock()
-    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
-    purgatories: list[DelayedOperationPurgatory[Any]] = [
-        DelayedOperationPurgatory(name, clock=clock, reaper_enabled=False)
-        for name in ("Produce", "Fetch")
-    ]
-    rm = ReplicaManager(
-        0, log_manager, produce_purgatory=purgatories[0], fetch_purgatory=purgatories[1]
-    )
+    replicas = local_replicas(tmp_path)
     ids = {TOPIC: uuid.uuid4()}
-    rm.become_leader_or_follower(1, 1, [state(0, 0, 1), state(1, 1, 1)], ids)
-    append(rm, 3)
-    rm.become_leader_or_follower(1, 1, [state(0, 0, 3)], ids)
-    append(rm, 2)
-    rm.become_leader_or_follower(1, 1, [state(0, 0, 5)], ids)
-    yield BrokerContext(
-        broker_id=0,
-        cluster_id="test-cluster",
-        config=BrokerConfig.from_properties({}),
-        clock=clock,
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
-        log_manager=log_manager,
-        replica_manager=rm,
-    )
-    log_manager.shutdown()
+    replicas.become(ids, state(0, 0, 1), state(1, 1, 1))
+    append(replicas, 3)
+    replicas.become(ids, state(0, 0, 3))
+    append(replicas, 2)
+    replicas.become(ids, state(0, 0, 5))
+    yield replicas.context()
+    replicas.log_manager.shutdown()
 
 
 async def ask(

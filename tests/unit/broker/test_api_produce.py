@@ -14,20 +14,14 @@ import pytest
 
 import protocol
 from broker.apis import produce
-from broker.config import BrokerConfig
 from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
-from broker.replica_manager import ReplicaManager
 from protocol import ApiKey, ErrorCode
-from protocol.messages import LeaderAndIsrRequest, ProduceRequest
+from protocol.messages import ProduceRequest
 from protocol.records import BatchBuilder
-from storage import LogManager, LogManagerConfig, TopicPartition
-from timer import DelayedOperationPurgatory
-from timer.clock import MockClock
+from storage import TopicPartition
+from tests.unit.broker.broker_helpers import local_replicas, partition_state
 
 TOPIC = "payments"
-State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 
 def batch(n: int = 1, *, transactional: bool = False) -> bytes:
@@ -45,49 +39,11 @@ def batch(n: int = 1, *, transactional: bool = False) -> bytes:
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
-    clock = MockClock()
-    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
-    produce_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
-        "Produce", clock=clock, reaper_enabled=False
-    )
-    fetch_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
-        "Fetch", clock=clock, reaper_enabled=False
-    )
-    metrics = BrokerMetrics()
-    rm = ReplicaManager(
-        0,
-        log_manager,
-        produce_purgatory=produce_purgatory,
-        fetch_purgatory=fetch_purgatory,
-        metrics=metrics,
-    )
-    states = [
-        State(
-            topic_name=TOPIC,
-            partition_index=p,
-            controller_epoch=1,
-            leader=0,
-            leader_epoch=0,
-            isr=[0],
-            partition_epoch=0,
-            replicas=[0],
-        )
-        for p in (0, 1)
-    ]
-    rm.become_leader_or_follower(1, 1, states, {TOPIC: uuid.uuid4()})
-    yield BrokerContext(
-        broker_id=0,
-        cluster_id="test-cluster",
-        config=BrokerConfig.from_properties({}),
-        clock=clock,
-        metrics=metrics,
-        metadata_cache=MetadataCache(0),
-        log_manager=log_manager,
-        replica_manager=rm,
-        produce_purgatory=produce_purgatory,
-        fetch_purgatory=fetch_purgatory,
-    )
-    log_manager.shutdown()
+    replicas = local_replicas(tmp_path)
+    partitions = (TopicPartition(TOPIC, p) for p in (0, 1))
+    replicas.become({TOPIC: uuid.uuid4()}, *(partition_state(tp) for tp in partitions))
+    yield replicas.context()
+    replicas.log_manager.shutdown()
 
 
 def request(version: int, partitions: dict[int, bytes | None], *, acks: int = 1) -> Any:

@@ -14,28 +14,18 @@ import pytest
 from broker.delayed import DelayedFetch, FetchParams, FetchPartitionResult, PartitionFetchInfo
 from broker.partition import Partition
 from protocol.errors import ErrorCode
-from protocol.messages import LeaderAndIsrRequest
 from protocol.records import BatchBuilder
 from storage import LogManager, LogManagerConfig, TopicPartition
+from tests.unit.broker.broker_helpers import partition_state
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 TP = TopicPartition("logs", 0)
-State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 Results = list[tuple[TopicPartition, FetchPartitionResult]]
 
 
 def state(epoch: int) -> Any:
-    return State(
-        topic_name=TP.topic,
-        partition_index=0,
-        controller_epoch=1,
-        leader=0,
-        leader_epoch=epoch,
-        isr=[0],
-        partition_epoch=0,
-        replicas=[0],
-    )
+    return partition_state(TP, epoch=epoch)
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ from broker.partition import (
     topic_id_text,
 )
 from protocol.errors import ErrorCode
-from protocol.messages import LeaderAndIsrRequest
 from protocol.records import BatchBuilder, Compression
 from storage import (
     AppendInfo,
@@ -33,11 +32,11 @@ from storage import (
     TimestampOffset,
     TopicPartition,
 )
+from tests.unit.broker.broker_helpers import partition_state
 from timer.clock import MockClock
 
 TP = TopicPartition("orders", 0)
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
-State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 
 def batch(
@@ -61,19 +60,9 @@ def batch(
     return bytes(builder.build())
 
 
-def state(
-    leader: int = 0, epoch: int = 0, isr: list[int] | None = None, replicas: list[int] | None = None
-) -> Any:
-    return State(
-        topic_name=TP.topic,
-        partition_index=TP.partition,
-        controller_epoch=1,
-        leader=leader,
-        leader_epoch=epoch,
-        isr=[0] if isr is None else isr,
-        partition_epoch=0,
-        replicas=[0] if replicas is None else replicas,
-    )
+def state(**options: Any) -> Any:
+    """TP's LeaderAndIsr state (``options``: partition_state's)."""
+    return partition_state(TP, **options)
 
 
 @pytest.fixture

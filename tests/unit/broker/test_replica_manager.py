@@ -18,16 +18,15 @@ from broker.metrics import BrokerMetrics
 from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
-from protocol.messages import LeaderAndIsrRequest
 from protocol.records import BatchBuilder
-from storage import Log, LogManager, LogManagerConfig, StorageError, TopicPartition
+from storage import Log, LogManager, StorageError, TopicPartition
+from tests.unit.broker.broker_helpers import local_replicas, partition_state
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 A = TopicPartition("orders", 0)
 B = TopicPartition("orders", 1)
 TOPIC_ID = uuid.UUID("0b3ad1c2-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
-State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 
 def batch(n: int = 1, *, producer_id: int = -1, epoch: int = -1, seq: int = -1) -> bytes:
@@ -35,26 +34,6 @@ def batch(n: int = 1, *, producer_id: int = -1, epoch: int = -1, seq: int = -1) 
     for i in range(n):
         builder.append(1_000 + i, b"k", b"value")
     return bytes(builder.build())
-
-
-def state(
-    tp: TopicPartition,
-    *,
-    leader: int = 0,
-    epoch: int = 0,
-    isr: tuple[int, ...] = (0,),
-    replicas: tuple[int, ...] = (0,),
-) -> Any:
-    return State(
-        topic_name=tp.topic,
-        partition_index=tp.partition,
-        controller_epoch=1,
-        leader=leader,
-        leader_epoch=epoch,
-        isr=list(isr),
-        partition_epoch=0,
-        replicas=list(replicas),
-    )
 
 
 @dataclass
@@ -69,7 +48,7 @@ class Broker:
     known: set[TopicPartition] = field(default_factory=set)
 
     def lead(self, *tps: TopicPartition, epoch: int = 0, **kw: Any) -> dict[TopicPartition, int]:
-        states = [state(tp, epoch=epoch, **kw) for tp in tps]
+        states = [partition_state(tp, epoch=epoch, **kw) for tp in tps]
         return self.rm.become_leader_or_follower(1, 1, states, {"orders": TOPIC_ID})
 
     def log(self, tp: TopicPartition) -> Log:
@@ -94,28 +73,15 @@ class Broker:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
-    clock = MockClock()
-    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
-    produce: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
-        "Produce", clock=clock, reaper_enabled=False
-    )
-    fetch: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
-        "Fetch", clock=clock, reaper_enabled=False
-    )
-    metrics = BrokerMetrics()
     min_isr: dict[str, int] = {}
     known: set[TopicPartition] = set()
-    rm = ReplicaManager(
-        0,
-        log_manager,
-        produce_purgatory=produce,
-        fetch_purgatory=fetch,
-        metrics=metrics,
+    r = local_replicas(
+        tmp_path,
         min_insync_replicas=lambda topic: min_isr.get(topic, 1),
         is_known_partition=lambda t, p: TopicPartition(t, p) in known,
     )
-    yield Broker(clock, log_manager, produce, fetch, metrics, rm, min_isr, known)
-    log_manager.shutdown()
+    yield Broker(r.clock, r.log_manager, r.produce, r.fetch, r.metrics, r.rm, min_isr, known)
+    r.log_manager.shutdown()
 
 
 def metric(broker: Broker, name: str, **labels: str) -> float:
@@ -135,8 +101,8 @@ def test_become_leader_creates_partitions_and_logs(broker: Broker) -> None:
 
 
 def test_stale_controller_epoch_refuses_whole_request(broker: Broker) -> None:
-    broker.rm.become_leader_or_follower(1, 5, [state(A)], {})
-    answer = broker.rm.become_leader_or_follower(1, 4, [state(B)], {})
+    broker.rm.become_leader_or_follower(1, 5, [partition_state(A)], {})
+    answer = broker.rm.become_leader_or_follower(1, 4, [partition_state(B)], {})
     assert answer == {B: ErrorCode.STALE_CONTROLLER_EPOCH}
     assert broker.rm.get_partition("orders", 1) is None
     assert broker.rm.is_stale_controller_epoch(4) and not broker.rm.is_stale_controller_epoch(5)

@@ -13,7 +13,6 @@ import pytest
 
 from broker.delayed import (
     DelayedFetch,
-    DelayedProduce,
     FetchParams,
     FetchPartitionResult,
     PartitionFetchInfo,
@@ -22,15 +21,14 @@ from broker.metrics import BrokerMetrics
 from broker.partition import READ_COMMITTED
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
-from protocol.messages import LeaderAndIsrRequest
 from protocol.records import BatchBuilder
-from storage import FileRegion, Log, LogManager, LogManagerConfig, TopicPartition
+from storage import FileRegion, Log, LogManager, TopicPartition
+from tests.unit.broker.broker_helpers import local_replicas, partition_state
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 A = TopicPartition("events", 0)
 B = TopicPartition("events", 1)
-State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 Results = list[tuple[TopicPartition, FetchPartitionResult]]
 
 
@@ -85,34 +83,10 @@ def info(
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
-    clock = MockClock()
-    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
-    produce: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
-        "Produce", clock=clock, reaper_enabled=False
-    )
-    fetch: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
-        "Fetch", clock=clock, reaper_enabled=False
-    )
-    metrics = BrokerMetrics()
-    rm = ReplicaManager(
-        0, log_manager, produce_purgatory=produce, fetch_purgatory=fetch, metrics=metrics
-    )
-    states = [
-        State(
-            topic_name=tp.topic,
-            partition_index=tp.partition,
-            controller_epoch=1,
-            leader=0,
-            leader_epoch=2,
-            isr=[0],
-            partition_epoch=0,
-            replicas=[0],
-        )
-        for tp in (A, B)
-    ]
-    rm.become_leader_or_follower(1, 1, states, {"events": uuid.uuid4()})
-    yield Broker(clock, log_manager, fetch, metrics, rm)
-    log_manager.shutdown()
+    r = local_replicas(tmp_path)
+    r.become({"events": uuid.uuid4()}, *(partition_state(tp, epoch=2) for tp in (A, B)))
+    yield Broker(r.clock, r.log_manager, r.fetch, r.metrics, r.rm)
+    r.log_manager.shutdown()
 
 
 def size(region: FileRegion | None) -> int:
@@ -260,16 +234,7 @@ def test_long_poll_timeout_with_nothing_answers_empty(broker: Broker) -> None:
 
 def test_long_poll_ends_when_leadership_moves(broker: Broker) -> None:
     got = broker.fetch_now([(A, info())], max_wait_ms=500)
-    moved = State(
-        topic_name=A.topic,
-        partition_index=A.partition,
-        controller_epoch=1,
-        leader=1,
-        leader_epoch=3,
-        isr=[0, 1],
-        partition_epoch=1,
-        replicas=[0, 1],
-    )
+    moved = partition_state(A, leader=1, epoch=3, isr=(0, 1), replicas=(0, 1), partition_epoch=1)
     broker.rm.become_leader_or_follower(1, 1, [moved], {})
     [[(_, r)]] = got
     assert r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

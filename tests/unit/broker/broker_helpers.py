@@ -1,0 +1,113 @@
+"""Shared helpers for the broker tests that run on real logs: LeaderAndIsr partition
+states, a replica manager over a LogManager in a temporary directory with both purgatories
+on one MockClock (reapers off: a test advances time itself), and the BrokerContext a
+handler sees around it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from broker.config import BrokerConfig
+from broker.context import BrokerContext
+from broker.delayed import DelayedFetch, DelayedProduce
+from broker.metadata_cache import MetadataCache
+from broker.metrics import BrokerMetrics
+from broker.replica_manager import ReplicaManager
+from protocol.messages import LeaderAndIsrRequest
+from storage import LogManager, LogManagerConfig, TopicPartition
+from timer import DelayedOperationPurgatory
+from timer.clock import MockClock
+
+State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+
+
+def partition_state(
+    tp: TopicPartition,
+    *,
+    leader: int = 0,
+    epoch: int = 0,
+    isr: list[int] | tuple[int, ...] = (0,),
+    replicas: list[int] | tuple[int, ...] = (0,),
+    partition_epoch: int = 0,
+) -> Any:
+    """A LeaderAndIsr partition state for ``tp`` from controller epoch 1 (by default:
+    broker 0 leads alone at leader epoch 0)."""
+    return State(
+        topic_name=tp.topic,
+        partition_index=tp.partition,
+        controller_epoch=1,
+        leader=leader,
+        leader_epoch=epoch,
+        isr=list(isr),
+        partition_epoch=partition_epoch,
+        replicas=list(replicas),
+    )
+
+
+def ignore(result: object) -> None:
+    """An append's or fetch's callback for a test that does not look at the answer."""
+
+
+@dataclass
+class LocalReplicas:
+    """Broker 0's replica manager on real logs. Shut ``log_manager`` down when done."""
+
+    clock: MockClock
+    log_manager: LogManager
+    produce: DelayedOperationPurgatory[DelayedProduce]
+    fetch: DelayedOperationPurgatory[DelayedFetch]
+    metrics: BrokerMetrics
+    rm: ReplicaManager
+
+    def become(self, topic_ids: Mapping[str, Any], *states: Any) -> dict[TopicPartition, int]:
+        """Apply partition ``states`` as a LeaderAndIsr from controller 1, epoch 1 would."""
+        return self.rm.become_leader_or_follower(1, 1, list(states), dict(topic_ids))
+
+    def append(
+        self, tp: TopicPartition, records: bytes, on_done: Callable[[Any], None] = ignore
+    ) -> None:
+        """Append with acks=1, answered at once through ``on_done``."""
+        self.rm.append_records(
+            {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=on_done
+        )
+
+    def context(self, props: Mapping[str, str] | None = None) -> BrokerContext:
+        """The BrokerContext of broker 0 in cluster "test-cluster" around these replicas."""
+        return BrokerContext(
+            broker_id=0,
+            cluster_id="test-cluster",
+            config=BrokerConfig.from_properties(dict(props or {})),
+            clock=self.clock,
+            metrics=self.metrics,
+            metadata_cache=MetadataCache(0),
+            log_manager=self.log_manager,
+            replica_manager=self.rm,
+            produce_purgatory=self.produce,
+            fetch_purgatory=self.fetch,
+        )
+
+
+def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:
+    """A replica manager for broker 0 with its logs under ``tmp_path`` (``rm_options``:
+    ReplicaManager's keyword options beyond the purgatories and metrics)."""
+    clock = MockClock()
+    log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
+    produce: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
+        "Produce", clock=clock, reaper_enabled=False
+    )
+    fetch: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+        "Fetch", clock=clock, reaper_enabled=False
+    )
+    metrics = BrokerMetrics()
+    rm = ReplicaManager(
+        0,
+        log_manager,
+        produce_purgatory=produce,
+        fetch_purgatory=fetch,
+        metrics=metrics,
+        **rm_options,
+    )
+    return LocalReplicas(clock, log_manager, produce, fetch, metrics, rm)
