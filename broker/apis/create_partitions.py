@@ -17,7 +17,7 @@ from collections.abc import Collection
 from typing import Any
 
 from broker.admin.topics import AdminError, add_partitions, plan_partitions, read_topic
-from broker.apis.create_topics import wait_for_leaders
+from broker.apis.create_topics import respond_when_led
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import CreatePartitionsResponse
@@ -78,15 +78,9 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
             continue
         results[topic.name] = Result(name=topic.name, error_code=ErrorCode.NONE)
 
-    if not added or body.validate_only:
-        return respond()
-    if body.timeout_ms <= 0:
-        for name in added:
-            _timed_out(results[name])
-        return respond()
-    listener = str(getattr(request, "listener", "") or "PLAINTEXT")
-    return wait_for_leaders(
-        ctx, listener, added, body.timeout_ms, lambda n: _timed_out(results[n]), respond
+    # validate_only added nothing: answered at once
+    return respond_when_led(
+        ctx, request, added, body.timeout_ms, lambda n: _timed_out(results[n]), respond
     )
 
 

@@ -120,32 +120,34 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
     created: dict[str, Collection[int]] = {
         n: range(p.num_partitions) for n, p in plans.items() if results[n].error_code == 0
     }
-    if not created:
-        return respond()
-    if body.timeout_ms <= 0:
-        for name in created:
-            _timed_out(results[name])
-        return respond()
-    listener = str(getattr(request, "listener", "") or "PLAINTEXT")
-    return wait_for_leaders(
-        ctx, listener, created, body.timeout_ms, lambda n: _timed_out(results[n]), respond
+    return respond_when_led(
+        ctx, request, created, body.timeout_ms, lambda n: _timed_out(results[n]), respond
     )
 
 
-def wait_for_leaders(
+def respond_when_led(
     ctx: BrokerContext,
-    listener: str,
+    request: Any,
     pending: Mapping[str, Collection[int]],
     timeout_ms: int,
     timed_out: Callable[[str], None],
     respond: Callable[[], Response],
-) -> asyncio.Future[Response]:
-    """The response to a request that created topics or partitions, once every one of
-    ``pending`` (topic -> partitions) has a leader in this broker's cache (a
-    DelayedCreateTopics) and then in every other live broker's (peer probes on
-    ``listener``), all within ``timeout_ms``. ``timed_out(topic)`` marks a topic that
-    missed the deadline; ``respond()`` builds the response at the end. Also used by
-    CreatePartitions."""
+) -> Response | asyncio.Future[Response]:
+    """Answer a request that created topics or partitions (CreatePartitions too).
+
+    Nothing in ``pending`` (topic -> new partitions): answer now. ``timeout_ms`` <= 0:
+    answer now, every topic marked ``timed_out`` (created, not waited for). Otherwise a
+    Future, answered once each topic has leaders in this broker's cache (a
+    DelayedCreateTopics) and then in every other live broker's (peer probes on the
+    request's listener), within ``timeout_ms``; a topic that misses it is marked.
+    ``respond()`` builds the response."""
+    if not pending:
+        return respond()
+    if timeout_ms <= 0:
+        for name in pending:
+            timed_out(name)
+        return respond()
+    listener = str(getattr(request, "listener", "") or "PLAINTEXT")
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Response] = loop.create_future()
     deadline = ctx.clock.monotonic_ms() + timeout_ms
