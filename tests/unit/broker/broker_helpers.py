@@ -1,7 +1,7 @@
-"""Shared helpers for the broker tests that run on real logs: LeaderAndIsr partition
-states, a replica manager over a LogManager in a temporary directory with both purgatories
-on one MockClock (reapers off: a test advances time itself), and the BrokerContext a
-handler sees around it."""
+"""Shared helpers for the broker tests: the request a handler is called with; and, for
+tests on real logs, LeaderAndIsr partition states, a replica manager over a LogManager in
+a temporary directory with both purgatories on one MockClock (reapers off: a test
+advances time itself), and the BrokerContext a handler sees around it."""
 
 from __future__ import annotations
 
@@ -16,12 +16,34 @@ from broker.delayed import DelayedFetch, DelayedProduce
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.replica_manager import ReplicaManager
+from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest
 from storage import LogManager, LogManagerConfig, TopicPartition
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+
+
+class HandlerRequest:
+    """The parts of broker.network.Request a handler reads, for calling one directly."""
+
+    def __init__(
+        self,
+        api_key: int,
+        version: int,
+        body: Any,
+        listener: str = "PLAINTEXT",
+        *,
+        client_id: str = "test-client",
+    ) -> None:
+        self.header = make_request(api_key, version, 1, client_id, body).header
+        self.body = body
+        self.listener = listener
+
+    @property
+    def api_version(self) -> int:
+        return int(self.header.api_version)
 
 
 def partition_state(

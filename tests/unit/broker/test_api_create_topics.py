@@ -22,12 +22,13 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from controller.model import TopicAssignment
 from controller.zk.client import TopicExistsError
-from protocol import ApiKey, ErrorCode, make_request
+from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     UpdateMetadataRequest,
 )
+from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -67,17 +68,6 @@ class FakeController:
     def __init__(self, active: bool = True) -> None:
         self.is_active = active
         self.broker_epoch = 5
-
-
-class Req:
-    def __init__(self, api_key: int, version: int, body: Any) -> None:
-        self.header = make_request(api_key, version, 1, "test-client", body).header
-        self.body = body
-        self.listener = "PLAINTEXT"
-
-    @property
-    def api_version(self) -> int:
-        return int(self.header.api_version)
 
 
 async def call(handler: Any, ctx: BrokerContext, request: Req) -> Any:

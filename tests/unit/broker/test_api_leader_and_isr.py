@@ -13,9 +13,10 @@ from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from protocol import ApiKey, ErrorCode, make_request
+from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
 from storage import TopicPartition
+from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
 
 L = LeaderAndIsrRequest
@@ -74,16 +75,6 @@ class FakeLogManager:
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
         self.configs[topic] = dict(overrides)
-
-
-class Req:
-    def __init__(self, api_key: int, version: int, body: Any) -> None:
-        self.header = make_request(api_key, version, 1, "controller-1", body).header
-        self.body = body
-
-    @property
-    def api_version(self) -> int:
-        return int(self.header.api_version)
 
 
 def make_ctx() -> BrokerContext:

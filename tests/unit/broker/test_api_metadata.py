@@ -12,13 +12,14 @@ from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from controller.model import TopicAssignment
-from protocol import ApiKey, ErrorCode, make_request
+from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     DescribeClusterRequest,
     DescribeConfigsRequest,
     MetadataRequest,
     UpdateMetadataRequest,
 )
+from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
 
 U = UpdateMetadataRequest
@@ -38,17 +39,6 @@ class FakeZk:
 
     def get_topic_config(self, topic: str) -> dict[str, str]:
         return dict(self.configs.get(topic, {}))
-
-
-class Req:
-    def __init__(self, api_key: int, version: int, body: Any, listener: str = "PLAINTEXT"):
-        self.header = make_request(api_key, version, 1, "c", body).header
-        self.body = body
-        self.listener = listener
-
-    @property
-    def api_version(self) -> int:
-        return int(self.header.api_version)
 
 
 def zk_of(ctx: BrokerContext) -> FakeZk:
