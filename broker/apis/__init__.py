@@ -19,8 +19,10 @@ handler answers v0-2 with UNSUPPORTED_VERSION.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
+import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -139,13 +141,34 @@ def iter_error_codes(body: object, depth: int = 0) -> Iterator[int]:
     the per-API error metric."""
     if depth > 4 or not isinstance(body, msgspec.Struct):
         return
-    for name in body.__struct_fields__:
-        value = getattr(body, name)
-        if name == "error_code" and isinstance(value, int) and value != 0:
-            yield value
-        elif isinstance(value, list) and value and isinstance(value[0], msgspec.Struct):
-            for item in value:
-                yield from iter_error_codes(item, depth + 1)
+    has_error_code, struct_lists = _error_walk(type(body))
+    if has_error_code:
+        code = body.error_code  # type: ignore[attr-defined]
+        if isinstance(code, int) and code != 0:
+            yield code
+    for name in struct_lists:
+        for item in getattr(body, name) or ():
+            yield from iter_error_codes(item, depth + 1)
+
+
+@functools.cache
+def _error_walk(cls: type[msgspec.Struct]) -> tuple[bool, tuple[str, ...]]:
+    """What iter_error_codes visits in a struct class, worked out once from its field
+    types: whether it has an ``error_code``, and its fields that are lists of structs."""
+    has_error_code = False
+    struct_lists = []
+    for field in msgspec.structs.fields(cls):
+        if field.name == "error_code":
+            has_error_code = True
+        args = typing.get_args(field.type)
+        if (
+            typing.get_origin(field.type) is list
+            and args
+            and isinstance(args[0], type)
+            and issubclass(args[0], msgspec.Struct)
+        ):
+            struct_lists.append(field.name)
+    return has_error_code, tuple(struct_lists)
 
 
 def is_stale_broker_epoch(ctx: BrokerContext, broker_epoch: int) -> bool:
