@@ -5,9 +5,12 @@ they are made (several may be in flight: pipelining); responses come back in req
 order and are matched by correlation id (:mod:`broker.client.inflight`). Each response is
 decoded by the coroutine that awaits it, so a malformed answer raises there.
 
-The connection is an ``asyncio.Protocol`` (no Streams: a callback per chunk, no extra
-task, DESIGN.md section 9). When the transport's write buffer fills, new requests wait
-for ``resume_writing``: a fast sender is held back rather than buffering without bound.
+The connection is an ``asyncio.BufferedProtocol`` (no Streams: a callback per read, no
+extra task, DESIGN.md section 9): the transport reads straight into the buffer a
+:class:`~broker.client.receiver.FrameReceiver` offers, so a large response (a 1 MiB
+fetch) is written once by the kernel into its own bytearray and never copied. When the
+transport's write buffer fills, new requests wait for ``resume_writing``: a fast sender is
+held back rather than buffering without bound.
 
 Failure scope: a timeout, a correlation mismatch or an undecodable frame closes the
 connection and fails every request in flight on it; the caller (``KafkaClient``)
@@ -25,9 +28,9 @@ from typing import Any, Final, cast
 import protocol
 from broker.client.errors import ConnectionLost, RequestTimedOut, UnsupportedApi
 from broker.client.inflight import CorrelationMismatch, InFlightRequests
+from broker.client.receiver import FrameReceiver
 from broker.client.versions import API_VERSIONS_FIRST_TRY, negotiate, retry_version
 from protocol import ApiKey, ErrorCode
-from protocol.framing import FrameDecoder
 from protocol.messages import ApiVersionsRequest
 
 _SIZE: Final = struct.Struct(">i")
@@ -98,7 +101,7 @@ def _peek_error_code(frame: bytes | memoryview) -> int | None:
     return int(struct.unpack_from(">h", frame, 4)[0])
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     def __init__(self, host: str, port: int, config: ConnectionConfig | None = None) -> None:
         self.host = host
         self.port = port
@@ -107,7 +110,7 @@ class Connection(asyncio.Protocol):
         self.versions: dict[int, int] = {}
         self.broker_ranges: dict[int, tuple[int, int]] = {}
         self._transport: asyncio.Transport | None = None
-        self._decoder = FrameDecoder(self.config.max_response_bytes)
+        self._receiver = FrameReceiver(self.config.max_response_bytes)
         self._inflight: InFlightRequests[asyncio.Future[bytes | memoryview]] = InFlightRequests()
         self._writable = asyncio.Event()
         self._writable.set()
@@ -297,7 +300,7 @@ class Connection(asyncio.Protocol):
         else:
             self._closed.set()
 
-    # -- asyncio.Protocol ------------------------------------------------------------------
+    # -- asyncio.BufferedProtocol ----------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement the Transport interface without subclassing it
@@ -309,14 +312,29 @@ class Connection(asyncio.Protocol):
 
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._receiver.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         try:
-            frames = self._decoder.feed(data)
+            self._deliver(self._receiver.buffer_updated(nbytes))
+        except protocol.ProtocolError as exc:
+            self._fail(ConnectionLost(f"{self}: {exc}"))
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes handed over rather than read into our buffer (a plain-Protocol path)."""
+        try:
+            self._deliver(self._receiver.feed(data))
+        except protocol.ProtocolError as exc:
+            self._fail(ConnectionLost(f"{self}: {exc}"))
+
+    def _deliver(self, frames: list[memoryview]) -> None:
+        try:
             for frame in frames:
                 entry = self._inflight.complete(frame)
                 if not entry.waiter.done():
                     entry.waiter.set_result(frame)
-        except (protocol.ProtocolError, CorrelationMismatch) as exc:
+        except CorrelationMismatch as exc:
             self._fail(ConnectionLost(f"{self}: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:

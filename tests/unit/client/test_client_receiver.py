@@ -1,0 +1,140 @@
+"""FrameReceiver: frames read into buffers sized from their prefix, reuse, bad sizes."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.client.receiver import FrameReceiver
+from protocol.errors import ProtocolError
+
+
+def framed(*frames: bytes) -> bytes:
+    return b"".join(struct.pack(">i", len(f)) + f for f in frames)
+
+
+def read(receiver: FrameReceiver, data: bytes, chunk: int) -> list[bytes]:
+    """Deliver ``data`` as a transport would: at most ``chunk`` bytes per read, each
+    written into the buffer the receiver offers."""
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        buf = receiver.get_buffer()
+        assert len(buf) > 0
+        n = min(len(buf), chunk, len(data) - pos)
+        buf[:n] = data[pos : pos + n]
+        buf.release()
+        out += [bytes(f) for f in receiver.buffer_updated(n)]
+        pos += n
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    frames=st.lists(st.binary(max_size=300), max_size=8),
+    chunk=st.integers(1, 400),
+    stage=st.integers(4, 64),
+)
+def test_any_split_of_the_stream_yields_the_frames_in_order(
+    frames: list[bytes], chunk: int, stage: int
+) -> None:
+    receiver = FrameReceiver(1000, stage_size=stage)
+    assert read(receiver, framed(*frames), chunk) == frames
+    assert receiver.buffered == 0
+
+
+def test_a_large_frame_is_read_straight_into_its_own_buffer() -> None:
+    receiver = FrameReceiver(1 << 20, stage_size=16)
+    payload = bytes(range(256)) * 40
+    data = framed(payload)
+    first = receiver.get_buffer()
+    assert len(first) == 16  # the stage, while no frame is open
+    first[:16] = data[:16]
+    first.release()
+    assert receiver.buffer_updated(16) == []
+    # the frame's buffer is open: the next read is offered exactly the missing tail
+    tail = receiver.get_buffer()
+    assert len(tail) == len(payload) - 12
+    tail[:] = data[16:]
+    tail.release()
+    [frame] = receiver.buffer_updated(len(payload) - 12)
+    assert frame == payload and not frame.readonly
+    assert receiver.buffered == 0 and receiver.allocations == 1
+
+
+def test_small_frames_arriving_together_come_out_of_one_read() -> None:
+    receiver = FrameReceiver(100)
+    frames = [b"a", b"", b"bcd"]
+    assert read(receiver, framed(*frames) + b"\x00\x00", 10_000) == frames
+    assert receiver.buffered == 2  # half a size prefix waits for the rest
+    assert read(receiver, b"\x00\x01z", 10_000) == [b"z"]
+
+
+def test_a_frame_buffer_is_reused_only_once_nobody_refers_to_it() -> None:
+    receiver = FrameReceiver(1 << 20, stage_size=8)
+    [first] = _frames(receiver, framed(b"x" * 1000))
+    [second] = _frames(receiver, framed(b"y" * 1000))
+    assert receiver.allocations == 2  # ``first`` still refers to its buffer
+    piece = first[10:20]  # a slice refers to the buffer as well
+    del first, second
+    [third] = _frames(receiver, framed(b"z" * 900))
+    assert receiver.allocations == 2  # the buffer ``second`` had, larger than needed
+    [fourth] = _frames(receiver, framed(b"w" * 1000))
+    assert receiver.allocations == 3  # ``piece`` keeps the first buffer out of reuse
+    assert bytes(piece) == b"x" * 10 and bytes(third) == b"z" * 900
+    assert bytes(fourth) == b"w" * 1000
+
+
+def test_frames_from_a_reused_buffer_have_their_own_size() -> None:
+    receiver = FrameReceiver(1 << 20, stage_size=8)
+    del _frames(receiver, framed(b"a" * 5000))[0]
+    [frame] = _frames(receiver, framed(b"b" * 100))
+    assert len(frame) == 100 and bytes(frame) == b"b" * 100
+    assert receiver.allocations == 1
+
+
+def test_without_a_pool_every_large_frame_gets_a_fresh_buffer() -> None:
+    receiver = FrameReceiver(1 << 20, stage_size=8, pool_size=0)
+    for _ in range(3):
+        del _frames(receiver, framed(b"z" * 100))[0]
+    assert receiver.allocations == 3
+
+
+def _frames(receiver: FrameReceiver, data: bytes) -> list[memoryview]:
+    """Like ``read`` but keeps the frames as the receiver returned them."""
+    out: list[memoryview] = []
+    pos = 0
+    while pos < len(data):
+        buf = receiver.get_buffer()
+        n = min(len(buf), len(data) - pos)
+        buf[:n] = data[pos : pos + n]
+        buf.release()
+        out += receiver.buffer_updated(n)
+        pos += n
+    return out
+
+
+@pytest.mark.parametrize(
+    ("size", "message"), [(-1, "negative frame size"), (101, "exceeds the limit of 100")]
+)
+def test_a_bad_size_raises_before_anything_is_allocated(size: int, message: str) -> None:
+    receiver = FrameReceiver(100, stage_size=8)
+    with pytest.raises(ProtocolError, match=message):
+        read(receiver, struct.pack(">i", size) + b"abcd", 8)
+    assert receiver.allocations == 0
+
+
+def test_feed_copies_handed_bytes_in_through_the_same_buffers() -> None:
+    receiver = FrameReceiver(1 << 20, stage_size=8)
+    frames = [b"p" * 50, b"q", b"r" * 20]
+    data = framed(*frames)
+    assert [bytes(f) for f in receiver.feed(data[:30])] == []
+    assert [bytes(f) for f in receiver.feed(data[30:])] == frames
+
+
+def test_a_stage_too_small_for_a_prefix_is_refused() -> None:
+    with pytest.raises(ValueError, match="size prefix"):
+        FrameReceiver(100, stage_size=3)
