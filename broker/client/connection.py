@@ -317,24 +317,11 @@ class Connection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         try:
-            self._deliver(self._receiver.buffer_updated(nbytes))
-        except protocol.ProtocolError as exc:
-            self._fail(ConnectionLost(f"{self}: {exc}"))
-
-    def data_received(self, data: bytes) -> None:
-        """Bytes handed over rather than read into our buffer (a plain-Protocol path)."""
-        try:
-            self._deliver(self._receiver.feed(data))
-        except protocol.ProtocolError as exc:
-            self._fail(ConnectionLost(f"{self}: {exc}"))
-
-    def _deliver(self, frames: list[memoryview]) -> None:
-        try:
-            for frame in frames:
+            for frame in self._receiver.buffer_updated(nbytes):
                 entry = self._inflight.complete(frame)
                 if not entry.waiter.done():
                     entry.waiter.set_result(frame)
-        except CorrelationMismatch as exc:
+        except (protocol.ProtocolError, CorrelationMismatch) as exc:
             self._fail(ConnectionLost(f"{self}: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -110,7 +110,7 @@ class FrameReceiver:
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
         """Copy ``data`` in through ``get_buffer``: for callers that are handed bytes
-        (a plain Protocol's ``data_received``, tests)."""
+        (tests, or a transport that hands bytes over)."""
         view = memoryview(data).cast("B")
         frames: list[memoryview] = []
         pos = 0
