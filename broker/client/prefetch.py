@@ -127,12 +127,18 @@ class PartitionPrefetcher:
         self._fill()
         offset, task = self._inflight.popleft()
         assert offset == self.position, "the head of the pipeline is always at the position"
-        body = await task
-        data = read_fetch_response(body, self.topic).get(self.partition)
-        if data is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, self._name())
-        if data.error_code != ErrorCode.NONE:
-            raise KafkaError(data.error_code, self._name())
+        try:
+            body = await task
+            data = read_fetch_response(body, self.topic).get(self.partition)
+            if data is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, self._name())
+            if data.error_code != ErrorCode.NONE:
+                raise KafkaError(data.error_code, self._name())
+        except BaseException:
+            # an error or a cancelled wait: the fetches behind this one were predicted
+            # from its answer; drop them so that the next call starts at the position
+            self._drop_inflight()
+            raise
         self._high_watermark = data.high_watermark
         taken = take_from(data.records, self.position)
         cut = len(data.records) >= self.partition_max_bytes or taken.bytes < len(data.records)

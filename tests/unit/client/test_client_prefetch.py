@@ -202,6 +202,28 @@ async def test_a_partition_error_raises() -> None:
     prefetcher.close()
 
 
+async def test_a_cancelled_wait_leaves_the_prefetcher_usable_from_its_position() -> None:
+    log = FakeLog.of([[3] * 10])
+    conn = FakeConnection(log)
+    two_batches = len(batch(0, 3)) * 2
+    prefetcher = PartitionPrefetcher(conn, "t", 0, 0, depth=2, partition_max_bytes=two_batches)
+    assert (await prefetcher.next()).position == 6  # the stride is learnt: 2 in flight next
+    waiting = asyncio.ensure_future(prefetcher.next())
+    for _ in range(20):  # let it issue its fetches and start waiting (a few loop turns)
+        if len(conn.fetched) == 3:
+            break
+        await asyncio.sleep(0)
+    assert conn.fetched == [0, 6, 12]
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    records = 0
+    while prefetcher.position < log.end:
+        records += (await prefetcher.next()).records
+    assert records == 24 and conn.fetched[3] == 6  # resumed at the position, not at 12
+    prefetcher.close()
+
+
 def test_depth_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="depth"):
         PartitionPrefetcher(FakeConnection(FakeLog()), "t", 0, 0, depth=0)
