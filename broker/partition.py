@@ -154,7 +154,11 @@ class Partition:
     def make_leader(self, state: PartitionStateLike, topic_id: uuid.UUID | None) -> bool:
         """Become leader at ``state.leader_epoch``: open the log and start the epoch at
         the log end in the leader-epoch cache. Returns whether this broker was not
-        already leading (Kafka's isNewLeader)."""
+        already leading (Kafka's isNewLeader).
+
+        No disk work when the log is already open (the ReplicaManager opens it in a
+        worker thread first): the epoch changes the cache in memory, and the caller
+        writes the checkpoint off the loop (``Log.flush_epoch_cache``)."""
         was_leader = self.is_leader
         lg = self._ensure_log(topic_id if topic_id is not None else self.topic_id)
         self._apply(state, topic_id)

@@ -12,17 +12,29 @@ fetches finish later, in a purgatory; the callback runs synchronously when no wa
 needed, so a handler can tell the two cases apart and answer at once.
 
 Appends run on the event loop: a write is an ``os.write`` into the page cache, and the
-log hands flushes (fsync) to LogManager's worker thread.
+log hands flushes (fsync) to LogManager's worker thread. The controller's requests touch
+the disk harder -- creating a log fsyncs its partition.metadata, a new leader epoch is
+written to the leader-epoch checkpoint, deleting a log renames its directory and
+rewrites the directory's checkpoints, each about a millisecond, times the thousand
+partitions one request may carry -- so those two methods are coroutines that do the
+disk work for the whole request in one call to ``run_blocking`` (a worker thread), and
+only the in-memory changes on the loop. The response leaves once that work is done, so
+an answer of NONE still means "on disk", as in Kafka.
 
 Not safe across tasks beyond the event loop: every method runs on the loop's thread.
+LeaderAndIsr and StopReplica hold ``_state_change_lock`` (Kafka's replicaStateChangeLock)
+across their awaits, so two of them never interleave, and the worker thread only ever
+touches logs that no Partition serves yet (opening) or any more (deleting), or the
+epoch cache, which is safe to write from another thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from broker.delayed.fetch import (
     DelayedFetch,
@@ -46,10 +58,12 @@ from broker.partition import (
     topic_id_text,
 )
 from protocol.errors import ErrorCode
-from storage import LogManager, RecordError, StorageError, TimestampOffset, TopicPartition
+from storage import Log, LogManager, RecordError, StorageError, TimestampOffset, TopicPartition
 from timer import DelayedOperationPurgatory
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: Topics only the broker itself writes (group and transaction coordinators).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -64,6 +78,16 @@ DEBUGGING_REPLICA_ID = -2
 Records = bytes | bytearray | memoryview | None
 
 
+class RunBlocking(Protocol):
+    """Runs a blocking function off the event loop (``asyncio.to_thread``)."""
+
+    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    return await asyncio.to_thread(fn)
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -75,10 +99,12 @@ class ReplicaManager:
         metrics: BrokerMetrics | None = None,
         min_insync_replicas: Callable[[str], int] = lambda topic: 1,
         is_known_partition: Callable[[str, int], bool] | None = None,
+        run_blocking: RunBlocking = in_thread,
     ) -> None:
         """``min_insync_replicas(topic)`` gives the topic's min.insync.replicas;
         ``is_known_partition(topic, p)`` (the metadata cache) tells a partition led
-        elsewhere (NOT_LEADER_OR_FOLLOWER) from one that does not exist."""
+        elsewhere (NOT_LEADER_OR_FOLLOWER) from one that does not exist;
+        ``run_blocking`` runs the controller requests' disk work off the loop."""
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.produce_purgatory = produce_purgatory
@@ -86,6 +112,8 @@ class ReplicaManager:
         self.metrics = metrics
         self.min_insync_replicas = min_insync_replicas
         self._is_known_partition = is_known_partition
+        self._run_blocking = run_blocking
+        self._state_change_lock = asyncio.Lock()
         self._partitions: dict[TopicPartition, Partition] = {}
         self.controller_id = -1
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
@@ -131,7 +159,7 @@ class ReplicaManager:
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
 
-    def become_leader_or_follower(
+    async def become_leader_or_follower(
         self,
         controller_id: int,
         controller_epoch: int,
@@ -142,32 +170,66 @@ class ReplicaManager:
         """LeaderAndIsr: apply each partition state whose leader epoch is newer than
         the one known here. Per partition: NONE, STALE_CONTROLLER_EPOCH (epoch not
         newer, or the whole request from an old controller), UNKNOWN_TOPIC_OR_PARTITION
-        (this broker is not a replica), INCONSISTENT_TOPIC_ID, KAFKA_STORAGE_ERROR."""
-        states = list(partition_states)
-        if self.is_stale_controller_epoch(controller_epoch):
-            log.warning(
-                "ignoring LeaderAndIsr from controller %d epoch %d: epoch %d seen",
-                controller_id,
-                controller_epoch,
-                self.controller_epoch,
-            )
-            return {
-                TopicPartition(s.topic_name, s.partition_index): ErrorCode.STALE_CONTROLLER_EPOCH
-                for s in states
-            }
-        self._accept_controller(controller_id, controller_epoch)
-        errors: dict[TopicPartition, int] = {}
-        for state in states:
-            tp = TopicPartition(state.topic_name, state.partition_index)
-            errors[tp] = self._apply_partition_state(tp, state, topic_ids.get(tp.topic))
-        for tp, error in errors.items():
-            if error == ErrorCode.NONE:
-                self._complete_delayed(tp)
-        return errors
+        (this broker is not a replica), INCONSISTENT_TOPIC_ID, KAFKA_STORAGE_ERROR.
 
-    def _apply_partition_state(
+        Three steps: open the missing logs (worker thread), change roles (loop: the
+        new leaders' epochs go into their caches in memory), write those caches
+        (worker thread). A leader may take appends between the last two steps; the
+        log keeps that safe (see storage.log: recovery rebuilds unwritten epochs)."""
+        states = list(partition_states)
+        async with self._state_change_lock:
+            if self.is_stale_controller_epoch(controller_epoch):
+                log.warning(
+                    "ignoring LeaderAndIsr from controller %d epoch %d: epoch %d seen",
+                    controller_id,
+                    controller_epoch,
+                    self.controller_epoch,
+                )
+                return {
+                    TopicPartition(s.topic_name, s.partition_index): (
+                        ErrorCode.STALE_CONTROLLER_EPOCH
+                    )
+                    for s in states
+                }
+            self._accept_controller(controller_id, controller_epoch)
+            errors: dict[TopicPartition, int] = {}
+            accepted: list[tuple[TopicPartition, PartitionStateLike, uuid.UUID | None]] = []
+            for state in states:
+                tp = TopicPartition(state.topic_name, state.partition_index)
+                topic_id = topic_ids.get(tp.topic)
+                errors[tp] = self._check_partition_state(tp, state, topic_id)
+                if errors[tp] == ErrorCode.NONE:
+                    accepted.append((tp, state, topic_id))
+            to_open = [
+                (tp, self._known_topic_id(tp, topic_id))
+                for tp, _, topic_id in accepted
+                if self.log_manager.get_log(tp) is None
+            ]
+            if to_open:
+                for tp in await self._run_blocking(lambda: self._open_logs(to_open)):
+                    errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            for tp, state, topic_id in accepted:
+                if errors[tp] == ErrorCode.NONE:
+                    errors[tp] = self._apply_partition_state(tp, state, topic_id)
+            dirty = [
+                (tp, lg)
+                for tp, error in errors.items()
+                if error == ErrorCode.NONE
+                and (lg := self.log_manager.get_log(tp)) is not None
+                and lg.epoch_cache.dirty
+            ]
+            if dirty:
+                for tp in await self._run_blocking(lambda: _flush_epoch_caches(dirty)):
+                    errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            for tp, error in errors.items():
+                if error == ErrorCode.NONE:
+                    self._complete_delayed(tp)
+            return errors
+
+    def _check_partition_state(
         self, tp: TopicPartition, state: PartitionStateLike, topic_id: uuid.UUID | None
     ) -> int:
+        """Whether ``state`` may be applied (NONE) or the error that refuses it."""
         partition = self._partitions.get(tp)
         current_epoch = partition.leader_epoch if partition is not None else -1
         if state.leader_epoch <= current_epoch:
@@ -182,17 +244,34 @@ class ReplicaManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         wanted_id = topic_id_text(topic_id)
         existing = self.log_manager.get_log(tp)
-        if (
-            wanted_id is not None
-            and existing is not None
-            and existing.topic_id
-            not in (
-                None,
-                wanted_id,
-            )
-        ):
-            log.error("%s: log has topic id %s, not %s", tp, existing.topic_id, wanted_id)
+        existing_id = existing.topic_id if existing is not None else None
+        if None not in (wanted_id, existing_id) and existing_id != wanted_id:
+            log.error("%s: log has topic id %s, not %s", tp, existing_id, wanted_id)
             return ErrorCode.INCONSISTENT_TOPIC_ID
+        return ErrorCode.NONE
+
+    def _known_topic_id(self, tp: TopicPartition, topic_id: uuid.UUID | None) -> str | None:
+        """The topic id a new log is created with: the request's, else the one known."""
+        if topic_id is None and (partition := self._partitions.get(tp)) is not None:
+            topic_id = partition.topic_id
+        return topic_id_text(topic_id)
+
+    def _open_logs(self, wanted: list[tuple[TopicPartition, str | None]]) -> list[TopicPartition]:
+        """Open or create each log (a worker thread); returns the partitions that failed."""
+        failed: list[TopicPartition] = []
+        for tp, topic_id in wanted:
+            try:
+                self.log_manager.get_or_create_log(tp, topic_id)
+            except StorageError as exc:
+                log.error("%s: cannot open the log: %s", tp, exc)
+                failed.append(tp)
+        return failed
+
+    def _apply_partition_state(
+        self, tp: TopicPartition, state: PartitionStateLike, topic_id: uuid.UUID | None
+    ) -> int:
+        """Make the partition leader or follower (its log is open: no disk work)."""
+        partition = self._partitions.get(tp)
         if partition is None:
             partition = Partition(tp, self.broker_id, self.log_manager)
         try:
@@ -206,7 +285,7 @@ class ReplicaManager:
         self._partitions[tp] = partition
         return ErrorCode.NONE
 
-    def stop_replicas(
+    async def stop_replicas(
         self,
         controller_epoch: int,
         partitions: Iterable[tuple[str, int, bool]],
@@ -216,33 +295,52 @@ class ReplicaManager:
         """StopReplica: ``(topic, partition, delete)``; delete removes the Partition and
         its log (renamed now, removed after file.delete.delay.ms). A request leader epoch
         (``leader_epochs``, StopReplica v3+) older than the partition's is
-        FENCED_LEADER_EPOCH; -1 and -2 (deletion) always stop."""
+        FENCED_LEADER_EPOCH; -1 and -2 (deletion) always stop. The Partitions leave
+        the table on the loop, then their logs are deleted in a worker thread."""
         entries = [(TopicPartition(t, p), delete) for t, p, delete in partitions]
-        if self.is_stale_controller_epoch(controller_epoch):
-            return dict.fromkeys((tp for tp, _ in entries), ErrorCode.STALE_CONTROLLER_EPOCH)
-        self._accept_controller(controller_id, controller_epoch)
-        errors: dict[TopicPartition, int] = {}
-        for tp, delete in entries:
-            partition = self._partitions.get(tp)
-            epoch = (leader_epochs or {}).get(tp, NO_LEADER_EPOCH)
-            if (
-                partition is not None
-                and epoch not in (NO_LEADER_EPOCH, EPOCH_DURING_DELETE)
-                and epoch < partition.leader_epoch
-            ):
-                errors[tp] = ErrorCode.FENCED_LEADER_EPOCH
-                continue
-            errors[tp] = ErrorCode.NONE
-            if delete:
-                self._partitions.pop(tp, None)
-                try:
-                    self.log_manager.delete_log(tp)
-                except StorageError as exc:
-                    log.error("%s: deleting the log failed: %s", tp, exc)
+        async with self._state_change_lock:
+            if self.is_stale_controller_epoch(controller_epoch):
+                return dict.fromkeys((tp for tp, _ in entries), ErrorCode.STALE_CONTROLLER_EPOCH)
+            self._accept_controller(controller_id, controller_epoch)
+            errors: dict[TopicPartition, int] = {}
+            to_delete: list[TopicPartition] = []
+            for tp, delete in entries:
+                partition = self._partitions.get(tp)
+                epoch = (leader_epochs or {}).get(tp, NO_LEADER_EPOCH)
+                if (
+                    partition is not None
+                    and epoch not in (NO_LEADER_EPOCH, EPOCH_DURING_DELETE)
+                    and epoch < partition.leader_epoch
+                ):
+                    errors[tp] = ErrorCode.FENCED_LEADER_EPOCH
+                    continue
+                errors[tp] = ErrorCode.NONE
+                if delete:
+                    self._partitions.pop(tp, None)
+                    to_delete.append(tp)
+            if to_delete:
+                for tp in await self._run_blocking(lambda: self._delete_logs(to_delete)):
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
             # A leader that stopped may have produces and fetches waiting: finish them.
-            self._complete_delayed(tp)
-        return errors
+            for tp, error in errors.items():
+                if error != ErrorCode.FENCED_LEADER_EPOCH:
+                    self._complete_delayed(tp)
+            return errors
+
+    def _delete_logs(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        """Delete each log (a worker thread), rewriting the checkpoints once at the
+        end rather than once a log; returns the partitions that failed."""
+        failed: list[TopicPartition] = []
+        try:
+            for tp in tps:
+                try:
+                    self.log_manager.delete_log(tp, write_checkpoints=False)
+                except StorageError as exc:
+                    log.error("%s: deleting the log failed: %s", tp, exc)
+                    failed.append(tp)
+        finally:
+            self.log_manager.write_checkpoints()
+        return failed
 
     def _complete_delayed(self, tp: TopicPartition) -> None:
         self.fetch_purgatory.check_and_complete(tp)
@@ -444,3 +542,16 @@ class ReplicaManager:
 
 def _failed(error_code: int, message: str) -> ProducePartitionResult:
     return ProducePartitionResult(error_code, error_message=message)
+
+
+def _flush_epoch_caches(logs: list[tuple[TopicPartition, Log]]) -> list[TopicPartition]:
+    """Write each log's changed leader-epoch checkpoint (a worker thread); returns the
+    partitions whose write failed (their logs are now offline)."""
+    failed: list[TopicPartition] = []
+    for tp, lg in logs:
+        try:
+            lg.flush_epoch_cache()
+        except StorageError as exc:
+            log.error("%s: writing the leader-epoch checkpoint failed: %s", tp, exc)
+            failed.append(tp)
+    return failed

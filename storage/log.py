@@ -15,10 +15,16 @@ Two append paths: :meth:`append` (leader: validate, check producer sequences, as
 offsets by rewriting each batch's base_offset in place, stamp the partition leader
 epoch) and :meth:`append_as_follower` (batches keep the leader's offsets and epochs).
 
-Threads: every method runs on one thread (the broker's event loop) except :meth:`flush`
-and :meth:`delete_due_segments`, which the broker runs in worker threads. They share
-only the segment list (copied under ``_lock``) and the recovery point (updated under it,
-and only if no truncation happened meanwhile, which ``_generation`` tells).
+Threads: every method runs on one thread (the broker's event loop) except :meth:`flush`,
+:meth:`flush_epoch_cache` and :meth:`delete_due_segments`, which the broker runs in
+worker threads. They share only the segment list (copied under ``_lock``), the recovery
+point (updated under it, and only if no truncation happened meanwhile, which
+``_generation`` tells) and the leader-epoch cache (which guards its own entries).
+
+The leader-epoch checkpoint is written lazily (see :mod:`storage.leader_epoch`): a
+change is made in memory and its write handed to the background; :meth:`flush` writes
+it before it moves the recovery point, and recovery after a crash rebuilds the entries
+from the recovery point on from the batches, so no acknowledged epoch is lost.
 """
 
 from __future__ import annotations
@@ -176,10 +182,34 @@ class Log:
             topic_id=topic_id,
             background=background,
         )
+        if not clean_shutdown:
+            result._rebuild_epochs()
         result.epoch_cache.truncate_from_end(leo)
         result.epoch_cache.truncate_from_start(start)
         result._rebuild_producer_state()
+        result.epoch_cache.flush()
         return result
+
+    def _rebuild_epochs(self) -> None:
+        """After a crash: entries from the recovery point on may be missing (written
+        lazily) or stale (a truncation not yet written); the batches there carry the
+        epoch that wrote them. Below the recovery point the file is right, since
+        :meth:`flush` wrote it before moving the recovery point there."""
+        starts: list[tuple[int, int]] = []  # where the batches' epoch goes up
+        for _, _, h in self.iter_batch_headers(self.recovery_point):
+            if h.partition_leader_epoch > (starts[-1][0] if starts else -1):
+                starts.append((h.partition_leader_epoch, h.base_offset))
+
+        def rebuild(cache: LeaderEpochCache) -> None:
+            cache.truncate_from_end(self.recovery_point)
+            for epoch, offset in starts:
+                cache.assign(epoch, offset)  # refused unless above the latest epoch
+
+        # On a copy first: the file is rewritten only when the batches disagree with it.
+        scratch = LeaderEpochCache(self.epoch_cache.path, self.epoch_cache.entries)
+        rebuild(scratch)
+        if scratch.entries != self.epoch_cache.entries:
+            rebuild(self.epoch_cache)
 
     def _rebuild_producer_state(self) -> None:
         """Newest snapshot not above the log end, then the batch headers after it."""
@@ -292,12 +322,13 @@ class Log:
                 self.failed = str(exc)
             raise
         # Epochs: the leader's own, or for a follower those the batches carry.
+        new_epoch = False
         if leader_epoch is not None:
-            self.epoch_cache.assign(leader_epoch, first.base_offset)
+            new_epoch = self.epoch_cache.assign(leader_epoch, first.base_offset)
         else:
             for _, h in batches:
                 if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
-                    self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+                    new_epoch |= self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
         for _, h in batches:
             self.producer_state.update(h)
         self.log_end_offset = last.next_offset
@@ -305,6 +336,8 @@ class Log:
         if self._unflushed_records >= self.config.flush_messages:
             self._unflushed_records = 0
             self._run_in_background(self.flush)
+        elif new_epoch:
+            self._schedule_epoch_flush()
         return AppendInfo(
             first.base_offset,
             last.last_offset,
@@ -375,6 +408,18 @@ class Log:
 
         self._run_in_background(flush_rolled)
         return new
+
+    def _schedule_epoch_flush(self) -> None:
+        """Write the changed leader-epoch cache in the background; a failure is logged
+        (and has taken the log offline), never raised into the change that caused it."""
+
+        def flush_epochs() -> None:
+            try:
+                self.flush_epoch_cache()
+            except StorageError as exc:
+                log.error("%s: writing the leader-epoch checkpoint failed: %s", self.tp, exc)
+
+        self._run_in_background(flush_epochs)
 
     def _run_in_background(self, fn: Callable[[], None]) -> None:
         if self._background is None:
@@ -560,13 +605,17 @@ class Log:
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
+        if self.epoch_cache.dirty:
+            self._schedule_epoch_flush()
         self._rebuild_producer_state()
 
     def _trim_epochs(self) -> None:
         """Keep the epoch cache to [log start, log end): the same entries a reload
         would leave (it trims both ends)."""
-        self.epoch_cache.truncate_from_start(self.log_start_offset)
-        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        changed = self.epoch_cache.truncate_from_start(self.log_start_offset)
+        changed |= self.epoch_cache.truncate_from_end(self.log_end_offset)
+        if changed:
+            self._schedule_epoch_flush()
 
     def increment_log_start_offset(self, offset: int) -> int:
         """DeleteRecords: move the log start up to ``offset`` (at most the high watermark).
@@ -673,6 +722,8 @@ class Log:
                 if s.base_offset < end
                 and (i + 1 == len(self._segments) or self._segments[i + 1].base_offset > start)
             ]
+        # Epochs before the recovery point moves: recovery rebuilds only those above it.
+        self.flush_epoch_cache()
         if end <= start:
             return
         for seg in segments:
@@ -683,10 +734,21 @@ class Log:
                 self.recovery_point = end
             self.last_flush_ms = self.clock.time_ms()
 
+    def flush_epoch_cache(self) -> None:
+        """Write the leader-epoch checkpoint if it changed. Blocking: run it off the
+        event loop. A failure takes the log offline: appends in an epoch the disk
+        cannot record would be lost to OffsetForLeaderEpoch after a restart."""
+        try:
+            self.epoch_cache.flush()
+        except StorageError as exc:
+            self.failed = str(exc)
+            raise
+
     def close(self) -> None:
         """Clean close: producer snapshot at the log end, closing time index entries,
         indexes trimmed, descriptors closed. The caller flushes first."""
         if self.failed is None:
+            self.epoch_cache.flush()
             self.producer_state.map_end_offset = self.log_end_offset
             self.producer_state.take_snapshot()
         with self._lock:

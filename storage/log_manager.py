@@ -87,9 +87,11 @@ class TaskSpec(NamedTuple):
 
 
 class LogManager:
-    """Owns every Log of this broker. Mutating methods (get_or_create_log, delete_log,
-    cleanup_logs) run on the event loop; checkpoint, flush and delete tasks may run in
-    worker threads at the same time (they take ``_lock`` to copy the log table)."""
+    """Owns every Log of this broker. cleanup_logs runs on the event loop;
+    get_or_create_log and delete_log block on the disk (file creation, fsync) and may
+    run in a worker thread, one call at a time (the ReplicaManager serialises them);
+    checkpoint, flush and delete tasks may run in worker threads at the same time.
+    All of them take ``_lock`` to change or copy the log table."""
 
     def __init__(
         self,
@@ -283,10 +285,12 @@ class LogManager:
                 counts[parent] += 1
         return min(online, key=lambda d: counts[d])
 
-    def delete_log(self, tp: TopicPartition) -> bool:
+    def delete_log(self, tp: TopicPartition, *, write_checkpoints: bool = True) -> bool:
         """Delete ``tp``'s log: rename its directory to ``<topic>-<p>.<uuid>-delete`` now
         (so a re-created topic starts clean), remove it file.delete.delay.ms later, and
-        rewrite the directory's checkpoints without it. Returns whether it existed."""
+        rewrite the directory's checkpoints without it (or, with ``write_checkpoints``
+        False, leave that to one :meth:`write_checkpoints` after a batch of deletions).
+        Returns whether it existed. Blocking."""
         with self._lock:
             removed = self._logs.pop(tp, None)
         if removed is None:
@@ -302,7 +306,8 @@ class LogManager:
         due = self.clock.time_ms() + removed.config.file_delete_delay_ms
         with self._lock:
             self._to_delete.append((due, target, removed))
-        self._write_checkpoints(parent)
+        if write_checkpoints:
+            self._write_checkpoints(parent)
         log.info("log %s renamed to %s for deletion", tp, target)
         return True
 
@@ -421,6 +426,11 @@ class LogManager:
                 log.error("shutting down log directory %s: %s", d, exc)
         with self._lock:
             self._logs.clear()
+
+    def write_checkpoints(self) -> None:
+        """Rewrite the three offset checkpoints of every online directory. Blocking."""
+        for d in self._online_dirs():
+            self._write_checkpoints(d)
 
     # -- helpers ------------------------------------------------------------------------------
 

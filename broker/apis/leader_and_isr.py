@@ -1,9 +1,10 @@
 """LeaderAndIsr (4), v0-5: the controller makes this broker leader or follower.
 
 Thin: the ReplicaManager applies each partition state (and fences stale controller and
-leader epochs, per partition); this handler checks the broker epoch, flattens the
-request's versions into partition states that carry their topic name, and shapes the
-answer (v5+ groups errors by topic id, earlier versions list them flat by name).
+leader epochs, per partition; its disk work runs in a worker thread); this handler
+checks the broker epoch, flattens the request's versions into partition states that
+carry their topic name, and shapes the answer (v5+ groups errors by topic id, earlier
+versions list them flat by name).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response:
             request.header, LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         )
     await load_topic_configs(ctx, {s.topic_name for s in states})
-    errors = rm.become_leader_or_follower(
+    errors = await rm.become_leader_or_follower(
         body.controller_id, body.controller_epoch, states, topic_ids, body.live_leaders
     )
     response = LeaderAndIsrResponse(error_code=ErrorCode.NONE)

@@ -1,9 +1,9 @@
 """StopReplica (5), v0-3: stop serving (and maybe delete) replicas.
 
 Thin: the ReplicaManager stops each partition, fencing stale controller epochs and, from
-v3, stale leader epochs per partition. The versions differ only in how partitions are
-listed: v0 flat with one delete flag, v1-2 grouped by topic with one delete flag, v3 per
-partition with its leader epoch and delete flag.
+v3, stale leader epochs per partition (deleting logs in a worker thread). The versions
+differ only in how partitions are listed: v0 flat with one delete flag, v1-2 grouped by
+topic with one delete flag, v3 per partition with its leader epoch and delete flag.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response:
             request.header, StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         )
     entries, epochs = stop_entries(body)
-    errors = rm.stop_replicas(body.controller_epoch, entries, epochs, body.controller_id)
+    errors = await rm.stop_replicas(body.controller_epoch, entries, epochs, body.controller_id)
     response = StopReplicaResponse(
         error_code=ErrorCode.NONE,
         partition_errors=[

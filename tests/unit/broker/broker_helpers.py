@@ -5,10 +5,10 @@ advances time itself), and the BrokerContext a handler sees around it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from broker.config import BrokerConfig
 from broker.context import BrokerContext
@@ -23,6 +23,24 @@ from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+T = TypeVar("T")
+
+
+async def inline(fn: Callable[[], T]) -> T:
+    """A ReplicaManager's ``run_blocking`` that does the disk work on the calling thread."""
+    return fn()
+
+
+def run_now(coro: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never suspends (a ReplicaManager whose
+    ``run_blocking`` is :func:`inline`), without an event loop: for sync fixtures."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coro.close()
+    raise AssertionError("the coroutine suspended: await it in an async test instead")
 
 
 class HandlerRequest:
@@ -86,7 +104,7 @@ class LocalReplicas:
 
     def become(self, topic_ids: Mapping[str, Any], *states: Any) -> dict[TopicPartition, int]:
         """Apply partition ``states`` as a LeaderAndIsr from controller 1, epoch 1 would."""
-        return self.rm.become_leader_or_follower(1, 1, list(states), dict(topic_ids))
+        return run_now(self.rm.become_leader_or_follower(1, 1, list(states), dict(topic_ids)))
 
     def append(
         self, tp: TopicPartition, records: bytes, on_done: Callable[[Any], None] = ignore
@@ -114,7 +132,9 @@ class LocalReplicas:
 
 def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:
     """A replica manager for broker 0 with its logs under ``tmp_path`` (``rm_options``:
-    ReplicaManager's keyword options beyond the purgatories and metrics)."""
+    ReplicaManager's keyword options beyond the purgatories and metrics; its disk work
+    runs :func:`inline` unless ``run_blocking`` says otherwise)."""
+    rm_options.setdefault("run_blocking", inline)
     clock = MockClock()
     log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
     produce: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(

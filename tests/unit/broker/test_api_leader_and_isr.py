@@ -31,7 +31,7 @@ class FakeReplicaManager:
     def is_stale_controller_epoch(self, epoch: int) -> bool:
         return epoch < self.controller_epoch
 
-    def become_leader_or_follower(
+    async def become_leader_or_follower(
         self,
         controller_id: int,
         controller_epoch: int,
@@ -48,7 +48,7 @@ class FakeReplicaManager:
             for s in states
         }
 
-    def stop_replicas(
+    async def stop_replicas(
         self,
         controller_epoch: int,
         partitions: Iterable[tuple[str, int, bool]],

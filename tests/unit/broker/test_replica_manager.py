@@ -20,7 +20,7 @@ from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder
 from storage import Log, LogManager, StorageError, TopicPartition
-from tests.unit.broker.broker_helpers import local_replicas, partition_state
+from tests.unit.broker.broker_helpers import local_replicas, partition_state, run_now
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -49,7 +49,7 @@ class Broker:
 
     def lead(self, *tps: TopicPartition, epoch: int = 0, **kw: Any) -> dict[TopicPartition, int]:
         states = [partition_state(tp, epoch=epoch, **kw) for tp in tps]
-        return self.rm.become_leader_or_follower(1, 1, states, {"orders": TOPIC_ID})
+        return run_now(self.rm.become_leader_or_follower(1, 1, states, {"orders": TOPIC_ID}))
 
     def log(self, tp: TopicPartition) -> Log:
         found = self.log_manager.get_log(tp)
@@ -100,9 +100,9 @@ def test_become_leader_creates_partitions_and_logs(broker: Broker) -> None:
     assert broker.rm.controller_epoch == 1
 
 
-def test_stale_controller_epoch_refuses_whole_request(broker: Broker) -> None:
-    broker.rm.become_leader_or_follower(1, 5, [partition_state(A)], {})
-    answer = broker.rm.become_leader_or_follower(1, 4, [partition_state(B)], {})
+async def test_stale_controller_epoch_refuses_whole_request(broker: Broker) -> None:
+    await broker.rm.become_leader_or_follower(1, 5, [partition_state(A)], {})
+    answer = await broker.rm.become_leader_or_follower(1, 4, [partition_state(B)], {})
     assert answer == {B: ErrorCode.STALE_CONTROLLER_EPOCH}
     assert broker.rm.get_partition("orders", 1) is None
     assert broker.rm.is_stale_controller_epoch(4) and not broker.rm.is_stale_controller_epoch(5)
@@ -158,10 +158,10 @@ def test_under_replicated_gauge(broker: Broker) -> None:
 # -- StopReplica --------------------------------------------------------------------------
 
 
-def test_stop_replica_with_delete_removes_partition_and_log(broker: Broker) -> None:
+async def test_stop_replica_with_delete_removes_partition_and_log(broker: Broker) -> None:
     broker.lead(A, B)
     directory = broker.log(A).directory
-    assert broker.rm.stop_replicas(1, [("orders", 0, True), ("orders", 1, False)]) == {
+    assert await broker.rm.stop_replicas(1, [("orders", 0, True), ("orders", 1, False)]) == {
         A: ErrorCode.NONE,
         B: ErrorCode.NONE,
     }
@@ -172,15 +172,15 @@ def test_stop_replica_with_delete_removes_partition_and_log(broker: Broker) -> N
     assert broker.log_manager.get_log(B) is not None
 
 
-def test_stop_replica_fencing(broker: Broker) -> None:
+async def test_stop_replica_fencing(broker: Broker) -> None:
     broker.lead(A, epoch=5)
-    assert broker.rm.stop_replicas(0, [("orders", 0, True)]) == {
+    assert await broker.rm.stop_replicas(0, [("orders", 0, True)]) == {
         A: ErrorCode.STALE_CONTROLLER_EPOCH
     }
-    fenced = broker.rm.stop_replicas(1, [("orders", 0, True)], leader_epochs={A: 4})
+    fenced = await broker.rm.stop_replicas(1, [("orders", 0, True)], leader_epochs={A: 4})
     assert fenced == {A: ErrorCode.FENCED_LEADER_EPOCH}
     assert broker.rm.get_partition("orders", 0) is not None
-    deleting = broker.rm.stop_replicas(1, [("orders", 0, True)], leader_epochs={A: -2})
+    deleting = await broker.rm.stop_replicas(1, [("orders", 0, True)], leader_epochs={A: -2})
     assert deleting == {A: ErrorCode.NONE}
 
 

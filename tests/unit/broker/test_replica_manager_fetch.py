@@ -232,10 +232,10 @@ def test_long_poll_timeout_with_nothing_answers_empty(broker: Broker) -> None:
     assert r.error_code == ErrorCode.NONE and r.records is None and r.high_watermark == 0
 
 
-def test_long_poll_ends_when_leadership_moves(broker: Broker) -> None:
+async def test_long_poll_ends_when_leadership_moves(broker: Broker) -> None:
     got = broker.fetch_now([(A, info())], max_wait_ms=500)
     moved = partition_state(A, leader=1, epoch=3, isr=(0, 1), replicas=(0, 1), partition_epoch=1)
-    broker.rm.become_leader_or_follower(1, 1, [moved], {})
+    await broker.rm.become_leader_or_follower(1, 1, [moved], {})
     [[(_, r)]] = got
     assert r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
