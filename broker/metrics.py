@@ -20,10 +20,20 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
+
+# Counters' and histograms' ``_created`` timestamps are an OpenMetrics detail that doubles
+# the series a scrape stores for no use here (prometheus-client's switch is process-wide).
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 log = logging.getLogger(__name__)
 
