@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from broker.cli.server import PARENT_PID_ENV
+
 if TYPE_CHECKING:
     from broker.zookeeper_server import ZooKeeperServer
 
@@ -225,6 +227,7 @@ class LocalCluster:
         self._outputs[i] = out
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env[PARENT_PID_ENV] = str(os.getpid())  # brokers end themselves if we are killed
         proc = subprocess.Popen(
             broker_command(self.layout.config_path(i)),
             stdout=out,

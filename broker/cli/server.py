@@ -14,12 +14,21 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(name)s: %(message)s"
 #: after a completed shutdown, the process must be gone within this many seconds; a
 #: worker thread stuck in a blocking call would otherwise keep it alive (asyncio waits for
 #: its default executor on exit): then every thread's stack is dumped and it exits
 EXIT_GRACE_S = 15
+#: set by `minikafka cluster up` to its own pid: a broker whose starter is gone (even by
+#: SIGKILL, which it cannot forward) shuts itself down gracefully instead of lingering
+PARENT_PID_ENV = "MINIKAFKA_PARENT_PID"
+#: how often that broker looks at its parent pid
+PARENT_CHECK_S = 1.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -73,6 +82,12 @@ async def serve(config: object) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    parent = os.environ.get(PARENT_PID_ENV)
+    watch = (
+        asyncio.create_task(_stop_when_orphaned(int(parent), stop), name="parent-watch")
+        if parent and parent.isdigit()
+        else None
+    )
     server = BrokerServer(config)
     startup = asyncio.create_task(server.startup(), name="broker-startup")
     stopping = asyncio.create_task(stop.wait(), name="stop-signal")
@@ -92,6 +107,8 @@ async def serve(config: object) -> int:
         print(f"minikafka server: broker {server.broker_id} started", file=sys.stderr, flush=True)
         await stopping
     stopping.cancel()
+    if watch is not None:
+        watch.cancel()
     await server.shutdown()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.remove_signal_handler(sig)
@@ -99,3 +116,16 @@ async def serve(config: object) -> int:
 
     faulthandler.dump_traceback_later(EXIT_GRACE_S, exit=True)
     return status
+
+
+async def _stop_when_orphaned(parent_pid: int, stop: asyncio.Event) -> None:
+    """Set ``stop`` once this process is no longer the child of ``parent_pid`` (the parent
+    died and the process was re-parented)."""
+    import asyncio
+
+    while os.getppid() == parent_pid:
+        await asyncio.sleep(PARENT_CHECK_S)
+    logging.getLogger("minikafka").warning(
+        "the process that started this broker (pid %d) is gone: shutting down", parent_pid
+    )
+    stop.set()
