@@ -112,6 +112,15 @@ async def side_client(zk_connect: str) -> KafkaZkClient:
     return await asyncio.to_thread(KafkaZkClient.connect, zk_connect, 4.0)
 
 
+@pytest.fixture
+async def admin(zk_connect: str) -> AsyncIterator[KafkaZkClient]:
+    """A ZooKeeper client of the test's own beside the brokers: what an admin tool sees
+    and writes."""
+    client = await side_client(zk_connect)
+    yield client
+    await asyncio.to_thread(client.close)
+
+
 async def states(
     zk: KafkaZkClient, *tps: TopicPartition
 ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
@@ -164,82 +173,75 @@ async def test_failover_when_the_controllers_session_expires(
 
 async def test_new_topic_partitions_go_online_with_leaders_written(
     cluster: Cluster,
-    zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
     await cluster(2)
     await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
-    admin = await side_client(zk_connect)
-    try:
-        a.channel.sent.clear()
-        tid = codec.new_topic_id()
-        assignment = TopicAssignment("orders", tid, {0: (1, 2), 1: (2, 1)})
-        await asyncio.to_thread(admin.create_topic, assignment, {})
-        t0, t1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+    a.channel.sent.clear()
+    tid = codec.new_topic_id()
+    assignment = TopicAssignment("orders", tid, {0: (1, 2), 1: (2, 1)})
+    await asyncio.to_thread(admin.create_topic, assignment, {})
+    t0, t1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 
-        async def both_online() -> bool:
-            return len(await states(admin, t0, t1)) == 2
+    async def both_online() -> bool:
+        return len(await states(admin, t0, t1)) == 2
 
-        await until_async(both_online, "partition states in ZooKeeper")
-        st = await asyncio.to_thread(admin.get_partition_states, [t0, t1])
-        assert (st[t0].leader_and_isr.leader, st[t0].leader_and_isr.isr) == (1, (1, 2))
-        assert (st[t1].leader_and_isr.leader, st[t1].leader_and_isr.isr) == (2, (2, 1))
-        assert st[t0].controller_epoch == a.controller.epoch
-        assert a.controller.ctx.partition_state(t0) is PartitionState.ONLINE
-        lai = [r for r in a.channel.sent if r.api_key == LEADER_AND_ISR]
-        assert {r.broker_id for r in lai} == {1, 2}
-        for r in lai:
-            (topic,) = r.body.topic_states
-            assert topic.topic_id == tid
-            assert all(p.is_new for p in topic.partition_states)
-    finally:
-        await asyncio.to_thread(admin.close)
+    await until_async(both_online, "partition states in ZooKeeper")
+    st = await asyncio.to_thread(admin.get_partition_states, [t0, t1])
+    assert (st[t0].leader_and_isr.leader, st[t0].leader_and_isr.isr) == (1, (1, 2))
+    assert (st[t1].leader_and_isr.leader, st[t1].leader_and_isr.isr) == (2, (2, 1))
+    assert st[t0].controller_epoch == a.controller.epoch
+    assert a.controller.ctx.partition_state(t0) is PartitionState.ONLINE
+    lai = [r for r in a.channel.sent if r.api_key == LEADER_AND_ISR]
+    assert {r.broker_id for r in lai} == {1, 2}
+    for r in lai:
+        (topic,) = r.body.topic_states
+        assert topic.topic_id == tid
+        assert all(p.is_new for p in topic.partition_states)
 
 
 async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
     cluster: Cluster,
     zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
     third = await side_client(zk_connect)  # broker 3: registered, no controller of its own
     await asyncio.to_thread(third.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
     await until(lambda: 3 in a.controller.ctx.live_brokers, "broker 3 to be seen")
-    admin = await side_client(zk_connect)
+    x0, x1 = TopicPartition("x", 0), TopicPartition("x", 1)
+    topic = TopicAssignment("x", codec.new_topic_id(), {0: (3, 1), 1: (3,)})
+    await asyncio.to_thread(admin.create_topic, topic, {})
+
+    async def led_by(tp: TopicPartition, leader: int, isr: tuple[int, ...]) -> bool:
+        st = (await states(admin, tp)).get(tp)
+        if st is None:
+            return False
+        return (st.leader_and_isr.leader, st.leader_and_isr.isr) == (leader, isr)
+
+    await until_async(lambda: led_by(x0, 3, (3, 1)), "x-0 led by 3")
+    await until_async(lambda: led_by(x1, 3, (3,)), "x-1 led by 3")
+
+    await asyncio.to_thread(third.close)  # broker 3's session ends: its znode goes
+
+    await until_async(lambda: led_by(x0, 1, (1,)), "x-0 to fail over to 1")
+    # no live ISR member: offline, leader -1, the last ISR member kept for a clean return
+    await until_async(lambda: led_by(x1, NO_LEADER, (3,)), "x-1 to go offline")
+    await until(lambda: a.controller.offline_partition_count == 1, "one offline partition")
+    assert a.controller.ctx.partition_state(x1) is PartitionState.OFFLINE
+
+    back = await side_client(zk_connect)
     try:
-        x0, x1 = TopicPartition("x", 0), TopicPartition("x", 1)
-        topic = TopicAssignment("x", codec.new_topic_id(), {0: (3, 1), 1: (3,)})
-        await asyncio.to_thread(admin.create_topic, topic, {})
-
-        async def led_by(tp: TopicPartition, leader: int, isr: tuple[int, ...]) -> bool:
-            st = (await states(admin, tp)).get(tp)
-            if st is None:
-                return False
-            return (st.leader_and_isr.leader, st.leader_and_isr.isr) == (leader, isr)
-
-        await until_async(lambda: led_by(x0, 3, (3, 1)), "x-0 led by 3")
-        await until_async(lambda: led_by(x1, 3, (3,)), "x-1 led by 3")
-
-        await asyncio.to_thread(third.close)  # broker 3's session ends: its znode goes
-
-        await until_async(lambda: led_by(x0, 1, (1,)), "x-0 to fail over to 1")
-        # no live ISR member: offline, leader -1, the last ISR member kept for a clean return
-        await until_async(lambda: led_by(x1, NO_LEADER, (3,)), "x-1 to go offline")
-        await until(lambda: a.controller.offline_partition_count == 1, "one offline partition")
-        assert a.controller.ctx.partition_state(x1) is PartitionState.OFFLINE
-
-        back = await side_client(zk_connect)
-        try:
-            await asyncio.to_thread(back.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
-            await until_async(lambda: led_by(x1, 3, (3,)), "x-1 back online under broker 3")
-            await until(lambda: a.controller.offline_partition_count == 0, "no offline partition")
-            st = (await asyncio.to_thread(admin.get_partition_states, [x1]))[x1]
-            assert st.leader_and_isr.leader_epoch == 2  # 0 created, 1 offline, 2 back
-        finally:
-            await asyncio.to_thread(back.close)
+        await asyncio.to_thread(back.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
+        await until_async(lambda: led_by(x1, 3, (3,)), "x-1 back online under broker 3")
+        await until(lambda: a.controller.offline_partition_count == 0, "no offline partition")
+        st = (await asyncio.to_thread(admin.get_partition_states, [x1]))[x1]
+        assert st.leader_and_isr.leader_epoch == 2  # 0 created, 1 offline, 2 back
     finally:
-        await asyncio.to_thread(admin.close)
+        await asyncio.to_thread(back.close)
 
 
 async def test_zombie_controller_is_fenced_and_resigns(
@@ -282,117 +284,103 @@ async def test_zombie_controller_is_fenced_and_resigns(
 
 async def test_controlled_shutdown_moves_leadership_away(
     cluster: Cluster,
-    zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
     b = await cluster(2)
     await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
-    admin = await side_client(zk_connect)
-    try:
-        topic = TopicAssignment("c", codec.new_topic_id(), {0: (2, 1), 1: (1, 2), 2: (2,)})
-        await asyncio.to_thread(admin.create_topic, topic, {})
-        c0, c1, c2 = (TopicPartition("c", p) for p in range(3))
+    topic = TopicAssignment("c", codec.new_topic_id(), {0: (2, 1), 1: (1, 2), 2: (2,)})
+    await asyncio.to_thread(admin.create_topic, topic, {})
+    c0, c1, c2 = (TopicPartition("c", p) for p in range(3))
 
-        async def all_online() -> bool:
-            return len(await states(admin, c0, c1, c2)) == 3
+    async def all_online() -> bool:
+        return len(await states(admin, c0, c1, c2)) == 3
 
-        await until_async(all_online, "c's partitions online")
-        await until(
-            lambda: a.controller.ctx.partition_state(c2) is PartitionState.ONLINE,
-            "the controller to record them",
-        )
+    await until_async(all_online, "c's partitions online")
+    await until(
+        lambda: a.controller.ctx.partition_state(c2) is PartitionState.ONLINE,
+        "the controller to record them",
+    )
 
-        stale = await a.controller.controlled_shutdown(2, b.controller.broker_epoch - 1)
-        assert stale.error_code == STALE_BROKER_EPOCH
-        assert (await b.controller.controlled_shutdown(2, -1)).error_code == NOT_CONTROLLER
+    stale = await a.controller.controlled_shutdown(2, b.controller.broker_epoch - 1)
+    assert stale.error_code == STALE_BROKER_EPOCH
+    assert (await b.controller.controlled_shutdown(2, -1)).error_code == NOT_CONTROLLER
 
-        result = await asyncio.wait_for(
-            a.controller.controlled_shutdown(2, b.controller.broker_epoch), DEADLINE_S
-        )
-        assert (result.error_code, result.remaining) == (NONE, [])
-        st = await asyncio.to_thread(admin.get_partition_states, [c0, c1, c2])
-        assert (st[c0].leader_and_isr.leader, st[c0].leader_and_isr.isr) == (1, (1,))
-        assert (st[c1].leader_and_isr.leader, st[c1].leader_and_isr.isr) == (1, (1,))
-        # a single-replica partition has nowhere to go: it stays with broker 2
-        assert st[c2].leader_and_isr.leader == 2
-    finally:
-        await asyncio.to_thread(admin.close)
+    result = await asyncio.wait_for(
+        a.controller.controlled_shutdown(2, b.controller.broker_epoch), DEADLINE_S
+    )
+    assert (result.error_code, result.remaining) == (NONE, [])
+    st = await asyncio.to_thread(admin.get_partition_states, [c0, c1, c2])
+    assert (st[c0].leader_and_isr.leader, st[c0].leader_and_isr.isr) == (1, (1,))
+    assert (st[c1].leader_and_isr.leader, st[c1].leader_and_isr.isr) == (1, (1,))
+    # a single-replica partition has nowhere to go: it stays with broker 2
+    assert st[c2].leader_and_isr.leader == 2
 
 
 async def test_added_partitions_go_online(
     cluster: Cluster,
-    zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
-    admin = await side_client(zk_connect)
-    try:
-        topic = TopicAssignment("grow", codec.new_topic_id(), {0: (1,)})
-        await asyncio.to_thread(admin.create_topic, topic, {})
-        g0, g1, g2 = (TopicPartition("grow", p) for p in range(3))
+    topic = TopicAssignment("grow", codec.new_topic_id(), {0: (1,)})
+    await asyncio.to_thread(admin.create_topic, topic, {})
+    g0, g1, g2 = (TopicPartition("grow", p) for p in range(3))
 
-        async def online(*tps: TopicPartition) -> bool:
-            return len(await states(admin, *tps)) == len(tps)
+    async def online(*tps: TopicPartition) -> bool:
+        return len(await states(admin, *tps)) == len(tps)
 
-        await until_async(lambda: online(g0), "grow-0 online")
-        found = await asyncio.to_thread(admin.get_topic, "grow")
-        assert found is not None
-        grown = TopicAssignment("grow", topic.topic_id, {0: (1,), 1: (1,), 2: (1,)})
-        await asyncio.to_thread(admin.set_topic_assignment, grown, found[1])
-        await until_async(lambda: online(g0, g1, g2), "the added partitions online")
-        assert a.controller.ctx.partition_replicas(g2) == (1,)
-    finally:
-        await asyncio.to_thread(admin.close)
+    await until_async(lambda: online(g0), "grow-0 online")
+    found = await asyncio.to_thread(admin.get_topic, "grow")
+    assert found is not None
+    grown = TopicAssignment("grow", topic.topic_id, {0: (1,), 1: (1,), 2: (1,)})
+    await asyncio.to_thread(admin.set_topic_assignment, grown, found[1])
+    await until_async(lambda: online(g0, g1, g2), "the added partitions online")
+    assert a.controller.ctx.partition_replicas(g2) == (1,)
 
 
 async def test_isr_change_notifications_reach_every_broker(
     cluster: Cluster,
-    zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
     await cluster(2)
     await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
-    admin = await side_client(zk_connect)
-    try:
-        tp = TopicPartition("i", 0)
-        topic = TopicAssignment("i", codec.new_topic_id(), {0: (1, 2)})
-        await asyncio.to_thread(admin.create_topic, topic, {})
+    tp = TopicPartition("i", 0)
+    topic = TopicAssignment("i", codec.new_topic_id(), {0: (1, 2)})
+    await asyncio.to_thread(admin.create_topic, topic, {})
 
-        async def written() -> bool:
-            return tp in await states(admin, tp)
+    async def written() -> bool:
+        return tp in await states(admin, tp)
 
-        await until_async(written, "i-0 online")
-        # the leader (broker 1) shrinks its ISR itself and tells the controller
-        st = (await states(admin, tp))[tp]
-        shrunk = LeaderAndIsr(1, st.leader_and_isr.leader_epoch, (1,), st.leader_and_isr.zk_version)
-        raw = codec.encode_partition_state(shrunk, st.controller_epoch)
-        await asyncio.to_thread(
-            admin.kazoo.set, paths.partition_state("i", 0), raw, shrunk.zk_version
-        )
-        a.channel.sent.clear()
-        await asyncio.to_thread(admin.propagate_isr_change, [tp])
+    await until_async(written, "i-0 online")
+    # the leader (broker 1) shrinks its ISR itself and tells the controller
+    st = (await states(admin, tp))[tp]
+    shrunk = LeaderAndIsr(1, st.leader_and_isr.leader_epoch, (1,), st.leader_and_isr.zk_version)
+    raw = codec.encode_partition_state(shrunk, st.controller_epoch)
+    await asyncio.to_thread(admin.kazoo.set, paths.partition_state("i", 0), raw, shrunk.zk_version)
+    a.channel.sent.clear()
+    await asyncio.to_thread(admin.propagate_isr_change, [tp])
 
-        await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1,), "new ISR")
-        await until(
-            lambda: {r.broker_id for r in a.channel.sent if r.api_key == UPDATE_METADATA} == {1, 2},
-            "UpdateMetadata to both brokers",
-        )
-        um = next(r for r in a.channel.sent if r.api_key == UPDATE_METADATA)
-        assert um.body.topic_states[0].partition_states[0].isr == [1]
+    await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1,), "new ISR")
+    await until(
+        lambda: {r.broker_id for r in a.channel.sent if r.api_key == UPDATE_METADATA} == {1, 2},
+        "UpdateMetadata to both brokers",
+    )
+    um = next(r for r in a.channel.sent if r.api_key == UPDATE_METADATA)
+    assert um.body.topic_states[0].partition_states[0].isr == [1]
 
-        async def consumed() -> bool:
-            return await asyncio.to_thread(admin.get_isr_change_notifications) == []
+    async def consumed() -> bool:
+        return await asyncio.to_thread(admin.get_isr_change_notifications) == []
 
-        await until_async(consumed, "the notification to be deleted")
-    finally:
-        await asyncio.to_thread(admin.close)
+    await until_async(consumed, "the notification to be deleted")
 
 
 async def test_controlled_shutdown_request_over_tcp(
     cluster: Cluster,
-    zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     """The broker-side helper finds the controller in ZooKeeper and asks it over TCP."""
     holder: list[KafkaController] = []
@@ -418,25 +406,21 @@ async def test_controlled_shutdown_request_over_tcp(
         await until(lambda: a.controller.is_active, "broker 1 to be controller")
         b = await cluster(2)
         await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
-        admin = await side_client(zk_connect)
-        try:
-            tp = TopicPartition("s", 0)
-            topic = TopicAssignment("s", codec.new_topic_id(), {0: (2, 1)})
-            await asyncio.to_thread(admin.create_topic, topic, {})
+        tp = TopicPartition("s", 0)
+        topic = TopicAssignment("s", codec.new_topic_id(), {0: (2, 1)})
+        await asyncio.to_thread(admin.create_topic, topic, {})
 
-            async def led_by_2() -> bool:
-                st = (await states(admin, tp)).get(tp)
-                return st is not None and st.leader_and_isr.leader == 2
+        async def led_by_2() -> bool:
+            st = (await states(admin, tp)).get(tp)
+            return st is not None and st.leader_and_isr.leader == 2
 
-            await until_async(led_by_2, "s-0 led by broker 2")
-            remaining = await asyncio.wait_for(
-                request_controlled_shutdown(b.zk, 2, b.controller.broker_epoch), DEADLINE_S
-            )
-            assert remaining == []
-            st = (await states(admin, tp))[tp]
-            assert (st.leader_and_isr.leader, st.leader_and_isr.isr) == (1, (1,))
-        finally:
-            await asyncio.to_thread(admin.close)
+        await until_async(led_by_2, "s-0 led by broker 2")
+        remaining = await asyncio.wait_for(
+            request_controlled_shutdown(b.zk, 2, b.controller.broker_epoch), DEADLINE_S
+        )
+        assert remaining == []
+        st = (await states(admin, tp))[tp]
+        assert (st.leader_and_isr.leader, st.leader_and_isr.isr) == (1, (1,))
     finally:
         server.close()
         await server.wait_closed()
@@ -444,27 +428,23 @@ async def test_controlled_shutdown_request_over_tcp(
 
 async def test_a_corrupt_topic_znode_is_skipped_not_fatal(
     cluster: Cluster,
-    zk_connect: str,
     caplog: pytest.LogCaptureFixture,
+    admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
-    admin = await side_client(zk_connect)
-    try:
-        with caplog.at_level(logging.ERROR, logger="controller.controller"):
-            await asyncio.to_thread(admin.kazoo.create, paths.topic("bad"), b"{not json")
-            good = TopicAssignment("good", codec.new_topic_id(), {0: (1,)})
-            await asyncio.to_thread(admin.create_topic, good, {})
-            tp = TopicPartition("good", 0)
+    with caplog.at_level(logging.ERROR, logger="controller.controller"):
+        await asyncio.to_thread(admin.kazoo.create, paths.topic("bad"), b"{not json")
+        good = TopicAssignment("good", codec.new_topic_id(), {0: (1,)})
+        await asyncio.to_thread(admin.create_topic, good, {})
+        tp = TopicPartition("good", 0)
 
-            async def online() -> bool:
-                return tp in await states(admin, tp)
+        async def online() -> bool:
+            return tp in await states(admin, tp)
 
-            await until_async(online, "the good topic online")
-        assert "ignoring topic bad" in caplog.text
-        assert "bad" not in a.controller.ctx.all_topics()
-    finally:
-        await asyncio.to_thread(admin.close)
+        await until_async(online, "the good topic online")
+    assert "ignoring topic bad" in caplog.text
+    assert "bad" not in a.controller.ctx.all_topics()
 
 
 class CuttableProxy:
@@ -515,6 +495,7 @@ class CuttableProxy:
 async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
     cluster: Cluster,
     zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     host_port, chroot = zk_connect.split("/", 1)
     proxy = CuttableProxy(int(host_port.rsplit(":", 1)[1]))
@@ -523,26 +504,22 @@ async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
         a = await cluster(1, connect=f"127.0.0.1:{proxy_port}/{chroot}", session_s=8.0)
         await until(lambda: a.controller.is_active, "broker 1 to be controller")
         session = a.zk.session_id
-        admin = await side_client(zk_connect)
-        try:
-            proxy.cut()
-            await until(lambda: a.zk.kazoo.state == KazooState.SUSPENDED, "SUSPENDED")
-            # created while broker 1 cannot hear: kazoo dropped its watches meanwhile
-            topic = TopicAssignment("blip", codec.new_topic_id(), {0: (1,)})
-            await asyncio.to_thread(admin.create_topic, topic, {})
-            assert a.controller.is_active  # SUSPENDED alone resigns nothing
-            proxy.refusing = False
-            await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, "reconnected")
-            tp = TopicPartition("blip", 0)
+        proxy.cut()
+        await until(lambda: a.zk.kazoo.state == KazooState.SUSPENDED, "SUSPENDED")
+        # created while broker 1 cannot hear: kazoo dropped its watches meanwhile
+        topic = TopicAssignment("blip", codec.new_topic_id(), {0: (1,)})
+        await asyncio.to_thread(admin.create_topic, topic, {})
+        assert a.controller.is_active  # SUSPENDED alone resigns nothing
+        proxy.refusing = False
+        await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, "reconnected")
+        tp = TopicPartition("blip", 0)
 
-            async def online() -> bool:
-                return tp in await states(admin, tp)
+        async def online() -> bool:
+            return tp in await states(admin, tp)
 
-            await until_async(online, "the topic created during the blip online")
-            assert a.zk.session_id == session  # the same session throughout
-            assert a.controller.is_active and a.controller.epoch == 1
-        finally:
-            await asyncio.to_thread(admin.close)
+        await until_async(online, "the topic created during the blip online")
+        assert a.zk.session_id == session  # the same session throughout
+        assert a.controller.is_active and a.controller.epoch == 1
     finally:
         await proxy.close()
 
@@ -591,7 +568,7 @@ async def move_leader_away_and_back_into_isr(
 
 async def test_auto_leader_rebalance_moves_leadership_back(
     cluster: Cluster,
-    zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     scheduler = Scheduler(SystemClock(), threads=1)
     scheduler.start()
@@ -601,47 +578,39 @@ async def test_auto_leader_rebalance_moves_leadership_back(
         await until(lambda: a.controller.is_active, "broker 1 to be controller")
         b = await cluster(2)
         await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
-        admin = await side_client(zk_connect)
-        try:
-            tp = TopicPartition("pref", 0)
-            topic = TopicAssignment("pref", codec.new_topic_id(), {0: (2, 1)})
-            await asyncio.to_thread(admin.create_topic, topic, {})
-            await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
+        tp = TopicPartition("pref", 0)
+        topic = TopicAssignment("pref", codec.new_topic_id(), {0: (2, 1)})
+        await asyncio.to_thread(admin.create_topic, topic, {})
+        await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
 
-            async def back_to_2() -> bool:
-                st = (await states(admin, tp)).get(tp)
-                return st is not None and st.leader_and_isr.leader == 2
+        async def back_to_2() -> bool:
+            st = (await states(admin, tp)).get(tp)
+            return st is not None and st.leader_and_isr.leader == 2
 
-            await until_async(back_to_2, "the periodic check to move leadership back to 2")
-        finally:
-            await asyncio.to_thread(admin.close)
+        await until_async(back_to_2, "the periodic check to move leadership back to 2")
     finally:
         await scheduler.shutdown()
 
 
 async def test_requested_preferred_replica_election(
     cluster: Cluster,
-    zk_connect: str,
+    admin: KafkaZkClient,
 ) -> None:
     config = ControllerConfig(auto_leader_rebalance_enable=False)
     a = await cluster(1, config=config)
     await until(lambda: a.controller.is_active, "broker 1 to be controller")
     b = await cluster(2)
     await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
-    admin = await side_client(zk_connect)
-    try:
-        tp = TopicPartition("ask", 0)
-        topic = TopicAssignment("ask", codec.new_topic_id(), {0: (2, 1)})
-        await asyncio.to_thread(admin.create_topic, topic, {})
-        await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
-        await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1, 2), "ISR")
-        await asyncio.to_thread(admin.request_preferred_replica_election, [tp])
+    tp = TopicPartition("ask", 0)
+    topic = TopicAssignment("ask", codec.new_topic_id(), {0: (2, 1)})
+    await asyncio.to_thread(admin.create_topic, topic, {})
+    await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
+    await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1, 2), "ISR")
+    await asyncio.to_thread(admin.request_preferred_replica_election, [tp])
 
-        async def done() -> bool:
-            st = (await states(admin, tp)).get(tp)
-            gone = await asyncio.to_thread(admin.get_preferred_replica_election) is None
-            return gone and st is not None and st.leader_and_isr.leader == 2
+    async def done() -> bool:
+        st = (await states(admin, tp)).get(tp)
+        gone = await asyncio.to_thread(admin.get_preferred_replica_election) is None
+        return gone and st is not None and st.leader_and_isr.leader == 2
 
-        await until_async(done, "leader 2 and the request consumed")
-    finally:
-        await asyncio.to_thread(admin.close)
+    await until_async(done, "leader 2 and the request consumed")
