@@ -24,6 +24,18 @@ from protocol.errors import ErrorCode, ProtocolError
 _SIZE: Final = struct.Struct(">i")
 
 
+def check_frame_size(size: int, limit: int) -> int:
+    """``size`` if a frame may declare it, else the ProtocolError to close the connection
+    with: checked before anything of the frame is buffered."""
+    if size < 0:
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, f"negative frame size {size}")
+    if size > limit:
+        raise ProtocolError(
+            ErrorCode.INVALID_REQUEST, f"frame of {size} bytes exceeds the limit of {limit}"
+        )
+    return size
+
+
 class FrameDecoder:
     def __init__(self, max_frame_size: int) -> None:
         self.max_frame_size = max_frame_size
@@ -39,16 +51,6 @@ class FrameDecoder:
     def buffered(self) -> int:
         """Bytes held for an incomplete frame (its prefix or body so far)."""
         return len(self._partial)
-
-    def _check(self, size: int) -> int:
-        if size < 0:
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, f"negative frame size {size}")
-        if size > self.max_frame_size:
-            raise ProtocolError(
-                ErrorCode.INVALID_REQUEST,
-                f"frame of {size} bytes exceeds the limit of {self.max_frame_size}",
-            )
-        return size
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview | bytes]:
         """Take the next bytes of the stream; return the frames they complete, in order,
@@ -76,7 +78,7 @@ class FrameDecoder:
             pos = self._gather(view, 0, frames)
         # Whole frames straight out of the input.
         while n - pos >= 4 and self._size < 0:
-            size = self._check(_SIZE.unpack_from(view, pos)[0])
+            size = check_frame_size(_SIZE.unpack_from(view, pos)[0], self.max_frame_size)
             if n - pos - 4 < size:
                 break
             frames.append(memoryview(bytearray(view[pos + 4 : pos + 4 + size])))
@@ -95,7 +97,7 @@ class FrameDecoder:
                 return pos
             size = _SIZE.unpack_from(self._partial, 0)[0]
             self._partial = bytearray()
-            self._size = self._check(size)
+            self._size = check_frame_size(size, self.max_frame_size)
         take = min(self._size - len(self._partial), n - pos)
         self._partial += view[pos : pos + take]
         pos += take

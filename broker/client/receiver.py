@@ -42,7 +42,7 @@ import struct
 import sys
 from typing import Final
 
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.framing import check_frame_size
 
 _SIZE: Final = struct.Struct(">i")
 #: bytes of the stage: the largest read while no frame is open, and so the most copied
@@ -123,16 +123,6 @@ class FrameReceiver:
             pos += n
         return frames
 
-    def _check(self, size: int) -> int:
-        if size < 0:
-            raise ProtocolError(ErrorCode.INVALID_REQUEST, f"negative frame size {size}")
-        if size > self.max_frame_size:
-            raise ProtocolError(
-                ErrorCode.INVALID_REQUEST,
-                f"frame of {size} bytes exceeds the limit of {self.max_frame_size}",
-            )
-        return size
-
     def _frame_buffer(self, size: int) -> memoryview:
         """A writable view of exactly ``size`` bytes that nothing else refers to."""
         buf = self._reusable(size)
@@ -158,7 +148,7 @@ class FrameReceiver:
         end = self._staged
         pos = 0
         while end - pos >= 4:
-            size = self._check(_SIZE.unpack_from(stage, pos)[0])
+            size = check_frame_size(_SIZE.unpack_from(stage, pos)[0], self.max_frame_size)
             body = pos + 4
             if end - body >= size:
                 frames.append(memoryview(bytearray(stage[body : body + size])))
