@@ -22,9 +22,9 @@ from timer.clock import Clock
 if TYPE_CHECKING:
     from broker.metadata_cache import MetadataCache
     from controller.controller import KafkaController
-    from controller.zk.client import KafkaZkClient
     from storage import LogManager
     from timer import DelayedOperationPurgatory, Scheduler
+    from zk.client import KafkaZkClient
 
 
 @dataclass(eq=False)
@@ -41,7 +41,7 @@ class BrokerContext:
     log_manager: LogManager | Any = None
     #: broker.replica_manager.ReplicaManager: the only owner of Partition objects
     replica_manager: Any = None
-    #: controller.zk.client.KafkaZkClient (None in unit tests without ZooKeeper)
+    #: zk.client.KafkaZkClient (None in unit tests without ZooKeeper)
     zk: KafkaZkClient | Any = None
     controller: KafkaController | Any = None
     produce_purgatory: DelayedOperationPurgatory[Any] | Any = None

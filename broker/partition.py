@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from controller.zk.codec import uuid_to_base64
 from protocol.errors import ErrorCode
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_produce_records
@@ -43,6 +42,7 @@ from storage import (
     TopicPartition,
 )
 from storage.errors import OffsetOutOfRangeError
+from zk.codec import uuid_to_base64
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
-from controller.zk.codec import ProducerIdBlock
+from zk.codec import ProducerIdBlock
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 
 class ProducerIdBlockSource(Protocol):
-    """Claims the next block for a broker (blocking): controller.zk.client.KafkaZkClient."""
+    """Claims the next block for a broker (blocking): zk.client.KafkaZkClient."""
 
     def allocate_producer_id_block(self, broker_id: int) -> ProducerIdBlock: ...
 

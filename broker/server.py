@@ -36,11 +36,8 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
 from controller.controller import ControllerConfig, KafkaController
-from controller.model import BrokerInfo
-from controller.model import EndPoint as ZkEndPoint
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
-from controller.zk.client import KafkaZkClient
 from storage import LogManager, LogManagerConfig
 from storage.meta import (
     check_cluster_id,
@@ -50,6 +47,9 @@ from storage.meta import (
 )
 from timer import DelayedOperationPurgatory, Scheduler
 from timer.clock import Clock, SystemClock
+from zk.client import KafkaZkClient
+from zk.model import BrokerInfo
+from zk.model import EndPoint as ZkEndPoint
 
 log = logging.getLogger(__name__)
 

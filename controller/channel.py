@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from controller.model import BrokerInfo
+from zk.model import BrokerInfo
 
 #: called with the decoded response body (never for requests abandoned by remove_broker)
 ResponseCallback = Callable[[Any | None], None]

@@ -11,14 +11,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator
 
-from controller.model import (
-    BrokerInfo,
-    LeaderIsrAndControllerEpoch,
-    PartitionReplica,
-    TopicAssignment,
-    TopicPartition,
-)
+from controller.model import PartitionReplica
 from controller.states import PartitionState, ReplicaState
+from zk.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment, TopicPartition
 
 
 class ControllerContext:

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 
 from controller.context import ControllerContext
 from controller.election import ElectionStrategy
-from controller.model import PartitionReplica, TopicPartition
+from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
+from zk.model import TopicPartition
 
 # Kafka error codes the controlled-shutdown answer can carry.
 NONE = 0

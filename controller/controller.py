@@ -39,23 +39,19 @@ from controller.controlled_shutdown import (
     move_leadership_off,
 )
 from controller.election import ElectionStrategy
-from controller.errors import ControllerMovedError
-from controller.model import (
-    BrokerInfo,
-    Clock,
-    TopicAssignment,
-    TopicPartition,
-)
 from controller.partition_state_machine import PartitionStateMachine
 from controller.rebalance import partitions_to_rebalance, preferred_candidates
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
-from controller.zk.client import KafkaZkClient
-from controller.zk.codec import ZkDataError
-from controller.zk.store import ZkPartitionStateStore
+from timer.clock import Clock
 from timer.scheduler import ScheduledTask, Scheduler
+from zk.client import KafkaZkClient
+from zk.codec import ZkDataError
+from zk.errors import ControllerMovedError
+from zk.model import BrokerInfo, TopicAssignment, TopicPartition
+from zk.store import ZkPartitionStateStore
 
 log = logging.getLogger(__name__)
 

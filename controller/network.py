@@ -24,7 +24,7 @@ from typing import Any
 
 import protocol
 from controller.channel import ResponseCallback
-from controller.model import BrokerInfo, EndPoint
+from zk.model import BrokerInfo, EndPoint
 
 log = logging.getLogger(__name__)
 

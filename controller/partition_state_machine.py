@@ -20,17 +20,17 @@ from controller.election import (
     preferred_replica_leader,
     reassign_partition_leader,
 )
-from controller.errors import StateConflictError
-from controller.model import (
+from controller.request_batch import ControllerRequestBatch
+from controller.states import PARTITION_TRANSITIONS, PartitionState, check_transition
+from controller.store import PartitionStateStore
+from zk.errors import StateConflictError
+from zk.model import (
     INITIAL_LEADER_EPOCH,
     NO_LEADER,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicPartition,
 )
-from controller.request_batch import ControllerRequestBatch
-from controller.states import PARTITION_TRANSITIONS, PartitionState, check_transition
-from controller.store import PartitionStateStore
 
 log = logging.getLogger(__name__)
 

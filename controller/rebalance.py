@@ -11,8 +11,8 @@ those partitions back, where the preferred replica is alive and in the ISR.
 from __future__ import annotations
 
 from controller.context import ControllerContext
-from controller.model import TopicPartition
 from controller.states import PartitionState
+from zk.model import TopicPartition
 
 
 def imbalance_ratios(ctx: ControllerContext) -> dict[int, float]:

@@ -13,12 +13,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from controller.context import ControllerContext
-from controller.errors import StateConflictError
-from controller.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch, PartitionReplica
-from controller.model import TopicPartition as TP
+from controller.model import PartitionReplica
 from controller.request_batch import ControllerRequestBatch
 from controller.states import REPLICA_TRANSITIONS, ReplicaState, check_transition
 from controller.store import PartitionStateStore
+from zk.errors import StateConflictError
+from zk.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch
+from zk.model import TopicPartition as TP
 
 log = logging.getLogger(__name__)
 

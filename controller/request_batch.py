@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
-from controller.model import LeaderIsrAndControllerEpoch, TopicPartition
+from zk.model import LeaderIsrAndControllerEpoch, TopicPartition
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from controller.context import ControllerContext
-from controller.model import TopicPartition
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from zk.model import TopicPartition
 
 if TYPE_CHECKING:
     from controller.request_batch import LeaderAndIsrEntry

@@ -15,11 +15,11 @@ import logging
 from typing import Any
 
 from controller.controlled_shutdown import ControlledShutdownResult
-from controller.model import TopicPartition
 from controller.network import ChannelConfig, request_once
 from controller.requests import CONTROLLED_SHUTDOWN
-from controller.zk.client import KafkaZkClient
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
+from zk.client import KafkaZkClient
+from zk.model import TopicPartition
 
 log = logging.getLogger(__name__)
 

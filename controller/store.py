@@ -4,7 +4,7 @@ The state machines decide; this interface writes their decisions to
 ``/brokers/topics/<t>/partitions/<p>/state``. Each write is conditional twice over: on
 the controller epoch's zkVersion (fencing a zombie controller: ControllerMovedError) and,
 for updates, on the partition state's own zkVersion (StateConflictError in the result).
-``controller.zk.store.ZkPartitionStateStore`` is the real one; ``InMemoryPartitionStateStore``
+``zk.store.ZkPartitionStateStore`` is the real one; ``InMemoryPartitionStateStore``
 below is the fake the unit tests use.
 """
 
@@ -14,11 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from controller.errors import ControllerMovedError, StateConflictError
-from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-
-#: per partition: the state as written (with its new zkVersion), or why it was not
-WriteResults = dict[TopicPartition, LeaderAndIsr | Exception]
+from zk.errors import ControllerMovedError, StateConflictError
+from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, WriteResults
 
 
 class PartitionStateStore(Protocol):

@@ -17,11 +17,11 @@ import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from controller.model import EndPoint
 from controller.network import ChannelConfig, request_once
 from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest
 from timer.clock import Clock
+from zk.model import EndPoint
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,10 @@ from broker.admin.assignment import (
     start_index_for_new_partitions,
 )
 from broker.config import BrokerConfig, ConfigError, validate_topic_configs
-from controller.model import TopicAssignment
 from protocol import ErrorCode
 from storage.errors import InvalidTopicError
 from storage.names import validate_topic_name
+from zk.model import TopicAssignment
 
 #: CreateTopics' "use the broker default" for partitions and replication factor
 NO_NUM_PARTITIONS = -1
@@ -47,7 +47,7 @@ class AdminError(Exception):
 
 
 class TopicStore(Protocol):
-    """What topic administration needs of controller.zk.client.KafkaZkClient (blocking)."""
+    """What topic administration needs of zk.client.KafkaZkClient (blocking)."""
 
     def get_topics(self) -> list[str]: ...
 
@@ -216,7 +216,7 @@ async def existing_topics(zk: TopicStore) -> list[str]:
 
 async def create_topic(zk: TopicStore, plan: TopicPlan) -> None:
     """Write the topic's config and assignment; TOPIC_ALREADY_EXISTS if someone won."""
-    from controller.zk.client import TopicExistsError
+    from zk.client import TopicExistsError
 
     try:
         await asyncio.to_thread(zk.create_topic, plan.to_assignment(), plan.configs)

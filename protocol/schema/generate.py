@@ -1,6 +1,6 @@
 """Write ``protocol/schema/specs.py`` from Kafka's JSON message specs.
 
-    python -m protocol.schema.generate /work/shared/kafka-message-specs
+    python -m protocol.schema.generate <directory of Kafka's clients/src/main/resources/common/message>
 
 The specs are reference data that stay outside the repository; what is committed is the
 generated declaration in this project's own compact form (``protocol.schema.model``),
@@ -67,11 +67,19 @@ def load_spec(path: Path) -> dict[str, Any]:
     return json.loads(strip_comments(path.read_text()))  # type: ignore[no-any-return]
 
 
+def field_versions(raw: dict[str, Any]) -> str:
+    """A field's versions; a tagged-only field may leave them out and means its tagged ones."""
+    versions = raw.get("versions", raw.get("taggedVersions"))
+    if versions is None:
+        raise ValueError(f"field {raw.get('name')!r} declares neither versions nor taggedVersions")
+    return str(versions)
+
+
 def to_field(raw: dict[str, Any]) -> F:
     return F(
         name=raw["name"],
         type=raw["type"],
-        versions=raw["versions"],
+        versions=field_versions(raw),
         nullable=raw.get("nullableVersions"),
         default=raw.get("default"),
         tag=raw.get("tag"),

@@ -672,6 +672,188 @@ MESSAGES: tuple[M, ...] = (
             )),
         )),
     )),
+    M("AddPartitionsToTxnRequest", "request", 24, "0-5", "3+", (
+        F("Transactions", "[]AddPartitionsToTxnTransaction", "4+", fields=(
+            F("TransactionalId", "string", "4+"),
+            F("ProducerId", "int64", "4+"),
+            F("ProducerEpoch", "int16", "4+"),
+            F("VerifyOnly", "bool", "4+", default=False),
+            F("Topics", "[]AddPartitionsToTxnTopic", "4+"),
+        )),
+        F("V3AndBelowTransactionalId", "string", "0-3"),
+        F("V3AndBelowProducerId", "int64", "0-3"),
+        F("V3AndBelowProducerEpoch", "int16", "0-3"),
+        F("V3AndBelowTopics", "[]AddPartitionsToTxnTopic", "0-3"),
+    ), common=(
+        S("AddPartitionsToTxnTopic", "0+", (
+            F("Name", "string", "0+"),
+            F("Partitions", "[]int32", "0+"),
+        )),
+    )),
+    M("AddPartitionsToTxnResponse", "response", 24, "0-5", "3+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "4+", ignorable=True),
+        F("ResultsByTransaction", "[]AddPartitionsToTxnResult", "4+", fields=(
+            F("TransactionalId", "string", "4+"),
+            F("TopicResults", "[]AddPartitionsToTxnTopicResult", "4+"),
+        )),
+        F("ResultsByTopicV3AndBelow", "[]AddPartitionsToTxnTopicResult", "0-3"),
+    ), common=(
+        S("AddPartitionsToTxnTopicResult", "0+", (
+            F("Name", "string", "0+"),
+            F("ResultsByPartition", "[]AddPartitionsToTxnPartitionResult", "0+"),
+        )),
+        S("AddPartitionsToTxnPartitionResult", "0+", (
+            F("PartitionIndex", "int32", "0+"),
+            F("PartitionErrorCode", "int16", "0+"),
+        )),
+    )),
+    M("AddOffsetsToTxnRequest", "request", 25, "0-4", "3+", (
+        F("TransactionalId", "string", "0+"),
+        F("ProducerId", "int64", "0+"),
+        F("ProducerEpoch", "int16", "0+"),
+        F("GroupId", "string", "0+"),
+    )),
+    M("AddOffsetsToTxnResponse", "response", 25, "0-4", "3+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "0+"),
+    )),
+    M("EndTxnRequest", "request", 26, "0-5", "3+", (
+        F("TransactionalId", "string", "0+"),
+        F("ProducerId", "int64", "0+"),
+        F("ProducerEpoch", "int16", "0+"),
+        F("Committed", "bool", "0+"),
+    )),
+    M("EndTxnResponse", "response", 26, "0-5", "3+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("ProducerId", "int64", "5+", default="-1", ignorable=True),
+        F("ProducerEpoch", "int16", "5+", default="-1", ignorable=True),
+    )),
+    M("WriteTxnMarkersRequest", "request", 27, "0-1", "1+", (
+        F("Markers", "[]WritableTxnMarker", "0+", fields=(
+            F("ProducerId", "int64", "0+"),
+            F("ProducerEpoch", "int16", "0+"),
+            F("TransactionResult", "bool", "0+"),
+            F("Topics", "[]WritableTxnMarkerTopic", "0+", fields=(
+                F("Name", "string", "0+"),
+                F("PartitionIndexes", "[]int32", "0+"),
+            )),
+            F("CoordinatorEpoch", "int32", "0+"),
+        )),
+    )),
+    M("WriteTxnMarkersResponse", "response", 27, "0-1", "1+", (
+        F("Markers", "[]WritableTxnMarkerResult", "0+", fields=(
+            F("ProducerId", "int64", "0+"),
+            F("Topics", "[]WritableTxnMarkerTopicResult", "0+", fields=(
+                F("Name", "string", "0+"),
+                F("Partitions", "[]WritableTxnMarkerPartitionResult", "0+", fields=(
+                    F("PartitionIndex", "int32", "0+"),
+                    F("ErrorCode", "int16", "0+"),
+                )),
+            )),
+        )),
+    )),
+    M("TxnOffsetCommitRequest", "request", 28, "0-4", "3+", (
+        F("TransactionalId", "string", "0+"),
+        F("GroupId", "string", "0+"),
+        F("ProducerId", "int64", "0+"),
+        F("ProducerEpoch", "int16", "0+"),
+        F("GenerationId", "int32", "3+", default="-1"),
+        F("MemberId", "string", "3+", default=""),
+        F("GroupInstanceId", "string", "3+", nullable="3+", default="null"),
+        F("Topics", "[]TxnOffsetCommitRequestTopic", "0+", fields=(
+            F("Name", "string", "0+"),
+            F("Partitions", "[]TxnOffsetCommitRequestPartition", "0+", fields=(
+                F("PartitionIndex", "int32", "0+"),
+                F("CommittedOffset", "int64", "0+"),
+                F("CommittedLeaderEpoch", "int32", "2+", default="-1", ignorable=True),
+                F("CommittedMetadata", "string", "0+", nullable="0+"),
+            )),
+        )),
+    )),
+    M("TxnOffsetCommitResponse", "response", 28, "0-4", "3+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("Topics", "[]TxnOffsetCommitResponseTopic", "0+", fields=(
+            F("Name", "string", "0+"),
+            F("Partitions", "[]TxnOffsetCommitResponsePartition", "0+", fields=(
+                F("PartitionIndex", "int32", "0+"),
+                F("ErrorCode", "int16", "0+"),
+            )),
+        )),
+    )),
+    M("DescribeAclsRequest", "request", 29, "0-3", "2+", (
+        F("ResourceTypeFilter", "int8", "0+"),
+        F("ResourceNameFilter", "string", "0+", nullable="0+"),
+        F("PatternTypeFilter", "int8", "1+", default="3"),
+        F("PrincipalFilter", "string", "0+", nullable="0+"),
+        F("HostFilter", "string", "0+", nullable="0+"),
+        F("Operation", "int8", "0+"),
+        F("PermissionType", "int8", "0+"),
+    )),
+    M("DescribeAclsResponse", "response", 29, "0-3", "2+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "0+", nullable="0+"),
+        F("Resources", "[]DescribeAclsResource", "0+", fields=(
+            F("ResourceType", "int8", "0+"),
+            F("ResourceName", "string", "0+"),
+            F("PatternType", "int8", "1+", default="3"),
+            F("Acls", "[]AclDescription", "0+", fields=(
+                F("Principal", "string", "0+"),
+                F("Host", "string", "0+"),
+                F("Operation", "int8", "0+"),
+                F("PermissionType", "int8", "0+"),
+            )),
+        )),
+    )),
+    M("CreateAclsRequest", "request", 30, "0-3", "2+", (
+        F("Creations", "[]AclCreation", "0+", fields=(
+            F("ResourceType", "int8", "0+"),
+            F("ResourceName", "string", "0+"),
+            F("ResourcePatternType", "int8", "1+", default="3"),
+            F("Principal", "string", "0+"),
+            F("Host", "string", "0+"),
+            F("Operation", "int8", "0+"),
+            F("PermissionType", "int8", "0+"),
+        )),
+    )),
+    M("CreateAclsResponse", "response", 30, "0-3", "2+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("Results", "[]AclCreationResult", "0+", fields=(
+            F("ErrorCode", "int16", "0+"),
+            F("ErrorMessage", "string", "0+", nullable="0+"),
+        )),
+    )),
+    M("DeleteAclsRequest", "request", 31, "0-3", "2+", (
+        F("Filters", "[]DeleteAclsFilter", "0+", fields=(
+            F("ResourceTypeFilter", "int8", "0+"),
+            F("ResourceNameFilter", "string", "0+", nullable="0+"),
+            F("PatternTypeFilter", "int8", "1+", default="3"),
+            F("PrincipalFilter", "string", "0+", nullable="0+"),
+            F("HostFilter", "string", "0+", nullable="0+"),
+            F("Operation", "int8", "0+"),
+            F("PermissionType", "int8", "0+"),
+        )),
+    )),
+    M("DeleteAclsResponse", "response", 31, "0-3", "2+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("FilterResults", "[]DeleteAclsFilterResult", "0+", fields=(
+            F("ErrorCode", "int16", "0+"),
+            F("ErrorMessage", "string", "0+", nullable="0+"),
+            F("MatchingAcls", "[]DeleteAclsMatchingAcl", "0+", fields=(
+                F("ErrorCode", "int16", "0+"),
+                F("ErrorMessage", "string", "0+", nullable="0+"),
+                F("ResourceType", "int8", "0+"),
+                F("ResourceName", "string", "0+"),
+                F("PatternType", "int8", "1+", default="3"),
+                F("Principal", "string", "0+"),
+                F("Host", "string", "0+"),
+                F("Operation", "int8", "0+"),
+                F("PermissionType", "int8", "0+"),
+            )),
+        )),
+    )),
     M("DescribeConfigsRequest", "request", 32, "0-4", "4+", (
         F("Resources", "[]DescribeConfigsResource", "0+", fields=(
             F("ResourceType", "int8", "0+"),
@@ -808,6 +990,27 @@ MESSAGES: tuple[M, ...] = (
             )),
         )),
     )),
+    M("IncrementalAlterConfigsRequest", "request", 44, "0-1", "1+", (
+        F("Resources", "[]AlterConfigsResource", "0+", fields=(
+            F("ResourceType", "int8", "0+"),
+            F("ResourceName", "string", "0+"),
+            F("Configs", "[]AlterableConfig", "0+", fields=(
+                F("Name", "string", "0+"),
+                F("ConfigOperation", "int8", "0+"),
+                F("Value", "string", "0+", nullable="0+"),
+            )),
+        )),
+        F("ValidateOnly", "bool", "0+"),
+    )),
+    M("IncrementalAlterConfigsResponse", "response", 44, "0-1", "1+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("Responses", "[]AlterConfigsResourceResponse", "0+", fields=(
+            F("ErrorCode", "int16", "0+"),
+            F("ErrorMessage", "string", "0+", nullable="0+"),
+            F("ResourceType", "int8", "0+"),
+            F("ResourceName", "string", "0+"),
+        )),
+    )),
     M("AlterPartitionReassignmentsRequest", "request", 45, "0", "0+", (
         F("TimeoutMs", "int32", "0+", default="60000"),
         F("Topics", "[]ReassignableTopic", "0+", fields=(
@@ -849,6 +1052,102 @@ MESSAGES: tuple[M, ...] = (
                 F("Replicas", "[]int32", "0+"),
                 F("AddingReplicas", "[]int32", "0+"),
                 F("RemovingReplicas", "[]int32", "0+"),
+            )),
+        )),
+    )),
+    M("OffsetDeleteRequest", "request", 47, "0", "none", (
+        F("GroupId", "string", "0+"),
+        F("Topics", "[]OffsetDeleteRequestTopic", "0+", fields=(
+            F("Name", "string", "0+"),
+            F("Partitions", "[]OffsetDeleteRequestPartition", "0+", fields=(
+                F("PartitionIndex", "int32", "0+"),
+            )),
+        )),
+    )),
+    M("OffsetDeleteResponse", "response", 47, "0", "none", (
+        F("ErrorCode", "int16", "0+"),
+        F("ThrottleTimeMs", "int32", "0+", ignorable=True),
+        F("Topics", "[]OffsetDeleteResponseTopic", "0+", fields=(
+            F("Name", "string", "0+"),
+            F("Partitions", "[]OffsetDeleteResponsePartition", "0+", fields=(
+                F("PartitionIndex", "int32", "0+"),
+                F("ErrorCode", "int16", "0+"),
+            )),
+        )),
+    )),
+    M("DescribeUserScramCredentialsRequest", "request", 50, "0", "0+", (
+        F("Users", "[]UserName", "0+", nullable="0+", fields=(
+            F("Name", "string", "0+"),
+        )),
+    )),
+    M("DescribeUserScramCredentialsResponse", "response", 50, "0", "0+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "0+", nullable="0+"),
+        F("Results", "[]DescribeUserScramCredentialsResult", "0+", fields=(
+            F("User", "string", "0+"),
+            F("ErrorCode", "int16", "0+"),
+            F("ErrorMessage", "string", "0+", nullable="0+"),
+            F("CredentialInfos", "[]CredentialInfo", "0+", fields=(
+                F("Mechanism", "int8", "0+"),
+                F("Iterations", "int32", "0+"),
+            )),
+        )),
+    )),
+    M("AlterUserScramCredentialsRequest", "request", 51, "0", "0+", (
+        F("Deletions", "[]ScramCredentialDeletion", "0+", fields=(
+            F("Name", "string", "0+"),
+            F("Mechanism", "int8", "0+"),
+        )),
+        F("Upsertions", "[]ScramCredentialUpsertion", "0+", fields=(
+            F("Name", "string", "0+"),
+            F("Mechanism", "int8", "0+"),
+            F("Iterations", "int32", "0+"),
+            F("Salt", "bytes", "0+"),
+            F("SaltedPassword", "bytes", "0+"),
+        )),
+    )),
+    M("AlterUserScramCredentialsResponse", "response", 51, "0", "0+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("Results", "[]AlterUserScramCredentialsResult", "0+", fields=(
+            F("User", "string", "0+"),
+            F("ErrorCode", "int16", "0+"),
+            F("ErrorMessage", "string", "0+", nullable="0+"),
+        )),
+    )),
+    M("AlterPartitionRequest", "request", 56, "0-3", "0+", (
+        F("BrokerId", "int32", "0+"),
+        F("BrokerEpoch", "int64", "0+", default="-1"),
+        F("Topics", "[]TopicData", "0+", fields=(
+            F("TopicName", "string", "0-1", ignorable=True),
+            F("TopicId", "uuid", "2+", ignorable=True),
+            F("Partitions", "[]PartitionData", "0+", fields=(
+                F("PartitionIndex", "int32", "0+"),
+                F("LeaderEpoch", "int32", "0+"),
+                F("NewIsr", "[]int32", "0-2"),
+                F("NewIsrWithEpochs", "[]BrokerState", "3+", fields=(
+                    F("BrokerId", "int32", "3+"),
+                    F("BrokerEpoch", "int64", "3+", default="-1"),
+                )),
+                F("LeaderRecoveryState", "int8", "1+", default="0"),
+                F("PartitionEpoch", "int32", "0+"),
+            )),
+        )),
+    )),
+    M("AlterPartitionResponse", "response", 56, "0-3", "0+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("Topics", "[]TopicData", "0+", fields=(
+            F("TopicName", "string", "0-1", ignorable=True),
+            F("TopicId", "uuid", "2+", ignorable=True),
+            F("Partitions", "[]PartitionData", "0+", fields=(
+                F("PartitionIndex", "int32", "0+"),
+                F("ErrorCode", "int16", "0+"),
+                F("LeaderId", "int32", "0+"),
+                F("LeaderEpoch", "int32", "0+"),
+                F("Isr", "[]int32", "0+"),
+                F("LeaderRecoveryState", "int8", "1+", default="0", ignorable=True),
+                F("PartitionEpoch", "int32", "0+"),
             )),
         )),
     )),
@@ -894,6 +1193,40 @@ MESSAGES: tuple[M, ...] = (
                     F("CurrentTxnStartOffset", "int64", "0+", default="-1"),
                 )),
             )),
+        )),
+    )),
+    M("DescribeTransactionsRequest", "request", 65, "0", "0+", (
+        F("TransactionalIds", "[]string", "0+"),
+    )),
+    M("DescribeTransactionsResponse", "response", 65, "0", "0+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("TransactionStates", "[]TransactionState", "0+", fields=(
+            F("ErrorCode", "int16", "0+"),
+            F("TransactionalId", "string", "0+"),
+            F("TransactionState", "string", "0+"),
+            F("TransactionTimeoutMs", "int32", "0+"),
+            F("TransactionStartTimeMs", "int64", "0+"),
+            F("ProducerId", "int64", "0+"),
+            F("ProducerEpoch", "int16", "0+"),
+            F("Topics", "[]TopicData", "0+", fields=(
+                F("Topic", "string", "0+"),
+                F("Partitions", "[]int32", "0+"),
+            )),
+        )),
+    )),
+    M("ListTransactionsRequest", "request", 66, "0-1", "0+", (
+        F("StateFilters", "[]string", "0+"),
+        F("ProducerIdFilters", "[]int64", "0+"),
+        F("DurationFilter", "int64", "1+", default=-1),
+    )),
+    M("ListTransactionsResponse", "response", 66, "0-1", "0+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("UnknownStateFilters", "[]string", "0+"),
+        F("TransactionStates", "[]TransactionState", "0+", fields=(
+            F("TransactionalId", "string", "0+"),
+            F("ProducerId", "int64", "0+"),
+            F("TransactionState", "string", "0+"),
         )),
     )),
     M("ConsumerProtocolAssignment", "data", None, "0-3", "none", (
@@ -946,5 +1279,23 @@ MESSAGES: tuple[M, ...] = (
         F("metadata", "string", "0+"),
         F("commitTimestamp", "int64", "0+"),
         F("expireTimestamp", "int64", "1", default=-1, ignorable=True),
+    )),
+    M("TransactionLogKey", "data", None, "0", "none", (
+        F("TransactionalId", "string", "0"),
+    )),
+    M("TransactionLogValue", "data", None, "0-1", "1+", (
+        F("ProducerId", "int64", "0+"),
+        F("PreviousProducerId", "int64", "1+", default=-1, tag=0, tagged="1+"),
+        F("NextProducerId", "int64", "1+", default=-1, tag=1, tagged="1+"),
+        F("ProducerEpoch", "int16", "0+"),
+        F("TransactionTimeoutMs", "int32", "0+"),
+        F("TransactionStatus", "int8", "0+"),
+        F("TransactionPartitions", "[]PartitionsSchema", "0+", nullable="0+", fields=(
+            F("Topic", "string", "0+"),
+            F("PartitionIds", "[]int32", "0+"),
+        )),
+        F("TransactionLastUpdateTimestampMs", "int64", "0+"),
+        F("TransactionStartTimestampMs", "int64", "0+"),
+        F("ClientTransactionVersion", "int16", "1+", default=0, tag=2, tagged="1+"),
     )),
 )

@@ -70,7 +70,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def free_port() -> int:
-    from broker.zookeeper_server import free_port as fp
+    from tools.zookeeper_server import free_port as fp
 
     return fp()
 
@@ -108,7 +108,7 @@ class Peer:
 
 @contextlib.contextmanager
 def minikafka_peer(workdir: Path) -> Iterator[Peer]:
-    from broker.cli.cluster import ClusterLayout, LocalCluster
+    from tools.cluster import ClusterLayout, LocalCluster
 
     ports = [free_port() for _ in range(4)]
     layout = ClusterLayout(
@@ -209,7 +209,7 @@ def tansu_peer(binary: Path) -> Iterator[Peer]:
 
 def run_cli(*args: str, timeout: float = 300) -> str:
     done = subprocess.run(
-        [PY, "-m", "broker.cli.main", *args],
+        [PY, "-m", "tools.main", *args],
         capture_output=True, text=True, timeout=timeout, cwd=ROOT,
     )  # fmt: skip
     if done.returncode != 0:
@@ -340,7 +340,7 @@ def retained(peer: Peer, topic: str) -> int:
     """Records in partition 0 between the log start and the end."""
     import asyncio
 
-    from broker.client import EARLIEST, LATEST, KafkaClient, list_offsets
+    from client import EARLIEST, LATEST, KafkaClient, list_offsets
 
     async def ask() -> int:
         async with KafkaClient(peer.bootstrap) as client:

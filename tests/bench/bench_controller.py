@@ -25,20 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from broker.zookeeper_server import ZooKeeperServer, free_port
 from controller.channel import RecordingChannelManager
 from controller.controller import KafkaController
-from controller.model import (
-    BrokerInfo,
-    EndPoint,
-    LeaderAndIsr,
-    TopicAssignment,
-    TopicPartition,
-)
 from controller.states import PartitionState
-from controller.zk import codec
-from controller.zk.client import KafkaZkClient
 from timer.clock import SystemClock
+from tools.zookeeper_server import ZooKeeperServer, free_port
+from zk import codec
+from zk.client import KafkaZkClient
+from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment, TopicPartition
 
 
 def rate(n: int, seconds: float) -> str:

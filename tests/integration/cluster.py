@@ -4,7 +4,7 @@ tests/integration/conftest.py declares it (and the ZooKeeper fixture it depends 
 for every integration module.
 
 ``cluster3`` (module scope) is a 3-broker ``TestCluster`` started through
-``broker.cli.cluster.LocalCluster`` -- the code behind ``minikafka cluster up`` -- on free
+``tools.cluster.LocalCluster`` -- the code behind ``minikafka cluster up`` -- on free
 ports, against the session's ZooKeeper (tests.integration.zk) under a fresh chroot, the
 way ``cluster up --override zookeeper.connect=...`` runs. Brokers are separate processes;
 tests kill, pause and restart them by pid and must leave every broker running (or
@@ -28,10 +28,10 @@ from typing import Any, TypeVar
 import pytest
 from kazoo.client import KazooClient
 
-from broker.cli.cluster import SESSION_TIMEOUT_MS, ClusterLayout, LocalCluster
-from broker.zookeeper_server import ZooKeeperServer, free_port
-from controller.model import EndPoint
 from controller.network import ChannelConfig, request_once
+from tools.cluster import SESSION_TIMEOUT_MS, ClusterLayout, LocalCluster
+from tools.zookeeper_server import ZooKeeperServer, free_port
+from zk.model import EndPoint
 
 T = TypeVar("T")
 

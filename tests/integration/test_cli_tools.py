@@ -1,7 +1,7 @@
 """The tools against a real cluster: topics, console-producer | console-consumer, perf.
 
 One 2-broker cluster (real processes, real ZooKeeper) is shared by the module. Every
-command runs as ``python -m broker.cli.main ...``, exactly as a user runs it, with a
+command runs as ``python -m tools.main ...``, exactly as a user runs it, with a
 timeout; waits are polls with deadlines.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.zookeeper_server import ZooKeeperServer
 from tests.integration.cluster import TestCluster, start_cluster, wait_until
+from tools.zookeeper_server import ZooKeeperServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -37,7 +37,7 @@ def mk(
     """Run ``minikafka <command> --bootstrap-server <cluster> <args...>``."""
     command, *rest = args
     sub = rest.pop(0) if command == "perf" else None
-    argv = [sys.executable, "-m", "broker.cli.main", command]
+    argv = [sys.executable, "-m", "tools.main", command]
     if sub:
         argv.append(sub)
     argv += ["--bootstrap-server", cluster.layout.bootstrap_servers, *rest]
@@ -215,7 +215,7 @@ def test_perf_produce_and_consume_print_their_summaries(cluster: TestCluster) ->
 def test_consumer_at_latest_waits_for_new_records(cluster: TestCluster) -> None:
     assert topics(cluster, "--create", "--topic", "tail", "--partitions", "1").returncode == 0
     assert mk(cluster, "console-producer", "--topic", "tail", stdin=b"old\n").returncode == 0
-    argv = [sys.executable, "-m", "broker.cli.main", "console-consumer", "--bootstrap-server",
+    argv = [sys.executable, "-m", "tools.main", "console-consumer", "--bootstrap-server",
             cluster.layout.bootstrap_servers, "--topic", "tail", "--max-messages", "1",
             "--timeout-ms", "60000"]  # fmt: skip
     consumer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from broker.cli.cluster import port_in_use
-from broker.zookeeper_server import find_java, free_port
 from tests.integration.cluster import wait_until
+from tools.cluster import port_in_use
+from tools.zookeeper_server import find_java, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
-MINIKAFKA = [sys.executable, "-m", "broker.cli.main"]
+MINIKAFKA = [sys.executable, "-m", "tools.main"]
 
 
 def _free_base(count: int) -> int:
@@ -208,7 +208,7 @@ def test_server_waits_for_zookeeper_with_a_clear_message(
 
 
 def test_layout_follows_design_section_6(tmp_path: Path) -> None:
-    from broker.cli.cluster import ClusterLayout
+    from tools.cluster import ClusterLayout
 
     layout = ClusterLayout.standard(tmp_path, brokers=3)
     assert layout.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import protocol
-from controller.model import BrokerInfo, EndPoint
 from controller.network import ChannelConfig, TcpChannelManager
 from protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
+from zk.model import BrokerInfo, EndPoint
 
 pytestmark = pytest.mark.integration
 

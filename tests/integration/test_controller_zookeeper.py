@@ -25,7 +25,15 @@ from controller.controller import (
     ControllerConfig,
     KafkaController,
 )
-from controller.model import (
+from controller.requests import LEADER_AND_ISR, UPDATE_METADATA
+from controller.shutdown import controlled_shutdown_response, request_controlled_shutdown
+from controller.states import PartitionState
+from tests.integration.zk import expire_session
+from timer.clock import SystemClock
+from timer.scheduler import Scheduler
+from zk import codec, paths
+from zk.client import KafkaZkClient
+from zk.model import (
     NO_LEADER,
     BrokerInfo,
     EndPoint,
@@ -34,14 +42,6 @@ from controller.model import (
     TopicAssignment,
     TopicPartition,
 )
-from controller.requests import LEADER_AND_ISR, UPDATE_METADATA
-from controller.shutdown import controlled_shutdown_response, request_controlled_shutdown
-from controller.states import PartitionState
-from controller.zk import codec, paths
-from controller.zk.client import KafkaZkClient
-from tests.integration.zk import expire_session
-from timer.clock import SystemClock
-from timer.scheduler import Scheduler
 
 pytestmark = pytest.mark.integration
 

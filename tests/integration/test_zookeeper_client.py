@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from kazoo.protocol.states import KazooState
 
-from controller.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
-from controller.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment, TopicPartition
-from controller.zk import codec, paths
-from controller.zk.client import KafkaZkClient, TopicExistsError
 from tests.integration.zk import expire_session, wait_until
+from zk import codec, paths
+from zk.client import KafkaZkClient, TopicExistsError
+from zk.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
+from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment, TopicPartition
 
 pytestmark = pytest.mark.integration
 
@@ -213,8 +213,8 @@ def test_producer_id_blocks_from_racing_clients_never_overlap(zk: MakeZk) -> Non
 
 
 def test_zookeeper_down_gives_a_clear_error() -> None:
-    from broker.zookeeper_server import free_port
-    from controller.zk.client import ZooKeeperUnavailableError
+    from tools.zookeeper_server import free_port
+    from zk.client import ZooKeeperUnavailableError
 
     hosts = f"127.0.0.1:{free_port()}"
     with pytest.raises(ZooKeeperUnavailableError, match=f"ZooKeeper at {hosts}"):

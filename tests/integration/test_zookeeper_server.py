@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from broker.zookeeper_server import (
+from tools.zookeeper_server import (
     ZooKeeperLaunchError,
     ZooKeeperServer,
     find_java,
@@ -57,14 +57,14 @@ def test_cli_runs_in_foreground_and_stops_on_sigterm(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from broker.zookeeper_server import free_port
+    from tools.zookeeper_server import free_port
 
     port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "broker.cli.main",
+            "tools.main",
             "zookeeper",
             "--port",
             str(port),

@@ -3,7 +3,7 @@
 tests/integration/conftest.py declares them for every integration module (declaring
 them once is what makes the session-scoped server one per run). They are:
 
-* ``zookeeper`` (session scope): one real ZooKeeper server (broker.zookeeper_server) on a
+* ``zookeeper`` (session scope): one real ZooKeeper server (tools.zookeeper_server) on a
   free 127.0.0.1 port with tickTime=500, started once per test session and stopped by pid.
   The test is skipped, with the reason, when Java or the jars are missing.
 * ``zk_connect`` (function scope): a connect string with a fresh chroot
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from broker.zookeeper_server import ZooKeeperLaunchError, ZooKeeperServer, free_port
+from tools.zookeeper_server import ZooKeeperLaunchError, ZooKeeperServer, free_port
 
 
 @pytest.fixture(scope="session")

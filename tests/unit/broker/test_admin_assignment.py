@@ -23,8 +23,8 @@ from broker.admin.topics import (
     plan_partitions,
     plan_topic,
 )
-from controller.model import TopicAssignment
 from protocol import ErrorCode
+from zk.model import TopicAssignment
 
 
 def test_kafkas_documented_example() -> None:

@@ -10,10 +10,10 @@ from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from controller.controller import ControlledShutdownResult
-from controller.model import TopicPartition
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import ControlledShutdownRequest
 from timer.clock import MockClock
+from zk.model import TopicPartition
 
 
 class FakeController:

@@ -20,8 +20,6 @@ from broker.context import BrokerContext
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from controller.model import TopicAssignment
-from controller.zk.client import TopicExistsError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     CreatePartitionsRequest,
@@ -31,6 +29,8 @@ from protocol.messages import (
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
+from zk.client import TopicExistsError
+from zk.model import TopicAssignment
 
 U = UpdateMetadataRequest
 

@@ -11,7 +11,6 @@ from broker.config import BrokerConfig, ConfigSource
 from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from controller.model import TopicAssignment
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     DescribeClusterRequest,
@@ -21,6 +20,7 @@ from protocol.messages import (
 )
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
+from zk.model import TopicAssignment
 
 U = UpdateMetadataRequest
 TOPIC_ID = uuid.UUID("0f0e0d0c-0b0a-0908-0706-050403020100")

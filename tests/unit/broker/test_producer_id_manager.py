@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from broker.producer_id_manager import ProducerIdManager
-from controller.zk.codec import ProducerIdBlock, next_producer_id_block
+from zk.codec import ProducerIdBlock, next_producer_id_block
 
 
 class FakeZk:

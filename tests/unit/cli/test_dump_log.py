@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from broker.cli.main import main
 from protocol.records import SimpleRecord, build_batch
 from storage.clock import MockClock
 from storage.config import LogConfig
 from storage.log import Log
 from storage.names import TopicPartition
+from tools.main import main
 
 
 @pytest.fixture

@@ -7,20 +7,20 @@ import uuid
 
 import pytest
 
-from broker.cli.console_consumer import starting_point
-from broker.cli.console_producer import Accumulator, ProducerSettings
-from broker.cli.topics import (
+from client.admin import ConfigEntry
+from client.cluster_view import PartitionInfo, TopicInfo
+from client.fetch import EARLIEST, LATEST
+from client.produce import partition_for_key
+from protocol.records import Compression, read_batch
+from tools.console_consumer import starting_point
+from tools.console_producer import Accumulator, ProducerSettings
+from tools.topics import (
     CommandError,
     format_partition,
     format_topic,
     parse_assignment,
     topic_id_text,
 )
-from broker.client.admin import ConfigEntry
-from broker.client.cluster_view import PartitionInfo, TopicInfo
-from broker.client.fetch import EARLIEST, LATEST
-from broker.client.produce import partition_for_key
-from protocol.records import Compression, read_batch
 
 
 def settings(**kw: object) -> ProducerSettings:
@@ -132,8 +132,8 @@ def test_consumer_starting_points() -> None:
 
 
 def test_perf_producer_props_override_the_flags() -> None:
-    from broker.cli.main import build_parser
-    from broker.cli.perf import apply_producer_props
+    from tools.main import build_parser
+    from tools.perf import apply_producer_props
 
     args = build_parser().parse_args(
         ["perf", "produce", "--bootstrap-server", "h:1", "--topic", "t", "--num-records", "5",

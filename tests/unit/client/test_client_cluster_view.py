@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from broker.client.cluster_view import NO_LEADER, ClusterView
+from client.cluster_view import NO_LEADER, ClusterView
 from protocol import ErrorCode
 from protocol.messages import MetadataResponse
 

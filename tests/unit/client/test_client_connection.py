@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import protocol
-from broker.client.connection import Connection, ConnectionConfig
-from broker.client.errors import ConnectionLost, RequestTimedOut
+from client.connection import Connection, ConnectionConfig
+from client.errors import ConnectionLost, RequestTimedOut
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ApiVersionsResponse, MetadataRequest, MetadataResponse
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.client.console import LineError, LineFormat, RecordFormat, parse_properties
-from broker.client.fetch import ConsumedRecord
+from client.console import LineError, LineFormat, RecordFormat, parse_properties
+from client.fetch import ConsumedRecord
 
 
 def test_parse_properties() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.client.fetch import count, decode, fetch_body, read_fetch_response
+from client.fetch import count, decode, fetch_body, read_fetch_response
 from protocol.messages import FetchResponse
 from protocol.records import SimpleRecord, build_batch
 

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from broker.client.inflight import MAX_CORRELATION_ID, CorrelationMismatch, InFlightRequests
+from client.inflight import MAX_CORRELATION_ID, CorrelationMismatch, InFlightRequests
 
 
 def frame(cid: int, rest: bytes = b"") -> bytes:

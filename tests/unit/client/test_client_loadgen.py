@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import protocol
-from broker.client.connection import PREFIX_SIZE, PrebuiltRequest
-from broker.client.loadgen import ProducePlan, build_batches, records_per_batch
+from client.connection import PREFIX_SIZE, PrebuiltRequest
+from client.loadgen import ProducePlan, build_batches, records_per_batch
 from protocol import ApiKey
 from protocol.records import Compression, read_batch, validate
 
@@ -35,7 +35,7 @@ def test_batches_fit_the_batch_size_and_hold_random_letters() -> None:
 
 def test_prebuilt_request_changes_only_the_correlation_id() -> None:
     batch = build_batches(10, 5, 1, timestamp_ms=1)[0]
-    from broker.client.produce import produce_body
+    from client.produce import produce_body
 
     req = PrebuiltRequest.encode(ApiKey.PRODUCE, 9, "perf", produce_body("t", 2, batch, 1, 100))
     a = bytes(req.head_with(17)) + req.tail

@@ -8,12 +8,12 @@ from typing import cast
 import pytest
 
 import protocol
-from broker.cli.perf import PerfProducer, _Slot
-from broker.client.client import KafkaClient
-from broker.client.connection import Connection, PrebuiltRequest
-from broker.client.loadgen import ProducePlan
+from client.client import KafkaClient
+from client.connection import Connection, PrebuiltRequest
+from client.loadgen import ProducePlan
 from protocol import ApiKey
 from protocol.messages import ProduceResponse
+from tools.perf import PerfProducer, _Slot
 
 pytestmark = pytest.mark.timeout(10)
 

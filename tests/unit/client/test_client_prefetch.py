@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.client.errors import KafkaError
-from broker.client.prefetch import PartitionPrefetcher, take_from
+from client.errors import KafkaError
+from client.prefetch import PartitionPrefetcher, take_from
 from protocol import ErrorCode
 from protocol.records import SimpleRecord, build_batch
 

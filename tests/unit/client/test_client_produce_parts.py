@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.client.errors import KafkaError
-from broker.client.produce import murmur2, parse_acks, partition_for_key, read_produce_response
+from client.errors import KafkaError
+from client.produce import murmur2, parse_acks, partition_for_key, read_produce_response
 from protocol import ErrorCode
 from protocol.messages import ProduceResponse
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.client.receiver import FrameReceiver
+from client.receiver import FrameReceiver
 from protocol.errors import ProtocolError
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from broker.client.client import ClientConfig, KafkaClient, parse_bootstrap
-from broker.client.errors import ConnectionLost, KafkaError
+from client.client import ClientConfig, KafkaClient, parse_bootstrap
+from client.errors import ConnectionLost, KafkaError
 from protocol import ErrorCode
 from timer.clock import MockClock
 

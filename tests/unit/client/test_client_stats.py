@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.client.stats import (
+from client.stats import (
     CONSUMER_HEADER,
     ProduceStats,
     Window,

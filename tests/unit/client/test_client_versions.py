@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.client.versions import CLIENT_VERSIONS, negotiate, retry_version
+from client.versions import CLIENT_VERSIONS, negotiate, retry_version
 from protocol import SUPPORTED_VERSIONS, ApiKey
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import uuid
 
 from controller.context import ControllerContext
-from controller.model import (
+from controller.model import PartitionReplica
+from controller.states import PartitionState, ReplicaState
+from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
-    PartitionReplica,
     TopicAssignment,
     TopicPartition,
 )
-from controller.states import PartitionState, ReplicaState
 
 
 def ctx_with_topics() -> ControllerContext:

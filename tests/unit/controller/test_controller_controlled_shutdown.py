@@ -11,20 +11,20 @@ from controller.controlled_shutdown import (
     STALE_BROKER_EPOCH,
     move_leadership_off,
 )
-from controller.model import (
-    BrokerInfo,
-    EndPoint,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    PartitionReplica,
-    TopicAssignment,
-    TopicPartition,
-)
+from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from controller.store import InMemoryPartitionStateStore
+from zk.model import (
+    BrokerInfo,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
+)
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 

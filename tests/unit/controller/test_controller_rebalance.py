@@ -5,7 +5,9 @@ from __future__ import annotations
 import uuid
 
 from controller.context import ControllerContext
-from controller.model import (
+from controller.rebalance import imbalance_ratios, partitions_to_rebalance, preferred_candidates
+from controller.states import PartitionState
+from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
@@ -13,8 +15,6 @@ from controller.model import (
     TopicAssignment,
     TopicPartition,
 )
-from controller.rebalance import imbalance_ratios, partitions_to_rebalance, preferred_candidates
-from controller.states import PartitionState
 
 
 def ctx_with(

@@ -7,20 +7,20 @@ import uuid
 import protocol
 from controller.channel import RecordingChannelManager
 from controller.context import ControllerContext
-from controller.model import (
-    BrokerInfo,
-    EndPoint,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    TopicAssignment,
-    TopicPartition,
-)
 from controller.request_batch import ControllerRequestBatch
 from controller.requests import (
     LEADER_AND_ISR,
     STOP_REPLICA,
     UPDATE_METADATA,
     build_update_metadata,
+)
+from zk.model import (
+    BrokerInfo,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
 )
 
 TID = uuid.UUID("11111111-2222-3333-4444-555555555555")

@@ -9,16 +9,7 @@ import uuid
 import pytest
 
 from controller.context import ControllerContext
-from controller.model import (
-    NO_LEADER,
-    BrokerInfo,
-    EndPoint,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    PartitionReplica,
-    TopicAssignment,
-    TopicPartition,
-)
+from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine, without_replica
 from controller.request_batch import ControllerRequestBatch
@@ -30,6 +21,15 @@ from controller.states import (
     check_transition,
 )
 from controller.store import InMemoryPartitionStateStore
+from zk.model import (
+    NO_LEADER,
+    BrokerInfo,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
+)
 
 TP = TopicPartition("t", 0)
 

@@ -7,7 +7,9 @@ import uuid
 
 import pytest
 
-from controller.model import (
+from zk import codec
+from zk.codec import ProducerIdBlock, ZkDataError
+from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
@@ -15,8 +17,6 @@ from controller.model import (
     TopicAssignment,
     TopicPartition,
 )
-from controller.zk import codec
-from controller.zk.codec import ProducerIdBlock, ZkDataError
 
 
 def test_broker_registration_has_kafkas_fields() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.cli.main import build_parser
 from broker.config_defs import BROKER_CONFIG_DEFS, TOPIC_CONFIG_DEFS
+from tools.main import build_parser
 
 README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
 

@@ -8,9 +8,9 @@ import struct
 import threading
 
 import protocol
-from broker.cli import api_versions
-from broker.cli.main import build_parser
 from protocol.messages import ApiVersionsResponse
+from tools import api_versions
+from tools.main import build_parser
 
 
 def _run(argv: list[str]) -> tuple[int, str]:

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TextIO
 
-from broker.client import (
+from client import (
     ClientError,
     KafkaClient,
     KafkaError,
@@ -46,9 +46,9 @@ from broker.client import (
     describe_topic_configs,
     describe_topics,
 )
-from broker.client.admin import ConfigEntry
-from broker.client.cluster_view import NO_LEADER, PartitionInfo
-from broker.client.console import parse_properties
+from client.admin import ConfigEntry
+from client.cluster_view import NO_LEADER, PartitionInfo
+from client.console import parse_properties
 from protocol import ErrorCode
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")

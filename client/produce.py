@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from broker.client.client import KafkaClient
-from broker.client.errors import KafkaError
+from client.client import KafkaClient
+from client.errors import KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ProduceRequest
 

@@ -1,7 +1,7 @@
 """KafkaZkClient: Kafka's ZooKeeper layout over kazoo (blocking calls).
 
 Every method blocks on ZooKeeper: asyncio code calls them through ``asyncio.to_thread``
-(the controller does; see controller.zk.store). Watch callbacks passed in here are
+(the controller does; see zk.store). Watch callbacks passed in here are
 called on kazoo's own thread: they must only hand an event to the asyncio loop
 (``loop.call_soon_threadsafe``), never touch controller state or call back into kazoo.
 
@@ -32,8 +32,9 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
-from controller.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
-from controller.model import (
+from zk import codec, paths
+from zk.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
+from zk.model import (
     INITIAL_CONTROLLER_EPOCH,
     BrokerInfo,
     LeaderAndIsr,
@@ -41,7 +42,6 @@ from controller.model import (
     TopicAssignment,
     TopicPartition,
 )
-from controller.zk import codec, paths
 
 log = logging.getLogger(__name__)
 

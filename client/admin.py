@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.client.client import KafkaClient
-from broker.client.cluster_view import TopicInfo
-from broker.client.errors import KafkaError, UnsupportedApi
+from client.client import KafkaClient
+from client.cluster_view import TopicInfo
+from client.errors import KafkaError, UnsupportedApi
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     CreatePartitionsRequest,

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from broker.client.client import KafkaClient
-from broker.client.errors import KafkaError
+from client.client import KafkaClient
+from client.errors import KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest, ListOffsetsRequest
 from protocol.records import iter_batches, read_batch

@@ -21,9 +21,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from broker.client.cluster_view import NO_LEADER, ClusterView
-from broker.client.connection import Connection, ConnectionConfig
-from broker.client.errors import ClientError, ConnectionLost, KafkaError
+from client.cluster_view import NO_LEADER, ClusterView
+from client.connection import Connection, ConnectionConfig
+from client.errors import ClientError, ConnectionLost, KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest
 from timer.clock import Clock, SystemClock

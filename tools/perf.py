@@ -8,7 +8,7 @@
         [--hide-header]
 
 produce: a load generator, not a producer. Every distinct batch and every Produce request
-around it is built before the clock starts (:mod:`broker.client.loadgen`); a send only
+around it is built before the clock starts (:mod:`client.loadgen`); a send only
 stamps a correlation id, so the figures measure the broker. Sends go round robin over
 the partitions, up to ``--max-in-flight`` requests pipelined on each of ``--connections``
 connections per leader. ``--linger-ms`` matters only under a ``--throughput`` cap: a
@@ -19,10 +19,10 @@ percentiles). Latency is per request, from the write to its acknowledgement.
 
 consume: fetches every partition from the earliest offset (``--from-latest``: the end)
 from its leader on a connection of its own, with ``--in-flight`` fetches pipelined per
-partition (:mod:`broker.client.prefetch`: the next fetch's offset is predicted, and
+partition (:mod:`client.prefetch`: the next fetch's offset is predicted, and
 records are taken only where they continue the partition, so none is counted twice or
 skipped), and counts records and bytes from the batch headers alone, never decoding a
-record. Responses are read straight into their own buffers (:mod:`broker.client.receiver`).
+record. Responses are read straight into their own buffers (:mod:`client.receiver`).
 MB counts whole batches (headers and record framing included, about 10% above the values
 alone for 100-byte records). Prints Kafka's consumer perf test header and result row.
 """
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import protocol
-from broker.client import (
+from client import (
     EARLIEST,
     LATEST,
     ClientError,
@@ -47,12 +47,12 @@ from broker.client import (
     list_offsets,
     parse_acks,
 )
-from broker.client.connection import PrebuiltRequest
-from broker.client.console import parse_properties
-from broker.client.loadgen import ProducePlan, records_per_batch
-from broker.client.prefetch import PartitionPrefetcher, Taken
-from broker.client.produce import read_produce_response
-from broker.client.stats import (
+from client.connection import PrebuiltRequest
+from client.console import parse_properties
+from client.loadgen import ProducePlan, records_per_batch
+from client.prefetch import PartitionPrefetcher, Taken
+from client.produce import read_produce_response
+from client.stats import (
     CONSUMER_HEADER,
     ProduceStats,
     consumer_line,

@@ -35,14 +35,14 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from broker.client.errors import KafkaError
-from broker.client.fetch import READ_UNCOMMITTED, fetch_body, read_fetch_response
+from client.errors import KafkaError
+from client.fetch import READ_UNCOMMITTED, fetch_body, read_fetch_response
 from protocol import ApiKey, ErrorCode
 from protocol.records import iter_batches
 
 
 class FetchConnection(Protocol):
-    """What the prefetcher needs of a connection (:class:`~broker.client.connection.
+    """What the prefetcher needs of a connection (:class:`~client.connection.
     Connection` is one): requests answered in the order sent."""
 
     async def request(

@@ -4,7 +4,7 @@ A load generator that encodes a record per send measures the client, not the bro
 (DESIGN.md section 9: a Python producer tops out near 0.5-0.7 M records/s). Here every
 distinct batch is built once, and every Produce request around it is encoded once per
 (batch, partition); a send only stamps a fresh correlation id into the request's first
-12 bytes (:class:`broker.client.connection.PrebuiltRequest`). The broker assigns offsets
+12 bytes (:class:`client.connection.PrebuiltRequest`). The broker assigns offsets
 by rewriting each batch's base offset in its own copy, so one batch can be sent any
 number of times.
 
@@ -18,8 +18,8 @@ import math
 import random
 from dataclasses import dataclass
 
-from broker.client.connection import PrebuiltRequest
-from broker.client.produce import produce_body
+from client.connection import PrebuiltRequest
+from client.produce import produce_body
 from protocol import ApiKey
 from protocol.records import Compression, build_batch
 from protocol.records.batch import HEADER_SIZE

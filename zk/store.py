@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from controller.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
-from controller.store import WriteResults
-from controller.zk.client import KafkaZkClient
+from zk.client import KafkaZkClient
+from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, WriteResults
 
 
 class ZkPartitionStateStore:

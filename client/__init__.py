@@ -20,7 +20,7 @@ Product code uses no third-party Kafka client: kafka-python and confluent-kafka 
 and benchmark dependencies only.
 """
 
-from broker.client.admin import (
+from client.admin import (
     ConfigEntry,
     NewTopic,
     TopicResult,
@@ -30,17 +30,17 @@ from broker.client.admin import (
     describe_topic_configs,
     describe_topics,
 )
-from broker.client.client import ClientConfig, KafkaClient, parse_bootstrap
-from broker.client.cluster_view import BrokerNode, ClusterView, PartitionInfo, TopicInfo
-from broker.client.connection import Connection, ConnectionConfig, PrebuiltRequest
-from broker.client.errors import (
+from client.client import ClientConfig, KafkaClient, parse_bootstrap
+from client.cluster_view import BrokerNode, ClusterView, PartitionInfo, TopicInfo
+from client.connection import Connection, ConnectionConfig, PrebuiltRequest
+from client.errors import (
     ClientError,
     ConnectionLost,
     KafkaError,
     RequestTimedOut,
     UnsupportedApi,
 )
-from broker.client.fetch import (
+from client.fetch import (
     EARLIEST,
     LATEST,
     ConsumedRecord,
@@ -50,7 +50,7 @@ from broker.client.fetch import (
     decode,
     list_offsets,
 )
-from broker.client.produce import ProduceResult, murmur2, parse_acks, partition_for_key, produce
+from client.produce import ProduceResult, murmur2, parse_acks, partition_for_key, produce
 
 __all__ = [
     "EARLIEST",

@@ -5,7 +5,7 @@
         [--producer-property acks=all] [--compression-codec gzip|snappy|lz4|zstd]
         [--partition N] [--batch-size BYTES] [--timeout LINGER_MS]
 
-Line syntax and properties: :mod:`broker.client.console`. Records are batched per
+Line syntax and properties: :mod:`client.console`. Records are batched per
 partition as Kafka's producer batches them: a batch is sent once it holds
 ``--batch-size`` bytes or its first record has waited ``--timeout`` ms (linger.ms), and
 at end of input everything left is sent. Keyed records go to murmur2(key) mod
@@ -27,9 +27,9 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from broker.client import ClientConfig, ClientError, KafkaClient, parse_acks, partition_for_key
-from broker.client.console import LineError, LineFormat, parse_properties
-from broker.client.produce import produce
+from client import ClientConfig, ClientError, KafkaClient, parse_acks, partition_for_key
+from client.console import LineError, LineFormat, parse_properties
+from client.produce import produce
 from protocol.records import BatchBuilder, Compression
 from timer.clock import Clock, SystemClock
 
@@ -289,7 +289,7 @@ async def main(args: argparse.Namespace) -> int:
 
 async def _topic_partitions(client: KafkaClient, topic: str) -> list[int]:
     """The topic's partitions, creating it when the brokers auto-create topics."""
-    from broker.client.errors import KafkaError
+    from client.errors import KafkaError
     from protocol import ErrorCode
 
     view = await client.refresh_metadata([topic], allow_auto_create=True)

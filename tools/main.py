@@ -14,7 +14,7 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 
-#: subcommand -> (module under broker.cli, one-line help)
+#: subcommand -> (module under tools, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "server": ("server", "run one broker from a server.properties file"),
     "zookeeper": ("zookeeper", "run a ZooKeeper server from the pyspark wheel's jars"),
@@ -33,7 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 def _available() -> dict[str, tuple[str, str]]:
     found = {}
     for name, (module, help_text) in SUBCOMMANDS.items():
-        if importlib.util.find_spec(f"broker.cli.{module}") is not None:
+        if importlib.util.find_spec(f"tools.{module}") is not None:
             found[name] = (module, help_text)
     return found
 
@@ -43,14 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in _available().items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(f"broker.cli.{module}").configure(sp)
+        importlib.import_module(f"tools.{module}").configure(sp)
         sp.set_defaults(_module=module)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    module = importlib.import_module(f"broker.cli.{args._module}")
+    module = importlib.import_module(f"tools.{args._module}")
     try:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:

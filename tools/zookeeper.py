@@ -1,7 +1,7 @@
 """``minikafka zookeeper``: a real ZooKeeper server in the foreground.
 
 It runs the ZooKeeper jar that the pyspark wheel ships with the machine's Java, bound to
-127.0.0.1, with ``tickTime=500`` (see broker.zookeeper_server). Ctrl-C or SIGTERM stops it.
+127.0.0.1, with ``tickTime=500`` (see tools.zookeeper_server). Ctrl-C or SIGTERM stops it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from broker.zookeeper_server import main_foreground
+    from tools.zookeeper_server import main_foreground
 
     data_dir: Path = args.dir or Path(tempfile.mkdtemp(prefix="minikafka-zk-"))
     return main_foreground(data_dir.resolve(), args.port)

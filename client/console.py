@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from broker.client.fetch import ConsumedRecord
+from client.fetch import ConsumedRecord
 from protocol.records.record import Header
 
 _TRUE = {"true", "yes", "1"}

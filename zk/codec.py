@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from controller.model import (
+from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,

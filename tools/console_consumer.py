@@ -7,7 +7,7 @@
 No consumer group: the tool assigns itself every partition of the topic (or the one
 ``--partition`` names) and starts each at ``--offset`` (default latest;
 ``--from-beginning`` is earliest). A numeric offset needs ``--partition``, as in Kafka's
-tool. Output format and properties: :mod:`broker.client.console`. It stops after
+tool. Output format and properties: :mod:`client.console`. It stops after
 ``--max-messages`` records, after ``--timeout-ms`` without a new record, or on Ctrl-C,
 and then prints ``Processed a total of N messages`` on stderr.
 
@@ -24,7 +24,7 @@ import contextlib
 import sys
 from typing import BinaryIO
 
-from broker.client import (
+from client import (
     EARLIEST,
     LATEST,
     ClientError,
@@ -33,8 +33,8 @@ from broker.client import (
     decode,
     list_offsets,
 )
-from broker.client.console import RecordFormat, parse_properties
-from broker.client.fetch import READ_COMMITTED, READ_UNCOMMITTED, Fetcher, PartitionData
+from client.console import RecordFormat, parse_properties
+from client.fetch import READ_COMMITTED, READ_UNCOMMITTED, Fetcher, PartitionData
 from protocol import ErrorCode
 from timer.clock import Clock, SystemClock
 

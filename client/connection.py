@@ -2,12 +2,12 @@
 
 Frames on the wire are ``int32 size | header | body``. Requests are written as soon as
 they are made (several may be in flight: pipelining); responses come back in request
-order and are matched by correlation id (:mod:`broker.client.inflight`). Each response is
+order and are matched by correlation id (:mod:`client.inflight`). Each response is
 decoded by the coroutine that awaits it, so a malformed answer raises there.
 
 The connection is an ``asyncio.BufferedProtocol`` (no Streams: a callback per read, no
 extra task, DESIGN.md section 9): the transport reads straight into the buffer a
-:class:`~broker.client.receiver.FrameReceiver` offers, so a large response (a 1 MiB
+:class:`~client.receiver.FrameReceiver` offers, so a large response (a 1 MiB
 fetch) is written once by the kernel into its own bytearray and never copied. When the
 transport's write buffer fills, new requests wait for ``resume_writing``: a fast sender is
 held back rather than buffering without bound.
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import protocol
-from broker.client.errors import ConnectionLost, RequestTimedOut, UnsupportedApi
-from broker.client.inflight import CorrelationMismatch, InFlightRequests
-from broker.client.receiver import FrameReceiver
-from broker.client.versions import API_VERSIONS_FIRST_TRY, negotiate, retry_version
+from client.errors import ConnectionLost, RequestTimedOut, UnsupportedApi
+from client.inflight import CorrelationMismatch, InFlightRequests
+from client.receiver import FrameReceiver
+from client.versions import API_VERSIONS_FIRST_TRY, negotiate, retry_version
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ApiVersionsRequest
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from broker.cli.server import PARENT_PID_ENV
+from tools.server import PARENT_PID_ENV
 
 if TYPE_CHECKING:
-    from broker.zookeeper_server import ZooKeeperServer
+    from tools.zookeeper_server import ZooKeeperServer
 
 #: The ZooKeeper session timeout brokers ask for: a dead broker is noticed within this
 #: plus a tick (ZooKeeper with tickTime=500 grants at most 10 s anyway).
@@ -144,7 +144,7 @@ class ClusterLayout:
 
 def broker_command(config_path: Path) -> list[str]:
     """The command that runs one broker: ``minikafka server CONFIG``."""
-    return [sys.executable, "-m", "broker.cli.main", "server", str(config_path)]
+    return [sys.executable, "-m", "tools.main", "server", str(config_path)]
 
 
 @contextlib.contextmanager
@@ -203,7 +203,7 @@ class LocalCluster:
             raise RuntimeError(f"ports already in use: {busy}; is another cluster running?")
         try:
             if layout.zookeeper_connect is None:
-                from broker.zookeeper_server import ZooKeeperServer
+                from tools.zookeeper_server import ZooKeeperServer
 
                 zk = ZooKeeperServer(
                     data_dir=layout.directory / "zookeeper", port=layout.zookeeper_port
