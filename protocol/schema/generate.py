@@ -1,6 +1,6 @@
 """Write ``protocol/schema/specs.py`` from Kafka's JSON message specs.
 
-    python -m protocol.schema.generate SPEC_DIR   (Kafka's clients/src/main/resources/common/message)
+    python -m protocol.schema.generate SPEC_DIR  (Kafka's clients/src/main/resources/common/message)
 
 The specs are reference data that stay outside the repository; what is committed is the
 generated declaration in this project's own compact form (``protocol.schema.model``),
