@@ -5,7 +5,7 @@ for every integration module.
 
 ``cluster3`` (module scope) is a 3-broker ``TestCluster`` started through
 ``tools.cluster.LocalCluster`` -- the code behind ``minikafka cluster up`` -- on free
-ports, against the session's ZooKeeper (tests.integration.zk) under a fresh chroot, the
+ports, against the session's ZooKeeper (tests.integration.zk_fixtures) under a fresh chroot, the
 way ``cluster up --override zookeeper.connect=...`` runs. Brokers are separate processes;
 tests kill, pause and restart them by pid and must leave every broker running (or
 restarted) when they finish, since the cluster is shared by the module's tests.
@@ -35,7 +35,7 @@ from zk.model import EndPoint
 
 T = TypeVar("T")
 
-#: ZooKeeper's tickTime in the test server (tests.integration.zk)
+#: ZooKeeper's tickTime in the test server (tests.integration.zk_fixtures)
 TICK_MS = 500
 
 

@@ -6,6 +6,6 @@ own definition).
 """
 
 from tests.integration.cluster import cluster3
-from tests.integration.zk import kazoo_client, zk_connect, zookeeper
+from tests.integration.zk_fixtures import kazoo_client, zk_connect, zookeeper
 
 __all__ = ["cluster3", "kazoo_client", "zk_connect", "zookeeper"]

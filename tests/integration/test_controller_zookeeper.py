@@ -28,7 +28,7 @@ from controller.controller import (
 from controller.requests import LEADER_AND_ISR, UPDATE_METADATA
 from controller.shutdown import controlled_shutdown_response, request_controlled_shutdown
 from controller.states import PartitionState
-from tests.integration.zk import expire_session
+from tests.integration.zk_fixtures import expire_session
 from timer.clock import SystemClock
 from timer.scheduler import Scheduler
 from zk import codec, paths

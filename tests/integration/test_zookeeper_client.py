@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kazoo.protocol.states import KazooState
 
-from tests.integration.zk import expire_session, wait_until
+from tests.integration.zk_fixtures import expire_session, wait_until
 from zk import codec, paths
 from zk.client import KafkaZkClient, TopicExistsError
 from zk.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
