@@ -30,14 +30,7 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 from controller import events as ev
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
-from controller.controlled_shutdown import (
-    BROKER_NOT_AVAILABLE,
-    NONE,
-    NOT_CONTROLLER,
-    STALE_BROKER_EPOCH,
-    ControlledShutdownResult,
-    move_leadership_off,
-)
+from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
 from controller.election import ElectionStrategy
 from controller.partition_state_machine import PartitionStateMachine
 from controller.rebalance import partitions_to_rebalance, preferred_candidates
@@ -45,6 +38,7 @@ from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
+from protocol.errors import ErrorCode
 from timer.clock import Clock
 from timer.scheduler import ScheduledTask, Scheduler
 from zk.client import KafkaZkClient
@@ -146,12 +140,12 @@ class KafkaController:
     ) -> ControlledShutdownResult:
         """Handle a ControlledShutdown request (when this broker is the controller)."""
         if self._stopped:
-            return ControlledShutdownResult(NOT_CONTROLLER)
+            return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, reply))
         result = await reply
         if not isinstance(result, ControlledShutdownResult):  # discarded at shutdown
-            return ControlledShutdownResult(NOT_CONTROLLER)
+            return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
         return result
 
     # -- kazoo callbacks (kazoo's thread: enqueue only) ---------------------------------------
@@ -203,10 +197,10 @@ class KafkaController:
             log.warning("broker %s: fenced as controller (%s); resigning", self.broker_id, exc)
             await self._resign_after_fencing()
             if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
-                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
+                event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
         finally:
             if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
-                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
+                event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
 
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
         if isinstance(event, ev.Startup | ev.Reelect):
@@ -232,7 +226,7 @@ class KafkaController:
             await self._rearm_watches()
         elif not self.is_active:
             if isinstance(event, ev.ControlledShutdown):
-                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
+                event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
             return  # watches fire on every broker; only the controller acts on them
         elif isinstance(event, ev.BrokerChange):
             await self._on_broker_change()
@@ -530,11 +524,7 @@ class KafkaController:
         return result
 
 
-__all__ = [  # the result type and codes are re-exported for the broker's handler
-    "BROKER_NOT_AVAILABLE",
-    "NONE",
-    "NOT_CONTROLLER",
-    "STALE_BROKER_EPOCH",
+__all__ = [  # the result type is re-exported for the broker's handler
     "ControlledShutdownResult",
     "ControllerConfig",
     "KafkaController",
