@@ -31,6 +31,7 @@ from typing import Protocol
 from protocol.errors import ErrorCode
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_produce_records
+from protocol.uuids import uuid_to_base64
 from storage import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -42,7 +43,6 @@ from storage import (
     TopicPartition,
 )
 from storage.errors import OffsetOutOfRangeError
-from zk.codec import uuid_to_base64
 
 log = logging.getLogger(__name__)
 
