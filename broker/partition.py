@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from protocol.errors import ErrorCode
+from protocol.primitives import ZERO_UUID
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_produce_records
 from protocol.uuids import uuid_to_base64
@@ -51,7 +52,6 @@ NO_LEADER_EPOCH = -1
 #: Fetch / ListOffsets isolation levels.
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
-ZERO_UUID = uuid.UUID(int=0)
 
 
 class PartitionError(Exception):

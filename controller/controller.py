@@ -6,7 +6,8 @@ multi-op) is active until its session ends or a write of its is fenced.
 
 The broker assembly uses only this::
 
-    controller = KafkaController(zk, broker_info, channel_manager, clock, ControllerConfig())
+    controller = KafkaController(zk, broker_info, channel_manager, clock, ControllerConfig(),
+                                 scheduler=scheduler)  # runs the leader-imbalance check
     broker_epoch = await controller.start()      # registers /brokers/ids/<id>, joins election
     controller.is_active / .active_controller_id / .epoch / .offline_partition_count
     result = await controller.controlled_shutdown(broker_id, broker_epoch)  # ControlledShutdown
