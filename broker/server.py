@@ -1,6 +1,6 @@
 """BrokerServer: one broker's startup and shutdown, in Kafka's order.
 
-Startup (seed 004, KafkaServer.startup):
+Startup (KafkaServer.startup's order):
 
 1. configuration (already parsed and validated by the caller);
 2. meta.properties of every log directory, then the LogManager loads every log,
@@ -9,7 +9,9 @@ Startup (seed 004, KafkaServer.startup):
    top-level paths; the cluster id (/cluster/id), checked against meta.properties; the
    broker id (configured, from meta.properties, or generated from /brokers/seqid),
    then meta.properties written where missing;
-4. the Scheduler (LogManager's housekeeping), the purgatories and the ReplicaManager;
+4. the Scheduler with every periodic task of ``BrokerServer.scheduled_tasks`` (the
+   LogManager's housekeeping, the high-watermark checkpoint), the purgatories and the
+   ReplicaManager;
 5. the SocketServer: data-plane listeners and the control-plane listener;
 6. the controller: it registers /brokers/ids/<id> (ephemeral) and joins the election;
 7. the metrics HTTP endpoint and the event-loop lag probe.
@@ -35,10 +37,11 @@ from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
+from broker.producer_id_manager import ProducerIdManager
 from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
-from storage import LogManager, LogManagerConfig
+from storage import LogManager, LogManagerConfig, TaskSpec
 from storage.meta import (
     check_cluster_id,
     read_meta_properties,
@@ -55,6 +58,12 @@ log = logging.getLogger(__name__)
 
 #: how long to wait between ZooKeeper connection attempts at startup
 ZK_RETRY_BACKOFF_S = 2.0
+
+#: Whether followers copy their leaders' logs. Until they do, every replica counts as in
+#: sync while holding nothing, and a preferred-leader election could hand leadership to an
+#: empty log: the controller's automatic leader rebalance stays off whatever
+#: ``auto.leader.rebalance.enable`` says. Replication turns this on.
+FOLLOWERS_REPLICATE = False
 
 
 def ensure_chroot(hosts: str, connect_timeout_s: float) -> None:
@@ -146,7 +155,10 @@ class BrokerServer:
             self.clock, threads=config.get_int("background.threads"), name="kafka-scheduler"
         )
         self.scheduler.start()
-        self.log_manager.schedule_tasks(self.scheduler)
+        for task in self.scheduled_tasks():
+            self.scheduler.schedule(
+                task.name, task.fn, task.delay_ms, task.period_ms, task.blocking
+            )
         produce = self._purgatory("Produce")
         fetch = self._purgatory("Fetch")
         topics = self._purgatory("topic")
@@ -166,7 +178,7 @@ class BrokerServer:
             produce_purgatory=produce,
             fetch_purgatory=fetch,
             create_topics_purgatory=topics,
-            producer_id_manager=self._producer_id_manager(),
+            producer_id_manager=ProducerIdManager(broker_id, zk),
             scheduler=self.scheduler,
         )
         self.apis = KafkaApis(self.ctx)
@@ -187,9 +199,8 @@ class BrokerServer:
             self._broker_info(),
             channel,
             self.clock,
-            ControllerConfig(
-                unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable")
-            ),
+            self._controller_config(),
+            scheduler=self.scheduler,
         )
         self.ctx.controller = self.controller
         self.ctx.broker_epoch = await self.controller.start()
@@ -264,16 +275,34 @@ class BrokerServer:
             is_known_partition=lambda topic, p: cache.partition(topic, p) is not None,
         )
 
-    def _producer_id_manager(self) -> Any:
-        """The data path's ProducerIdManager when it exists (blocks of ids from ZooKeeper)."""
-        try:
-            from broker.producer_id_manager import ProducerIdManager
-        except ModuleNotFoundError as exc:
-            if exc.name != "broker.producer_id_manager":
-                raise
-            return None
-        assert self.zk is not None
-        return ProducerIdManager(self.broker_id, self.zk)
+    def scheduled_tasks(self) -> list[TaskSpec]:
+        """Every periodic task the broker schedules at startup, in one table: storage's
+        housekeeping (``LogManager.scheduled_tasks``), then the broker's own. The active
+        controller schedules its leader-imbalance check itself (off: FOLLOWERS_REPLICATE)."""
+        assert self.log_manager is not None
+        c = self.config
+        return [
+            *self.log_manager.scheduled_tasks(),
+            # replication-offset-checkpoint, read back at startup: a restarted broker's
+            # high watermarks are at most one interval old (Kafka starts it at once)
+            TaskSpec("highwatermark-checkpoint", self.log_manager.checkpoint_high_watermarks,
+                     0, c.get_int("replica.high.watermark.checkpoint.interval.ms"), True),
+        ]  # fmt: skip
+
+    def _controller_config(self) -> ControllerConfig:
+        c = self.config
+        return ControllerConfig(
+            unclean_leader_election_enable=c.get_bool("unclean.leader.election.enable"),
+            auto_leader_rebalance_enable=(
+                FOLLOWERS_REPLICATE and c.get_bool("auto.leader.rebalance.enable")
+            ),
+            leader_imbalance_check_interval_ms=(
+                c.get_int("leader.imbalance.check.interval.seconds") * 1000
+            ),
+            leader_imbalance_per_broker_percentage=c.get_int(
+                "leader.imbalance.per.broker.percentage"
+            ),
+        )
 
     def _broker_info(self) -> BrokerInfo:
         """Our registration: every advertised listener, with the port actually bound

@@ -3,7 +3,7 @@
 Modules, one concept each:
 
 - :mod:`.connection`   one broker connection: pipelined requests, ApiVersions negotiation,
-                       pre-built requests (``PrebuiltRequest``)
+                       pre-built requests (``PrebuiltRequest``), one-shot ``request_once``
 - :mod:`.inflight`     requests in flight matched to responses by correlation id (sans-IO)
 - :mod:`.versions`     the versions this client speaks; picking the highest common one
 - :mod:`.cluster_view` brokers, topics, leaders from a MetadataResponse (pure)
@@ -32,7 +32,7 @@ from client.admin import (
 )
 from client.client import ClientConfig, KafkaClient, parse_bootstrap
 from client.cluster_view import BrokerNode, ClusterView, PartitionInfo, TopicInfo
-from client.connection import Connection, ConnectionConfig, PrebuiltRequest
+from client.connection import Connection, ConnectionConfig, PrebuiltRequest, request_once
 from client.errors import (
     ClientError,
     ConnectionLost,
@@ -89,4 +89,5 @@ __all__ = [
     "parse_bootstrap",
     "partition_for_key",
     "produce",
+    "request_once",
 ]

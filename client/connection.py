@@ -6,7 +6,7 @@ order and are matched by correlation id (:mod:`client.inflight`). Each response 
 decoded by the coroutine that awaits it, so a malformed answer raises there.
 
 The connection is an ``asyncio.BufferedProtocol`` (no Streams: a callback per read, no
-extra task, DESIGN.md section 9): the transport reads straight into the buffer a
+extra task): the transport reads straight into the buffer a
 :class:`~client.receiver.FrameReceiver` offers, so a large response (a 1 MiB
 fetch) is written once by the kernel into its own bytearray and never copied. When the
 transport's write buffer fills, new requests wait for ``resume_writing``: a fast sender is
@@ -333,3 +333,22 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._writable.set()
+
+
+async def request_once(
+    host: str,
+    port: int,
+    api_key: int,
+    api_version: int,
+    body: Any,
+    config: ConnectionConfig | None = None,
+) -> Any:
+    """Open a connection, send one request at ``api_version`` (no ApiVersions exchange),
+    return the decoded response body, close. Raises ClientError (ConnectionLost,
+    RequestTimedOut) when the broker cannot be reached or does not answer in time."""
+    conn = await Connection.open(host, port, config, negotiate=False)
+    try:
+        return await conn.request(api_key, body, version=api_version)
+    finally:
+        conn.close()
+        await conn.wait_closed()

@@ -42,9 +42,3 @@ class RequestTimedOut(ClientError):
 
 class UnsupportedApi(ClientError):
     """The broker does not serve an API, or no version both sides speak."""
-
-
-def raise_for(error_code: int, message: str | None = None) -> None:
-    """Raise KafkaError unless ``error_code`` is NONE."""
-    if error_code != ErrorCode.NONE:
-        raise KafkaError(error_code, message)

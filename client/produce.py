@@ -15,9 +15,9 @@ from client.errors import KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ProduceRequest
 
-#: acks values: none, the leader, every in-sync replica
+#: acks values the client treats specially: none (no response comes) and every in-sync
+#: replica (the default); 1, the leader alone, needs no name
 ACKS_NONE: Final = 0
-ACKS_LEADER: Final = 1
 ACKS_ALL: Final = -1
 
 

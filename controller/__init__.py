@@ -1,8 +1,12 @@
-"""minikafka controller package: ZooKeeper layer, controller election, state machines.
+"""minikafka controller package: controller election, state machines, requests to brokers.
+
+The ZooKeeper data layer (znode paths, codecs, ``KafkaZkClient`` and the value types
+TopicPartition, LeaderAndIsr, BrokerInfo, TopicAssignment) is the top-level ``zk``
+package; the connections to brokers are the top-level ``client`` package's.
 
 Modules, by concept:
 
-- ``model``: value types (TopicPartition, LeaderAndIsr, BrokerInfo, TopicAssignment...).
+- ``model``: the controller's own value type, PartitionReplica.
 - ``states``: replica (7) and partition (4) states as transition tables; ``check_transition``.
 - ``election``: the four leader-election strategies, pure functions.
 - ``context``: ControllerContext, the controller's in-memory view (pure).
@@ -11,13 +15,14 @@ Modules, by concept:
 - ``request_batch`` / ``requests``: collect and build LeaderAndIsr (v5), UpdateMetadata (v7)
   and StopReplica (v3) bodies.
 - ``channel``: the ControllerChannelManager interface and a recording fake;
-  ``network.TcpChannelManager``: the real one (a queue, a connection, retries per broker).
+  ``network.TcpChannelManager``: the real one (a queue, a ``client.Connection``, retries
+  per broker).
 - ``events``: the controller's events and its single-consumer ControllerEventManager.
 - ``controller``: KafkaController, election and event handlers.
 - ``rebalance``: which partitions go back to their preferred leader (pure).
 - ``shutdown``: the broker side of controlled shutdown, and the response builder.
-- ``zk``: ``paths`` and ``codec`` (znode paths and JSON payloads), ``client.KafkaZkClient``
-  (blocking, kazoo), ``store.ZkPartitionStateStore`` (asyncio adapter).
+- ``store``: the PartitionStateStore interface (``zk.store.ZkPartitionStateStore`` is the
+  real one) and an in-memory fake.
 
 What the broker assembly calls::
 

@@ -1,4 +1,4 @@
-"""The controller's side of a controlled shutdown (seed 003: the fifth election case).
+"""The controller's side of a controlled shutdown (the fifth election case).
 
 A broker about to stop asks the controller to take its leaderships and ISR memberships
 away first, so clients move to new leaders without errors. For every partition with more
@@ -19,18 +19,14 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
+from protocol.errors import ErrorCode
 from zk.model import TopicPartition
-
-# Kafka error codes the controlled-shutdown answer can carry.
-NONE = 0
-BROKER_NOT_AVAILABLE = 8
-NOT_CONTROLLER = 41
-STALE_BROKER_EPOCH = 77
 
 
 @dataclass(frozen=True)
 class ControlledShutdownResult:
-    """``remaining``: partitions the broker still leads (it retries until empty)."""
+    """``error_code``: NONE, BROKER_NOT_AVAILABLE, STALE_BROKER_EPOCH or NOT_CONTROLLER;
+    ``remaining``: partitions the broker still leads (it retries until empty)."""
 
     error_code: int
     remaining: list[TopicPartition] = field(default_factory=list)
@@ -59,9 +55,9 @@ async def move_leadership_off(
     ``broker_epoch`` -1 skips the epoch check (requests before version 2 carry none).
     """
     if broker_id not in ctx.live_brokers:
-        return ControlledShutdownResult(BROKER_NOT_AVAILABLE)
+        return ControlledShutdownResult(ErrorCode.BROKER_NOT_AVAILABLE)
     if broker_epoch not in (-1, ctx.broker_epoch(broker_id)):
-        return ControlledShutdownResult(STALE_BROKER_EPOCH)
+        return ControlledShutdownResult(ErrorCode.STALE_BROKER_EPOCH)
     ctx.shutting_down.add(broker_id)
     replicated = [
         tp
@@ -75,4 +71,4 @@ async def move_leadership_off(
         led, PartitionState.ONLINE, batch, ElectionStrategy.CONTROLLED_SHUTDOWN
     )
     await replica_sm.handle_state_changes(followed, ReplicaState.OFFLINE, batch)
-    return ControlledShutdownResult(NONE, _led_by(ctx, replicated, broker_id))
+    return ControlledShutdownResult(ErrorCode.NONE, _led_by(ctx, replicated, broker_id))

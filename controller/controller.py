@@ -6,7 +6,8 @@ multi-op) is active until its session ends or a write of its is fenced.
 
 The broker assembly uses only this::
 
-    controller = KafkaController(zk, broker_info, channel_manager, clock, ControllerConfig())
+    controller = KafkaController(zk, broker_info, channel_manager, clock, ControllerConfig(),
+                                 scheduler=scheduler)  # runs the leader-imbalance check
     broker_epoch = await controller.start()      # registers /brokers/ids/<id>, joins election
     controller.is_active / .active_controller_id / .epoch / .offline_partition_count
     result = await controller.controlled_shutdown(broker_id, broker_epoch)  # ControlledShutdown
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,14 +31,7 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 from controller import events as ev
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
-from controller.controlled_shutdown import (
-    BROKER_NOT_AVAILABLE,
-    NONE,
-    NOT_CONTROLLER,
-    STALE_BROKER_EPOCH,
-    ControlledShutdownResult,
-    move_leadership_off,
-)
+from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
 from controller.election import ElectionStrategy
 from controller.partition_state_machine import PartitionStateMachine
 from controller.rebalance import partitions_to_rebalance, preferred_candidates
@@ -45,6 +39,7 @@ from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
+from protocol.errors import ErrorCode
 from timer.clock import Clock
 from timer.scheduler import ScheduledTask, Scheduler
 from zk.client import KafkaZkClient
@@ -56,6 +51,15 @@ from zk.store import ZkPartitionStateStore
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Handler:
+    """One row of the event table: what an event runs, and whether only the active
+    controller runs it."""
+
+    run: Callable[[Any], Awaitable[None]]
+    active_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ class KafkaController:
         )
         self.replica_sm = ReplicaStateMachine(self.ctx, store)
         self.events = ev.ControllerEventManager(self._process)
+        self._handlers = self._event_handlers()
         #: runs the periodic leader-imbalance check while we are controller (optional)
         self.scheduler = scheduler
         self._rebalance_task: ScheduledTask | None = None
@@ -146,12 +151,12 @@ class KafkaController:
     ) -> ControlledShutdownResult:
         """Handle a ControlledShutdown request (when this broker is the controller)."""
         if self._stopped:
-            return ControlledShutdownResult(NOT_CONTROLLER)
+            return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, reply))
         result = await reply
         if not isinstance(result, ControlledShutdownResult):  # discarded at shutdown
-            return ControlledShutdownResult(NOT_CONTROLLER)
+            return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
         return result
 
     # -- kazoo callbacks (kazoo's thread: enqueue only) ---------------------------------------
@@ -202,54 +207,67 @@ class KafkaController:
         except ControllerMovedError as exc:
             log.warning("broker %s: fenced as controller (%s); resigning", self.broker_id, exc)
             await self._resign_after_fencing()
-            if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
-                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
         finally:
             if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
-                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
+                event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
+
+    def _event_handlers(self) -> dict[type[ev.ControllerEvent], _Handler]:
+        """Which handler each event runs. Election and session events are handled on
+        every broker; the rest only by the active controller (watches fire on every
+        broker), and a ControlledShutdown reaching an inactive one is answered
+        NOT_CONTROLLER by ``_process``."""
+        return {
+            ev.Startup: _Handler(lambda _: self._elect()),
+            ev.Reelect: _Handler(lambda _: self._on_reelect()),
+            ev.ControllerChange: _Handler(lambda _: self._on_controller_change()),
+            ev.SessionState: _Handler(self._on_session_state_event),
+            ev.NewSession: _Handler(lambda _: self._on_new_session()),
+            ev.Reconnected: _Handler(lambda _: self._rearm_watches()),
+            ev.BrokerChange: _Handler(lambda _: self._on_broker_change(), active_only=True),
+            ev.TopicChange: _Handler(lambda _: self._on_topic_change(), active_only=True),
+            ev.PartitionModifications: _Handler(
+                lambda e: self._on_partition_modifications(e.topic), active_only=True
+            ),
+            ev.IsrChangeNotification: _Handler(lambda _: self._on_isr_change(), active_only=True),
+            ev.AutoPreferredLeaderElection: _Handler(
+                lambda _: self._on_auto_rebalance(), active_only=True
+            ),
+            ev.PreferredReplicaElection: _Handler(
+                lambda _: self._on_preferred_replica_election(), active_only=True
+            ),
+            ev.ControlledShutdown: _Handler(self._on_controlled_shutdown_event, active_only=True),
+        }
 
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
-        if isinstance(event, ev.Startup | ev.Reelect):
-            if isinstance(event, ev.Reelect):
-                # /controller went away; if it is back and ours we stay, else we resign
-                current = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
-                self._resign_if_moved(current)
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            log.error("controller: no handler for %s", event)
+            return
+        if handler.active_only and not self.is_active:
+            return
+        await handler.run(event)
+
+    async def _on_reelect(self) -> None:
+        # /controller went away; if it is back and ours we stay, else we resign
+        current = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+        self._resign_if_moved(current)
+        await self._elect()
+
+    async def _on_controller_change(self) -> None:
+        controller_id = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+        self._resign_if_moved(controller_id)
+        self.active_controller_id = controller_id
+        if controller_id is None:
             await self._elect()
-        elif isinstance(event, ev.ControllerChange):
-            controller_id = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
-            self._resign_if_moved(controller_id)
-            self.active_controller_id = controller_id
-            if controller_id is None:
-                await self._elect()
-        elif isinstance(event, ev.SessionState):
-            self._on_session_state_change(event.state)
-        elif isinstance(event, ev.NewSession):
-            self.broker_epoch = await self._zk(
-                self.zk.register_broker, self.broker_info, self.clock.time_ms()
-            )
-            await self._elect()
-        elif isinstance(event, ev.Reconnected):
-            await self._rearm_watches()
-        elif not self.is_active:
-            if isinstance(event, ev.ControlledShutdown):
-                event.reply.set_result(ControlledShutdownResult(NOT_CONTROLLER))
-            return  # watches fire on every broker; only the controller acts on them
-        elif isinstance(event, ev.BrokerChange):
-            await self._on_broker_change()
-        elif isinstance(event, ev.TopicChange):
-            await self._on_topic_change()
-        elif isinstance(event, ev.PartitionModifications):
-            await self._on_partition_modifications(event.topic)
-        elif isinstance(event, ev.IsrChangeNotification):
-            await self._on_isr_change()
-        elif isinstance(event, ev.AutoPreferredLeaderElection):
-            await self._on_auto_rebalance()
-        elif isinstance(event, ev.PreferredReplicaElection):
-            await self._on_preferred_replica_election()
-        elif isinstance(event, ev.ControlledShutdown):
-            event.reply.set_result(
-                await self._on_controlled_shutdown(event.broker_id, event.broker_epoch)
-            )
+
+    async def _on_new_session(self) -> None:
+        self.broker_epoch = await self._zk(
+            self.zk.register_broker, self.broker_info, self.clock.time_ms()
+        )
+        await self._elect()
+
+    async def _on_session_state_event(self, event: ev.SessionState) -> None:
+        self._on_session_state_change(event.state)
 
     def _on_session_state_change(self, state: str) -> None:
         previous, self._last_state = self._last_state, state
@@ -519,6 +537,11 @@ class KafkaController:
 
     # -- controlled shutdown ----------------------------------------------------------------
 
+    async def _on_controlled_shutdown_event(self, event: ev.ControlledShutdown) -> None:
+        event.reply.set_result(
+            await self._on_controlled_shutdown(event.broker_id, event.broker_epoch)
+        )
+
     async def _on_controlled_shutdown(
         self, broker_id: int, broker_epoch: int
     ) -> ControlledShutdownResult:
@@ -530,11 +553,7 @@ class KafkaController:
         return result
 
 
-__all__ = [  # the result type and codes are re-exported for the broker's handler
-    "BROKER_NOT_AVAILABLE",
-    "NONE",
-    "NOT_CONTROLLER",
-    "STALE_BROKER_EPOCH",
+__all__ = [  # the result type is re-exported for the broker's handler
     "ControlledShutdownResult",
     "ControllerConfig",
     "KafkaController",

@@ -1,16 +1,13 @@
-"""TcpChannelManager: the real ControllerChannelManager, a small asyncio Kafka client.
+"""TcpChannelManager: the real ControllerChannelManager, on the client's Connection.
 
-One sender task and one queue per broker. Each sender keeps one connection to its
-broker's control-plane listener (or the first listener when there is none) and sends the
-queued requests one at a time, in order: ``int32 size | request header | body``, then
-waits for the response with the same correlation id. When the connection fails or a
-response does not come in time, it closes the connection, waits (exponential backoff),
-reconnects and sends the same request again, until it succeeds or the broker is
-removed. Brokers fence repeated and stale requests by controller epoch, broker epoch and
-leader epoch, so a retry is safe.
-
-This is control-plane traffic, a few requests per cluster change: asyncio streams are
-fine here (they are kept off the broker's data path).
+One sender task and one queue per broker. Each sender keeps one ``client.Connection`` to
+its broker's control-plane listener (or the first listener when there is none) and sends
+the queued requests one at a time, in order, each at the version the controller chose
+(no ApiVersions exchange: the controller's versions are fixed). When the connection fails
+or a response does not come in time, it drops the connection, waits (exponential backoff),
+reconnects and sends the same request again, until it succeeds or the broker is removed.
+Brokers fence repeated and stale requests by controller epoch, broker epoch and leader
+epoch, so a retry is safe.
 """
 
 from __future__ import annotations
@@ -18,17 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 import protocol
+from client.connection import Connection, ConnectionConfig
+from client.errors import ClientError
 from controller.channel import ResponseCallback
 from zk.model import BrokerInfo, EndPoint
 
 log = logging.getLogger(__name__)
-
-_SIZE = struct.Struct(">i")
 
 
 @dataclass(frozen=True)
@@ -42,6 +38,23 @@ class ChannelConfig:
     backoff_max_s: float = 5.0
     max_response_bytes: int = 100 * 1024 * 1024
 
+    def connection_config(self, client_id: str) -> ConnectionConfig:
+        return ConnectionConfig(
+            client_id=client_id,
+            connect_timeout_s=self.connect_timeout_s,
+            request_timeout_s=self.request_timeout_s,
+            max_response_bytes=self.max_response_bytes,
+        )
+
+
+def control_endpoint(broker: BrokerInfo, listener_name: str | None) -> EndPoint:
+    """The endpoint of ``listener_name`` when the broker has one, else its first."""
+    if listener_name is not None:
+        ep = broker.endpoint(listener_name)
+        if ep is not None:
+            return ep
+    return broker.endpoints[0]
+
 
 @dataclass
 class _Queued:
@@ -51,103 +64,33 @@ class _Queued:
     callback: ResponseCallback | None
 
 
-async def exchange(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    api_key: int,
-    api_version: int,
-    body: Any,
-    correlation_id: int,
-    client_id: str,
-    config: ChannelConfig,
-) -> Any:
-    """Send one request on a connection and return the decoded response body.
-
-    Raises OSError/EOFError/TimeoutError/ProtocolError when the connection is unusable.
-    """
-    request = protocol.make_request(api_key, api_version, correlation_id, client_id, body)
-    frame = protocol.encode_request(request)
-    writer.write(_SIZE.pack(len(frame)) + frame)
-    await writer.drain()
-    # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
-    # that races with the awaited result, and a sender task that is being stopped would
-    # then retry forever
-    async with asyncio.timeout(config.request_timeout_s):
-        (size,) = _SIZE.unpack(await reader.readexactly(4))
-    if not 0 <= size <= config.max_response_bytes:
-        raise EOFError(f"response size {size} out of range")
-    async with asyncio.timeout(config.request_timeout_s):
-        payload = await reader.readexactly(size)
-    response = protocol.decode_response(payload, api_key, api_version)
-    if response.header.correlation_id != correlation_id:
-        raise EOFError(
-            f"correlation id {response.header.correlation_id}, expected {correlation_id}"
-        )
-    return response.body
-
-
-async def request_once(
-    endpoint: EndPoint,
-    api_key: int,
-    api_version: int,
-    body: Any,
-    client_id: str,
-    config: ChannelConfig | None = None,
-) -> Any:
-    """Open a connection, send one request, return the response body, close."""
-    config = config or ChannelConfig()
-    async with asyncio.timeout(config.connect_timeout_s):
-        reader, writer = await asyncio.open_connection(endpoint.host, endpoint.port)
-    try:
-        return await exchange(reader, writer, api_key, api_version, body, 1, client_id, config)
-    finally:
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
+#: what makes a sender drop its connection and send again: the connection failed or
+#: timed out (ClientError), or a request could not be encoded or decoded
+_RETRIED = (ClientError, protocol.ProtocolError)
 
 
 class _BrokerSender:
-    """Owns one broker's queue and connection. Not safe across tasks: only its own task
-    uses the connection; ``queue`` is the only thing shared (asyncio.Queue)."""
+    """Owns one broker's queue and connection. Only its own task uses the connection;
+    ``queue`` is the only thing shared (asyncio.Queue)."""
 
     def __init__(self, controller_id: int, broker: BrokerInfo, config: ChannelConfig) -> None:
         self.broker = broker
         self.config = config
-        self.client_id = f"controller-{controller_id}"
+        self.connection_config = config.connection_config(f"controller-{controller_id}")
         self.queue: asyncio.Queue[_Queued] = asyncio.Queue()
-        self.correlation_id = 0
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-        self.task = asyncio.create_task(self._run(), name=f"controller-sender-{broker.id}")
+        self.connection: Connection | None = None
         self.sent = 0
-
-    def endpoint(self) -> EndPoint:
-        wanted = self.config.listener_name
-        if wanted is not None:
-            ep = self.broker.endpoint(wanted)
-            if ep is not None:
-                return ep
-        return self.broker.endpoints[0]
+        #: set by ``stop``; checked between requests, since a cancellation that races with
+        #: a response can be swallowed by asyncio.wait_for on Python 3.11
+        self.stopping = False
+        self.task = asyncio.create_task(self._run(), name=f"controller-sender-{broker.id}")
 
     async def _run(self) -> None:
-        while True:
+        while not self.stopping:
             item = await self.queue.get()
-            backoff = self.config.backoff_initial_s
-            while True:
-                try:
-                    body = await self._round_trip(item)
-                    break
-                except (OSError, EOFError, TimeoutError, protocol.ProtocolError) as exc:
-                    # the connection is gone or confused: drop it, wait, send again
-                    log.warning(
-                        "controller -> broker %s: %s; retrying in %.1fs",
-                        self.broker.id,
-                        exc or type(exc).__name__,
-                        backoff,
-                    )
-                    await self._close()
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, self.config.backoff_max_s)
+            body = await self._deliver(item)
+            if self.stopping:
+                return
             self.sent += 1
             if item.callback is not None:
                 try:
@@ -156,37 +99,42 @@ class _BrokerSender:
                     # a callback's bug must not stop deliveries to this broker
                     log.exception("controller response callback failed")
 
-    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self.reader is not None and self.writer is not None:
-            return self.reader, self.writer
-        ep = self.endpoint()
-        async with asyncio.timeout(self.config.connect_timeout_s):  # see exchange()
-            reader, writer = await asyncio.open_connection(ep.host, ep.port)
-        self.reader, self.writer = reader, writer
-        return reader, writer
+    async def _deliver(self, item: _Queued) -> Any:
+        """Send ``item`` until a response comes back (or the sender stops: None)."""
+        backoff = self.config.backoff_initial_s
+        while not self.stopping:
+            try:
+                conn = await self._connect()
+                return await conn.request(item.api_key, item.body, version=item.api_version)
+            except _RETRIED as exc:
+                # the connection is gone or confused: drop it, wait, send again
+                log.warning(
+                    "controller -> broker %s: %s; retrying in %.1fs",
+                    self.broker.id,
+                    exc or type(exc).__name__,
+                    backoff,
+                )
+                await self._close()
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.config.backoff_max_s)
+        return None
 
-    async def _round_trip(self, item: _Queued) -> Any:
-        reader, writer = await self._connect()
-        self.correlation_id = (self.correlation_id + 1) & 0x7FFFFFFF
-        return await exchange(
-            reader,
-            writer,
-            item.api_key,
-            item.api_version,
-            item.body,
-            self.correlation_id,
-            self.client_id,
-            self.config,
-        )
+    async def _connect(self) -> Connection:
+        if self.connection is None or self.connection.closed:
+            ep = control_endpoint(self.broker, self.config.listener_name)
+            self.connection = await Connection.open(
+                ep.host, ep.port, self.connection_config, negotiate=False
+            )
+        return self.connection
 
     async def _close(self) -> None:
-        writer, self.reader, self.writer = self.writer, None, None
-        if writer is not None:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
+        conn, self.connection = self.connection, None
+        if conn is not None:
+            conn.close()
+            await conn.wait_closed()
 
     async def stop(self) -> None:
+        self.stopping = True
         self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task

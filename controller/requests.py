@@ -17,16 +17,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from controller.context import ControllerContext
+from protocol import ApiKey
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from zk.model import TopicPartition
 
 if TYPE_CHECKING:
     from controller.request_batch import LeaderAndIsrEntry
-
-LEADER_AND_ISR = 4
-STOP_REPLICA = 5
-UPDATE_METADATA = 6
-CONTROLLED_SHUTDOWN = 7
 
 LEADER_AND_ISR_VERSION = 5
 UPDATE_METADATA_VERSION = 7
@@ -106,7 +102,7 @@ def build_leader_and_isr(
         topic_states=topic_states,
         live_leaders=live_leaders,
     )
-    return LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body
+    return ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body
 
 
 def build_update_metadata(
@@ -171,7 +167,7 @@ def build_update_metadata(
         topic_states=topic_states,
         live_brokers=brokers,
     )
-    return UPDATE_METADATA, UPDATE_METADATA_VERSION, body
+    return ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION, body
 
 
 def with_broker_epoch(body: Any, ctx: ControllerContext, broker_id: int) -> Any:
@@ -207,4 +203,4 @@ def build_stop_replica(
         broker_epoch=ctx.broker_epoch(broker_id),
         topic_states=topics,
     )
-    return STOP_REPLICA, STOP_REPLICA_VERSION, body
+    return ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, body

@@ -14,9 +14,10 @@ import asyncio
 import logging
 from typing import Any
 
+from client.connection import request_once
 from controller.controlled_shutdown import ControlledShutdownResult
-from controller.network import ChannelConfig, request_once
-from controller.requests import CONTROLLED_SHUTDOWN
+from controller.network import ChannelConfig, control_endpoint
+from protocol import ApiKey, ErrorCode
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from zk.client import KafkaZkClient
 from zk.model import TopicPartition
@@ -65,21 +66,21 @@ async def request_controlled_shutdown(
             )
             if info is None:
                 raise OSError("no controller is registered")
-            endpoint = (listener_name and info.endpoint(listener_name)) or info.endpoints[0]
+            endpoint = control_endpoint(info, listener_name)
             body = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
             response = await request_once(
-                endpoint,
-                CONTROLLED_SHUTDOWN,
+                endpoint.host,
+                endpoint.port,
+                ApiKey.CONTROLLED_SHUTDOWN,
                 CONTROLLED_SHUTDOWN_VERSION,
                 body,
-                f"broker-{broker_id}",
-                config,
+                (config or ChannelConfig()).connection_config(f"broker-{broker_id}"),
             )
             remaining = [
                 TopicPartition(p.topic_name, p.partition_index)
                 for p in response.remaining_partitions
             ]
-            if response.error_code == 0 and not remaining:
+            if response.error_code == ErrorCode.NONE and not remaining:
                 return []
             log.info(
                 "controlled shutdown attempt %s: error %s, %s partitions left",

@@ -142,6 +142,10 @@ class Scheduler:
         task = self._tasks.get(name)
         return None if task is None or task.cancelled else task
 
+    def scheduled(self) -> list[ScheduledTask]:
+        """Every task still scheduled, by name."""
+        return [t for _, t in sorted(self._tasks.items()) if not t.cancelled]
+
     def advance_clock(self) -> bool:
         """Run what is due now (tests with a MockClock; production uses the driver)."""
         return self._timer.advance_clock()

@@ -26,13 +26,14 @@ Shapes (Kafka writes strings for timestamps and producer-id bounds; we do the sa
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from protocol import uuids
+from protocol.uuids import uuid_to_base64
 from zk.model import (
     BrokerInfo,
     EndPoint,
@@ -78,17 +79,11 @@ def _int_list(value: object, what: str) -> tuple[int, ...]:
 # -- ids ----------------------------------------------------------------------------------
 
 
-def uuid_to_base64(u: uuid.UUID) -> str:
-    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
-
-
 def uuid_from_base64(text: str) -> uuid.UUID:
     try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        return uuid.UUID(bytes=raw)
-    except (ValueError, TypeError) as exc:
-        raise ZkDataError(f"not a base64 uuid: {text!r}") from exc
+        return uuids.uuid_from_base64(text)
+    except ValueError as exc:
+        raise ZkDataError(str(exc)) from exc
 
 
 def new_topic_id() -> uuid.UUID:

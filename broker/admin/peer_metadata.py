@@ -17,11 +17,11 @@ import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from controller.network import ChannelConfig, request_once
+from client.connection import ConnectionConfig, request_once
+from client.errors import ClientError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest
 from timer.clock import Clock
-from zk.model import EndPoint
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +41,13 @@ def reports_ready(body: Any, topics: Mapping[str, Collection[int]]) -> bool:
     return True
 
 
-async def _ask(endpoint: EndPoint, topics: Mapping[str, Collection[int]], client_id: str) -> bool:
+async def _ask(host: str, port: int, topics: Mapping[str, Collection[int]], client_id: str) -> bool:
     body = MetadataRequest(
         topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)],
         allow_auto_topic_creation=False,
     )
-    config = ChannelConfig(connect_timeout_s=2.0, request_timeout_s=2.0)
-    response = await request_once(
-        endpoint, ApiKey.METADATA, METADATA_VERSION, body, client_id, config
-    )
+    config = ConnectionConfig(client_id=client_id, connect_timeout_s=2.0, request_timeout_s=2.0)
+    response = await request_once(host, port, ApiKey.METADATA, METADATA_VERSION, body, config)
     return reports_ready(response, topics)
 
 
@@ -69,9 +67,9 @@ async def wait_for_peers(
     while waiting:
         for broker_id, (host, port) in list(waiting.items()):
             try:
-                if await _ask(EndPoint(host, port), topics, client_id):
+                if await _ask(host, port, topics, client_id):
                     del waiting[broker_id]
-            except (OSError, EOFError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            except ClientError as exc:  # unreachable or too slow: asked again next round
                 log.debug("metadata probe of broker %s failed: %s", broker_id, exc)
             except Exception as exc:  # a bad answer from one peer must not fail the request
                 log.warning("metadata probe of broker %s failed: %s", broker_id, exc)

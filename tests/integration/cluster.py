@@ -28,10 +28,9 @@ from typing import Any, TypeVar
 import pytest
 from kazoo.client import KazooClient
 
-from controller.network import ChannelConfig, request_once
+from client.connection import ConnectionConfig, request_once
 from tools.cluster import SESSION_TIMEOUT_MS, ClusterLayout, LocalCluster
 from tools.zookeeper_server import ZooKeeperServer, free_port
-from zk.model import EndPoint
 
 T = TypeVar("T")
 
@@ -120,11 +119,9 @@ class TestCluster:
 
     def request(self, i: int, api_key: int, version: int, body: Any, timeout: float = 30) -> Any:
         """One request to broker i's client listener; the decoded response body."""
-        endpoint = EndPoint("127.0.0.1", self.layout.client_ports[i])
-        config = ChannelConfig(connect_timeout_s=5.0, request_timeout_s=timeout)
-        return asyncio.run(
-            request_once(endpoint, api_key, version, body, "integration-test", config)
-        )
+        port = self.layout.client_ports[i]
+        config = ConnectionConfig("integration-test", 5.0, request_timeout_s=timeout)
+        return asyncio.run(request_once("127.0.0.1", port, api_key, version, body, config))
 
     def metadata(self, i: int, topics: list[str] | None = None, version: int = 12) -> Any:
         from protocol.messages import MetadataRequest

@@ -18,16 +18,10 @@ from kazoo.protocol.states import KazooState
 
 import protocol
 from controller.channel import RecordingChannelManager
-from controller.controller import (
-    NONE,
-    NOT_CONTROLLER,
-    STALE_BROKER_EPOCH,
-    ControllerConfig,
-    KafkaController,
-)
-from controller.requests import LEADER_AND_ISR, UPDATE_METADATA
+from controller.controller import ControllerConfig, KafkaController
 from controller.shutdown import controlled_shutdown_response, request_controlled_shutdown
 from controller.states import PartitionState
+from protocol import ApiKey, ErrorCode
 from tests.integration.zk_fixtures import expire_session
 from timer.clock import SystemClock
 from timer.scheduler import Scheduler
@@ -145,7 +139,7 @@ async def test_exactly_one_of_two_controllers_wins(cluster: Cluster) -> None:
     assert await asyncio.to_thread(a.zk.get_controller_epoch) == (1, 1)
     # the winner told both brokers about each other
     await until(lambda: {r.broker_id for r in winner.channel.sent} >= {1, 2}, "UpdateMetadata")
-    assert all(r.api_key == UPDATE_METADATA for r in winner.channel.sent)
+    assert all(r.api_key == ApiKey.UPDATE_METADATA for r in winner.channel.sent)
 
 
 async def test_failover_when_the_controllers_session_expires(
@@ -194,7 +188,7 @@ async def test_new_topic_partitions_go_online_with_leaders_written(
     assert (st[t1].leader_and_isr.leader, st[t1].leader_and_isr.isr) == (2, (2, 1))
     assert st[t0].controller_epoch == a.controller.epoch
     assert a.controller.ctx.partition_state(t0) is PartitionState.ONLINE
-    lai = [r for r in a.channel.sent if r.api_key == LEADER_AND_ISR]
+    lai = [r for r in a.channel.sent if r.api_key == ApiKey.LEADER_AND_ISR]
     assert {r.broker_id for r in lai} == {1, 2}
     for r in lai:
         (topic,) = r.body.topic_states
@@ -304,13 +298,13 @@ async def test_controlled_shutdown_moves_leadership_away(
     )
 
     stale = await a.controller.controlled_shutdown(2, b.controller.broker_epoch - 1)
-    assert stale.error_code == STALE_BROKER_EPOCH
-    assert (await b.controller.controlled_shutdown(2, -1)).error_code == NOT_CONTROLLER
+    assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
+    assert (await b.controller.controlled_shutdown(2, -1)).error_code == ErrorCode.NOT_CONTROLLER
 
     result = await asyncio.wait_for(
         a.controller.controlled_shutdown(2, b.controller.broker_epoch), DEADLINE_S
     )
-    assert (result.error_code, result.remaining) == (NONE, [])
+    assert (result.error_code, result.remaining) == (ErrorCode.NONE, [])
     st = await asyncio.to_thread(admin.get_partition_states, [c0, c1, c2])
     assert (st[c0].leader_and_isr.leader, st[c0].leader_and_isr.isr) == (1, (1,))
     assert (st[c1].leader_and_isr.leader, st[c1].leader_and_isr.isr) == (1, (1,))
@@ -366,10 +360,12 @@ async def test_isr_change_notifications_reach_every_broker(
 
     await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1,), "new ISR")
     await until(
-        lambda: {r.broker_id for r in a.channel.sent if r.api_key == UPDATE_METADATA} == {1, 2},
+        lambda: (
+            {r.broker_id for r in a.channel.sent if r.api_key == ApiKey.UPDATE_METADATA} == {1, 2}
+        ),
         "UpdateMetadata to both brokers",
     )
-    um = next(r for r in a.channel.sent if r.api_key == UPDATE_METADATA)
+    um = next(r for r in a.channel.sent if r.api_key == ApiKey.UPDATE_METADATA)
     assert um.body.topic_states[0].partition_states[0].isr == [1]
 
     async def consumed() -> bool:
@@ -548,7 +544,7 @@ async def move_leader_away_and_back_into_isr(
 
     await until_async(lambda: led_by(2), f"{tp} led by its preferred replica 2")
     result = await a.controller.controlled_shutdown(2, b.controller.broker_epoch)
-    assert result.error_code == NONE
+    assert result.error_code == ErrorCode.NONE
     await until_async(lambda: led_by(1), f"{tp} led by 1")
     await b.controller.shutdown()
     await asyncio.to_thread(b.zk.close)

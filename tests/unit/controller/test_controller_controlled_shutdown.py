@@ -5,18 +5,14 @@ from __future__ import annotations
 import uuid
 
 from controller.context import ControllerContext
-from controller.controlled_shutdown import (
-    BROKER_NOT_AVAILABLE,
-    NONE,
-    STALE_BROKER_EPOCH,
-    move_leadership_off,
-)
+from controller.controlled_shutdown import move_leadership_off
 from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from controller.store import InMemoryPartitionStateStore
+from protocol.errors import ErrorCode
 from zk.model import (
     BrokerInfo,
     EndPoint,
@@ -55,7 +51,7 @@ async def test_leadership_and_isr_membership_move_off_the_broker() -> None:
     ctx, psm, rsm, _ = setup()
     batch = ControllerRequestBatch()
     result = await move_leadership_off(ctx, psm, rsm, batch, 2, 12)
-    assert (result.error_code, result.remaining) == (NONE, [])
+    assert (result.error_code, result.remaining) == (ErrorCode.NONE, [])
     assert ctx.shutting_down == {2}
     assert ctx.leadership[T0].leader_and_isr.leader == 1
     assert ctx.leadership[T0].leader_and_isr.isr == (1,)
@@ -69,10 +65,10 @@ async def test_stale_epoch_and_unknown_broker_are_refused() -> None:
     ctx, psm, rsm, _ = setup()
     batch = ControllerRequestBatch()
     assert (await move_leadership_off(ctx, psm, rsm, batch, 2, 11)).error_code == (
-        STALE_BROKER_EPOCH
+        ErrorCode.STALE_BROKER_EPOCH
     )
     assert (await move_leadership_off(ctx, psm, rsm, batch, 9, -1)).error_code == (
-        BROKER_NOT_AVAILABLE
+        ErrorCode.BROKER_NOT_AVAILABLE
     )
     assert ctx.shutting_down == set() and batch.is_empty()
 
@@ -83,4 +79,4 @@ async def test_partitions_with_no_other_isr_member_remain() -> None:
     ctx.put_leadership(T0, LeaderIsrAndControllerEpoch(lai, 1))
     store.states[T0] = ctx.leadership[T0]
     result = await move_leadership_off(ctx, psm, rsm, ControllerRequestBatch(), 2, -1)
-    assert (result.error_code, result.remaining) == (NONE, [T0])
+    assert (result.error_code, result.remaining) == (ErrorCode.NONE, [T0])

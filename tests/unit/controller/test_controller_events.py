@@ -125,3 +125,25 @@ async def test_shutdown_discards_queued_events_and_answers_waiters() -> None:
     await asyncio.wait_for(stopping, 5)
     assert handled == [ev.TopicChange()]
     assert reply.done() and reply.result() is None
+
+
+def test_every_event_has_a_handler_in_the_controllers_table() -> None:
+    from typing import Any
+
+    from controller.channel import RecordingChannelManager
+    from controller.controller import KafkaController
+    from controller.store import InMemoryPartitionStateStore
+    from timer.clock import MockClock
+    from zk.model import BrokerInfo, EndPoint
+
+    zk: Any = object()  # never used: the table is built without ZooKeeper
+    controller = KafkaController(
+        zk,
+        BrokerInfo(1, (EndPoint("127.0.0.1", 9092),)),
+        RecordingChannelManager(),
+        MockClock(),
+        store=InMemoryPartitionStateStore(),
+    )
+    # Stop never reaches the controller: the event manager ends on it
+    handled = {cls for cls in ev.ControllerEvent.__subclasses__() if cls is not ev.Stop}
+    assert set(controller._event_handlers()) == handled

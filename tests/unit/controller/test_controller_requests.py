@@ -8,12 +8,8 @@ import protocol
 from controller.channel import RecordingChannelManager
 from controller.context import ControllerContext
 from controller.request_batch import ControllerRequestBatch
-from controller.requests import (
-    LEADER_AND_ISR,
-    STOP_REPLICA,
-    UPDATE_METADATA,
-    build_update_metadata,
-)
+from controller.requests import build_update_metadata
+from protocol import ApiKey
 from zk.model import (
     BrokerInfo,
     EndPoint,
@@ -63,19 +59,19 @@ def test_batch_sends_one_request_per_broker_and_api_to_live_brokers_only() -> No
     channel = sent_batch(make_ctx())
     sent = [(r.broker_id, r.api_key, r.api_version) for r in channel.sent]
     assert sent == [
-        (1, LEADER_AND_ISR, 5),
-        (2, LEADER_AND_ISR, 5),
-        (1, UPDATE_METADATA, 7),
-        (2, UPDATE_METADATA, 7),
-        (2, STOP_REPLICA, 3),
+        (1, ApiKey.LEADER_AND_ISR, 5),
+        (2, ApiKey.LEADER_AND_ISR, 5),
+        (1, ApiKey.UPDATE_METADATA, 7),
+        (2, ApiKey.UPDATE_METADATA, 7),
+        (2, ApiKey.STOP_REPLICA, 3),
     ]  # broker 3 is not live: nothing for it
 
 
 def test_leader_and_isr_body_carries_topic_id_and_encodes() -> None:
     ctx = make_ctx()
     channel = sent_batch(ctx)
-    lai = next(r for r in channel.sent if r.broker_id == 2 and r.api_key == LEADER_AND_ISR)
-    req = round_trip(protocol.make_request(LEADER_AND_ISR, 5, 7, "controller-1", lai.body))
+    lai = next(r for r in channel.sent if r.broker_id == 2 and r.api_key == ApiKey.LEADER_AND_ISR)
+    req = round_trip(protocol.make_request(ApiKey.LEADER_AND_ISR, 5, 7, "controller-1", lai.body))
     body = req.body
     assert (body.controller_id, body.controller_epoch, body.broker_epoch) == (1, 3, 42)
     (topic,) = body.topic_states
@@ -90,7 +86,7 @@ def test_leader_and_isr_body_carries_topic_id_and_encodes() -> None:
 def test_update_metadata_lists_brokers_and_offline_replicas() -> None:
     ctx = make_ctx()
     _, version, body = build_update_metadata(ctx, 1, [T0, T1])
-    req = round_trip(protocol.make_request(UPDATE_METADATA, version, 1, None, body))
+    req = round_trip(protocol.make_request(ApiKey.UPDATE_METADATA, version, 1, None, body))
     b = req.body
     assert [(x.id, x.rack, [(e.host, e.port, e.listener, e.security_protocol)
              for e in x.endpoints]) for x in b.live_brokers] == [
@@ -106,7 +102,9 @@ def test_update_metadata_lists_brokers_and_offline_replicas() -> None:
 def test_update_metadata_is_addressed_to_each_broker_epoch() -> None:
     channel = sent_batch(make_ctx())
     epochs = {
-        r.broker_id: r.body.broker_epoch for r in channel.sent if r.api_key == UPDATE_METADATA
+        r.broker_id: r.body.broker_epoch
+        for r in channel.sent
+        if r.api_key == ApiKey.UPDATE_METADATA
     }
     assert epochs == {1: 41, 2: 42}
 
@@ -114,8 +112,8 @@ def test_update_metadata_is_addressed_to_each_broker_epoch() -> None:
 def test_stop_replica_body() -> None:
     ctx = make_ctx()
     channel = sent_batch(ctx)
-    (stop,) = channel.take(STOP_REPLICA)
-    req = round_trip(protocol.make_request(STOP_REPLICA, 3, 2, None, stop.body))
+    (stop,) = channel.take(ApiKey.STOP_REPLICA)
+    req = round_trip(protocol.make_request(ApiKey.STOP_REPLICA, 3, 2, None, stop.body))
     (topic,) = req.body.topic_states
     (p,) = topic.partition_states
     assert (topic.topic_name, p.partition_index, p.leader_epoch, p.delete_partition) == (
@@ -128,7 +126,7 @@ def test_stop_replica_body() -> None:
     batch = ControllerRequestBatch()
     batch.add_stop_replica(2, T1, delete=True)
     batch.send(ctx, channel, 1)
-    (stop,) = channel.take(STOP_REPLICA)
+    (stop,) = channel.take(ApiKey.STOP_REPLICA)
     p = stop.body.topic_states[0].partition_states[0]
     assert (p.leader_epoch, p.delete_partition) == (-2, True)
 
