@@ -25,11 +25,9 @@ command : ...`` on stderr and exit with status 1.
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import re
 import sys
-import uuid
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -50,6 +48,7 @@ from client.admin import ConfigEntry
 from client.cluster_view import NO_LEADER, PartitionInfo
 from client.console import parse_properties
 from protocol import ErrorCode
+from protocol.uuids import uuid_to_base64
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
@@ -94,11 +93,6 @@ class CommandError(Exception):
     """A problem with the command to report as Kafka's tool does."""
 
 
-def topic_id_text(topic_id: uuid.UUID) -> str:
-    """Kafka prints topic ids as URL-safe base64 of the 16 bytes, without padding."""
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
-
-
 def parse_assignment(text: str) -> dict[int, list[int]]:
     """``"0:1,1:2"`` -> {0: [0, 1], 1: [1, 2]}: partitions by comma, replicas by colon."""
     out: dict[int, list[int]] = {}
@@ -124,7 +118,7 @@ def format_topic(info: TopicInfo, configs: Sequence[ConfigEntry] | None) -> str:
         if not e.is_default
     )
     return (
-        f"Topic: {info.name}\tTopicId: {topic_id_text(info.topic_id)}\t"
+        f"Topic: {info.name}\tTopicId: {uuid_to_base64(info.topic_id)}\t"
         f"PartitionCount: {len(info.partitions)}\tReplicationFactor: {info.replication_factor}\t"
         f"Configs: {shown}"
     )

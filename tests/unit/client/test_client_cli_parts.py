@@ -12,6 +12,7 @@ from client.cluster_view import PartitionInfo, TopicInfo
 from client.fetch import EARLIEST, LATEST
 from client.produce import partition_for_key
 from protocol.records import Compression, read_batch
+from protocol.uuids import uuid_to_base64
 from tools.console_consumer import starting_point
 from tools.console_producer import Accumulator, ProducerSettings
 from tools.topics import (
@@ -19,7 +20,6 @@ from tools.topics import (
     format_partition,
     format_topic,
     parse_assignment,
-    topic_id_text,
 )
 
 
@@ -82,7 +82,7 @@ def test_producer_settings_from_flags_and_properties() -> None:
 
 def test_topic_ids_print_as_kafka_prints_them() -> None:
     tid = uuid.UUID("2fa3c4ba-5bd6-4b58-bb06-6fa6c1bd3c19")
-    text = topic_id_text(tid)
+    text = uuid_to_base64(tid)
     assert len(text) == 22 and "=" not in text
     import base64
 
@@ -99,7 +99,7 @@ def test_describe_lines() -> None:
         ConfigEntry("secret", "x", 1, False, True),
     ]
     assert format_topic(info, configs) == (
-        f"Topic: orders\tTopicId: {topic_id_text(uuid.UUID(int=1))}\tPartitionCount: 2\t"
+        f"Topic: orders\tTopicId: {uuid_to_base64(uuid.UUID(int=1))}\tPartitionCount: 2\t"
         "ReplicationFactor: 2\tConfigs: retention.ms=1000,secret=******"
     )
     assert format_partition("orders", p0) == (
