@@ -12,11 +12,23 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeAlias
 
 from protocol import primitives as p
 from protocol.codec.structs import FIXED, FieldInfo
 from protocol.errors import ErrorCode, ProtocolError
+
+
+class RecordsRegion(Protocol):
+    """Record data that is not copied into the encoding: a file region the broker sends
+    with sendfile. The codec needs only its length; the sender knows how to send it."""
+
+    def __len__(self) -> int: ...
+
+
+#: The value of a ``records`` field. Decoding gives a ``memoryview`` of the frame (never
+#: parsed here); a message to encode may hold any bytes-like value or a region.
+Records: TypeAlias = bytes | bytearray | memoryview | RecordsRegion
 
 Parts = list[Any]
 Reader = Callable[[Any, int], tuple[Any, int]]

@@ -194,7 +194,7 @@ def test_encoding_a_value_that_does_not_fit_is_a_protocol_error() -> None:
                 9,
                 1,
                 None,
-                ProduceRequest(topic_data=[ProduceRequest.TopicProduceData(name=None)]),
+                ProduceRequest(topic_data=[ProduceRequest.TopicProduceData(name=None)]),  # type: ignore[arg-type]
             )
         )
     fixed = ProduceRequest(topic_data=[ProduceRequest.TopicProduceData(name="t")])
