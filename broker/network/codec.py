@@ -7,10 +7,11 @@ functions of the ``protocol`` package; tests and benchmarks may pass their own.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from protocol.api import api_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +45,6 @@ def api_versions_error_response(header: Any, error_code: int) -> Any:
     return protocol.make_response(header, ApiVersionsResponse(error_code=error_code, api_keys=[]))
 
 
-def _api_name_fallback(api_key: int) -> str:
-    return str(api_key)
-
-
 @dataclass(frozen=True, slots=True)
 class Codec:
     decode_request: Callable[[bytes | memoryview], Any]
@@ -55,26 +52,18 @@ class Codec:
     #: builds the error response for a request whose body could not be used (or whose
     #: handler failed); KafkaApis plugs in its own. Returning None closes the connection.
     error_response: ErrorResponder = _no_error_response
-    api_name: Callable[[int], str] = _api_name_fallback
+    #: the API's name for metrics and logs (Kafka's spelling: ``ApiVersions``)
+    api_name: Callable[[int], str] = api_name
 
     @staticmethod
     def default(error_response: ErrorResponder | None = None) -> Codec:
-        """The ``protocol`` package's codec; API names in Kafka's spelling (``ApiVersions``)."""
+        """The ``protocol`` package's codec."""
         import protocol
-
-        @functools.lru_cache(maxsize=1024)
-        def api_name(api_key: int) -> str:
-            try:
-                name = protocol.ApiKey(api_key).name
-            except ValueError:
-                return str(api_key)
-            return "".join(word.capitalize() for word in name.split("_"))
 
         return Codec(
             decode_request=protocol.decode_request,
             encode_response_parts=protocol.encode_response_parts,
             error_response=error_response or api_versions_error_response,
-            api_name=api_name,
         )
 
     def encode(self, response: Any) -> Sequence[object]:

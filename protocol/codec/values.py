@@ -30,6 +30,15 @@ class RecordsRegion(Protocol):
 #: parsed here); a message to encode may hold any bytes-like value or a region.
 Records: TypeAlias = bytes | bytearray | memoryview | RecordsRegion
 
+
+def received_records(value: Records | None) -> bytes | bytearray | memoryview | None:
+    """The ``records`` of a decoded message: bytes-like (regions are only ever put into
+    messages to encode); TypeError for a region, which no decoder makes."""
+    if value is None or isinstance(value, bytes | bytearray | memoryview):
+        return value
+    raise TypeError(f"records of type {type(value).__name__} were not decoded")
+
+
 Parts = list[Any]
 Reader = Callable[[Any, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Parts, Any], None]
