@@ -59,7 +59,7 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
 
 
-#: The versions minikafka serves (DESIGN.md section 5). Produce 0-2 decode, but the broker
+#: The versions minikafka serves. Produce 0-2 decode, but the broker
 #: answers them UNSUPPORTED_VERSION; the inter-broker APIs stop at the versions that carry
 #: topic ids (later ones add KRaft-only fields).
 SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {

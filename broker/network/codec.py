@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import protocol
 from protocol.api import api_name
+from protocol.messages import ApiVersionsResponse, RequestHeader
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +24,9 @@ class ResponseParts:
     parts: Sequence[object]
 
 
-#: (request header, error code) -> a Response carrying that error, or None to close instead
+#: (request header, error code) -> a Response carrying that error, or None to close instead.
+#: Typed loosely, as the whole bundle is: the network passes headers and responses along
+#: without looking at them, and tests and benchmarks plug in codecs of their own.
 ErrorResponder = Callable[[Any, int], Any]
 
 
@@ -30,13 +34,10 @@ def _no_error_response(header: Any, error_code: int) -> None:
     return None
 
 
-def api_versions_error_response(header: Any, error_code: int) -> Any:
+def api_versions_error_response(header: RequestHeader, error_code: int) -> protocol.Response | None:
     """The default error builder: answers ApiVersions (its error body needs nothing from
     the request), and nothing else -- other APIs' error bodies echo the request's topics
     and partitions, which KafkaApis' builder knows how to do."""
-    import protocol
-    from protocol.messages import ApiVersionsResponse
-
     if header.api_key != protocol.ApiKey.API_VERSIONS:
         return None
     low, high = protocol.SUPPORTED_VERSIONS[protocol.ApiKey.API_VERSIONS]
@@ -58,8 +59,6 @@ class Codec:
     @staticmethod
     def default(error_response: ErrorResponder | None = None) -> Codec:
         """The ``protocol`` package's codec."""
-        import protocol
-
         return Codec(
             decode_request=protocol.decode_request,
             encode_response_parts=protocol.encode_response_parts,
