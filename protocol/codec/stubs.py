@@ -10,10 +10,10 @@ spec's, or the type's natural one). The declared ``__init__`` is keyword-only, w
 runtime classes accept as well; it keeps constructions readable. The file is checked in
 and ``tests/unit/protocol/test_protocol_stubs.py`` fails when it is stale.
 
-Types follow ``structs._annotation``: a field is ``X | None`` when some version makes it
-nullable or its default is null. ``records`` fields are ``Records`` (see
-``protocol.codec.values``): a decoded one is a ``memoryview`` of the frame, one to encode
-may also be a file region.
+Types are the runtime classes' (``structs.SCALAR_TYPES``, the struct classes), ``X | None``
+where ``FieldInfo.optional``. ``records`` fields, ``Any`` at run time, are declared
+``Records | None`` (see protocol.codec.values): a decoded one is a ``memoryview`` of the
+frame, one to encode may also be a file region.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from protocol.codec import MESSAGE_INFO, UNKNOWN_TAGS, FieldInfo, MessageInfo, StructInfo
-from protocol.codec.structs import FIXED
+from protocol.codec.structs import SCALAR_TYPES
 
 OUTPUT: Final = Path(__file__).parents[1] / "messages.pyi"
 
@@ -43,29 +43,28 @@ from protocol.codec.values import Records
 
 '''
 
-#: Python type of each non-struct element type.
-_SCALARS: Final[dict[str, str]] = {
-    **{name: python.__name__ for name, (_code, python) in FIXED.items()},
-    "string": "str",
-    "bytes": "bytes",
-    "uuid": "uuid.UUID",
-    "records": "Records",
-}
-
 _STRUCT_BASES: Final = "msgspec.Struct, kw_only=True, repr_omit_defaults=True, gc=False"
 
 
+def _type_name(python: type) -> str:
+    return (
+        python.__name__
+        if python.__module__ == "builtins"
+        else f"{python.__module__}.{python.__qualname__}"
+    )
+
+
 def field_type(fi: FieldInfo) -> str:
-    """The declared type of a field, as ``structs._annotation`` makes it at run time."""
+    """The declared type of a field."""
+    if fi.element == "records":
+        return "Records | None"
     if fi.struct is not None:
         base = f"{fi.struct.message.name}.{fi.struct.name}"
     else:
-        base = _SCALARS[fi.element]
+        base = _type_name(SCALAR_TYPES[fi.element])
     if fi.spec.is_array:
         base = f"list[{base}]"
-    if not fi.nullable.empty or (fi.default is None and fi.factory is None):
-        return f"{base} | None"
-    return base
+    return f"{base} | None" if fi.optional else base
 
 
 def _struct_body(info: StructInfo, indent: str) -> list[str]:
