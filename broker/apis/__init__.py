@@ -4,10 +4,11 @@ Each API has one module here (``broker/apis/<api>.py``) exposing::
 
     async def handle(ctx: BrokerContext, request: ApiRequest[<Api>Request]) -> HandlerResult
 
-(see ``broker.apis.request``). ``HANDLERS`` registers each of them explicitly: an API that
-is not in it is neither advertised by ApiVersions nor dispatched. Deliberately left out:
-DeleteTopics (until the deletion manager lands, clients should see UNSUPPORTED_VERSION
-rather than hang) and the SASL APIs (until security lands).
+(``ListenerRequest`` for the handlers that need the listener; see ``broker.apis.request``).
+``HANDLERS`` registers each of them explicitly: an API that is not in it is neither
+advertised by ApiVersions nor dispatched. Deliberately left out: DeleteTopics (until the
+deletion manager lands, clients should see UNSUPPORTED_VERSION rather than hang) and the
+SASL APIs (until security lands).
 
 Advertised versions are the codec's ``SUPPORTED_VERSIONS`` for the APIs in the table.
 Produce is advertised from v0 (librdkafka probes compression support against v0) and its
@@ -44,7 +45,7 @@ from broker.apis import (
     stop_replica,
     update_metadata,
 )
-from broker.apis.request import ApiRequest, HandlerResult
+from broker.apis.request import HandlerResult, ListenerRequest
 from broker.context import BrokerContext
 from protocol import ApiKey, ErrorCode, Response
 from protocol.api import api_name, response_message
@@ -54,7 +55,7 @@ log = logging.getLogger(__name__)
 
 #: ``handle(ctx, request)`` of one API module. The body's type is the API's request class,
 #: which only the API key in the header tells at run time (hence ``Any`` here).
-ApiHandler = Callable[[BrokerContext, ApiRequest[Any]], Awaitable[HandlerResult]]
+ApiHandler = Callable[[BrokerContext, ListenerRequest[Any]], Awaitable[HandlerResult]]
 
 #: API key -> handler: every API this broker serves.
 HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
@@ -174,7 +175,7 @@ class KafkaApis:
         self.advertised = advertised_versions(self.handlers)
         ctx.advertised_versions = self.advertised
 
-    async def handle(self, request: ApiRequest[Any]) -> HandlerResult:
+    async def handle(self, request: ListenerRequest[Any]) -> HandlerResult:
         """Route ``request`` (broker.network.Request) to its handler; unknown APIs and
         versions get an error response (or a closed connection where there is none)."""
         header: RequestHeader = request.header

@@ -17,7 +17,7 @@ from collections.abc import Collection
 
 from broker.admin.topics import AdminError, add_partitions, plan_partitions, read_topic
 from broker.apis.create_topics import respond_when_led
-from broker.apis.request import ApiRequest
+from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext, require
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
@@ -28,7 +28,7 @@ Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
 async def handle(
-    ctx: BrokerContext, request: ApiRequest[CreatePartitionsRequest]
+    ctx: BrokerContext, request: ListenerRequest[CreatePartitionsRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     header = request.header

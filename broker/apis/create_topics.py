@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from broker.admin.peer_metadata import wait_for_peers
 from broker.admin.topics import AdminError, TopicPlan, create_topic, existing_topics, plan_topic
-from broker.apis.request import ApiRequest, listener_of
+from broker.apis.request import ListenerRequest
 from broker.config import describe_topic_config
 from broker.context import BrokerContext, require
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
@@ -44,7 +44,7 @@ _tasks: set[asyncio.Task[None]] = set()
 
 
 async def handle(
-    ctx: BrokerContext, request: ApiRequest[CreateTopicsRequest]
+    ctx: BrokerContext, request: ListenerRequest[CreateTopicsRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     header = request.header
@@ -129,7 +129,7 @@ async def handle(
 
 def respond_when_led(
     ctx: BrokerContext,
-    request: ApiRequest[object],
+    request: ListenerRequest[object],
     pending: Mapping[str, Collection[int]],
     timeout_ms: int,
     timed_out: Callable[[str], None],
@@ -149,7 +149,7 @@ def respond_when_led(
         for name in pending:
             timed_out(name)
         return respond()
-    listener = listener_of(request)
+    listener = request.listener
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Response] = loop.create_future()
     deadline = ctx.clock.monotonic_ms() + timeout_ms

@@ -7,7 +7,7 @@ ZooKeeper-mode broker serves only brokers (MISMATCHED_ENDPOINT_TYPE otherwise).
 
 from __future__ import annotations
 
-from broker.apis.request import ApiRequest, listener_of
+from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DescribeClusterRequest, DescribeClusterResponse
@@ -16,7 +16,7 @@ ENDPOINT_TYPE_BROKER = 1
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[DescribeClusterRequest]) -> Response:
+async def handle(ctx: BrokerContext, request: ListenerRequest[DescribeClusterRequest]) -> Response:
     body = request.body
     endpoint_type = body.endpoint_type
     if endpoint_type != ENDPOINT_TYPE_BROKER:
@@ -28,7 +28,7 @@ async def handle(ctx: BrokerContext, request: ApiRequest[DescribeClusterRequest]
         )
         return make_response(request.header, response)
     cache = ctx.metadata_cache
-    listener = listener_of(request).upper()
+    listener = request.listener.upper()
     brokers = []
     for broker in cache.alive_brokers():
         endpoint = broker.endpoint(listener)

@@ -28,7 +28,7 @@ from broker.admin.topics import (
     offsets_topic_settings,
     plan_topic,
 )
-from broker.apis.request import ApiRequest, listener_of
+from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext, require
 from broker.metadata_cache import ZERO_UUID, MetadataCache
 from protocol import ErrorCode, Response, make_response
@@ -48,11 +48,11 @@ Partition = MetadataResponse.MetadataResponsePartition
 Broker = MetadataResponse.MetadataResponseBroker
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[MetadataRequest]) -> Response:
+async def handle(ctx: BrokerContext, request: ListenerRequest[MetadataRequest]) -> Response:
     body = request.body
     version = request.header.api_version
     cache = ctx.metadata_cache
-    listener = listener_of(request).upper()
+    listener = request.listener.upper()
     ops = (
         ALL_TOPIC_OPERATIONS
         if body.include_topic_authorized_operations

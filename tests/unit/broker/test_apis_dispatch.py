@@ -38,6 +38,7 @@ class _Req:
     def __init__(self, header: Any, body: Any) -> None:
         self.header = header
         self.body = body
+        self.listener = "PLAINTEXT"
 
 
 def _ctx() -> BrokerContext:
