@@ -175,7 +175,7 @@ def _view(frame: bytes | bytearray | memoryview) -> memoryview:
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
-def _decode_header(view: memoryview, api_key: int, api_version: int) -> tuple[Any, int]:
+def _decode_header(view: memoryview, api_key: int, api_version: int) -> tuple[RequestHeader, int]:
     version = request_header_version(api_key, api_version)
     try:
         return decode_struct(_REQUEST_HEADER, version, view, 0)
