@@ -5,32 +5,42 @@ each handler is ``async def handle(ctx: BrokerContext, request)``. Handlers neve
 the server, and the server never reaches into a handler: the context is the only seam,
 so a unit test builds a context of fakes and calls a handler directly.
 
-Fields that belong to packages built in parallel (the data path's ReplicaManager and
-ProducerIdManager) are typed loosely here on purpose; their own modules document them.
+The server sets every service; a unit test sets only those its handler uses, so the
+services are optional here. A handler that cannot work without one asks for it with
+``require`` (a context without it is a wiring bug: the request fails, and the network
+answers it with an error as for any failed handler).
 Not safe across threads: everything here lives on the broker's event loop.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.config import BrokerConfig
 from broker.metrics import BrokerMetrics
 from timer.clock import Clock
 
 if TYPE_CHECKING:
+    from broker.delayed.create_topics import DelayedCreateTopics
+    from broker.delayed.fetch import DelayedFetch
+    from broker.delayed.produce import DelayedProduce
     from broker.metadata_cache import MetadataCache
+    from broker.producer_id_manager import ProducerIdManager
+    from broker.replica_manager import ReplicaManager
     from controller.controller import KafkaController
     from storage import LogManager
     from timer import DelayedOperationPurgatory, Scheduler
     from zk.client import KafkaZkClient
 
+T = TypeVar("T")
+
 
 @dataclass(eq=False)
 class BrokerContext:
     """The broker's services. ``broker_epoch`` is the czxid of our /brokers/ids znode,
-    known once registered (-1 before)."""
+    known once registered (-1 before). ``controller`` is set once the controller started
+    (after the socket server: the first requests may find it None)."""
 
     broker_id: int
     cluster_id: str
@@ -38,18 +48,25 @@ class BrokerContext:
     clock: Clock
     metrics: BrokerMetrics
     metadata_cache: MetadataCache
-    log_manager: LogManager | Any = None
-    #: broker.replica_manager.ReplicaManager: the only owner of Partition objects
-    replica_manager: Any = None
-    #: zk.client.KafkaZkClient (None in unit tests without ZooKeeper)
-    zk: KafkaZkClient | Any = None
-    controller: KafkaController | Any = None
-    produce_purgatory: DelayedOperationPurgatory[Any] | Any = None
-    fetch_purgatory: DelayedOperationPurgatory[Any] | Any = None
-    create_topics_purgatory: DelayedOperationPurgatory[Any] | Any = None
-    #: broker.producer_id_manager.ProducerIdManager
-    producer_id_manager: Any = None
-    scheduler: Scheduler | Any = None
+    log_manager: LogManager | None = None
+    #: the only owner of Partition objects
+    replica_manager: ReplicaManager | None = None
+    zk: KafkaZkClient | None = None
+    controller: KafkaController | None = None
+    produce_purgatory: DelayedOperationPurgatory[DelayedProduce] | None = None
+    fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] | None = None
+    create_topics_purgatory: DelayedOperationPurgatory[DelayedCreateTopics] | None = None
+    producer_id_manager: ProducerIdManager | None = None
+    scheduler: Scheduler | None = None
     broker_epoch: int = -1
+    #: API key -> (min, max) version this broker serves (KafkaApis fills it in)
+    advertised_versions: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: extra services added by later issues (group coordinator, ...), by name
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+def require(service: T | None, name: str) -> T:
+    """``service``, which the handler cannot do without (``name`` says which one)."""
+    if service is None:
+        raise RuntimeError(f"this broker context has no {name}")
+    return service

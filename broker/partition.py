@@ -63,16 +63,25 @@ class PartitionError(Exception):
 
 
 class PartitionStateLike(Protocol):
-    """What a partition state of a LeaderAndIsr request carries (the request's struct)."""
+    """What a partition state of a LeaderAndIsr request carries (the request's struct),
+    read only."""
 
-    topic_name: str
-    partition_index: int
-    controller_epoch: int
-    leader: int
-    leader_epoch: int
-    isr: Sequence[int]
-    partition_epoch: int
-    replicas: Sequence[int]
+    @property
+    def topic_name(self) -> str: ...
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def controller_epoch(self) -> int: ...
+    @property
+    def leader(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    @property
+    def isr(self) -> Sequence[int]: ...
+    @property
+    def partition_epoch(self) -> int: ...
+    @property
+    def replicas(self) -> Sequence[int]: ...
 
 
 def leader_epoch_error(current_leader_epoch: int, local_leader_epoch: int) -> int:

@@ -1,6 +1,6 @@
 """The Kafka wire protocol, sans-IO: bytes in, typed messages out, and back.
 
-Public API (CONTRACTS.md):
+Public API:
 
 - ``decode_request(frame) -> Request`` / ``encode_request(request) -> bytes``
 - ``decode_response(frame, api_key, api_version) -> Response`` /
@@ -24,9 +24,7 @@ from protocol.api import (
     SUPPORTED_VERSIONS,
     ApiKey,
     Request,
-    RequestHeader,
     Response,
-    ResponseHeader,
     api_versions_fallback_response,
     decode_request,
     decode_response,
@@ -40,6 +38,7 @@ from protocol.api import (
 )
 from protocol.data import data_class, data_version, decode_data, encode_data
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.messages import RequestHeader, ResponseHeader
 
 __all__ = [
     "SUPPORTED_VERSIONS",

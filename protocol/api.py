@@ -10,6 +10,7 @@ for ApiVersions (a client must be able to read it before it knows our versions).
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from enum import IntEnum
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ import msgspec
 
 from protocol.codec import MESSAGE_INFO, MessageInfo, decode_struct, encode_struct
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.messages import ApiVersionsResponse, RequestHeader, ResponseHeader
 
 
 class ApiKey(IntEnum):
@@ -57,7 +59,7 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
 
 
-#: The versions minikafka serves (DESIGN.md section 5). Produce 0-2 decode, but the broker
+#: The versions minikafka serves. Produce 0-2 decode, but the broker
 #: answers them UNSUPPORTED_VERSION; the inter-broker APIs stop at the versions that carry
 #: topic ids (later ones add KRaft-only fields).
 SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
@@ -104,11 +106,8 @@ _REQUESTS: Final = _by_api_key("request")
 _RESPONSES: Final = _by_api_key("response")
 _REQUEST_HEADER: Final = MESSAGE_INFO["RequestHeader"].root
 _RESPONSE_HEADER: Final = MESSAGE_INFO["ResponseHeader"].root
-
-#: msgspec classes of the headers: RequestHeader(api_key, api_version, correlation_id,
-#: client_id, unknown_tags) and ResponseHeader(correlation_id, unknown_tags).
-RequestHeader: Final[Any] = _REQUEST_HEADER.cls
-ResponseHeader: Final[Any] = _RESPONSE_HEADER.cls
+#: Each API's name as Kafka spells it ("ApiVersions"): its request message's, less "Request".
+_API_NAMES: Final = {key: msg.name.removesuffix("Request") for key, msg in _REQUESTS.items()}
 
 _KEY_AND_VERSION: Final = struct.Struct(">hh")
 _ERROR_CODE: Final = struct.Struct(">h")
@@ -118,7 +117,7 @@ class Request(msgspec.Struct, gc=False):
     """A decoded request: its header and its body (a message Struct; None only for an
     ApiVersions request newer than we support)."""
 
-    header: Any
+    header: RequestHeader
     body: Any
 
     @property
@@ -133,10 +132,19 @@ class Request(msgspec.Struct, gc=False):
 class Response(msgspec.Struct, gc=False):
     """A response: header (correlation id), body, and the API key/version it answers."""
 
-    header: Any
+    header: ResponseHeader
     body: Any
     api_key: int
     api_version: int
+
+
+def api_name(api_key: int, unknown: str | None = None) -> str:
+    """The API's name in Kafka's spelling (``LeaderAndIsr``) for logs, metrics and tables;
+    for a key no spec declares, ``unknown`` (its number when not given)."""
+    name = _API_NAMES.get(api_key)
+    if name is not None:
+        return name
+    return str(api_key) if unknown is None else unknown
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
@@ -167,7 +175,7 @@ def _view(frame: bytes | bytearray | memoryview) -> memoryview:
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
-def _decode_header(view: memoryview, api_key: int, api_version: int) -> tuple[Any, int]:
+def _decode_header(view: memoryview, api_key: int, api_version: int) -> tuple[RequestHeader, int]:
     version = request_header_version(api_key, api_version)
     try:
         return decode_struct(_REQUEST_HEADER, version, view, 0)
@@ -336,7 +344,7 @@ def make_request(
     return Request(header, body)
 
 
-def make_response(request_header: Any, body: Any) -> Response:
+def make_response(request_header: RequestHeader, body: Any) -> Response:
     """A response to the request with this header, at the request's version."""
     return Response(
         ResponseHeader(correlation_id=request_header.correlation_id),
@@ -346,16 +354,17 @@ def make_response(request_header: Any, body: Any) -> Response:
     )
 
 
-def api_versions_fallback_response(header: Any) -> Response:
+def api_versions_fallback_response(
+    header: RequestHeader, versions: Mapping[int, tuple[int, int]] = SUPPORTED_VERSIONS
+) -> Response:
     """The answer to an ApiVersions request newer than we support: error 35 in a v0 body
-    listing every supported range (clients then retry with a version from it)."""
-    body_cls = _RESPONSES[ApiKey.API_VERSIONS].root.cls
-    entry = body_cls.ApiVersion
+    listing the ranges of ``versions`` (every supported one unless a server serves fewer);
+    clients then retry with a version from it."""
     keys = [
-        entry(api_key=key, min_version=lo, max_version=hi)
-        for key, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())
+        ApiVersionsResponse.ApiVersion(api_key=key, min_version=lo, max_version=hi)
+        for key, (lo, hi) in sorted(versions.items())
     ]
-    body = body_cls(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=keys)
+    body = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=keys)
     return Response(
         ResponseHeader(correlation_id=header.correlation_id), body, ApiKey.API_VERSIONS, 0
     )

@@ -10,21 +10,14 @@ re-encoding is byte-exact). Data records (OffsetCommitKey, ConsumerProtocolSubsc
 ...) and the headers (RequestHeader, ResponseHeader) are here as well.
 
 ``python -m protocol.describe <Message> [--version N]`` prints a message's classes and
-fields with their versions and defaults.
+fields with their versions and defaults. Type checkers read ``messages.pyi`` instead of
+this module (the classes are made at import): ``python -m protocol.codec.stubs`` writes it.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from protocol.codec import MESSAGE_INFO
 
 globals().update({name: info.root.cls for name, info in MESSAGE_INFO.items()})
 
 __all__ = sorted(MESSAGE_INFO)
-
-
-def __getattr__(name: str) -> Any:
-    # Only reached for names that are not messages; declared so that type checkers accept
-    # ``from protocol.messages import <Message>`` for the classes made at import time.
-    raise AttributeError(f"module 'protocol.messages' has no message {name!r}")

@@ -14,7 +14,7 @@ import sys
 from typing import TextIO
 
 import protocol
-from protocol.api import request_message
+from protocol.api import api_name
 from protocol.messages import ApiVersionsRequest
 
 
@@ -29,13 +29,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def api_name(api_key: int) -> str:
-    try:
-        return request_message(api_key).name.removesuffix("Request")
-    except KeyError:
-        return f"Unknown({api_key})"
-
-
 def format_table(
     ours: dict[int, tuple[int, int]], theirs: dict[int, tuple[int, int]] | None = None
 ) -> str:
@@ -44,7 +37,7 @@ def format_table(
         header += ["BROKER MIN", "BROKER MAX"]
     rows = [header]
     for key in sorted(set(ours) | set(theirs or {})):
-        row = [api_name(key), str(key)]
+        row = [api_name(key, unknown=f"Unknown({key})"), str(key)]
         row += [str(v) for v in ours[key]] if key in ours else ["-", "-"]
         if theirs is not None:
             row += [str(v) for v in theirs[key]] if key in theirs else ["-", "-"]

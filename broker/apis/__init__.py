@@ -1,15 +1,14 @@
-"""KafkaApis: the request dispatcher, a table from API key to handler module.
+"""KafkaApis: the request dispatcher, a table from API key to handler.
 
 Each API has one module here (``broker/apis/<api>.py``) exposing::
 
-    async def handle(ctx: BrokerContext, request) -> Response | ResponseParts | Future | None
+    async def handle(ctx: BrokerContext, request: ApiRequest[<Api>Request]) -> HandlerResult
 
-(see ``broker.network.handler_pool`` for what each return kind means). The table below
-names the module of every API minikafka may serve; a module that does not import yet
-(an API whose issue has not landed) is simply absent, and an absent API is neither
-advertised by ApiVersions nor dispatched. Deliberately left out of the table: DeleteTopics
-(until the deletion manager lands, clients should see UNSUPPORTED_VERSION rather than
-hang) and the SASL APIs (until security lands).
+(``ListenerRequest`` for the handlers that need the listener; see ``broker.apis.request``).
+``HANDLERS`` registers each of them explicitly: an API that is not in it is neither
+advertised by ApiVersions nor dispatched. Deliberately left out: DeleteTopics (until the
+deletion manager lands, clients should see UNSUPPORTED_VERSION rather than hang) and the
+SASL APIs (until security lands).
 
 Advertised versions are the codec's ``SUPPORTED_VERSIONS`` for the APIs in the table.
 Produce is advertised from v0 (librdkafka probes compression support against v0) and its
@@ -20,76 +19,64 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import logging
 import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 import protocol
+from broker.apis import (
+    api_versions,
+    controlled_shutdown,
+    create_partitions,
+    create_topics,
+    describe_cluster,
+    describe_configs,
+    fetch,
+    init_producer_id,
+    leader_and_isr,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+    stop_replica,
+    update_metadata,
+)
+from broker.apis.request import HandlerResult, ListenerRequest
+from broker.context import BrokerContext
 from protocol import ApiKey, ErrorCode, Response
-from protocol.api import response_message
-
-if TYPE_CHECKING:
-    from broker.context import BrokerContext
+from protocol.api import api_name, response_message
+from protocol.messages import RequestHeader
 
 log = logging.getLogger(__name__)
 
-#: ``handle(ctx, request)`` of one API module
-ApiHandler = Callable[["BrokerContext", Any], Awaitable[Any]]
+#: ``handle(ctx, request)`` of one API module. The body's type is the API's request class,
+#: which only the API key in the header tells at run time (hence ``Any`` here).
+ApiHandler = Callable[[BrokerContext, ListenerRequest[Any]], Awaitable[HandlerResult]]
 
-#: API key -> module under broker.apis. Order is irrelevant; presence means "may serve".
-HANDLER_MODULES: Mapping[int, str] = MappingProxyType(
+#: API key -> handler: every API this broker serves.
+HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
     {
-        ApiKey.PRODUCE: "produce",
-        ApiKey.FETCH: "fetch",
-        ApiKey.LIST_OFFSETS: "list_offsets",
-        ApiKey.METADATA: "metadata",
-        ApiKey.LEADER_AND_ISR: "leader_and_isr",
-        ApiKey.STOP_REPLICA: "stop_replica",
-        ApiKey.UPDATE_METADATA: "update_metadata",
-        ApiKey.CONTROLLED_SHUTDOWN: "controlled_shutdown",
-        ApiKey.OFFSET_COMMIT: "offset_commit",
-        ApiKey.OFFSET_FETCH: "offset_fetch",
-        ApiKey.FIND_COORDINATOR: "find_coordinator",
-        ApiKey.JOIN_GROUP: "join_group",
-        ApiKey.HEARTBEAT: "heartbeat",
-        ApiKey.LEAVE_GROUP: "leave_group",
-        ApiKey.SYNC_GROUP: "sync_group",
-        ApiKey.DESCRIBE_GROUPS: "describe_groups",
-        ApiKey.LIST_GROUPS: "list_groups",
-        ApiKey.API_VERSIONS: "api_versions",
-        ApiKey.CREATE_TOPICS: "create_topics",
-        ApiKey.DELETE_RECORDS: "delete_records",
-        ApiKey.INIT_PRODUCER_ID: "init_producer_id",
-        ApiKey.OFFSET_FOR_LEADER_EPOCH: "offset_for_leader_epoch",
-        ApiKey.DESCRIBE_CONFIGS: "describe_configs",
-        ApiKey.CREATE_PARTITIONS: "create_partitions",
-        ApiKey.DESCRIBE_CLUSTER: "describe_cluster",
+        ApiKey.PRODUCE: produce.handle,
+        ApiKey.FETCH: fetch.handle,
+        ApiKey.LIST_OFFSETS: list_offsets.handle,
+        ApiKey.METADATA: metadata.handle,
+        ApiKey.LEADER_AND_ISR: leader_and_isr.handle,
+        ApiKey.STOP_REPLICA: stop_replica.handle,
+        ApiKey.UPDATE_METADATA: update_metadata.handle,
+        ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown.handle,
+        ApiKey.API_VERSIONS: api_versions.handle,
+        ApiKey.CREATE_TOPICS: create_topics.handle,
+        ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+        ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
+        ApiKey.CREATE_PARTITIONS: create_partitions.handle,
+        ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
     }
 )
-
-
-def load_handlers(modules: Mapping[int, str] = HANDLER_MODULES) -> dict[int, ApiHandler]:
-    """Import each API module that exists; a missing module leaves its API out.
-
-    Only the absence of the module itself is tolerated: an ImportError raised from
-    inside a module that does exist is a bug and propagates.
-    """
-    handlers: dict[int, ApiHandler] = {}
-    for api_key, name in modules.items():
-        qualified = f"{__name__}.{name}"
-        try:
-            module = importlib.import_module(qualified)
-        except ModuleNotFoundError as exc:
-            if exc.name != qualified:
-                raise
-            continue
-        handlers[api_key] = module.handle
-    return handlers
 
 
 def advertised_versions(handlers: Mapping[int, object]) -> dict[int, tuple[int, int]]:
@@ -101,16 +88,15 @@ def advertised_versions(handlers: Mapping[int, object]) -> dict[int, tuple[int, 
     }
 
 
-def api_versions_fallback(header: Any, advertised: Mapping[int, tuple[int, int]]) -> Response:
+def api_versions_fallback(
+    header: RequestHeader, advertised: Mapping[int, tuple[int, int]]
+) -> Response:
     """The answer to an ApiVersions request newer than ours (body None): error 35 in a
     v0 body listing our ranges, decoded from the header alone; the client retries."""
-    response = protocol.api_versions_fallback_response(header)
-    body = response.body
-    body.api_keys = [entry for entry in body.api_keys if entry.api_key in advertised]
-    return response
+    return protocol.api_versions_fallback_response(header, advertised)
 
 
-def error_response(header: Any, error_code: int) -> Response | None:
+def error_response(header: RequestHeader, error_code: int) -> Response | None:
     """A response to ``header``'s API carrying ``error_code`` at top level, or None when
     the message has no top-level error code (the network then closes the connection, as
     Kafka does for a request it cannot parse). Used for unsupported versions, malformed
@@ -124,7 +110,7 @@ def error_response(header: Any, error_code: int) -> Response | None:
         version = 0  # every client can read an ApiVersions v0 answer
     if not info.valid.has(version):
         return None
-    cls = info.root.cls
+    cls: type[msgspec.Struct] = info.root.cls  # the response class of the header's API
     if "error_code" not in cls.__struct_fields__:
         return None
     body = cls(error_code=error_code)
@@ -171,16 +157,6 @@ def _error_walk(cls: type[msgspec.Struct]) -> tuple[bool, tuple[str, ...]]:
     return has_error_code, tuple(struct_lists)
 
 
-def is_stale_broker_epoch(ctx: BrokerContext, broker_epoch: int) -> bool:
-    """A controller request addressed to an earlier registration of this broker (Kafka's
-    isBrokerEpochStale): -1 means the version carries no epoch and is never stale. The
-    current epoch is the controller's, which re-registers after a lost session."""
-    current = getattr(ctx.controller, "broker_epoch", None)
-    if not isinstance(current, int) or current < 0:
-        current = ctx.broker_epoch
-    return broker_epoch != -1 and broker_epoch < current
-
-
 def _error_name(code: int) -> str:
     try:
         return ErrorCode(code).name
@@ -195,16 +171,14 @@ class KafkaApis:
         self, ctx: BrokerContext, handlers: Mapping[int, ApiHandler] | None = None
     ) -> None:
         self.ctx = ctx
-        self.handlers: dict[int, ApiHandler] = dict(
-            load_handlers() if handlers is None else handlers
-        )
+        self.handlers: dict[int, ApiHandler] = dict(HANDLERS if handlers is None else handlers)
         self.advertised = advertised_versions(self.handlers)
-        ctx.extras["advertised_versions"] = self.advertised
+        ctx.advertised_versions = self.advertised
 
-    async def handle(self, request: Any) -> Any:
+    async def handle(self, request: ListenerRequest[Any]) -> HandlerResult:
         """Route ``request`` (broker.network.Request) to its handler; unknown APIs and
         versions get an error response (or a closed connection where there is none)."""
-        header = request.header
+        header: RequestHeader = request.header
         api_key = int(header.api_key)
         if request.body is None:
             # only ApiVersions above our range decodes without a body
@@ -224,18 +198,10 @@ class KafkaApis:
     def _count_errors(self, result: object) -> None:
         if not isinstance(result, Response):
             return
-        api = _api_name(result.api_key)
+        api = api_name(result.api_key)
         for code in iter_error_codes(result.body):
             self.ctx.metrics.request_errors.labels(api=api, error=_error_name(code)).inc()
 
-    def _count_deferred_errors(self, future: asyncio.Future[Any]) -> None:
+    def _count_deferred_errors(self, future: asyncio.Future[Response]) -> None:
         if not future.cancelled() and future.exception() is None:
             self._count_errors(future.result())
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        name = ApiKey(api_key).name
-    except ValueError:
-        return str(api_key)
-    return "".join(word.capitalize() for word in name.split("_"))

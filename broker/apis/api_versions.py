@@ -8,15 +8,14 @@ else on a connection, so it must not depend on ZooKeeper or the metadata cache.
 
 from __future__ import annotations
 
-from typing import Any
-
+from broker.apis.request import ApiRequest
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import ApiVersionsResponse
+from protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
-    advertised: dict[int, tuple[int, int]] = ctx.extras.get("advertised_versions", {})
+async def handle(ctx: BrokerContext, request: ApiRequest[ApiVersionsRequest]) -> Response:
+    advertised = ctx.advertised_versions
     entry = ApiVersionsResponse.ApiVersion
     keys = [
         entry(api_key=key, min_version=lo, max_version=hi)

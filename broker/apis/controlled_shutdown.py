@@ -8,21 +8,19 @@ partitions the broker leads and taking it out of ISRs -- is the controller's
 
 from __future__ import annotations
 
-from typing import Any
-
+from broker.apis.request import ApiRequest
 from broker.context import BrokerContext
 from controller.shutdown import controlled_shutdown_response
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import ControlledShutdownResponse
+from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ApiRequest[ControlledShutdownRequest]) -> Response:
     body = request.body
     controller = ctx.controller
     if controller is None or not controller.is_active:
         return make_response(
             request.header, ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER)
         )
-    broker_epoch = getattr(body, "broker_epoch", -1)
-    result = await controller.controlled_shutdown(body.broker_id, broker_epoch)
+    result = await controller.controlled_shutdown(body.broker_id, body.broker_epoch)
     return make_response(request.header, controlled_shutdown_response(result))

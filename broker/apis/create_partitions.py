@@ -14,24 +14,26 @@ import asyncio
 import logging
 import random
 from collections.abc import Collection
-from typing import Any
 
 from broker.admin.topics import AdminError, add_partitions, plan_partitions, read_topic
 from broker.apis.create_topics import respond_when_led
-from broker.context import BrokerContext
+from broker.apis.request import ListenerRequest
+from broker.context import BrokerContext, require
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import CreatePartitionsResponse
+from protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
 log = logging.getLogger(__name__)
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[Response]:
+async def handle(
+    ctx: BrokerContext, request: ListenerRequest[CreatePartitionsRequest]
+) -> Response | asyncio.Future[Response]:
     body = request.body
     header = request.header
     names = [t.name for t in body.topics]
-    results: dict[str, Any] = {}
+    results: dict[str, Result] = {}
 
     def respond() -> Response:
         ordered = [results[n] for n in dict.fromkeys(names)]
@@ -54,7 +56,8 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
         if topic.name in results:
             continue
         try:
-            current, version = await read_topic(ctx.zk, topic.name)
+            zk = require(ctx.zk, "ZooKeeper client")
+            current, version = await read_topic(zk, topic.name)
             # null (or empty: never meant as "zero new partitions") lets the broker assign
             assignments = topic.assignments
             manual = [a.broker_ids for a in assignments] if assignments else None
@@ -62,7 +65,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
                 current, topic.count, manual, live_brokers=live, rng=random.Random()
             )
             if not body.validate_only:
-                await add_partitions(ctx.zk, current, version, new)
+                await add_partitions(zk, current, version, new)
                 added[topic.name] = sorted(new)
                 log.info("topic %s: added partitions %s", topic.name, new)
         except AdminError as exc:
@@ -84,6 +87,6 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
     )
 
 
-def _timed_out(result: Any) -> None:
+def _timed_out(result: Result) -> None:
     result.error_code = ErrorCode.REQUEST_TIMED_OUT
     result.error_message = "Timed out waiting for the new partitions to have leaders."

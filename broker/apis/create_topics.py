@@ -1,6 +1,6 @@
 """CreateTopics (19), v2-7: validate, assign replicas, write to ZooKeeper, wait for leaders.
 
-Kafka's ZooKeeper-mode flow (seed 002):
+Kafka's ZooKeeper-mode flow:
 
 1. Only the active controller creates topics; other brokers answer NOT_CONTROLLER and the
    admin client retries against the controller its Metadata names.
@@ -24,15 +24,15 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
 
 from broker.admin.peer_metadata import wait_for_peers
 from broker.admin.topics import AdminError, TopicPlan, create_topic, existing_topics, plan_topic
+from broker.apis.request import ListenerRequest
 from broker.config import describe_topic_config
-from broker.context import BrokerContext
+from broker.context import BrokerContext, require
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import CreateTopicsResponse
+from protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +43,13 @@ ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
 _tasks: set[asyncio.Task[None]] = set()
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[Response]:
+async def handle(
+    ctx: BrokerContext, request: ListenerRequest[CreateTopicsRequest]
+) -> Response | asyncio.Future[Response]:
     body = request.body
     header = request.header
     names = [t.name for t in body.topics]
-    results: dict[str, Any] = {}
+    results: dict[str, Result] = {}
 
     def respond() -> Response:
         ordered = [results[n] for n in dict.fromkeys(names)]
@@ -69,7 +71,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
 
     plans: dict[str, TopicPlan] = {}
     try:
-        existing = set(await existing_topics(ctx.zk))
+        existing = set(await existing_topics(require(ctx.zk, "ZooKeeper client")))
     except Exception as exc:  # ZooKeeper unreachable: every topic fails, the broker carries on
         log.warning("CreateTopics: listing topics failed: %s", exc)
         for name in names:
@@ -105,7 +107,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
 
     for name, plan in plans.items():
         try:
-            await create_topic(ctx.zk, plan)
+            await create_topic(require(ctx.zk, "ZooKeeper client"), plan)
         except AdminError as exc:
             results[name] = _error(name, exc.error_code, exc.message)
             continue
@@ -127,7 +129,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
 
 def respond_when_led(
     ctx: BrokerContext,
-    request: Any,
+    request: ListenerRequest[object],
     pending: Mapping[str, Collection[int]],
     timeout_ms: int,
     timed_out: Callable[[str], None],
@@ -147,7 +149,7 @@ def respond_when_led(
         for name in pending:
             timed_out(name)
         return respond()
-    listener = str(getattr(request, "listener", "") or "PLAINTEXT")
+    listener = request.listener
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Response] = loop.create_future()
     deadline = ctx.clock.monotonic_ms() + timeout_ms
@@ -181,13 +183,12 @@ def respond_when_led(
         task.add_done_callback(_tasks.discard)
 
     operation = DelayedCreateTopics(timeout_ms, pending, cache.has_leaders, on_done)
-    ctx.create_topics_purgatory.try_complete_else_watch(
-        operation, [topic_key(name) for name in pending]
-    )
+    purgatory = require(ctx.create_topics_purgatory, "create-topics purgatory")
+    purgatory.try_complete_else_watch(operation, [topic_key(name) for name in pending])
     return future
 
 
-def _error(name: str, code: int, message: str | None) -> Any:
+def _error(name: str, code: int, message: str | None) -> Result:
     return Result(
         name=name,
         error_code=code,
@@ -198,12 +199,12 @@ def _error(name: str, code: int, message: str | None) -> Any:
     )
 
 
-def _timed_out(result: Any) -> None:
+def _timed_out(result: Result) -> None:
     result.error_code = ErrorCode.REQUEST_TIMED_OUT
     result.error_message = "Timed out waiting for the topic's partitions to have leaders."
 
 
-def _success(ctx: BrokerContext, plan: TopicPlan) -> Any:
+def _success(ctx: BrokerContext, plan: TopicPlan) -> Result:
     return Result(
         name=plan.name,
         topic_id=plan.topic_id,

@@ -2,35 +2,33 @@
 
 Admin clients (Kafka's AdminClient.describeCluster) use it instead of Metadata when the
 broker offers it. v1's ``endpoint_type`` asks for brokers (1) or KRaft controllers (2); a
-ZooKeeper-mode broker serves only brokers (UNSUPPORTED_ENDPOINT_TYPE otherwise).
+ZooKeeper-mode broker serves only brokers (MISMATCHED_ENDPOINT_TYPE otherwise).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import DescribeClusterResponse
+from protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 
 ENDPOINT_TYPE_BROKER = 1
-UNSUPPORTED_ENDPOINT_TYPE = 114
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ListenerRequest[DescribeClusterRequest]) -> Response:
     body = request.body
-    endpoint_type = getattr(body, "endpoint_type", ENDPOINT_TYPE_BROKER)
+    endpoint_type = body.endpoint_type
     if endpoint_type != ENDPOINT_TYPE_BROKER:
         response = DescribeClusterResponse(
-            error_code=UNSUPPORTED_ENDPOINT_TYPE,
+            error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
             error_message="The broker only handles broker endpoints (endpoint type 1).",
             endpoint_type=endpoint_type,
             cluster_id=ctx.cluster_id,
         )
         return make_response(request.header, response)
     cache = ctx.metadata_cache
-    listener = str(getattr(request, "listener", "") or "PLAINTEXT").upper()
+    listener = request.listener.upper()
     brokers = []
     for broker in cache.alive_brokers():
         endpoint = broker.endpoint(listener)

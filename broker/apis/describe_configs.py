@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
+from broker.apis.request import ApiRequest
 from broker.config import ConfigEntry, ConfigSource, describe_topic_config
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import DescribeConfigsResponse
+from protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +27,9 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ApiRequest[DescribeConfigsRequest]) -> Response:
     body = request.body
-    version = request.api_version
+    version = request.header.api_version
     results = []
     for resource in body.resources:
         try:
@@ -91,7 +91,7 @@ async def _entries(
     raise _Refused(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
 
 
-def _entry(e: ConfigEntry, version: int, synonyms: bool, documentation: bool) -> Any:
+def _entry(e: ConfigEntry, version: int, synonyms: bool, documentation: bool) -> Entry:
     entry = Entry(
         name=e.name,
         value=e.value,

@@ -21,20 +21,20 @@ DelayedFetch; the handler returns a Future and frees its handler task.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from broker.context import BrokerContext
+from broker.apis.request import ApiRequest
+from broker.context import BrokerContext, require
 from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
 from broker.partition import READ_COMMITTED
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import FetchResponse
+from protocol.messages import FetchRequest, FetchResponse, RequestHeader
 from storage import TopicPartition
 
 #: Session epochs of a full fetch: 0 opens a session, -1 wants none (or closes one).
 FULL_FETCH_EPOCHS = (0, -1)
 
 
-def fetch_params(ctx: BrokerContext, body: Any) -> FetchParams:
+def fetch_params(ctx: BrokerContext, body: FetchRequest) -> FetchParams:
     """The request-wide limits, capped by the broker's (fetch.max.bytes for consumers,
     replica.fetch.response.max.bytes for followers)."""
     key = "replica.fetch.response.max.bytes" if body.replica_id >= 0 else "fetch.max.bytes"
@@ -47,7 +47,7 @@ def fetch_params(ctx: BrokerContext, body: Any) -> FetchParams:
     )
 
 
-def partition_infos(body: Any) -> list[tuple[TopicPartition, PartitionFetchInfo]]:
+def partition_infos(body: FetchRequest) -> list[tuple[TopicPartition, PartitionFetchInfo]]:
     return [
         (
             TopicPartition(topic.topic, p.partition),
@@ -58,10 +58,14 @@ def partition_infos(body: Any) -> list[tuple[TopicPartition, PartitionFetchInfo]
     ]
 
 
-def build_response(request_header: Any, params: FetchParams, results: FetchResults) -> Response:
+def build_response(
+    request_header: RequestHeader, params: FetchParams, results: FetchResults
+) -> Response:
     """Partitions grouped by topic in the order topics first appear in the request."""
-    aborted: list[Any] | None = [] if params.isolation_level == READ_COMMITTED else None
-    by_topic: dict[str, list[Any]] = {}
+    aborted: list[FetchResponse.AbortedTransaction] | None = (
+        [] if params.isolation_level == READ_COMMITTED else None
+    )
+    by_topic: dict[str, list[FetchResponse.PartitionData]] = {}
     for tp, r in results:
         by_topic.setdefault(tp.topic, []).append(
             FetchResponse.PartitionData(
@@ -85,7 +89,9 @@ def build_response(request_header: Any, params: FetchParams, results: FetchResul
     return make_response(request_header, body)
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[Response]:
+async def handle(
+    ctx: BrokerContext, request: ApiRequest[FetchRequest]
+) -> Response | asyncio.Future[Response]:
     header, body = request.header, request.body
     if body.session_epoch not in FULL_FETCH_EPOCHS:
         refused = FetchResponse(
@@ -102,7 +108,9 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
         if not future.done():  # the connection may have gone (future cancelled)
             future.set_result(build_response(header, params, results))
 
-    ctx.replica_manager.fetch_messages(params, partition_infos(body), on_done)
+    require(ctx.replica_manager, "replica manager").fetch_messages(
+        params, partition_infos(body), on_done
+    )
     if future.done():
         return future.result()
     return future

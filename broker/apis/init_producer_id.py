@@ -12,11 +12,11 @@ COORDINATOR_NOT_AVAILABLE, which clients retry.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from broker.context import BrokerContext
+from broker.apis.request import ApiRequest
+from broker.context import BrokerContext, require
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import InitProducerIdResponse
+from protocol.messages import InitProducerIdRequest, InitProducerIdResponse, RequestHeader
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
-def request_error(body: Any) -> int:
+def request_error(body: InitProducerIdRequest) -> int:
     """The error a request gets before any id is handed out (pure)."""
     if body.transactional_id is not None:
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -34,20 +34,23 @@ def request_error(body: Any) -> int:
     return ErrorCode.NONE
 
 
-def _response(header: Any, error: int, producer_id: int = -1, epoch: int = -1) -> Response:
+def _response(
+    header: RequestHeader, error: int, producer_id: int = -1, epoch: int = -1
+) -> Response:
     body = InitProducerIdResponse(
         throttle_time_ms=0, error_code=error, producer_id=producer_id, producer_epoch=epoch
     )
     return make_response(header, body)
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ApiRequest[InitProducerIdRequest]) -> Response:
     header, body = request.header, request.body
     error = request_error(body)
     if error:
         return _response(header, error)
     try:
-        producer_id = await ctx.producer_id_manager.generate_producer_id()
+        producer_ids = require(ctx.producer_id_manager, "producer id manager")
+        producer_id = await producer_ids.generate_producer_id()
     except Exception as exc:  # any ZooKeeper failure: the client retries later
         log.warning("cannot hand out a producer id: %s", exc)
         return _response(header, ErrorCode.COORDINATOR_NOT_AVAILABLE)

@@ -12,24 +12,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
 
-from broker.apis import is_stale_broker_epoch
-from broker.context import BrokerContext
+from broker.apis.epochs import is_stale_broker_epoch
+from broker.apis.request import ApiRequest
+from broker.context import BrokerContext, require
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import LeaderAndIsrResponse
+from protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
+
+PartitionState = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 
 log = logging.getLogger(__name__)
 
 
-def partition_states(body: Any) -> tuple[list[Any], dict[str, uuid.UUID]]:
+def partition_states(
+    body: LeaderAndIsrRequest,
+) -> tuple[list[PartitionState], dict[str, uuid.UUID]]:
     """Every partition state with ``topic_name`` filled in, and the topic ids (v5+)."""
-    states = list(getattr(body, "ungrouped_partition_states", None) or [])
+    states = list(body.ungrouped_partition_states)
     topic_ids: dict[str, uuid.UUID] = {}
-    for topic in getattr(body, "topic_states", None) or []:
-        topic_id = getattr(topic, "topic_id", None)
-        if topic_id is not None and topic_id.int != 0:
-            topic_ids[topic.topic_name] = topic_id
+    for topic in body.topic_states:
+        if topic.topic_id.int != 0:  # zero: a version without topic ids
+            topic_ids[topic.topic_name] = topic.topic_id
         for state in topic.partition_states:
             state.topic_name = topic.topic_name
             states.append(state)
@@ -53,16 +56,16 @@ async def load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
             ctx.log_manager.update_topic_config(topic, overrides)
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ApiRequest[LeaderAndIsrRequest]) -> Response:
     body = request.body
-    version = request.api_version
+    version = request.header.api_version
     states, topic_ids = partition_states(body)
     if is_stale_broker_epoch(ctx, body.broker_epoch):
         log.info("LeaderAndIsr for broker epoch %s, ours %s", body.broker_epoch, ctx.broker_epoch)
         return make_response(
             request.header, LeaderAndIsrResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
         )
-    rm = ctx.replica_manager
+    rm = require(ctx.replica_manager, "replica manager")
     if rm.is_stale_controller_epoch(body.controller_epoch):
         log.warning(
             "LeaderAndIsr from controller %s with stale epoch %s (seen %s)",
@@ -79,7 +82,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response:
     )
     response = LeaderAndIsrResponse(error_code=ErrorCode.NONE)
     if version >= 5:
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]] = {}
         for (topic, partition), code in sorted(errors.items()):
             by_topic.setdefault(topic, []).append(
                 LeaderAndIsrResponse.LeaderAndIsrPartitionError(

@@ -10,20 +10,25 @@ timestamp -1 with no error. A partition named twice is INVALID_REQUEST, as in Ka
 
 from __future__ import annotations
 
-from typing import Any
-
-from broker.context import BrokerContext
+from broker.apis.request import ApiRequest
+from broker.context import BrokerContext, require
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import ListOffsetsResponse
+from protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from storage import StorageError, TimestampOffset, TopicPartition
 
 _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
-def _answer(ctx: BrokerContext, body: Any, tp: TopicPartition, p: Any) -> Any:
+def _answer(
+    ctx: BrokerContext,
+    body: ListOffsetsRequest,
+    tp: TopicPartition,
+    p: ListOffsetsRequest.ListOffsetsPartition,
+) -> _Partition:
+    rm = require(ctx.replica_manager, "replica manager")
     try:
-        found: TimestampOffset | None = ctx.replica_manager.fetch_offset_for_timestamp(
+        found: TimestampOffset | None = rm.fetch_offset_for_timestamp(
             tp,
             p.timestamp,
             current_leader_epoch=p.current_leader_epoch,
@@ -45,7 +50,7 @@ def _answer(ctx: BrokerContext, body: Any, tp: TopicPartition, p: Any) -> Any:
     )
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ApiRequest[ListOffsetsRequest]) -> Response:
     header, body = request.header, request.body
     seen: set[TopicPartition] = set()
     duplicates: set[TopicPartition] = set()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from typing import Any
 
 from broker.admin.topics import (
     NO_NUM_PARTITIONS,
@@ -29,10 +28,11 @@ from broker.admin.topics import (
     offsets_topic_settings,
     plan_topic,
 )
-from broker.context import BrokerContext
+from broker.apis.request import ListenerRequest
+from broker.context import BrokerContext, require
 from broker.metadata_cache import ZERO_UUID, MetadataCache
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import MetadataResponse
+from protocol.messages import MetadataRequest, MetadataResponse
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +48,18 @@ Partition = MetadataResponse.MetadataResponsePartition
 Broker = MetadataResponse.MetadataResponseBroker
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ListenerRequest[MetadataRequest]) -> Response:
     body = request.body
-    version = request.api_version
+    version = request.header.api_version
     cache = ctx.metadata_cache
-    listener = str(getattr(request, "listener", "") or "PLAINTEXT").upper()
+    listener = request.listener.upper()
     ops = (
         ALL_TOPIC_OPERATIONS
-        if getattr(body, "include_topic_authorized_operations", False)
+        if body.include_topic_authorized_operations
         else AUTHORIZED_OPERATIONS_OMITTED
     )
 
-    topics: list[Any] = []
+    topics: list[Topic] = []
     if body.topics is None:
         topics = [topic_metadata(cache, name, listener, ops) for name in cache.topic_names()]
     else:
@@ -84,8 +84,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response:
             else:
                 unknown.append(name)
         if unknown:
-            allow = getattr(body, "allow_auto_topic_creation", True)
-            if allow and ctx.config.get_bool("auto.create.topics.enable"):
+            if body.allow_auto_topic_creation and ctx.config.get_bool("auto.create.topics.enable"):
                 topics.extend(await auto_create(ctx, unknown, ops))
             else:
                 topics.extend(
@@ -112,12 +111,12 @@ async def handle(ctx: BrokerContext, request: Any) -> Response:
         controller_id=-1 if controller_id is None else controller_id,
         topics=topics,
     )
-    if version <= 10 and getattr(body, "include_cluster_authorized_operations", False):
+    if version <= 10 and body.include_cluster_authorized_operations:
         response.cluster_authorized_operations = 0  # no cluster operations are offered
     return make_response(request.header, response)
 
 
-def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int) -> Any:
+def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int) -> Topic:
     partitions = []
     for index, info in sorted((cache.partitions(name) or {}).items()):
         leader_ok = info.leader >= 0 and cache.alive_endpoint(info.leader, listener) is not None
@@ -142,13 +141,13 @@ def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int) -> 
     )
 
 
-async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[Any]:
+async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[Topic]:
     """Create each unknown topic with the broker defaults (Kafka's auto.create.topics);
     __consumer_offsets with its own settings; __transaction_state never (transactions are
     not offered)."""
     results = []
     try:
-        existing = set(await existing_topics(ctx.zk))
+        existing = set(await existing_topics(require(ctx.zk, "ZooKeeper client")))
     except Exception as exc:  # ZooKeeper trouble must not fail the whole Metadata request
         log.warning("auto-create: listing topics failed: %s", exc)
         existing = None
@@ -175,7 +174,7 @@ async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[An
                     default_replication_factor=ctx.config.get_int("default.replication.factor"),
                     rng=random.Random(),
                 )
-                await create_topic(ctx.zk, plan)
+                await create_topic(require(ctx.zk, "ZooKeeper client"), plan)
                 existing.add(name)
                 log.info("auto-created topic %s with %d partitions", name, plan.num_partitions)
             except AdminError as exc:

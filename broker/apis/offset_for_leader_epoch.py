@@ -10,21 +10,26 @@ may ask a follower.
 
 from __future__ import annotations
 
-from typing import Any
-
-from broker.context import BrokerContext
+from broker.apis.request import ApiRequest
+from broker.context import BrokerContext, require
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import OffsetForLeaderEpochResponse
+from protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from storage import StorageError, TopicPartition
 
 _EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
-def _answer(ctx: BrokerContext, replica_id: int, topic: str, p: Any) -> Any:
+def _answer(
+    ctx: BrokerContext,
+    replica_id: int,
+    topic: str,
+    p: OffsetForLeaderEpochRequest.OffsetForLeaderPartition,
+) -> OffsetForLeaderEpochResponse.EpochEndOffset:
     tp = TopicPartition(topic, p.partition)
     try:
-        epoch, end_offset = ctx.replica_manager.last_offset_for_leader_epoch(
+        rm = require(ctx.replica_manager, "replica manager")
+        epoch, end_offset = rm.last_offset_for_leader_epoch(
             tp,
             p.leader_epoch,
             current_leader_epoch=p.current_leader_epoch,
@@ -44,7 +49,7 @@ def _answer(ctx: BrokerContext, replica_id: int, topic: str, p: Any) -> Any:
     return _EpochEndOffset(error_code=error, partition=p.partition, leader_epoch=-1, end_offset=-1)
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ApiRequest[OffsetForLeaderEpochRequest]) -> Response:
     header, body = request.header, request.body
     topics = [
         OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(

@@ -20,12 +20,13 @@ What the client gets back:
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from broker.context import BrokerContext
+from broker.apis.request import ApiRequest
+from broker.context import BrokerContext, require
 from broker.delayed.produce import ProducePartitionResult
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import ProduceResponse
+from protocol.codec import received_records
+from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from protocol.records.batch import HEADER_SIZE, MAGIC_OFFSET, read_header
 from storage import TopicPartition
 
@@ -33,11 +34,11 @@ from storage import TopicPartition
 MIN_SUPPORTED_VERSION = 3
 
 
-def has_transactional_records(body: Any) -> bool:
+def has_transactional_records(body: ProduceRequest) -> bool:
     """Whether any partition's batch has the transactional attribute (header only)."""
     for topic in body.topic_data:
         for part in topic.partition_data:
-            records = part.records
+            records = received_records(part.records)
             if (
                 records is not None
                 and len(records) >= HEADER_SIZE
@@ -49,7 +50,9 @@ def has_transactional_records(body: Any) -> bool:
 
 
 def build_response(
-    request_header: Any, body: Any, results: dict[TopicPartition, ProducePartitionResult]
+    request_header: RequestHeader,
+    body: ProduceRequest,
+    results: dict[TopicPartition, ProducePartitionResult],
 ) -> Response:
     """Topics and partitions in request order, each with its result."""
     topics = []
@@ -73,7 +76,9 @@ def build_response(
     return make_response(request_header, ProduceResponse(responses=topics, throttle_time_ms=0))
 
 
-def _all_failed(body: Any, error_code: int) -> dict[TopicPartition, ProducePartitionResult]:
+def _all_failed(
+    body: ProduceRequest, error_code: int
+) -> dict[TopicPartition, ProducePartitionResult]:
     return {
         TopicPartition(topic.name, part.index): ProducePartitionResult(error_code)
         for topic in body.topic_data
@@ -81,7 +86,9 @@ def _all_failed(body: Any, error_code: int) -> dict[TopicPartition, ProduceParti
     }
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[Response] | None:
+async def handle(
+    ctx: BrokerContext, request: ApiRequest[ProduceRequest]
+) -> Response | asyncio.Future[Response] | None:
     header, body = request.header, request.body
     acks = body.acks
     if header.api_version < MIN_SUPPORTED_VERSION:
@@ -92,7 +99,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
         return None if acks == 0 else build_response(header, body, refused)
 
     entries = {
-        TopicPartition(topic.name, part.index): part.records
+        TopicPartition(topic.name, part.index): received_records(part.records)
         for topic in body.topic_data
         for part in topic.partition_data
     }
@@ -102,7 +109,7 @@ async def handle(ctx: BrokerContext, request: Any) -> Response | asyncio.Future[
         if not future.done():  # the connection may have gone (future cancelled)
             future.set_result(build_response(header, body, results))
 
-    ctx.replica_manager.append_records(
+    require(ctx.replica_manager, "replica manager").append_records(
         entries,
         required_acks=acks,
         timeout_ms=body.timeout_ms,

@@ -9,40 +9,42 @@ topic with one delete flag, v3 per partition with its leader epoch and delete fl
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from broker.apis import is_stale_broker_epoch
-from broker.context import BrokerContext
+from broker.apis.epochs import is_stale_broker_epoch
+from broker.apis.request import ApiRequest
+from broker.context import BrokerContext, require
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import StopReplicaResponse
+from protocol.messages import StopReplicaRequest, StopReplicaResponse
 from storage import TopicPartition
 
 log = logging.getLogger(__name__)
 
 
-def stop_entries(body: Any) -> tuple[list[tuple[str, int, bool]], dict[TopicPartition, int]]:
+def stop_entries(
+    body: StopReplicaRequest,
+) -> tuple[list[tuple[str, int, bool]], dict[TopicPartition, int]]:
     """(topic, partition, delete) per partition, and leader epochs where given (v3+)."""
     entries: list[tuple[str, int, bool]] = []
     epochs: dict[TopicPartition, int] = {}
-    delete_all = bool(getattr(body, "delete_partitions", False))
-    for p in getattr(body, "ungrouped_partitions", None) or []:
+    delete_all = body.delete_partitions
+    for p in body.ungrouped_partitions:
         entries.append((p.topic_name, p.partition_index, delete_all))
-    for topic in getattr(body, "topics", None) or []:
-        entries.extend((topic.name, index, delete_all) for index in topic.partition_indexes)
-    for topic in getattr(body, "topic_states", None) or []:
+    for v1_topic in body.topics:
+        entries.extend((v1_topic.name, i, delete_all) for i in v1_topic.partition_indexes)
+    for topic in body.topic_states:
         for state in topic.partition_states:
             entries.append((topic.topic_name, state.partition_index, state.delete_partition))
             epochs[TopicPartition(topic.topic_name, state.partition_index)] = state.leader_epoch
     return entries, epochs
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ApiRequest[StopReplicaRequest]) -> Response:
     body = request.body
     if is_stale_broker_epoch(ctx, body.broker_epoch):
         return make_response(
             request.header, StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
         )
-    rm = ctx.replica_manager
+    rm = require(ctx.replica_manager, "replica manager")
     if rm.is_stale_controller_epoch(body.controller_epoch):
         log.warning("StopReplica with stale controller epoch %s", body.controller_epoch)
         return make_response(

@@ -9,18 +9,18 @@ topic the update mentioned, since a DelayedCreateTopics may now see all its lead
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from broker.apis import is_stale_broker_epoch
+from broker.apis.epochs import is_stale_broker_epoch
+from broker.apis.request import ApiRequest
 from broker.context import BrokerContext
 from broker.delayed.create_topics import topic_key
 from protocol import ErrorCode, Response, make_response
-from protocol.messages import UpdateMetadataResponse
+from protocol.messages import UpdateMetadataRequest, UpdateMetadataResponse
 
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx: BrokerContext, request: Any) -> Response:
+async def handle(ctx: BrokerContext, request: ApiRequest[UpdateMetadataRequest]) -> Response:
     body = request.body
     if is_stale_broker_epoch(ctx, body.broker_epoch):
         log.info("UpdateMetadata: broker epoch %s, ours %s", body.broker_epoch, ctx.broker_epoch)

@@ -15,7 +15,7 @@ import struct
 from typing import Any, Final
 
 from protocol.codec.structs import UNKNOWN_TAGS, FieldInfo, MessageInfo, StructInfo
-from protocol.codec.values import LARGE_RECORDS, Parts
+from protocol.codec.values import LARGE_RECORDS, Parts, Records, received_records
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.schema.specs import MESSAGES
 
@@ -25,9 +25,11 @@ __all__ = [
     "UNKNOWN_TAGS",
     "FieldInfo",
     "MessageInfo",
+    "Records",
     "StructInfo",
     "decode_struct",
     "encode_struct",
+    "received_records",
 ]
 
 #: Low-level exceptions that malformed input can provoke inside the plans.

@@ -42,8 +42,17 @@ FIXED: Final[dict[str, tuple[str, type]]] = {
     "bool": ("?", bool),
 }
 
+#: Python type of each element type but structs and records (``records`` values are not
+#: one type: see protocol.codec.values.Records).
+SCALAR_TYPES: Final[dict[str, type]] = {
+    **{name: python for name, (_code, python) in FIXED.items()},
+    "string": str,
+    "bytes": bytes,
+    "uuid": uuid.UUID,
+}
+
 #: Python attribute names that the mechanical snake_case conversion gets wrong or that the
-#: project's API fixes (CONTRACTS.md: ``header.api_key``), keyed by (struct, field).
+#: project's API fixes (``header.api_key``), keyed by (struct, field).
 _ATTR_OVERRIDES: Final[dict[tuple[str, str], str]] = {
     ("RequestHeader", "RequestApiKey"): "api_key",
     ("RequestHeader", "RequestApiVersion"): "api_version",
@@ -93,6 +102,11 @@ class FieldInfo:
     def element(self) -> str:
         return self.spec.element_type
 
+    @property
+    def optional(self) -> bool:
+        """Whether the value may be None: nullable in some version, or null by default."""
+        return not self.nullable.empty or (self.default is None and self.factory is None)
+
     def is_fixed(self) -> bool:
         """A single fixed-width scalar that can join a merged ``struct.Struct`` run."""
         return not self.spec.is_array and self.spec.type in FIXED
@@ -129,18 +143,13 @@ def _default_of(spec: F, struct: StructInfo | None) -> tuple[Any, Callable[[], A
 
 
 def _annotation(fi: FieldInfo) -> Any:
-    spec = fi.spec
-    if fi.struct is not None:
-        base: Any = fi.struct.cls
-    elif spec.element_type in FIXED:
-        base = FIXED[spec.element_type][1]
-    else:
-        base = {"string": str, "bytes": bytes, "uuid": uuid.UUID, "records": Any}[spec.element_type]
-    if spec.is_array:
+    """The field's type for msgspec (``Any`` for records, whatever holds them)."""
+    if fi.element == "records":
+        return Any
+    base: Any = fi.struct.cls if fi.struct is not None else SCALAR_TYPES[fi.element]
+    if fi.spec.is_array:
         base = list[base]
-    if not fi.nullable.empty or (fi.default is None and fi.factory is None):
-        return base | None if base is not Any else Any
-    return base
+    return base | None if fi.optional else base
 
 
 class StructInfo:

@@ -12,11 +12,32 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeAlias
 
 from protocol import primitives as p
 from protocol.codec.structs import FIXED, FieldInfo
 from protocol.errors import ErrorCode, ProtocolError
+
+
+class RecordsRegion(Protocol):
+    """Record data that is not copied into the encoding: a file region the broker sends
+    with sendfile. The codec needs only its length; the sender knows how to send it."""
+
+    def __len__(self) -> int: ...
+
+
+#: The value of a ``records`` field. Decoding gives a ``memoryview`` of the frame (never
+#: parsed here); a message to encode may hold any bytes-like value or a region.
+Records: TypeAlias = bytes | bytearray | memoryview | RecordsRegion
+
+
+def received_records(value: Records | None) -> bytes | bytearray | memoryview | None:
+    """The ``records`` of a decoded message: bytes-like (regions are only ever put into
+    messages to encode); TypeError for a region, which no decoder makes."""
+    if value is None or isinstance(value, bytes | bytearray | memoryview):
+        return value
+    raise TypeError(f"records of type {type(value).__name__} were not decoded")
+
 
 Parts = list[Any]
 Reader = Callable[[Any, int], tuple[Any, int]]

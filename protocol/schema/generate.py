@@ -5,7 +5,8 @@
 The specs are reference data that stay outside the repository; what is committed is the
 generated declaration in this project's own compact form (``protocol.schema.model``),
 keeping the facts that matter on the wire (field order, types, versions, nullability,
-defaults, tags, flexible versions) and none of the prose.
+defaults, tags, flexible versions) and none of the prose. The message classes' declarations
+for type checkers follow from it: ``python -m protocol.codec.stubs`` rewrites them.
 """
 
 from __future__ import annotations

@@ -9,19 +9,27 @@ from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from controller.controller import ControlledShutdownResult
+from controller.controller import ControlledShutdownResult, KafkaController
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import ControlledShutdownRequest
 from timer.clock import MockClock
 from zk.model import TopicPartition
 
 
-class FakeController:
+class FakeController(KafkaController):
+    """Stands in for the controller (a subclass without its set-up, so typed as one)."""
+
     def __init__(self, active: bool) -> None:
-        self.is_active = active
+        self.active = active
         self.asked: list[tuple[int, int]] = []
 
-    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> Any:
+    @property
+    def is_active(self) -> bool:
+        return self.active
+
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> ControlledShutdownResult:
         self.asked.append((broker_id, broker_epoch))
         return ControlledShutdownResult(ErrorCode.NONE, [TopicPartition("t", 3)])
 

@@ -16,10 +16,11 @@ import pytest
 
 from broker.apis import create_partitions, create_topics, update_metadata
 from broker.config import BrokerConfig
-from broker.context import BrokerContext
+from broker.context import BrokerContext, require
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
+from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     CreatePartitionsRequest,
@@ -29,23 +30,24 @@ from protocol.messages import (
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
-from zk.client import TopicExistsError
+from zk.client import KafkaZkClient, TopicExistsError
 from zk.model import TopicAssignment
 
 U = UpdateMetadataRequest
 
 
-class FakeZk:
-    """The topic part of KafkaZkClient, in memory."""
+class FakeZk(KafkaZkClient):
+    """The topic part of KafkaZkClient, in memory (a subclass without its set-up, so
+    typed as one)."""
 
     def __init__(self) -> None:
         self.topics: dict[str, tuple[TopicAssignment, int]] = {}
         self.configs: dict[str, dict[str, str]] = {}
 
-    def get_topics(self) -> list[str]:
+    def get_topics(self, watch: object = None) -> list[str]:
         return sorted(self.topics)
 
-    def get_topic(self, topic: str) -> tuple[TopicAssignment, int] | None:
+    def get_topic(self, topic: str, watch: object = None) -> tuple[TopicAssignment, int] | None:
         return self.topics.get(topic)
 
     def get_topic_config(self, topic: str) -> dict[str, str]:
@@ -64,10 +66,14 @@ class FakeZk:
         return version + 1
 
 
-class FakeController:
+class FakeController(KafkaController):
     def __init__(self, active: bool = True) -> None:
-        self.is_active = active
+        self.active = active
         self.broker_epoch = 5
+
+    @property
+    def is_active(self) -> bool:
+        return self.active
 
 
 async def call(handler: Any, ctx: BrokerContext, request: Req) -> Any:
@@ -208,7 +214,7 @@ async def test_a_wait_that_times_out_answers_request_timed_out() -> None:
     pending = await call(create_topics.handle, ctx, create([topic("t", 1, 1)], timeout_ms=300))
     assert isinstance(pending, asyncio.Future)
     ctx.clock.advance(301)  # type: ignore[attr-defined]
-    ctx.create_topics_purgatory.advance_clock()
+    require(ctx.create_topics_purgatory, "create-topics purgatory").advance_clock()
     response = await asyncio.wait_for(pending, 5)
     assert response.body.topics[0].error_code == ErrorCode.REQUEST_TIMED_OUT
     assert "t" in fzk(ctx).topics  # created all the same, as in Kafka

@@ -15,7 +15,7 @@ import pytest
 
 import protocol
 from broker.apis import fetch
-from broker.context import BrokerContext
+from broker.context import BrokerContext, require
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest
 from protocol.records import BatchBuilder, iter_batches
@@ -45,11 +45,11 @@ def make_ctx(tmp_path: Path, props: dict[str, str] | None = None) -> BrokerConte
 def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
     context = make_ctx(tmp_path)
     yield context
-    context.log_manager.shutdown()
+    require(context.log_manager, "log manager").shutdown()
 
 
 def produce(ctx: BrokerContext, tp: TopicPartition, records: bytes) -> None:
-    ctx.replica_manager.append_records(
+    require(ctx.replica_manager, "replica manager").append_records(
         {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=lambda r: None
     )
 
@@ -157,7 +157,7 @@ async def test_fetch_max_bytes_caps_the_request(tmp_path: Path) -> None:
         body = on_the_wire(await fetch.handle(ctx, request(12, max_bytes=1 << 30)))
         assert len(partitions(body)[0].records) == 1024
     finally:
-        ctx.log_manager.shutdown()
+        require(ctx.log_manager, "log manager").shutdown()
 
 
 async def test_long_poll_returns_future_completed_by_append(ctx: BrokerContext) -> None:
@@ -173,7 +173,7 @@ async def test_long_poll_times_out_empty(ctx: BrokerContext) -> None:
     result = await fetch.handle(ctx, request(12, max_wait_ms=500))
     assert isinstance(ctx.clock, MockClock) and isinstance(result, asyncio.Future)
     ctx.clock.advance(500)
-    ctx.fetch_purgatory.advance_clock()
+    require(ctx.fetch_purgatory, "fetch purgatory").advance_clock()
     p = partitions(on_the_wire(result.result()))[0]
     assert p.error_code == ErrorCode.NONE and len(p.records) == 0
 

@@ -14,12 +14,15 @@ from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
+from broker.producer_id_manager import ProducerIdManager
 from protocol import ApiKey, ErrorCode
 from protocol.messages import InitProducerIdRequest
 from timer.clock import MockClock
 
 
-class FakeProducerIds:
+class FakeProducerIds(ProducerIdManager):
+    """Stands in for the manager (a subclass without its set-up, so typed as one)."""
+
     def __init__(self) -> None:
         self.next = 4000
         self.fail = False
@@ -86,6 +89,7 @@ async def test_half_given_identity_is_invalid(ctx: BrokerContext, pid: int, epoc
 
 
 async def test_claim_failure_is_retriable(ctx: BrokerContext) -> None:
+    assert isinstance(ctx.producer_id_manager, FakeProducerIds)
     ctx.producer_id_manager.fail = True
     answer = await init(ctx, 4)
     assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE

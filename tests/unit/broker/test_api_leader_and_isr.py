@@ -1,4 +1,8 @@
-"""LeaderAndIsr and StopReplica: thin handlers over the ReplicaManager (a fake here)."""
+"""LeaderAndIsr and StopReplica: thin handlers over the ReplicaManager (a fake here).
+
+The fakes subclass the services they stand in for (without their set-up), so that the
+context is typed as in the broker and a fake's method must keep its original's signature.
+"""
 
 from __future__ import annotations
 
@@ -13,17 +17,20 @@ from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
+from broker.replica_manager import ReplicaManager
+from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
-from storage import TopicPartition
+from storage import LogManager, TopicPartition
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
+from zk.client import KafkaZkClient
 
 L = LeaderAndIsrRequest
 TOPIC_ID = uuid.UUID(int=42)
 
 
-class FakeReplicaManager:
+class FakeReplicaManager(ReplicaManager):
     def __init__(self, controller_epoch: int = 3) -> None:
         self.controller_epoch = controller_epoch
         self.calls: list[tuple[str, Any]] = []
@@ -60,16 +67,22 @@ class FakeReplicaManager:
         return {TopicPartition(t, p): ErrorCode.NONE for t, p, _ in entries}
 
 
-class FakeController:
+class FakeController(KafkaController):
+    def __init__(self) -> None:
+        pass
+
     broker_epoch = 100
 
 
-class FakeZk:
+class FakeZk(KafkaZkClient):
+    def __init__(self) -> None:
+        pass
+
     def get_topic_config(self, topic: str) -> dict[str, str]:
         return {"segment.bytes": "1048576"} if topic == "t" else {}
 
 
-class FakeLogManager:
+class FakeLogManager(LogManager):
     def __init__(self) -> None:
         self.configs: dict[str, dict[str, str]] = {}
 

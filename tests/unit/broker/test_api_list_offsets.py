@@ -12,7 +12,7 @@ import pytest
 
 import protocol
 from broker.apis import list_offsets
-from broker.context import BrokerContext
+from broker.context import BrokerContext, require
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ListOffsetsRequest
 from protocol.records import BatchBuilder
@@ -71,7 +71,7 @@ def request(
 
 
 def log_of(ctx: BrokerContext) -> Log:
-    found = ctx.log_manager.get_log(A)
+    found = require(ctx.log_manager, "log manager").get_log(A)
     assert found is not None
     return found
 

@@ -20,18 +20,22 @@ from protocol.messages import (
 )
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
+from zk.client import KafkaZkClient
 from zk.model import TopicAssignment
 
 U = UpdateMetadataRequest
 TOPIC_ID = uuid.UUID("0f0e0d0c-0b0a-0908-0706-050403020100")
 
 
-class FakeZk:
+class FakeZk(KafkaZkClient):
+    """The topic part of KafkaZkClient, in memory (a subclass without its set-up, so
+    typed as one)."""
+
     def __init__(self) -> None:
         self.created: list[str] = []
         self.configs: dict[str, dict[str, str]] = {"t": {"retention.ms": "1234"}}
 
-    def get_topics(self) -> list[str]:
+    def get_topics(self, watch: object = None) -> list[str]:
         return ["t", *self.created]
 
     def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
@@ -194,7 +198,7 @@ async def test_describe_cluster() -> None:
     assert [(b.broker_id, b.host, b.port) for b in body.brokers] == [(0, "h0", 9092)]
     kraft = DescribeClusterRequest(endpoint_type=2)
     body = await call(describe_cluster.handle, ctx, Req(ApiKey.DESCRIBE_CLUSTER, 1, kraft))
-    assert body.error_code == describe_cluster.UNSUPPORTED_ENDPOINT_TYPE
+    assert body.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE
 
 
 def _resource(kind: int, name: str, keys: list[str] | None = None) -> Any:

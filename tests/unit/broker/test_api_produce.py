@@ -14,7 +14,7 @@ import pytest
 
 import protocol
 from broker.apis import produce
-from broker.context import BrokerContext
+from broker.context import BrokerContext, require
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ProduceRequest
 from protocol.records import BatchBuilder
@@ -75,7 +75,7 @@ def partitions(body: Any) -> dict[int, Any]:
 
 
 def log_end(ctx: BrokerContext, p: int) -> int:
-    log = ctx.log_manager.get_log(TopicPartition(TOPIC, p))
+    log = require(ctx.log_manager, "log manager").get_log(TopicPartition(TOPIC, p))
     assert log is not None
     end: int = log.log_end_offset
     return end
@@ -117,12 +117,13 @@ async def test_acks_all_answers_at_once_when_leader_alone(ctx: BrokerContext) ->
 async def test_acks_all_waiting_returns_future_completed_by_purgatory(
     ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    partition = ctx.replica_manager.get_partition(TOPIC, 0)
+    partition = require(ctx.replica_manager, "replica manager").get_partition(TOPIC, 0)
+    assert partition is not None
     monkeypatch.setattr(partition, "maybe_increment_high_watermark", lambda: False)
     result = await produce.handle(ctx, request(9, {0: batch()}, acks=-1))
     assert isinstance(result, asyncio.Future) and not result.done()
-    partition.log.update_high_watermark(1)
-    ctx.produce_purgatory.check_and_complete(TopicPartition(TOPIC, 0))
+    require(partition.log, "log").update_high_watermark(1)
+    require(ctx.produce_purgatory, "produce purgatory").check_and_complete(TopicPartition(TOPIC, 0))
     assert result.done()
     assert partitions(on_the_wire(result.result()))[0].error_code == ErrorCode.NONE
 

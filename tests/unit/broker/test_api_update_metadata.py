@@ -6,17 +6,20 @@ from typing import Any
 
 from broker.apis import update_metadata
 from broker.config import BrokerConfig
-from broker.context import BrokerContext
+from broker.context import BrokerContext, require
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
+from broker.replica_manager import ReplicaManager
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import UpdateMetadataRequest as U
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 
-class FakeReplicaManager:
+class FakeReplicaManager(ReplicaManager):
+    """Stands in for the replica manager (a subclass without its set-up, so typed as one)."""
+
     def __init__(self) -> None:
         self.controller_epoch = 5
 
@@ -65,7 +68,8 @@ async def test_update_feeds_the_cache_and_completes_waiting_creations() -> None:
     ctx = make_ctx()
     done: list[set[str]] = []
     op = DelayedCreateTopics(10_000, {"t": [0]}, ctx.metadata_cache.has_leaders, done.append)
-    assert not ctx.create_topics_purgatory.try_complete_else_watch(op, [topic_key("t")])
+    purgatory = require(ctx.create_topics_purgatory, "create-topics purgatory")
+    assert not purgatory.try_complete_else_watch(op, [topic_key("t")])
     response = await update_metadata.handle(ctx, Req(body()))
     assert response.body.error_code == ErrorCode.NONE
     assert ctx.metadata_cache.leader("t", 0) == 0

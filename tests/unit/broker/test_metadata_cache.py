@@ -10,7 +10,7 @@ from protocol.messages import UpdateMetadataRequest as U
 TOPIC_ID = uuid.UUID("11111111-2222-3333-4444-555555555555")
 
 
-def _broker(i: int, rack: str | None = None) -> object:
+def _broker(i: int, rack: str | None = None) -> U.UpdateMetadataBroker:
     return U.UpdateMetadataBroker(
         id=i,
         endpoints=[
@@ -25,7 +25,9 @@ def _broker(i: int, rack: str | None = None) -> object:
     )
 
 
-def _state(p: int, leader: int, replicas: list[int], epoch: int = 0) -> object:
+def _state(
+    p: int, leader: int, replicas: list[int], epoch: int = 0
+) -> U.UpdateMetadataPartitionState:
     return U.UpdateMetadataPartitionState(
         partition_index=p,
         controller_epoch=1,
@@ -39,11 +41,11 @@ def _state(p: int, leader: int, replicas: list[int], epoch: int = 0) -> object:
 
 
 def _update(
-    topics: dict[str, list[object]],
+    topics: dict[str, list[U.UpdateMetadataPartitionState]],
     brokers: list[int] = [0, 1, 2],  # noqa: B006 -- read only
     controller: int = 1,
     topic_id: uuid.UUID = TOPIC_ID,
-) -> object:
+) -> U:
     return U(
         controller_id=controller,
         controller_epoch=1,
@@ -135,7 +137,7 @@ def test_readers_keep_a_consistent_snapshot() -> None:
 def test_ungrouped_v4_bodies_are_read() -> None:
     cache = MetadataCache(0)
     state = _state(3, 0, [0])
-    state.topic_name = "old"  # type: ignore[attr-defined]
+    state.topic_name = "old"
     body = U(
         controller_id=0,
         controller_epoch=1,

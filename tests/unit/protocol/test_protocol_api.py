@@ -8,6 +8,8 @@ import pytest
 
 import protocol
 from protocol import ApiKey, ErrorCode, ProtocolError
+from protocol.api import api_name
+from protocol.codec import received_records
 from protocol.messages import (
     ApiVersionsResponse,
     FetchResponse,
@@ -194,7 +196,7 @@ def test_encoding_a_value_that_does_not_fit_is_a_protocol_error() -> None:
                 9,
                 1,
                 None,
-                ProduceRequest(topic_data=[ProduceRequest.TopicProduceData(name=None)]),
+                ProduceRequest(topic_data=[ProduceRequest.TopicProduceData(name=None)]),  # type: ignore[arg-type]
             )
         )
     fixed = ProduceRequest(topic_data=[ProduceRequest.TopicProduceData(name="t")])
@@ -212,3 +214,24 @@ def test_declared_but_unserved_api_is_unsupported_version() -> None:
         protocol.decode_request(frame)
     assert info.value.error_code == ErrorCode.UNSUPPORTED_VERSION
     assert info.value.header.correlation_id == 8
+
+
+@pytest.mark.parametrize("key", list(ApiKey))
+def test_api_name_is_kafkas_spelling_of_every_key(key: ApiKey) -> None:
+    camel = "".join(word.capitalize() for word in key.name.split("_"))
+    assert api_name(key) == camel
+
+
+def test_api_name_of_an_unknown_key() -> None:
+    assert api_name(9999) == "9999"
+    assert api_name(9999, unknown="Unknown(9999)") == "Unknown(9999)"
+
+
+def test_decoded_records_are_bytes_like() -> None:
+    decoded = protocol.decode_request(protocol.encode_request(_produce(9, b"batch-bytes")))
+    records = decoded.body.topic_data[0].partition_data[0].records
+    assert isinstance(records, memoryview)
+    assert received_records(records) is records
+    assert received_records(None) is None
+    with pytest.raises(TypeError):
+        received_records(_Region())

@@ -42,7 +42,7 @@ def test_unknown_tags_in_nested_structs() -> None:
     assert protocol.encode_request(decoded) == frame
 
 
-def _fetch_response(partition: object) -> protocol.Response:
+def _fetch_response(partition: FetchResponse.PartitionData) -> protocol.Response:
     topic = FetchResponse.FetchableTopicResponse(topic="t", partitions=[partition])
     return protocol.Response(
         protocol.ResponseHeader(correlation_id=1), FetchResponse(responses=[topic]), 1, 12
