@@ -37,13 +37,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from protocol.records.batch import BatchHeader, InvalidBatch
+from protocol.records.validation import ValidatedRecords
 from storage import retention
 from storage.append import (
     AppendInfo,
+    Records,
     assign_offsets,
+    check_batch_sizes,
     check_follower_offsets,
     check_producers,
-    validate_batches,
+    validated,
     writable,
 )
 from storage.checkpoint import (
@@ -249,31 +252,23 @@ class Log:
 
     # -- appends -------------------------------------------------------------------------
 
-    def append(
-        self,
-        records: bytes | bytearray | memoryview,
-        leader_epoch: int,
-        *,
-        crc_checked: bool = False,
-    ) -> AppendInfo:
-        """Append a produce request's batches as leader. Validates every batch (refused
-        whole with a :class:`RecordError` subclass, log unchanged), answers a retried
-        idempotent batch with its original offsets, assigns offsets from the log end,
-        stamps ``leader_epoch`` (and LogAppendTime if the topic uses it).
-
-        ``crc_checked``: the caller verified every batch's CRC-32C just before (the
-        broker's produce path does, with the rest of the request's validation), so it
-        is not computed a second time; the structural checks run regardless."""
+    def append(self, records: Records | ValidatedRecords, leader_epoch: int) -> AppendInfo:
+        """Append a produce request's batches as leader: ``records`` validated where they
+        arrived (:class:`ValidatedRecords`, the broker's produce path) or bytes checked
+        here. Refused whole with a :class:`RecordError` subclass, log unchanged; a retried
+        idempotent batch is answered with its original offsets. Assigns offsets from the
+        log end, stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
         self._check_usable()
-        buf = writable(records)
-        batches = validate_batches(
-            buf, self.config.max_message_bytes, self._name, True, check_crc=not crc_checked
-        )
+        checked = validated(records, self._name, from_client=True)
+        check_batch_sizes(checked.batches, self.config.max_message_bytes, self._name)
+        buf = writable(checked.buffer)
         log_append_time = -1
         if self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
             log_append_time = self.clock.time_ms()
         # Offsets first (the producer-state check compares them), then sequences.
-        assigned = assign_offsets(buf, batches, self.log_end_offset, leader_epoch, log_append_time)
+        assigned = assign_offsets(
+            buf, checked.batches, self.log_end_offset, leader_epoch, log_append_time
+        )
         duplicate = check_producers(assigned, self.producer_state.producers, self._name)
         if duplicate is not None:
             return AppendInfo(
@@ -289,15 +284,15 @@ class Log:
             )
         return self._append_checked(buf, assigned, leader_epoch, log_append_time)
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+    def append_as_follower(self, records: Records | ValidatedRecords) -> AppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs.
         The first must start at or after the log end; no sequence checks (the leader
         made them), producer state and the leader-epoch cache follow the batches."""
         self._check_usable()
-        buf = writable(records)
-        batches = validate_batches(buf, self.config.max_message_bytes, self._name, False)
-        check_follower_offsets(batches, self.log_end_offset, self._name)
-        return self._append_checked(buf, batches, None, -1)
+        checked = validated(records, self._name, from_client=False)
+        check_batch_sizes(checked.batches, self.config.max_message_bytes, self._name)
+        check_follower_offsets(checked.batches, self.log_end_offset, self._name)
+        return self._append_checked(writable(checked.buffer), checked.batches, None, -1)
 
     def _append_checked(
         self,

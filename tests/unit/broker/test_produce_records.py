@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 import protocol.records.compression
+from broker.apis.produce_records import validate_produce_records
 from protocol.records import (
+    BatchHeader,
     Compression,
     InvalidBatch,
-    RecordTooLarge,
     SimpleRecord,
     UnsupportedCompression,
     build_batch,
     set_crc,
-    validate_produce_records,
 )
 
 T0 = 1_700_000_000_000
@@ -31,6 +31,12 @@ def batch(n: int = 3, **kwargs: object) -> bytearray:
     return build_batch(records, **kwargs)  # type: ignore[arg-type]
 
 
+def header_of(records: bytes | bytearray | memoryview, version: int) -> BatchHeader:
+    """The header of the one batch validate_produce_records accepted."""
+    [(_, header)] = validate_produce_records(records, version).batches
+    return header
+
+
 def error_code(records: bytes | bytearray | None, version: int = 9) -> int:
     with pytest.raises(InvalidBatch) as info:
         validate_produce_records(records, version)
@@ -38,12 +44,12 @@ def error_code(records: bytes | bytearray | None, version: int = 9) -> int:
 
 
 def test_a_good_batch_returns_its_header() -> None:
-    header = validate_produce_records(batch(3, producer_id=5, producer_epoch=0, base_sequence=0), 9)
+    header = header_of(batch(3, producer_id=5, producer_epoch=0, base_sequence=0), 9)
     assert (header.records_count, header.producer_id, header.base_sequence) == (3, 5, 0)
 
 
 def test_producer_id_minus_one_with_sequence_zero_is_accepted() -> None:
-    assert validate_produce_records(batch(1, base_sequence=0), 3).base_sequence == 0
+    assert header_of(batch(1, base_sequence=0), 3).base_sequence == 0
 
 
 @pytest.mark.parametrize("records", [None, b"", b"\x00" * 11, b"\x00" * 30])
@@ -92,7 +98,7 @@ def test_zstd_below_v7_is_unsupported_compression(version: int) -> None:
 
 
 def test_zstd_from_v7_is_accepted() -> None:
-    assert validate_produce_records(batch(compression=Compression.ZSTD), 7).compression == 4
+    assert header_of(batch(compression=Compression.ZSTD), 7).compression == 4
 
 
 def test_unknown_codec_is_unsupported_compression() -> None:
@@ -117,27 +123,19 @@ def test_header_rules_from_kafkas_log_validator() -> None:
     assert error_code(batch(1, base_offset=10)) == INVALID_RECORD
 
 
-def test_size_limit_is_message_too_large() -> None:
-    data = batch(3)
-    assert validate_produce_records(data, 9, max_batch_size=len(data)).records_count == 3
-    with pytest.raises(RecordTooLarge) as info:
-        validate_produce_records(data, 9, max_batch_size=len(data) - 1)
-    assert info.value.error_code == 10
-
-
 @pytest.mark.parametrize("codec", list(Compression), ids=lambda c: c.name)
 def test_never_decompresses(codec: Compression) -> None:
     with mock.patch.object(
         protocol.records.compression, "decompress", side_effect=AssertionError("decompressed")
     ), mock.patch.dict(protocol.records.compression._DECODERS, clear=True):
-        assert validate_produce_records(batch(5, compression=codec), 9).compression == codec
+        assert header_of(batch(5, compression=codec), 9).compression == codec
 
 
 def test_accepts_a_memoryview_into_a_larger_request() -> None:
     data = batch(2)
     frame = b"header" + bytes(data) + b"next partition"
     view = memoryview(frame)[6 : 6 + len(data)]
-    assert validate_produce_records(view, 9).records_count == 2
+    assert header_of(view, 9).records_count == 2
 
 
 @settings(max_examples=200, deadline=None)
