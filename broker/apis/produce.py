@@ -37,7 +37,7 @@ MIN_SUPPORTED_VERSION = 3
 def has_transactional_records(body: Any) -> bool:
     """Whether any partition's batch has the transactional attribute: a request-wide
     gate, looked at before any partition is validated or appended (as Kafka authorizes
-    a transactional id first), so it reads the one attribute bit and nothing else."""
+    a transactional id first), so it reads only the headers' transactional bit."""
     for topic in body.topic_data:
         for part in topic.partition_data:
             records = part.records
