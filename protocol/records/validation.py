@@ -42,10 +42,6 @@ class ValidatedRecords(NamedTuple):
     buffer: Buffer
     batches: list[tuple[int, BatchHeader]]
 
-    @property
-    def size(self) -> int:
-        return len(self.buffer)
-
 
 def validate_records(records: Buffer, *, from_client: bool) -> ValidatedRecords:
     """Check every batch of ``records`` (see the module's table); the first bad one

@@ -1,0 +1,60 @@
+"""validate_records: every received batch checked once, headers handed on."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.records import (
+    InvalidBatch,
+    SimpleRecord,
+    ValidatedRecords,
+    build_batch,
+    read_header,
+    validate_records,
+)
+
+CORRUPT_MESSAGE, INVALID_RECORD = 2, 87
+
+
+def batch(n: int = 2, **kwargs: object) -> bytes:
+    records = [SimpleRecord(b"k", b"v" * 50, (), 1_000 + i) for i in range(n)]
+    return bytes(build_batch(records, **kwargs))  # type: ignore[arg-type]
+
+
+def test_every_batch_with_its_position_and_header() -> None:
+    first, second = batch(2), batch(3)
+    checked = validate_records(first + second, from_client=True)
+    assert isinstance(checked, ValidatedRecords)
+    assert [(pos, h.records_count) for pos, h in checked.batches] == [(0, 2), (len(first), 3)]
+    assert checked.batches[1][1] == read_header(second)
+
+
+def test_control_batches_only_from_replicas() -> None:
+    marker = batch(1, is_control=True, producer_id=1, producer_epoch=0, base_sequence=0)
+    with pytest.raises(InvalidBatch) as info:
+        validate_records(marker, from_client=True)
+    assert info.value.error_code == INVALID_RECORD
+    assert validate_records(marker, from_client=False).batches[0][1].is_control
+
+
+@pytest.mark.parametrize(
+    ("records", "code"),
+    [
+        (b"", INVALID_RECORD),
+        (batch()[:-1], CORRUPT_MESSAGE),
+        (batch() + b"\x00" * 5, CORRUPT_MESSAGE),
+    ],
+    ids=["none", "truncated", "trailing-bytes"],
+)
+def test_refused_whole(records: bytes, code: int) -> None:
+    with pytest.raises(InvalidBatch) as info:
+        validate_records(records, from_client=True)
+    assert info.value.error_code == code
+
+
+def test_a_damaged_second_batch_refuses_both() -> None:
+    damaged = bytearray(batch())
+    damaged[-3] ^= 0x10
+    with pytest.raises(InvalidBatch) as info:
+        validate_records(batch() + bytes(damaged), from_client=True)
+    assert info.value.error_code == CORRUPT_MESSAGE
