@@ -7,7 +7,7 @@ Modules, one concept each:
 - :mod:`.log`            Log: a partition's offsets, leader epochs and producer state
 - :mod:`.local_log`      LocalLog: the segments and the file work (roll, read, cut, flush)
 - :mod:`.timestamp_search` ListOffsets: which offset a timestamp points at
-- :mod:`.append`         the append checks: validation, offset assignment, sequences
+- :mod:`.append`         the append steps: size limit, offset assignment, sequences
 - :mod:`.recovery`       loading a log directory after a crash
 - :mod:`.reader`         read-only batch iteration for tools and jobs
 - :mod:`.log_manager`    LogManager: directories, loading, checkpoints, scheduled tasks
