@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from broker.apis.produce_records import validate_produce_records
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from protocol.records.batch import InvalidBatch
-from protocol.records.validation import validate_produce_records
 from protocol.uuids import uuid_to_base64
 from storage import (
     EARLIEST_TIMESTAMP,
@@ -43,7 +43,7 @@ from storage import (
     TimestampOffset,
     TopicPartition,
 )
-from storage.errors import OffsetOutOfRangeError
+from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
 
 log = logging.getLogger(__name__)
 
@@ -256,14 +256,13 @@ class Partition:
                 f"{min_insync_replicas}",
             )
         try:
-            validate_produce_records(
-                records, api_version, max_batch_size=lg.config.max_message_bytes
-            )
+            validated = validate_produce_records(records, api_version)
         except InvalidBatch as exc:
             raise PartitionError(exc.error_code, f"{self.tp}: {exc}") from None
-        assert records is not None  # validate_produce_records refuses None
-        # Its checks included the batch's CRC-32C: the log need not compute it again.
-        info = lg.append(records, self.leader_epoch, crc_checked=True)
+        try:
+            info = lg.append(validated, self.leader_epoch)
+        except RecordTooLargeError as exc:  # the topic's limit: a validation error too
+            raise PartitionError(exc.error_code, str(exc)) from None
         self.maybe_increment_high_watermark()
         return info
 

@@ -4,8 +4,10 @@ Modules, one concept each:
 
 - :mod:`.segment`        LogSegment: a .log with its .index and .timeindex
 - :mod:`.index`          the mmap'd sparse offset and time indexes
-- :mod:`.log`            Log: a partition's segments, appends, reads, truncation, retention
-- :mod:`.append`         the append checks: validation, offset assignment, sequences
+- :mod:`.log`            Log: a partition's offsets, leader epochs and producer state
+- :mod:`.local_log`      LocalLog: the segments and the file work (roll, read, cut, flush)
+- :mod:`.timestamp_search` ListOffsets: which offset a timestamp points at
+- :mod:`.append`         the append steps: size limit, offset assignment, sequences
 - :mod:`.recovery`       loading a log directory after a crash
 - :mod:`.reader`         read-only batch iteration for tools and jobs
 - :mod:`.log_manager`    LogManager: directories, loading, checkpoints, scheduled tasks
@@ -24,17 +26,17 @@ from storage.append import AppendInfo
 from storage.config import LogConfig, LogManagerConfig
 from storage.errors import RecordError, StorageError
 from storage.file_region import FileRegion
-from storage.log import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    Log,
-    TimestampOffset,
-)
+from storage.log import Log
 from storage.log_manager import LogManager, TaskSpec
 from storage.names import TopicPartition, validate_topic_name
 from storage.producer_state import SequenceCheck, check_batch
 from storage.segment import LogSegment
+from storage.timestamp_search import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    TimestampOffset,
+)
 
 __all__ = [
     "EARLIEST_TIMESTAMP",

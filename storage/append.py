@@ -3,9 +3,9 @@
 A produce request's records arrive as one or more RecordBatch v2 (bytes the broker
 received). The leader:
 
-1. validates each batch: structure and CRC-32C (:func:`protocol.records.batch.validate`),
-   size within max.message.bytes, records_count matching the offsets it claims, no
-   control batches from clients;
+1. takes the batches validated once where they arrived (structure, CRC-32C, counts,
+   client rules: :mod:`protocol.records.validation`), validating them only when given
+   bare bytes, and checks each against the topic's max.message.bytes;
 2. assigns offsets from the log end by rewriting each batch's base_offset in place and
    stamps the partition leader epoch (both outside the CRC range), and LogAppendTime
    (inside it, so the CRC is recomputed) when the topic asks for it;
@@ -21,8 +21,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from protocol.records.batch import (
-    CONTROL_MASK,
-    LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
     InvalidBatch,
@@ -30,8 +28,8 @@ from protocol.records.batch import (
     set_base_offset,
     set_max_timestamp,
     set_partition_leader_epoch,
-    validate,
 )
+from protocol.records.validation import ValidatedRecords, validate_records
 from storage.errors import (
     INVALID_PRODUCER_EPOCH,
     CorruptRecordError,
@@ -44,6 +42,7 @@ from storage.producer_state import BatchMetadata, ProducerStateEntry, check_batc
 
 #: (position in the request's buffer, header) of each batch.
 Batches = list[tuple[int, BatchHeader]]
+Records = bytes | bytearray | memoryview
 
 
 class AppendInfo(NamedTuple):
@@ -62,7 +61,7 @@ class AppendInfo(NamedTuple):
     duplicate: bool = False
 
 
-def writable(records: bytes | bytearray | memoryview) -> memoryview:
+def writable(records: Records) -> memoryview:
     """A writable byte view: offsets are assigned in place (one copy for bytes)."""
     view = memoryview(records)
     if view.readonly:
@@ -70,46 +69,30 @@ def writable(records: bytes | bytearray | memoryview) -> memoryview:
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
-def validate_batches(
-    buf: memoryview,
-    max_message_bytes: int,
-    where: str,
-    from_client: bool,
-    *,
-    check_crc: bool = True,
-) -> Batches:
-    """Every batch of ``buf``, validated; the first bad one refuses them all.
+def validated(
+    records: Records | ValidatedRecords, where: str, from_client: bool
+) -> ValidatedRecords:
+    """``records`` as :class:`ValidatedRecords`: taken as they are when a layer above
+    validated them (the broker's produce path), else checked here (a follower's fetched
+    batches, tools and tests appending bytes). The first bad batch refuses them all."""
+    if isinstance(records, ValidatedRecords):
+        return records
+    try:
+        return validate_records(records, from_client=from_client)
+    except InvalidBatch as exc:
+        cls = CorruptRecordError if exc.corrupt else InvalidRecordError
+        raise cls(f"{where}: {exc}") from None
 
-    ``check_crc=False`` is for a caller that has just checked every batch's CRC-32C
-    itself (the broker's produce path validates the request's batch before the log sees
-    it): the CRC covers the whole batch, so computing it twice doubles the CPU cost of
-    an append of large batches. Every structural check still runs."""
-    batches: Batches = []
-    pos = 0
-    total = len(buf)
-    while pos < total:
-        try:
-            header = validate(buf, pos, check_crc=check_crc)
-        except InvalidBatch as exc:
-            cls = CorruptRecordError if exc.corrupt else InvalidRecordError
-            raise cls(f"{where}: batch at byte {pos}: {exc}") from None
-        size = header.batch_length + LOG_OVERHEAD
-        if size > max_message_bytes:
+
+def check_batch_sizes(batches: Batches, max_message_bytes: int, where: str) -> None:
+    """The topic's max.message.bytes, batch by batch: the one record rule that is the
+    log's own (it is a topic setting), so it is checked here, not where bytes arrive."""
+    for _, header in batches:
+        if header.size > max_message_bytes:
             raise RecordTooLargeError(
-                f"{where}: batch of {size} bytes exceeds max.message.bytes {max_message_bytes}"
+                f"{where}: batch of {header.size} bytes exceeds max.message.bytes "
+                f"{max_message_bytes}"
             )
-        if header.records_count != header.last_offset_delta + 1:
-            raise InvalidRecordError(
-                f"{where}: batch claims {header.records_count} records but offsets for "
-                f"{header.last_offset_delta + 1}"
-            )
-        if from_client and header.attributes & CONTROL_MASK:
-            raise InvalidRecordError(f"{where}: clients may not send control batches")
-        batches.append((pos, header))
-        pos += size
-    if not batches:
-        raise InvalidRecordError(f"{where}: no record batch to append")
-    return batches
 
 
 def assign_offsets(

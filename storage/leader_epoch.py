@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 
 from storage.checkpoint import CheckpointError, read_epoch_checkpoint, write_epoch_checkpoint
 
@@ -147,6 +148,29 @@ class LeaderEpochCache:
             self._offsets.clear()
             self._version += 1
         return True
+
+    def rebuild_from(self, recovery_point: int, epochs: Iterable[tuple[int, int]]) -> None:
+        """After a crash: entries from ``recovery_point`` on may be missing (written
+        lazily) or stale (a truncation not yet written); the batches there carry the
+        epoch that wrote them, given as ``(epoch, base_offset)`` in log order. Below the
+        recovery point the file is right, since the log flushes this cache before it
+        moves its recovery point. Marks the cache dirty only when the batches disagree
+        with it."""
+        starts: list[tuple[int, int]] = []  # where the batches' epoch goes up
+        for epoch, offset in epochs:
+            if epoch > (starts[-1][0] if starts else -1):
+                starts.append((epoch, offset))
+
+        def rebuild(cache: LeaderEpochCache) -> None:
+            cache.truncate_from_end(recovery_point)
+            for epoch, offset in starts:
+                cache.assign(epoch, offset)  # refused unless above the latest epoch
+
+        # On a copy first: the file is rewritten only when the batches disagree with it.
+        scratch = LeaderEpochCache(self.path, self.entries)
+        rebuild(scratch)
+        if scratch.entries != self.entries:
+            rebuild(self)
 
     def flush(self) -> bool:
         """Write the entries if they changed since the last write (temp file, fsync,

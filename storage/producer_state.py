@@ -30,7 +30,7 @@ import dataclasses
 import logging
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -173,6 +173,19 @@ class ProducerStateManager:
         for header in headers:
             if header.next_offset > self.map_end_offset:
                 self.update(header)
+
+    def rebuild(
+        self,
+        log_start_offset: int,
+        log_end_offset: int,
+        headers_from: Callable[[int], Iterable[BatchHeader]],
+    ) -> None:
+        """The state at the log end: the newest snapshot not above it, then the batch
+        headers after that (``headers_from(offset)`` yields the log's from there)."""
+        replay_from = self.load(log_start_offset, log_end_offset)
+        if replay_from < log_end_offset:
+            self.replay(headers_from(replay_from))
+        self.map_end_offset = log_end_offset
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers silent for longer than producer.id.expiration.ms."""

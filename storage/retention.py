@@ -104,3 +104,28 @@ def start_offset_breached(
     """DeleteRecords: a segment whose every offset is below the log start offset."""
     following = {s.base_offset: n for s, n in zip(segments, next_offsets)}
     return lambda seg: following[seg.base_offset] <= log_start_offset
+
+
+#: A retention rule: given the segments' stats and each one's next offset, the
+#: predicate of the segments it deletes.
+Rule = Callable[[Sequence[SegmentStats], Sequence[int]], Predicate]
+
+
+def retention_rules(
+    *,
+    log_start_offset: int,
+    deletes: bool,
+    now_ms: int,
+    retention_ms: int,
+    retention_bytes: int,
+) -> list[Rule]:
+    """The passes of one retention run, in order, each over the segments the previous
+    left: segments wholly below the log start offset (DeleteRecords), then with
+    cleanup.policy delete those past retention.ms, then those beyond retention.bytes."""
+    rules: list[Rule] = [
+        lambda stats, nxt: start_offset_breached(nxt, stats, log_start_offset),
+    ]
+    if deletes:
+        rules.append(lambda stats, nxt: time_breached(now_ms, retention_ms))
+        rules.append(lambda stats, nxt: size_breached(sum(s.size for s in stats), retention_bytes))
+    return rules

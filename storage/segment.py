@@ -66,12 +66,6 @@ class RecoveryResult:
     reason: str | None  # why the tail was cut, None when nothing was
 
 
-@dataclass(frozen=True, slots=True)
-class TimestampOffset:
-    timestamp: int
-    offset: int
-
-
 class LogSegment:
     def __init__(
         self,

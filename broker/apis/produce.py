@@ -3,7 +3,8 @@
 Versions 0-2 are advertised (librdkafka probes compression support against v0) but
 refused with UNSUPPORTED_VERSION on every partition: they carry message sets of magic
 0/1, which minikafka does not store. From v3 each partition holds exactly one batch of
-magic 2 (Partition validates it before the log appends).
+magic 2 (:mod:`broker.apis.produce_records` has the rules; Partition applies them once
+and hands the log the validated batch).
 
 Transactions are not offered: a request with a transactional batch is refused whole with
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a transactional id it may not use.
@@ -35,7 +36,9 @@ MIN_SUPPORTED_VERSION = 3
 
 
 def has_transactional_records(body: ProduceRequest) -> bool:
-    """Whether any partition's batch has the transactional attribute (header only)."""
+    """Whether any partition's batch has the transactional attribute: a request-wide
+    gate, looked at before any partition is validated or appended (as Kafka authorizes
+    a transactional id first), so it reads only the headers' transactional bit."""
     for topic in body.topic_data:
         for part in topic.partition_data:
             records = received_records(part.records)

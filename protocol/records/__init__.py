@@ -10,7 +10,7 @@ Modules, one concept each:
 - :mod:`.builder`     BatchBuilder / build_batch, read_batch / read_records
 - :mod:`.control`     transaction markers in control batches
 - :mod:`.legacy`      magic 0/1 message sets (recognised, refused)
-- :mod:`.validation`  validate_produce_records, the broker's produce-path check
+- :mod:`.validation`  validate_records: received batches checked once (ValidatedRecords)
 
 Errors are :class:`InvalidBatch` and its subclasses; ``exc.error_code`` is the Kafka
 error code to answer with.
@@ -50,7 +50,7 @@ from protocol.records.control import (
 from protocol.records.crc import crc32c
 from protocol.records.legacy import is_legacy, message_format, read_legacy_header
 from protocol.records.record import Record, SimpleRecord, decode_records, encode_records
-from protocol.records.validation import RecordTooLarge, validate_produce_records
+from protocol.records.validation import ValidatedRecords, check_batch, validate_records
 
 __all__ = [
     "DEFAULT_MAX_UNCOMPRESSED",
@@ -64,11 +64,12 @@ __all__ = [
     "DecompressionBomb",
     "InvalidBatch",
     "Record",
-    "RecordTooLarge",
     "SimpleRecord",
     "TimestampType",
     "UnsupportedCompression",
+    "ValidatedRecords",
     "build_batch",
+    "check_batch",
     "compress",
     "control_record",
     "crc32c",
@@ -90,5 +91,5 @@ __all__ = [
     "set_max_timestamp",
     "set_partition_leader_epoch",
     "validate",
-    "validate_produce_records",
+    "validate_records",
 ]

@@ -195,13 +195,23 @@ def validate(
     *,
     check_crc: bool = True,
 ) -> BatchHeader:
-    """Check one v2 batch at ``pos`` structurally and by CRC; return its header.
+    """Check one v2 batch at ``pos`` by its framing (:func:`read_whole_header`) and CRC
+    (skipped when ``check_crc`` is false); return its header. Raises
+    :class:`InvalidBatch`. Never decompresses or parses the records. (For a batch
+    received from a client or a replica, :mod:`protocol.records.validation` has the
+    full rules.)"""
+    header = read_whole_header(buf, pos, end)
+    if check_crc:
+        check_crc32c(buf, pos, header)
+    return header
 
-    Checks: 61 header bytes present, magic 2, batch_length covers the header and fits
-    before ``end``, last_offset_delta and records_count non-negative, CRC-32C matches
-    (skipped when ``check_crc`` is false). Raises :class:`InvalidBatch`. Never
-    decompresses or parses the records.
-    """
+
+def read_whole_header(
+    buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None
+) -> BatchHeader:
+    """The header of the v2 batch at ``pos``, checked to lie whole before ``end``: 61
+    header bytes present, magic 2, batch_length covering the header and not running
+    past ``end``, last_offset_delta and records_count non-negative."""
     limit = len(buf) if end is None else end
     if limit - pos < HEADER_SIZE:
         raise InvalidBatch(f"batch header truncated: {limit - pos} bytes", corrupt=True)
@@ -220,14 +230,16 @@ def validate(
         )
     if header.last_offset_delta < 0 or header.records_count < 0:
         raise InvalidBatch("negative last offset delta or record count")
-    if not check_crc:
-        return header
+    return header
+
+
+def check_crc32c(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> None:
+    """The stored CRC-32C of the batch at ``pos`` against one computed over its range."""
     actual = compute_crc(buf, pos, header.size)
     if actual != header.crc:
         raise InvalidBatch(
             f"CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}", corrupt=True
         )
-    return header
 
 
 def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:

@@ -34,11 +34,6 @@ def zigzag_encode(value: int) -> int:
     return (value << 1) ^ (value >> 63)
 
 
-def zigzag_decode(raw: int) -> int:
-    """Inverse of :func:`zigzag_encode`."""
-    return (raw >> 1) ^ -(raw & 1)
-
-
 def _write_unsigned(out: bytearray, raw: int) -> None:
     while raw >= 0x80:
         out.append((raw & 0x7F) | 0x80)

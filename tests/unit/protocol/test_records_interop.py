@@ -21,7 +21,7 @@ from protocol.records import (
     build_batch,
     control_record,
     read_batch,
-    validate_produce_records,
+    validate_records,
 )
 from protocol.records.compression import XERIAL_MAGIC
 
@@ -66,7 +66,7 @@ def test_client_batches_decode_here(builder_class: Any, codec: Compression) -> N
     data = _client_batch(builder_class, codec)
     if codec is Compression.SNAPPY:  # both clients frame snappy the xerial way, as Java does
         assert data[HEADER_SIZE : HEADER_SIZE + 8] == XERIAL_MAGIC
-    header = validate_produce_records(data, api_version=9)
+    [(_, header)] = validate_records(data, from_client=True).batches
     assert header.compression == codec
     header, records = read_batch(data)
     assert header.records_count == len(ROWS)

@@ -18,7 +18,8 @@ from storage.errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log
+from storage.log import Log
+from storage.timestamp_search import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 
 
 @pytest.fixture
