@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from broker.apis.produce_records import validate_produce_records
+from broker.produce_records import validate_produce_records
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from protocol.records.batch import InvalidBatch

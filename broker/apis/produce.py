@@ -3,7 +3,7 @@
 Versions 0-2 are advertised (librdkafka probes compression support against v0) but
 refused with UNSUPPORTED_VERSION on every partition: they carry message sets of magic
 0/1, which minikafka does not store. From v3 each partition holds exactly one batch of
-magic 2 (:mod:`broker.apis.produce_records` has the rules; Partition applies them once
+magic 2 (:mod:`broker.produce_records` has the rules; Partition applies them once
 and hands the log the validated batch).
 
 Transactions are not offered: a request with a transactional batch is refused whole with

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 import protocol.records.compression
-from broker.apis.produce_records import validate_produce_records
+from broker.produce_records import validate_produce_records
 from protocol.records import (
     BatchHeader,
     Compression,
