@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from protocol.errors import ErrorCode
+from protocol.primitives import ZERO_UUID
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_produce_records
+from protocol.values import TopicPartition
 from storage import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -39,7 +41,6 @@ from storage import (
     Log,
     LogManager,
     TimestampOffset,
-    TopicPartition,
 )
 from storage.errors import OffsetOutOfRangeError
 from zk.codec import uuid_to_base64
@@ -51,7 +52,6 @@ NO_LEADER_EPOCH = -1
 #: Fetch / ListOffsets isolation levels.
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
-ZERO_UUID = uuid.UUID(int=0)
 
 
 class PartitionError(Exception):

@@ -19,7 +19,7 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
-from zk.model import TopicPartition
+from protocol.values import TopicPartition
 
 # Kafka error codes the controlled-shutdown answer can carry.
 NONE = 0

@@ -17,9 +17,10 @@ from controller.model import PartitionReplica
 from controller.request_batch import ControllerRequestBatch
 from controller.states import REPLICA_TRANSITIONS, ReplicaState, check_transition
 from controller.store import PartitionStateStore
+from protocol.values import NO_LEADER
+from protocol.values import TopicPartition as TP
 from zk.errors import StateConflictError
-from zk.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch
-from zk.model import TopicPartition as TP
+from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import msgspec
 
 from controller.context import ControllerContext
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
-from zk.model import TopicPartition
+from protocol.values import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, TopicPartition
 
 if TYPE_CHECKING:
     from controller.request_batch import LeaderAndIsrEntry
@@ -34,9 +34,6 @@ STOP_REPLICA_VERSION = 3
 
 #: LeaderAndIsr v5 ``type``: 0 = incremental (only the partitions listed changed)
 INCREMENTAL = 0
-#: the leader sent for partitions of a topic queued for deletion (Kafka's LeaderDuringDelete)
-LEADER_DURING_DELETE = -2
-EPOCH_DURING_DELETE = -2
 NO_EPOCH = -1
 
 #: Kafka's SecurityProtocol ids

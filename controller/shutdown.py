@@ -18,8 +18,8 @@ from controller.controlled_shutdown import ControlledShutdownResult
 from controller.network import ChannelConfig, request_once
 from controller.requests import CONTROLLED_SHUTDOWN
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
+from protocol.values import TopicPartition
 from zk.client import KafkaZkClient
-from zk.model import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from storage.log import (
     TimestampOffset,
 )
 from storage.log_manager import LogManager, TaskSpec
-from storage.names import TopicPartition, validate_topic_name
+from storage.names import validate_topic_name
 from storage.producer_state import SequenceCheck, check_batch
 from storage.segment import LogSegment
 
@@ -52,7 +52,6 @@ __all__ = [
     "StorageError",
     "TaskSpec",
     "TimestampOffset",
-    "TopicPartition",
     "check_batch",
     "validate_topic_name",
 ]

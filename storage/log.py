@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from protocol.records.batch import BatchHeader, InvalidBatch
+from protocol.values import TopicPartition
 from storage import retention
 from storage.append import (
     AppendInfo,
@@ -58,7 +59,6 @@ from storage.config import TIMESTAMP_LOG_APPEND_TIME, LogConfig
 from storage.errors import InconsistentTopicIdError, OffsetOutOfRangeError, StorageError
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
-from storage.names import TopicPartition
 from storage.producer_state import ProducerStateManager
 from storage.recovery import clean_directory, recover_segments
 from storage.segment import LogSegment

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple, Protocol
 
+from protocol.values import TopicPartition
 from storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -52,7 +53,6 @@ from storage.errors import InconsistentTopicIdError, StorageError
 from storage.log import Log
 from storage.names import (
     DELETE_DIR_SUFFIX,
-    TopicPartition,
     delete_dir_name,
     parse_partition_dir,
     partition_dir_name,

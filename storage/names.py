@@ -14,8 +14,8 @@ escape the log directory.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
+from protocol.values import TopicPartition
 from storage.errors import InvalidTopicError
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -29,14 +29,6 @@ DELETED_SUFFIX = ".deleted"
 TEMP_SUFFIX = ".tmp"
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 def validate_topic_name(name: str) -> None:

@@ -33,13 +33,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from protocol.values import TopicPartition
 from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 BROKER_VERSION = 5

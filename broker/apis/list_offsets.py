@@ -16,7 +16,8 @@ from broker.context import BrokerContext
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ListOffsetsResponse
-from storage import StorageError, TimestampOffset, TopicPartition
+from protocol.values import TopicPartition
+from storage import StorageError, TimestampOffset
 
 _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 

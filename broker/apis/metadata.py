@@ -30,13 +30,14 @@ from broker.admin.topics import (
     plan_topic,
 )
 from broker.context import BrokerContext
-from broker.metadata_cache import ZERO_UUID, MetadataCache
+from broker.metadata_cache import MetadataCache
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import MetadataResponse
+from protocol.primitives import ZERO_UUID
+from protocol.values import INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: "not requested" for the authorized-operations fields (Kafka's Integer.MIN_VALUE)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 #: with no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER,

@@ -27,7 +27,7 @@ from broker.delayed.produce import ProducePartitionResult
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ProduceResponse
 from protocol.records.batch import HEADER_SIZE, MAGIC_OFFSET, read_header
-from storage import TopicPartition
+from protocol.values import TopicPartition
 
 #: The first Produce version minikafka accepts (RecordBatch v2 only).
 MIN_SUPPORTED_VERSION = 3

@@ -15,7 +15,7 @@ from broker.apis import is_stale_broker_epoch
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import StopReplicaResponse
-from storage import TopicPartition
+from protocol.values import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -28,19 +28,18 @@ from controller.controller import (
 from controller.requests import LEADER_AND_ISR, UPDATE_METADATA
 from controller.shutdown import controlled_shutdown_response, request_controlled_shutdown
 from controller.states import PartitionState
+from protocol.values import NO_LEADER, TopicPartition
 from tests.integration.zk_fixtures import expire_session
 from timer.clock import SystemClock
 from timer.scheduler import Scheduler
 from zk import codec, paths
 from zk.client import KafkaZkClient
 from zk.model import (
-    NO_LEADER,
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
-from storage import TopicPartition
+from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
 

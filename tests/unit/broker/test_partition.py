@@ -21,6 +21,7 @@ from broker.partition import (
 )
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder, Compression
+from protocol.values import TopicPartition
 from storage import (
     AppendInfo,
     FileRegion,
@@ -30,7 +31,6 @@ from storage import (
     LogManagerConfig,
     RecordError,
     TimestampOffset,
-    TopicPartition,
 )
 from tests.unit.broker.broker_helpers import partition_state
 from timer.clock import MockClock

@@ -17,7 +17,7 @@ import pytest
 
 from broker.replica_manager import in_thread
 from protocol.errors import ErrorCode
-from storage import TopicPartition
+from protocol.values import TopicPartition
 from storage.checkpoint import LEADER_EPOCH_CHECKPOINT, read_epoch_checkpoint
 from storage.errors import StorageError
 from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state

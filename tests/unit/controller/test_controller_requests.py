@@ -14,13 +14,13 @@ from controller.requests import (
     UPDATE_METADATA,
     build_update_metadata,
 )
+from protocol.values import TopicPartition
 from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 TID = uuid.UUID("11111111-2222-3333-4444-555555555555")

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from protocol.values import TopicPartition
 from zk import codec
 from zk.codec import ProducerIdBlock, ZkDataError
 from zk.model import (
@@ -15,7 +16,6 @@ from zk.model import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 

@@ -10,12 +10,12 @@ from collections.abc import Callable
 import pytest
 from storage_helpers import SMALL, make_batch
 
+from protocol.values import TopicPartition
 from storage.checkpoint import read_offset_checkpoint
 from storage.clock import MockClock
 from storage.config import LogManagerConfig
 from storage.errors import InvalidTopicError
 from storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
-from storage.names import TopicPartition
 from storage.segment import LogSegment
 
 A0 = TopicPartition("a", 0)
