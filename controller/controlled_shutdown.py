@@ -1,4 +1,4 @@
-"""The controller's side of a controlled shutdown (seed 003: the fifth election case).
+"""The controller's side of a controlled shutdown (Kafka's ControlledShutdown, API 7).
 
 A broker about to stop asks the controller to take its leaderships and ISR memberships
 away first, so clients move to new leaders without errors. For every partition with more

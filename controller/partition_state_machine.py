@@ -1,4 +1,4 @@
-"""PartitionStateMachine: moves partitions between the four states of seed 001.
+"""PartitionStateMachine: moves partitions between the four states of ``states``.
 
 It validates every transition against ``states.PARTITION_TRANSITIONS`` and, for the move
 to Online, decides the leader with the election strategies (controller.election), writes

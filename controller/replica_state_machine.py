@@ -1,4 +1,4 @@
-"""ReplicaStateMachine: moves replicas between the seven states of seed 001.
+"""ReplicaStateMachine: moves replicas between the seven states of ``states``.
 
 Every transition is validated against ``states.REPLICA_TRANSITIONS``. The side effects
 of a valid transition are queued on the request batch (LeaderAndIsr to a replica coming

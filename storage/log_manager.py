@@ -1,6 +1,6 @@
 """LogManager: the log directories, every partition's Log, checkpoints and housekeeping.
 
-Startup (seed 004, Kafka's loadLogs): for each directory in ``log.dirs``, note whether
+Startup (Kafka's LogManager.loadLogs): for each directory in ``log.dirs``, note whether
 ``.kafka_cleanshutdown`` is there, read the recovery-point and log-start-offset
 checkpoints (a missing or unreadable one means "recover everything", never a crash),
 and open every ``<topic>-<partition>`` directory with
@@ -8,7 +8,7 @@ and open every ``<topic>-<partition>`` directory with
 removal. Once every log is loaded the clean-shutdown marker is removed: from then on a
 crash must be recovered from.
 
-Housekeeping: the five tasks of seed 004, handed to the broker's Scheduler by
+Housekeeping: Kafka's five LogManager tasks, handed to the broker's Scheduler by
 :meth:`schedule_tasks` (or listed by :meth:`scheduled_tasks`):
 
 ================================== ============================================ ========

@@ -1,6 +1,6 @@
 """Names on disk: topic-name rules, partition directories, segment file names.
 
-Layout (DESIGN.md section 4)::
+Layout (docs/architecture.md, "On disk")::
 
     <topic>-<partition>/                      a partition's log directory
     <topic>-<partition>.<uuid hex>-delete/    a deleted log waiting for the delete-logs task

@@ -7,7 +7,7 @@ by timestamp) and gets exactly what was written: keys, values, headers, timestam
 offsets. The stored batches are read raw from the leader, so a codec the client dropped
 would show. A long-polling fetch returns as soon as a record arrives.
 
-aiokafka never uses flexible versions (DESIGN.md section 5), so this module covers the
+aiokafka never uses flexible versions, so this module covers the
 older request versions. One cluster per module; every wait is a poll with a deadline, and
 blocking helpers run in a thread so the clients' background tasks keep going.
 """
