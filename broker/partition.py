@@ -32,26 +32,19 @@ from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_produce_records
-from protocol.values import TopicPartition
-from storage import (
+from protocol.values import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    AppendInfo,
-    FileRegion,
-    Log,
-    LogManager,
-    TimestampOffset,
+    NO_LEADER_EPOCH,
+    READ_COMMITTED,
+    TopicPartition,
 )
+from storage import AppendInfo, FileRegion, Log, LogManager, TimestampOffset
 from storage.errors import OffsetOutOfRangeError
 from zk.codec import uuid_to_base64
 
 log = logging.getLogger(__name__)
 
-#: "No epoch given": requests from clients that do not track leader epochs.
-NO_LEADER_EPOCH = -1
-#: Fetch / ListOffsets isolation levels.
-READ_UNCOMMITTED = 0
-READ_COMMITTED = 1
 
 
 class PartitionError(Exception):

@@ -50,15 +50,9 @@ from broker.delayed.produce import (
     ProducePartitionStatus,
 )
 from broker.metrics import BrokerMetrics
-from broker.partition import (
-    NO_LEADER_EPOCH,
-    Partition,
-    PartitionError,
-    PartitionStateLike,
-    topic_id_text,
-)
+from broker.partition import Partition, PartitionError, PartitionStateLike, topic_id_text
 from protocol.errors import ErrorCode
-from protocol.values import EPOCH_DURING_DELETE, INTERNAL_TOPICS, TopicPartition
+from protocol.values import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_LEADER_EPOCH, TopicPartition
 from storage import Log, LogManager, RecordError, StorageError, TimestampOffset
 from timer import DelayedOperationPurgatory
 from zk.model import INITIAL_CONTROLLER_EPOCH

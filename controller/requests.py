@@ -18,7 +18,12 @@ import msgspec
 
 from controller.context import ControllerContext
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
-from protocol.values import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, TopicPartition
+from protocol.values import (
+    EPOCH_DURING_DELETE,
+    LEADER_DURING_DELETE,
+    NO_LEADER_EPOCH,
+    TopicPartition,
+)
 
 if TYPE_CHECKING:
     from controller.request_batch import LeaderAndIsrEntry
@@ -34,7 +39,6 @@ STOP_REPLICA_VERSION = 3
 
 #: LeaderAndIsr v5 ``type``: 0 = incremental (only the partitions listed changed)
 INCREMENTAL = 0
-NO_EPOCH = -1
 
 #: Kafka's SecurityProtocol ids
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -189,7 +193,7 @@ def build_stop_replica(
             if deleting:
                 epoch = EPOCH_DURING_DELETE
             else:
-                epoch = st.leader_and_isr.leader_epoch if st is not None else NO_EPOCH
+                epoch = st.leader_and_isr.leader_epoch if st is not None else NO_LEADER_EPOCH
             states.append(
                 StopReplicaRequest.StopReplicaPartitionState(
                     partition_index=tp.partition, leader_epoch=epoch, delete_partition=stops[tp]

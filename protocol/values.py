@@ -34,3 +34,20 @@ EPOCH_DURING_DELETE: Final = -2
 
 #: Topics only the broker itself writes (the group and transaction coordinators' logs).
 INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
+#: A request that names no leader epoch (clients that do not track epochs), or a partition
+#: whose epoch is unknown (Kafka's RecordBatch.NO_PARTITION_LEADER_EPOCH, LeaderAndIsr.NoEpoch).
+NO_LEADER_EPOCH: Final = -1
+
+#: Fetch and ListOffsets isolation levels.
+READ_UNCOMMITTED: Final = 0
+READ_COMMITTED: Final = 1
+
+#: ListOffsets' special timestamps: the offset after the last fetchable record, the log
+#: start offset, and the record with the largest timestamp (v7, KIP-734).
+LATEST_TIMESTAMP: Final = -1
+EARLIEST_TIMESTAMP: Final = -2
+MAX_TIMESTAMP: Final = -3
+
+#: The authorized-operations fields of Metadata and DescribeCluster when the client did not
+#: ask for them (Kafka's Integer.MIN_VALUE).
+AUTHORIZED_OPERATIONS_OMITTED: Final = -(2**31)

@@ -25,9 +25,6 @@ from storage.config import LogConfig, LogManagerConfig
 from storage.errors import RecordError, StorageError
 from storage.file_region import FileRegion
 from storage.log import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
     Log,
     TimestampOffset,
 )
@@ -37,9 +34,6 @@ from storage.producer_state import SequenceCheck, check_batch
 from storage.segment import LogSegment
 
 __all__ = [
-    "EARLIEST_TIMESTAMP",
-    "LATEST_TIMESTAMP",
-    "MAX_TIMESTAMP",
     "AppendInfo",
     "FileRegion",
     "Log",

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from protocol.records.batch import BatchHeader, InvalidBatch
-from protocol.values import TopicPartition
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TopicPartition
 from storage import retention
 from storage.append import (
     AppendInfo,
@@ -64,11 +64,6 @@ from storage.recovery import clean_directory, recover_segments
 from storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
-
-#: ListOffsets special timestamps.
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
 
 #: Runs a function off the event loop (e.g. an executor's submit); None runs it inline.
 Background = Callable[[Callable[[], None]], object]

@@ -12,10 +12,10 @@ from typing import Any
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DescribeClusterResponse
+from protocol.values import AUTHORIZED_OPERATIONS_OMITTED
 
 ENDPOINT_TYPE_BROKER = 1
 UNSUPPORTED_ENDPOINT_TYPE = 114
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 async def handle(ctx: BrokerContext, request: Any) -> Response:

@@ -25,10 +25,9 @@ from typing import Any
 
 from broker.context import BrokerContext
 from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
-from broker.partition import READ_COMMITTED
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import FetchResponse
-from protocol.values import TopicPartition
+from protocol.values import READ_COMMITTED, TopicPartition
 
 #: Session epochs of a full fetch: 0 opens a session, -1 wants none (or closes one).
 FULL_FETCH_EPOCHS = (0, -1)

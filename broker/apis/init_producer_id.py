@@ -17,11 +17,10 @@ from typing import Any
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import InitProducerIdResponse
+from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 log = logging.getLogger(__name__)
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 
 
 def request_error(body: Any) -> int:

@@ -34,12 +34,10 @@ from broker.metadata_cache import MetadataCache
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import MetadataResponse
 from protocol.primitives import ZERO_UUID
-from protocol.values import INTERNAL_TOPICS
+from protocol.values import AUTHORIZED_OPERATIONS_OMITTED, INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
-#: "not requested" for the authorized-operations fields (Kafka's Integer.MIN_VALUE)
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 #: with no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER,
 #: DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation codes 3-8, 10, 11)
 ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))

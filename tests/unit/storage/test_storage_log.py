@@ -10,6 +10,7 @@ import pytest
 from storage_helpers import SMALL, all_batches, make_batch, open_log
 
 from protocol.records.batch import read_header
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from storage.clock import MockClock
 from storage.config import LogConfig
 from storage.errors import (
@@ -18,7 +19,7 @@ from storage.errors import (
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
-from storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log
+from storage.log import Log
 
 
 @pytest.fixture
