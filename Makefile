@@ -40,8 +40,13 @@ lint: venv
 test: venv system-deps lint
 	$(BIN)/python -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then exit 0; else exit $$rc; fi
 
+# Everything that starts no processes: the `integration` marker (set on all of
+# tests/integration by its conftest) is what separates the two.
 unit: venv
-	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q -m 'not integration'
+
+integration: venv system-deps
+	$(BIN)/python -m pytest -q -m integration
 
 bench: venv
 	@for f in tests/bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

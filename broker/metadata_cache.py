@@ -26,10 +26,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-#: UpdateMetadata's leader during a topic deletion: drop the partition from the cache.
-LEADER_DURING_DELETE = -2
-NO_LEADER = -1
-ZERO_UUID = uuid.UUID(int=0)
+from protocol.primitives import ZERO_UUID
+from protocol.values import LEADER_DURING_DELETE
 
 
 @dataclass(frozen=True, slots=True)

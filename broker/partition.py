@@ -33,25 +33,18 @@ from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from protocol.records.batch import InvalidBatch
 from protocol.uuids import uuid_to_base64
-from storage import (
+from protocol.values import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    AppendInfo,
-    FileRegion,
-    Log,
-    LogManager,
-    TimestampOffset,
+    NO_LEADER_EPOCH,
+    READ_COMMITTED,
     TopicPartition,
 )
+from storage import AppendInfo, FileRegion, Log, LogManager, TimestampOffset
 from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
 
 log = logging.getLogger(__name__)
 
-#: "No epoch given": requests from clients that do not track leader epochs.
-NO_LEADER_EPOCH = -1
-#: Fetch / ListOffsets isolation levels.
-READ_UNCOMMITTED = 0
-READ_COMMITTED = 1
 
 
 class PartitionError(Exception):

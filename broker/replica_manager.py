@@ -50,27 +50,17 @@ from broker.delayed.produce import (
     ProducePartitionStatus,
 )
 from broker.metrics import BrokerMetrics
-from broker.partition import (
-    NO_LEADER_EPOCH,
-    Partition,
-    PartitionError,
-    PartitionStateLike,
-    topic_id_text,
-)
+from broker.partition import Partition, PartitionError, PartitionStateLike, topic_id_text
 from protocol.errors import ErrorCode
-from storage import Log, LogManager, RecordError, StorageError, TimestampOffset, TopicPartition
+from protocol.values import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_LEADER_EPOCH, TopicPartition
+from storage import Log, LogManager, RecordError, StorageError, TimestampOffset
 from timer import DelayedOperationPurgatory
+from zk.model import INITIAL_CONTROLLER_EPOCH
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Topics only the broker itself writes (group and transaction coordinators).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-#: The controller epoch a broker starts with (Kafka's KafkaController.InitialControllerEpoch).
-INITIAL_CONTROLLER_EPOCH = 0
-#: StopReplica's leader epochs that always stop the replica (topic deletion, none given).
-EPOCH_DURING_DELETE = -2
 #: The replica ids of consumers, and of debugging tools (which may read from followers).
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2

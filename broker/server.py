@@ -1,6 +1,6 @@
 """BrokerServer: one broker's startup and shutdown, in Kafka's order.
 
-Startup (KafkaServer.startup's order):
+Startup (Kafka's KafkaServer.startup):
 
 1. configuration (already parsed and validated by the caller);
 2. meta.properties of every log directory, then the LogManager loads every log,

@@ -41,8 +41,6 @@ from client.errors import (
     UnsupportedApi,
 )
 from client.fetch import (
-    EARLIEST,
-    LATEST,
     ConsumedRecord,
     Fetcher,
     PartitionData,
@@ -53,8 +51,6 @@ from client.fetch import (
 from client.produce import ProduceResult, murmur2, parse_acks, partition_for_key, produce
 
 __all__ = [
-    "EARLIEST",
-    "LATEST",
     "BrokerNode",
     "ClientConfig",
     "ClientError",

@@ -21,11 +21,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from client.cluster_view import NO_LEADER, ClusterView
+from client.cluster_view import ClusterView
 from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError, ConnectionLost, KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest
+from protocol.values import NO_LEADER
 from timer.clock import Clock, SystemClock
 
 T = TypeVar("T")

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import ErrorCode
-
-NO_LEADER = -1
+from protocol.values import NO_LEADER
 
 
 @dataclass(frozen=True, slots=True)

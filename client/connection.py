@@ -6,8 +6,8 @@ order and are matched by correlation id (:mod:`client.inflight`). Each response 
 decoded by the coroutine that awaits it, so a malformed answer raises there.
 
 The connection is an ``asyncio.BufferedProtocol`` (no Streams: a callback per read, no
-extra task): the transport reads straight into the buffer a
-:class:`~client.receiver.FrameReceiver` offers, so a large response (a 1 MiB
+extra task; docs/architecture.md, "Performance facts"): the transport reads straight into
+the buffer a :class:`~client.receiver.FrameReceiver` offers, so a large response (a 1 MiB
 fetch) is written once by the kernel into its own bytearray and never copied. When the
 transport's write buffer fills, new requests wait for ``resume_writing``: a fast sender is
 held back rather than buffering without bound.

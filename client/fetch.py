@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from client.client import KafkaClient
 from client.errors import KafkaError
@@ -18,12 +18,7 @@ from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest, ListOffsetsRequest
 from protocol.records import iter_batches, read_batch
 from protocol.records.record import Header
-
-#: ListOffsets special timestamps
-LATEST: Final = -1
-EARLIEST: Final = -2
-READ_UNCOMMITTED: Final = 0
-READ_COMMITTED: Final = 1
+from protocol.values import READ_UNCOMMITTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +149,9 @@ async def list_offsets(
     *,
     isolation_level: int = READ_UNCOMMITTED,
 ) -> dict[int, int]:
-    """partition -> offset for each ``timestamps`` entry (LATEST, EARLIEST or a time in
-    ms), asking each partition's leader; retried across leader changes."""
+    """partition -> offset for each ``timestamps`` entry (LATEST_TIMESTAMP,
+    EARLIEST_TIMESTAMP or a time in ms), asking each partition's leader; retried across
+    leader changes."""
 
     async def once() -> dict[int, int]:
         result: dict[int, int] = {}

@@ -1,7 +1,7 @@
 """Pre-built load for ``minikafka perf produce`` (pure: no I/O).
 
 A load generator that encodes a record per send measures the client, not the broker
-(a Python producer tops out near 0.5-0.7 M records/s). Here every
+(a Python producer tops out near 0.5-0.7 M records/s on the machines measured). Here every
 distinct batch is built once, and every Produce request around it is encoded once per
 (batch, partition); a send only stamps a fresh correlation id into the request's first
 12 bytes (:class:`client.connection.PrebuiltRequest`). The broker assigns offsets

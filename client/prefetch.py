@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from client.errors import KafkaError
-from client.fetch import READ_UNCOMMITTED, fetch_body, read_fetch_response
+from client.fetch import fetch_body, read_fetch_response
 from protocol import ApiKey, ErrorCode
 from protocol.records import iter_batches
+from protocol.values import READ_UNCOMMITTED
 
 
 class FetchConnection(Protocol):

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Iterator
 
 from controller.model import PartitionReplica
 from controller.states import PartitionState, ReplicaState
-from zk.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment, TopicPartition
+from protocol.values import TopicPartition
+from zk.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
 
 
 class ControllerContext:

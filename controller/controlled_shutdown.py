@@ -1,4 +1,4 @@
-"""The controller's side of a controlled shutdown (the fifth election case).
+"""The controller's side of a controlled shutdown (Kafka's ControlledShutdown, API 7).
 
 A broker about to stop asks the controller to take its leaderships and ISR memberships
 away first, so clients move to new leaders without errors. For every partition with more
@@ -20,7 +20,7 @@ from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from protocol.errors import ErrorCode
-from zk.model import TopicPartition
+from protocol.values import TopicPartition
 
 
 @dataclass(frozen=True)

@@ -40,12 +40,13 @@ from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
 from protocol.errors import ErrorCode
+from protocol.values import TopicPartition
 from timer.clock import Clock
 from timer.scheduler import ScheduledTask, Scheduler
 from zk.client import KafkaZkClient
 from zk.codec import ZkDataError
 from zk.errors import ControllerMovedError
-from zk.model import BrokerInfo, TopicAssignment, TopicPartition
+from zk.model import BrokerInfo, TopicAssignment
 from zk.store import ZkPartitionStateStore
 
 log = logging.getLogger(__name__)

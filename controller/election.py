@@ -1,4 +1,5 @@
-"""The four partition leader election strategies as pure functions (Kafka's four election cases).
+"""The four partition leader election strategies as pure functions (Kafka's
+PartitionLeaderElectionAlgorithms).
 
 Each takes what the controller knows (the assigned replicas in order, the ISR, the live
 brokers, the brokers shutting down) and returns an ``Election``: the chosen leader, or

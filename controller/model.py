@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zk.model import TopicPartition
+from protocol.values import TopicPartition
 
 
 @dataclass(frozen=True, order=True)

@@ -1,4 +1,4 @@
-"""PartitionStateMachine: moves partitions between the four partition states of ``states``.
+"""PartitionStateMachine: moves partitions between the four states of ``states``.
 
 It validates every transition against ``states.PARTITION_TRANSITIONS`` and, for the move
 to Online, decides the leader with the election strategies (controller.election), writes
@@ -23,14 +23,9 @@ from controller.election import (
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PARTITION_TRANSITIONS, PartitionState, check_transition
 from controller.store import PartitionStateStore
+from protocol.values import NO_LEADER, TopicPartition
 from zk.errors import StateConflictError
-from zk.model import (
-    INITIAL_LEADER_EPOCH,
-    NO_LEADER,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    TopicPartition,
-)
+from zk.model import INITIAL_LEADER_EPOCH, LeaderAndIsr, LeaderIsrAndControllerEpoch
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from controller.context import ControllerContext
 from controller.states import PartitionState
-from zk.model import TopicPartition
+from protocol.values import TopicPartition
 
 
 def imbalance_ratios(ctx: ControllerContext) -> dict[int, float]:

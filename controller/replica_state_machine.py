@@ -1,4 +1,4 @@
-"""ReplicaStateMachine: moves replicas between the seven replica states of ``states``.
+"""ReplicaStateMachine: moves replicas between the seven states of ``states``.
 
 Every transition is validated against ``states.REPLICA_TRANSITIONS``. The side effects
 of a valid transition are queued on the request batch (LeaderAndIsr to a replica coming
@@ -17,9 +17,10 @@ from controller.model import PartitionReplica
 from controller.request_batch import ControllerRequestBatch
 from controller.states import REPLICA_TRANSITIONS, ReplicaState, check_transition
 from controller.store import PartitionStateStore
+from protocol.values import NO_LEADER
+from protocol.values import TopicPartition as TP
 from zk.errors import StateConflictError
-from zk.model import NO_LEADER, LeaderAndIsr, LeaderIsrAndControllerEpoch
-from zk.model import TopicPartition as TP
+from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
 
 log = logging.getLogger(__name__)
 

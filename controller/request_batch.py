@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
-from zk.model import LeaderIsrAndControllerEpoch, TopicPartition
+from protocol.values import TopicPartition
+from zk.model import LeaderIsrAndControllerEpoch
 
 
 @dataclass(frozen=True)

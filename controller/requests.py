@@ -19,7 +19,12 @@ import msgspec
 from controller.context import ControllerContext
 from protocol import ApiKey
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
-from zk.model import TopicPartition
+from protocol.values import (
+    EPOCH_DURING_DELETE,
+    LEADER_DURING_DELETE,
+    NO_LEADER_EPOCH,
+    TopicPartition,
+)
 
 if TYPE_CHECKING:
     from controller.request_batch import LeaderAndIsrEntry
@@ -30,10 +35,6 @@ STOP_REPLICA_VERSION = 3
 
 #: LeaderAndIsr v5 ``type``: 0 = incremental (only the partitions listed changed)
 INCREMENTAL = 0
-#: the leader sent for partitions of a topic queued for deletion (Kafka's LeaderDuringDelete)
-LEADER_DURING_DELETE = -2
-EPOCH_DURING_DELETE = -2
-NO_EPOCH = -1
 
 #: Kafka's SecurityProtocol ids
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -188,7 +189,7 @@ def build_stop_replica(
             if deleting:
                 epoch = EPOCH_DURING_DELETE
             else:
-                epoch = st.leader_and_isr.leader_epoch if st is not None else NO_EPOCH
+                epoch = st.leader_and_isr.leader_epoch if st is not None else NO_LEADER_EPOCH
             states.append(
                 StopReplicaRequest.StopReplicaPartitionState(
                     partition_index=tp.partition, leader_epoch=epoch, delete_partition=stops[tp]

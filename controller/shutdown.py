@@ -19,8 +19,8 @@ from controller.controlled_shutdown import ControlledShutdownResult
 from controller.network import ChannelConfig, control_endpoint
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
+from protocol.values import TopicPartition
 from zk.client import KafkaZkClient
-from zk.model import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Replica and partition states as transition tables (Kafka's controller states).
+"""Replica and partition states as transition tables (Kafka's validPreviousStates).
 
 Each target state maps to the set of states a replica (or partition) may be in before
 moving to it. ``check_transition`` is the one place that consults a table: an invalid

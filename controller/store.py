@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from protocol.values import TopicPartition
 from zk.errors import ControllerMovedError, StateConflictError
-from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, WriteResults
+from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, WriteResults
 
 
 class PartitionStateStore(Protocol):

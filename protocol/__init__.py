@@ -1,6 +1,6 @@
 """The Kafka wire protocol, sans-IO: bytes in, typed messages out, and back.
 
-Public API:
+Public API (what the other packages use):
 
 - ``decode_request(frame) -> Request`` / ``encode_request(request) -> bytes``
 - ``decode_response(frame, api_key, api_version) -> Response`` /

@@ -59,9 +59,9 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
 
 
-#: The versions minikafka serves. Produce 0-2 decode, but the broker
-#: answers them UNSUPPORTED_VERSION; the inter-broker APIs stop at the versions that carry
-#: topic ids (later ones add KRaft-only fields).
+#: The versions minikafka serves (docs/architecture.md, "The wire protocol"). Produce 0-2
+#: decode, but the broker answers them UNSUPPORTED_VERSION; the inter-broker APIs stop at
+#: the versions that carry topic ids (later ones add KRaft-only fields).
 SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.PRODUCE: (0, 9),
     ApiKey.FETCH: (4, 12),

@@ -28,20 +28,12 @@ from storage.errors import RecordError, StorageError
 from storage.file_region import FileRegion
 from storage.log import Log
 from storage.log_manager import LogManager, TaskSpec
-from storage.names import TopicPartition, validate_topic_name
+from storage.names import validate_topic_name
 from storage.producer_state import SequenceCheck, check_batch
 from storage.segment import LogSegment
-from storage.timestamp_search import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    TimestampOffset,
-)
+from storage.timestamp_search import TimestampOffset
 
 __all__ = [
-    "EARLIEST_TIMESTAMP",
-    "LATEST_TIMESTAMP",
-    "MAX_TIMESTAMP",
     "AppendInfo",
     "FileRegion",
     "Log",
@@ -54,7 +46,6 @@ __all__ = [
     "StorageError",
     "TaskSpec",
     "TimestampOffset",
-    "TopicPartition",
     "check_batch",
     "validate_topic_name",
 ]

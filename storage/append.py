@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from protocol.errors import ErrorCode
 from protocol.records.batch import (
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
@@ -31,7 +32,6 @@ from protocol.records.batch import (
 )
 from protocol.records.validation import ValidatedRecords, validate_records
 from storage.errors import (
-    INVALID_PRODUCER_EPOCH,
     CorruptRecordError,
     InvalidProducerEpochError,
     InvalidRecordError,
@@ -136,7 +136,7 @@ def check_producers(
         verdict = check_batch(entry, header)
         if verdict.duplicate is not None:
             return verdict.duplicate
-        if verdict.error_code == INVALID_PRODUCER_EPOCH:
+        if verdict.error_code == ErrorCode.INVALID_PRODUCER_EPOCH:
             raise InvalidProducerEpochError(f"{where}: {verdict.message}")
         if verdict.error_code:
             raise OutOfOrderSequenceError(f"{where}: {verdict.message}")

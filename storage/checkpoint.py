@@ -26,8 +26,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
+from protocol.values import TopicPartition
 from storage.errors import StorageError
-from storage.names import TEMP_SUFFIX, TopicPartition, validate_topic_name
+from storage.names import TEMP_SUFFIX, validate_topic_name
 
 CHECKPOINT_VERSION = 0
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"

@@ -1,4 +1,4 @@
-"""The clock storage reads time from: ``timer.clock`` (DESIGN.md section 7).
+"""The clock storage reads time from: ``timer.clock`` (docs/architecture.md, "Time").
 
 Storage needs only wall-clock milliseconds (segment ages for roll and retention, flush
 intervals, LogAppendTime), so it asks for the narrow :class:`Clock` protocol below;

@@ -21,11 +21,11 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 
 from protocol.records.batch import BatchHeader
+from protocol.values import TopicPartition
 from storage.clock import Clock
 from storage.config import LogConfig
 from storage.errors import StorageError
 from storage.file_region import FileRegion
-from storage.names import TopicPartition
 from storage.segment import LogSegment
 
 log = logging.getLogger(__name__)

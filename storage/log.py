@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 
 from protocol.records.batch import BatchHeader
 from protocol.records.validation import ValidatedRecords
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TopicPartition
 from storage import retention, timestamp_search
 from storage.append import (
     AppendInfo,
@@ -65,16 +66,10 @@ from storage.errors import InconsistentTopicIdError, OffsetOutOfRangeError, Stor
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
 from storage.local_log import LocalLog, new_segment
-from storage.names import TopicPartition
 from storage.producer_state import ProducerStateManager
 from storage.recovery import clean_directory, recover_segments
 from storage.segment import LogSegment
-from storage.timestamp_search import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    TimestampOffset,
-)
+from storage.timestamp_search import TimestampOffset
 
 log = logging.getLogger(__name__)
 

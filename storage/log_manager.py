@@ -1,6 +1,6 @@
 """LogManager: the log directories, every partition's Log, checkpoints and housekeeping.
 
-Startup (seed 004, Kafka's loadLogs): for each directory in ``log.dirs``, note whether
+Startup (Kafka's LogManager.loadLogs): for each directory in ``log.dirs``, note whether
 ``.kafka_cleanshutdown`` is there, read the recovery-point and log-start-offset
 checkpoints (a missing or unreadable one means "recover everything", never a crash),
 and open every ``<topic>-<partition>`` directory with
@@ -8,7 +8,7 @@ and open every ``<topic>-<partition>`` directory with
 removal. Once every log is loaded the clean-shutdown marker is removed: from then on a
 crash must be recovered from.
 
-Housekeeping: the five tasks of seed 004, handed to the broker's Scheduler by
+Housekeeping: Kafka's five LogManager tasks, handed to the broker's Scheduler by
 :meth:`schedule_tasks` (or listed by :meth:`scheduled_tasks`):
 
 ================================== ============================================ ========
@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple, Protocol
 
+from protocol.values import TopicPartition
 from storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -52,7 +53,6 @@ from storage.errors import InconsistentTopicIdError, StorageError
 from storage.log import Log
 from storage.names import (
     DELETE_DIR_SUFFIX,
-    TopicPartition,
     delete_dir_name,
     parse_partition_dir,
     partition_dir_name,

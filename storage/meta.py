@@ -1,4 +1,4 @@
-"""meta.properties: which broker and cluster a log directory belongs to (seed 004).
+"""meta.properties: which broker and cluster a log directory belongs to (Kafka's format).
 
 Format (Java properties, as Kafka writes it in ZooKeeper mode)::
 

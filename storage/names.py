@@ -1,6 +1,6 @@
 """Names on disk: topic-name rules, partition directories, segment file names.
 
-Layout (DESIGN.md section 4)::
+Layout (docs/architecture.md, "On disk")::
 
     <topic>-<partition>/                      a partition's log directory
     <topic>-<partition>.<uuid hex>-delete/    a deleted log waiting for the delete-logs task
@@ -14,8 +14,8 @@ escape the log directory.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
+from protocol.values import TopicPartition
 from storage.errors import InvalidTopicError
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -29,14 +29,6 @@ DELETED_SUFFIX = ".deleted"
 TEMP_SUFFIX = ".tmp"
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 def validate_topic_name(name: str) -> None:

@@ -34,10 +34,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from protocol.errors import ErrorCode
 from protocol.records.batch import BatchHeader
 from protocol.records.crc import crc32c
 from storage.checkpoint import fsync_file, write_atomically
-from storage.errors import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, StorageError
+from storage.errors import StorageError
 from storage.names import SNAPSHOT_SUFFIX, offset_file_name, parse_offset_file_name
 
 log = logging.getLogger(__name__)
@@ -122,14 +123,14 @@ def check_batch(entry: ProducerStateEntry | None, header: BatchHeader) -> Sequen
         return ACCEPT
     if header.producer_epoch < entry.epoch:
         return SequenceCheck(
-            INVALID_PRODUCER_EPOCH,
+            ErrorCode.INVALID_PRODUCER_EPOCH,
             message=f"producer {header.producer_id} epoch {header.producer_epoch} is older "
             f"than {entry.epoch}",
         )
     if header.producer_epoch != entry.epoch:
         if header.base_sequence != 0:
             return SequenceCheck(
-                OUT_OF_ORDER_SEQUENCE_NUMBER,
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 message=f"producer {header.producer_id} new epoch {header.producer_epoch} "
                 f"starts at sequence {header.base_sequence}, not 0",
             )
@@ -140,7 +141,7 @@ def check_batch(entry: ProducerStateEntry | None, header: BatchHeader) -> Sequen
             return SequenceCheck(duplicate=meta)
     if not in_sequence(entry.last_seq, header.base_sequence):
         return SequenceCheck(
-            OUT_OF_ORDER_SEQUENCE_NUMBER,
+            ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
             message=f"producer {header.producer_id} sent sequence {header.base_sequence}, "
             f"expected {entry.last_seq + 1}",
         )

@@ -17,6 +17,7 @@ import logging
 import os
 from bisect import bisect_right
 
+from protocol.values import TopicPartition
 from storage.errors import StorageError
 from storage.names import (
     DELETED_SUFFIX,
@@ -24,7 +25,6 @@ from storage.names import (
     LOG_SUFFIX,
     TEMP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    TopicPartition,
     parse_offset_file_name,
 )
 from storage.segment import LogSegment, RecoveryResult

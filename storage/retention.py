@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-#: A segment's relative offsets are u32: the last offset may be at most this above its base.
-MAX_RELATIVE_OFFSET = (1 << 32) - 1
+from storage.segment import MAX_RELATIVE_OFFSET
 
 
 class SegmentStats(NamedTuple):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from protocol.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
+    NO_TIMESTAMP,
     BatchHeader,
     InvalidBatch,
     read_header,
@@ -48,7 +49,6 @@ from storage.names import (
 
 log = logging.getLogger(__name__)
 
-NO_TIMESTAMP = -1
 #: Largest distance between a segment's base offset and an offset it may hold.
 MAX_RELATIVE_OFFSET = (1 << 32) - 1
 _SCAN_CHUNK = 4096

@@ -20,12 +20,6 @@ from storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
-#: ListOffsets special timestamps.
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-
-
 @dataclass(frozen=True, slots=True)
 class TimestampOffset:
     """A ListOffsets answer: the offset and the timestamp found there (-1 if none)."""

@@ -4,9 +4,9 @@ Adding a task stamps ``expiration_ms = clock.monotonic_ms() + delay_ms`` and giv
 the wheel. ``advance_clock()`` polls the delay queue for every bucket whose expiration has
 passed; for each, oldest first, it advances the wheels to that expiration and flushes the
 bucket through ``_reinsert``: the wheel refuses a task that is now due, and then it runs;
-otherwise the task drops to a finer level (the cascade of seed 002). Because the clock is
-advanced one bucket at a time, a jump of hours (a MockClock in a test, or a loop that was
-blocked) still cascades every task through the levels in deadline order.
+otherwise the task drops to a finer level (the cascade of Kafka's hierarchical wheel).
+Because the clock is advanced one bucket at a time, a jump of hours (a MockClock in a test,
+or a loop that was blocked) still cascades every task through the levels in deadline order.
 
 Where tasks run: always inside ``advance_clock``, on the event loop. A task that is
 already due when added is not run inside ``add`` (that would re-enter the caller, e.g. a

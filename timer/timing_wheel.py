@@ -1,10 +1,10 @@
-"""The hierarchical timing wheel (seed 002).
+"""The hierarchical timing wheel (Kafka's TimingWheel).
 
 One level is a ring of ``wheel_size`` buckets, each covering ``tick_ms``; the level spans
 ``interval = tick_ms * wheel_size``. A task expiring at ``t`` belongs to the bucket
 ``(t // tick_ms) % wheel_size``: the index depends on ``t`` alone, never on the current
 time, so every task of one tick lands in the same bucket however late it was added (the
-rolling-wheel picture of the seed), and a slot is reused for the tick ``interval`` later
+rolling-wheel picture), and a slot is reused for the tick ``interval`` later
 only after it has been flushed.
 
 ``current_time`` is the start of the level's current tick (always a multiple of

@@ -1,6 +1,6 @@
 """``minikafka cluster up``: a ZooKeeper and N brokers on this machine, in the foreground.
 
-Layout (DESIGN.md section 6), broker i counting from 0::
+Layout (docs/architecture.md, "A local cluster"), broker i counting from 0::
 
     client listener     PLAINTEXT://127.0.0.1:<9092+i>
     control plane       CONTROLLER://127.0.0.1:<9192+i>
@@ -69,7 +69,7 @@ class ClusterLayout:
         zookeeper_port: int = 2181,
         overrides: Sequence[tuple[str, str]] = (),
     ) -> ClusterLayout:
-        """DESIGN.md section 6's layout (or the same shape from other base ports)."""
+        """The standard layout of the module docstring (or the same shape from other base ports)."""
         given = dict(overrides)
         return ClusterLayout(
             directory=directory,

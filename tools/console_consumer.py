@@ -24,18 +24,11 @@ import contextlib
 import sys
 from typing import BinaryIO
 
-from client import (
-    EARLIEST,
-    LATEST,
-    ClientError,
-    KafkaClient,
-    KafkaError,
-    decode,
-    list_offsets,
-)
+from client import ClientError, KafkaClient, KafkaError, decode, list_offsets
 from client.console import RecordFormat, parse_properties
-from client.fetch import READ_COMMITTED, READ_UNCOMMITTED, Fetcher, PartitionData
+from client.fetch import Fetcher, PartitionData
 from protocol import ErrorCode
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_COMMITTED, READ_UNCOMMITTED
 from timer.clock import Clock, SystemClock
 
 #: errors after which the partition's leader is looked up again
@@ -80,15 +73,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def starting_point(offset: str | None, from_beginning: bool, partition: int | None) -> int:
-    """EARLIEST, LATEST or an absolute offset; ValueError for a bad combination."""
+    """EARLIEST_TIMESTAMP, LATEST_TIMESTAMP or an absolute offset; ValueError for a bad
+    combination."""
     if from_beginning:
         if offset not in (None, "earliest"):
             raise ValueError("--from-beginning conflicts with --offset " + str(offset))
-        return EARLIEST
+        return EARLIEST_TIMESTAMP
     if offset is None or offset == "latest":
-        return LATEST
+        return LATEST_TIMESTAMP
     if offset == "earliest":
-        return EARLIEST
+        return EARLIEST_TIMESTAMP
     try:
         value = int(offset)
     except ValueError:
@@ -171,7 +165,9 @@ class ConsoleConsumer:
         if data.error_code in _REFRESH:
             return True
         if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            reset = await list_offsets(self.client, self.fetcher.topic, {partition: EARLIEST})
+            reset = await list_offsets(
+                self.client, self.fetcher.topic, {partition: EARLIEST_TIMESTAMP}
+            )
             print(
                 f"Offset {positions[partition]} of partition {partition} is out of range; "
                 f"resetting to {reset[partition]}",
@@ -213,7 +209,7 @@ async def main(args: argparse.Namespace, out: BinaryIO) -> int:
             if args.partition not in info.partitions:
                 raise ValueError(f"topic {args.topic} has no partition {args.partition}")
             partitions = [args.partition]
-        if start in (EARLIEST, LATEST):
+        if start in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
             positions = await list_offsets(client, args.topic, dict.fromkeys(partitions, start))
         else:
             positions = {partitions[0]: start}

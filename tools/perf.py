@@ -37,16 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import protocol
-from client import (
-    EARLIEST,
-    LATEST,
-    ClientError,
-    Connection,
-    KafkaClient,
-    KafkaError,
-    list_offsets,
-    parse_acks,
-)
+from client import ClientError, Connection, KafkaClient, KafkaError, list_offsets, parse_acks
 from client.connection import PrebuiltRequest
 from client.console import parse_properties
 from client.loadgen import ProducePlan, records_per_batch
@@ -61,10 +52,10 @@ from client.stats import (
     throttle_delay_ms,
 )
 from protocol import ApiKey, ErrorCode
-from protocol.records import Compression
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from timer.clock import Clock, SystemClock
+from tools.console_producer import CODECS
 
-CODECS = {c.name.lower(): c for c in Compression}
 #: nanoseconds on a monotonic clock; injected so that tests can drive time
 NowNs = Callable[[], int]
 
@@ -355,7 +346,7 @@ async def consume_main(args: argparse.Namespace, clock: Clock) -> int:
         raise ValueError("--in-flight and --fetch-size must be positive")
     async with KafkaClient(args.bootstrap_server) as client:
         partitions = await _partitions(client, args.topic, args.partition, auto_create=False)
-        start_at = LATEST if args.from_latest else EARLIEST
+        start_at = LATEST_TIMESTAMP if args.from_latest else EARLIEST_TIMESTAMP
         positions = await list_offsets(client, args.topic, dict.fromkeys(partitions, start_at))
         streams = await _open_prefetchers(client, args, positions)
         # one next() per partition outstanding; whichever answers first is counted first

@@ -45,10 +45,11 @@ from client import (
     describe_topics,
 )
 from client.admin import ConfigEntry
-from client.cluster_view import NO_LEADER, PartitionInfo
+from client.cluster_view import PartitionInfo
 from client.console import parse_properties
 from protocol import ErrorCode
 from protocol.uuids import uuid_to_base64
+from protocol.values import NO_LEADER
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 

@@ -10,7 +10,7 @@ The generated ``zoo.cfg`` keeps the server private and quick:
 
 * ``clientPortAddress=127.0.0.1``: never listen beyond loopback;
 * ``tickTime=500``: sessions may be as short as 2 ticks (1 s) and expire on time, which
-  the failover tests and DESIGN.md section 6 rely on;
+  the failover tests and ``minikafka cluster up`` rely on;
 * ``admin.enableServer=false``: no Jetty admin server on port 8080;
 * ``4lw.commands.whitelist=ruok,srvr,stat``: ``ruok`` answers ``imok`` once serving.
 

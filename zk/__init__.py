@@ -1,1 +1,1 @@
-"""The ZooKeeper layer: paths, JSON payloads and the kazoo-backed client (DESIGN.md s.3)."""
+"""The ZooKeeper layer: paths, JSON payloads and the kazoo-backed client (docs/architecture.md)."""

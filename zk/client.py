@@ -32,6 +32,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
+from protocol.values import TopicPartition
 from zk import codec, paths
 from zk.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
 from zk.model import (
@@ -40,7 +41,6 @@ from zk.model import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 log = logging.getLogger(__name__)

@@ -34,13 +34,13 @@ from typing import Any
 
 from protocol import uuids
 from protocol.uuids import uuid_to_base64
+from protocol.values import TopicPartition
 from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 BROKER_VERSION = 5

@@ -1,5 +1,5 @@
-"""Value types of the cluster metadata kept in ZooKeeper: partitions, leadership, brokers,
-topic assignments.
+"""Value types of the cluster metadata kept in ZooKeeper: leadership, brokers, topic
+assignments. Partitions are named by ``protocol.values.TopicPartition``, shared by all packages.
 
 All are frozen: the ControllerContext replaces values rather than mutating them, so a
 value handed to a request builder or a ZooKeeper write never changes underneath it.
@@ -10,22 +10,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-#: ``leader`` of a partition that has none (Kafka's LeaderAndIsr.NoLeader).
-NO_LEADER = -1
+from protocol.values import TopicPartition
+
 #: The first leader epoch and the zkVersion a partition state znode has when created.
 INITIAL_LEADER_EPOCH = 0
 INITIAL_PARTITION_ZK_VERSION = 0
 #: /controller_epoch holds 0 before any controller was elected; the first one makes it 1.
 INITIAL_CONTROLLER_EPOCH = 0
-
-
-@dataclass(frozen=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True)

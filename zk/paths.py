@@ -1,4 +1,4 @@
-"""The znode paths of Kafka's ZooKeeper mode (DESIGN.md section 3)."""
+"""The znode paths of Kafka's ZooKeeper mode (docs/architecture.md, "ZooKeeper layout")."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ CLUSTER_ID = "/cluster/id"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 CONSUMERS = "/consumers"
 
-#: Persistent paths every broker makes sure exist at startup (Kafka's list, seed 004).
+#: Persistent paths every broker makes sure exist at startup (Kafka's list).
 PERSISTENT_PATHS = (
     CONSUMERS,
     BROKER_IDS,

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
+from protocol.values import TopicPartition
 from zk.client import KafkaZkClient
-from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition, WriteResults
+from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, WriteResults
 
 
 class ZkPartitionStateStore:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
+from protocol.errors import ErrorCode
+
 
 class AssignmentError(ValueError):
     """A request that cannot be assigned; ``error_code`` is the Kafka error to return."""
@@ -27,11 +29,6 @@ class AssignmentError(ValueError):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
-
-
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REPLICA_ASSIGNMENT = 39
 
 
 def _follower_index(first: int, shift: int, k: int, n: int) -> int:
@@ -49,16 +46,18 @@ def assign_replicas(
 ) -> dict[int, list[int]]:
     """partition id -> replica broker ids (first = preferred leader)."""
     if num_partitions <= 0:
-        raise AssignmentError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        raise AssignmentError(
+            ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+        )
     if replication_factor <= 0:
         raise AssignmentError(
-            INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+            ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
         )
     brokers = sorted(broker_ids)
     n = len(brokers)
     if replication_factor > n:
         raise AssignmentError(
-            INVALID_REPLICATION_FACTOR,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
             f"Replication factor: {replication_factor} larger than available brokers: {n}.",
         )
     rng = rng or random.Random()
@@ -102,20 +101,22 @@ def check_manual_assignment(
     brokers only (when ``live_brokers`` is given: Kafka checks it when adding partitions,
     not when creating a topic)."""
     if not assignment:
-        raise AssignmentError(INVALID_REPLICA_ASSIGNMENT, "Replica assignment is empty.")
+        raise AssignmentError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Replica assignment is empty.")
     expected = list(range(first_partition, first_partition + len(assignment)))
     if sorted(assignment) != expected:
         raise AssignmentError(
-            INVALID_REPLICA_ASSIGNMENT,
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             "Partitions should be a consecutive integer sequence from "
             f"{first_partition}, got {sorted(assignment)}.",
         )
     for p, replicas in sorted(assignment.items()):
         if not replicas:
-            raise AssignmentError(INVALID_REPLICA_ASSIGNMENT, f"Partition {p} has no replicas.")
+            raise AssignmentError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Partition {p} has no replicas."
+            )
         if len(set(replicas)) != len(replicas):
             raise AssignmentError(
-                INVALID_REPLICA_ASSIGNMENT,
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"Duplicate brokers not allowed in replica assignment: {list(replicas)} "
                 f"for partition id {p}.",
             )
@@ -123,13 +124,13 @@ def check_manual_assignment(
             replication_factor = len(replicas)
         elif len(replicas) != replication_factor:
             raise AssignmentError(
-                INVALID_REPLICA_ASSIGNMENT,
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"All partitions should have the same number of replicas ({replication_factor}),"
                 f" partition {p} has {len(replicas)}.",
             )
         unknown = [] if live_brokers is None else sorted(set(replicas) - set(live_brokers))
         if unknown:
             raise AssignmentError(
-                INVALID_REPLICA_ASSIGNMENT,
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 f"Unknown broker(s) in replica assignment: {unknown}.",
             )

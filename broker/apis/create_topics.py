@@ -1,6 +1,6 @@
 """CreateTopics (19), v2-7: validate, assign replicas, write to ZooKeeper, wait for leaders.
 
-Kafka's ZooKeeper-mode flow:
+Kafka's ZooKeeper-mode flow (docs/architecture.md, "Request paths"):
 
 1. Only the active controller creates topics; other brokers answer NOT_CONTROLLER and the
    admin client retries against the controller its Metadata names.

@@ -11,9 +11,9 @@ from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DescribeClusterRequest, DescribeClusterResponse
+from protocol.values import AUTHORIZED_OPERATIONS_OMITTED
 
 ENDPOINT_TYPE_BROKER = 1
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 async def handle(ctx: BrokerContext, request: ListenerRequest[DescribeClusterRequest]) -> Response:

@@ -25,10 +25,9 @@ import asyncio
 from broker.apis.request import ApiRequest
 from broker.context import BrokerContext, require
 from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
-from broker.partition import READ_COMMITTED
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import FetchRequest, FetchResponse, RequestHeader
-from storage import TopicPartition
+from protocol.values import READ_COMMITTED, TopicPartition
 
 #: Session epochs of a full fetch: 0 opens a session, -1 wants none (or closes one).
 FULL_FETCH_EPOCHS = (0, -1)

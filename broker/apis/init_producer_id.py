@@ -17,11 +17,10 @@ from broker.apis.request import ApiRequest
 from broker.context import BrokerContext, require
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import InitProducerIdRequest, InitProducerIdResponse, RequestHeader
+from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 log = logging.getLogger(__name__)
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 
 
 def request_error(body: InitProducerIdRequest) -> int:

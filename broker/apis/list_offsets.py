@@ -15,7 +15,8 @@ from broker.context import BrokerContext, require
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ListOffsetsRequest, ListOffsetsResponse
-from storage import StorageError, TimestampOffset, TopicPartition
+from protocol.values import TopicPartition
+from storage import StorageError, TimestampOffset
 
 _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 

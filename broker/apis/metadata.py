@@ -30,15 +30,14 @@ from broker.admin.topics import (
 )
 from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext, require
-from broker.metadata_cache import ZERO_UUID, MetadataCache
+from broker.metadata_cache import MetadataCache
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import MetadataRequest, MetadataResponse
+from protocol.primitives import ZERO_UUID
+from protocol.values import AUTHORIZED_OPERATIONS_OMITTED, INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-#: "not requested" for the authorized-operations fields (Kafka's Integer.MIN_VALUE)
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 #: with no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER,
 #: DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation codes 3-8, 10, 11)
 ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))

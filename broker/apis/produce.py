@@ -29,7 +29,7 @@ from protocol import ErrorCode, Response, make_response
 from protocol.codec import received_records
 from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from protocol.records.batch import HEADER_SIZE, MAGIC_OFFSET, read_header
-from storage import TopicPartition
+from protocol.values import TopicPartition
 
 #: The first Produce version minikafka accepts (RecordBatch v2 only).
 MIN_SUPPORTED_VERSION = 3

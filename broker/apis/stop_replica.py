@@ -15,7 +15,7 @@ from broker.apis.request import ApiRequest
 from broker.context import BrokerContext, require
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import StopReplicaRequest, StopReplicaResponse
-from storage import TopicPartition
+from protocol.values import TopicPartition
 
 log = logging.getLogger(__name__)
 

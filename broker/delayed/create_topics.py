@@ -1,7 +1,7 @@
 """DelayedCreateTopics: a CreateTopics response waiting for the new topics' leaders.
 
 The handler has written the topics to ZooKeeper; the controller will elect leaders and
-send UpdateMetadata to every live broker. The response waits (seed 002, Kafka's
+send UpdateMetadata to every live broker. The response waits (Kafka's
 DelayedCreatePartitions) until this broker's metadata cache knows every partition of
 every created topic with a leader, or until the request's ``timeout_ms``. It is watched
 under each topic name in the create-topics purgatory; the UpdateMetadata handler calls

@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from broker.partition import Partition, PartitionError, leader_epoch_error
-from storage import FileRegion, StorageError, TopicPartition
+from protocol.values import TopicPartition
+from storage import FileRegion, StorageError
 from timer import DelayedOperation
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from protocol.errors import ErrorCode
-from storage import TopicPartition
+from protocol.values import TopicPartition
 from timer import DelayedOperation
 
 

@@ -1,4 +1,4 @@
-"""The broker's network server (seed 004, DESIGN.md section 2) on asyncio, without streams.
+"""The broker's network server on asyncio, without streams (docs/architecture.md).
 
     Acceptor --round robin--> Processor --RequestChannel--> RequestHandlerPool --> handle()
                                  ^                                                   |

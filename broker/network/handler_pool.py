@@ -25,10 +25,9 @@ from typing import Any
 
 from broker.metrics import BrokerMetrics
 from broker.network.request_channel import Request, RequestChannel
+from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-
-UNKNOWN_SERVER_ERROR = -1
 
 #: the injected request handler (KafkaApis.handle)
 Handler = Callable[[Request], Awaitable[Any]]
@@ -92,11 +91,11 @@ class RequestHandlerPool:
         try:
             result = await self._handle(request)
         except asyncio.CancelledError:
-            request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
+            request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             raise
         except Exception:  # one failing request is answered (or closed), not fatal
             log.exception("handler failed on %s", request)
-            request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
+            request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             return
         if isinstance(result, asyncio.Future):
             self._defer(request, result)
@@ -118,7 +117,7 @@ class RequestHandlerPool:
             if done.cancelled() or done.exception() is not None:
                 if not done.cancelled():
                     log.error("deferred response to %s failed", request, exc_info=done.exception())
-                request.responder.respond_error(request, UNKNOWN_SERVER_ERROR)
+                request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             else:
                 request.responder.respond(request, done.result())
 

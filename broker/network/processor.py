@@ -2,8 +2,8 @@
 
 Everything is driven by readiness callbacks on sockets the Processor owns (``add_reader``
 / ``add_writer``), not by asyncio transports or streams: streams are slow under
-concurrency (DESIGN.md section 9) and uvloop's transports refuse both ``sendfile`` and a
-writer on their socket, which zero-copy responses need.
+concurrency and uvloop's transports refuse both ``sendfile`` and a writer on their socket,
+which zero-copy responses need (docs/architecture.md, "Performance facts").
 
 The life of a request, as the methods below run it:
 

@@ -52,7 +52,8 @@ SCALAR_TYPES: Final[dict[str, type]] = {
 }
 
 #: Python attribute names that the mechanical snake_case conversion gets wrong or that the
-#: project's API fixes (``header.api_key``), keyed by (struct, field).
+#: project's API fixes (``header.api_key``, as the broker and the client read it), keyed by
+#: (struct, field).
 _ATTR_OVERRIDES: Final[dict[tuple[str, str], str]] = {
     ("RequestHeader", "RequestApiKey"): "api_key",
     ("RequestHeader", "RequestApiVersion"): "api_version",

@@ -340,13 +340,14 @@ def retained(peer: Peer, topic: str) -> int:
     """Records in partition 0 between the log start and the end."""
     import asyncio
 
-    from client import EARLIEST, LATEST, KafkaClient, list_offsets
+    from client import KafkaClient, list_offsets
+    from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
     async def ask() -> int:
         async with KafkaClient(peer.bootstrap) as client:
             await client.refresh_metadata([topic])
-            first = await list_offsets(client, topic, {0: EARLIEST})
-            last = await list_offsets(client, topic, {0: LATEST})
+            first = await list_offsets(client, topic, {0: EARLIEST_TIMESTAMP})
+            last = await list_offsets(client, topic, {0: LATEST_TIMESTAMP})
             return last[0] - first[0]
 
     return asyncio.run(ask())

@@ -28,11 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from controller.channel import RecordingChannelManager
 from controller.controller import KafkaController
 from controller.states import PartitionState
+from protocol.values import TopicPartition
 from timer.clock import SystemClock
 from tools.zookeeper_server import ZooKeeperServer, free_port
 from zk import codec
 from zk.client import KafkaZkClient
-from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment, TopicPartition
+from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment
 
 
 def rate(n: int, seconds: float) -> str:

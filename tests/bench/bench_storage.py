@@ -36,11 +36,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from protocol.records import SimpleRecord, build_batch, validate_records
 from protocol.records.crc import crc32c
+from protocol.values import TopicPartition
 from storage.clock import SystemClock
 from storage.config import LogConfig, LogManagerConfig
 from storage.log import Log
 from storage.log_manager import LogManager
-from storage.names import TopicPartition
 from storage.segment import LogSegment
 
 MiB = 1 << 20

@@ -12,16 +12,16 @@ restarted) when they finish, since the cluster is shared by the module's tests.
 
 ``TestCluster`` adds what tests need on top: requests to a broker over TCP with our own
 protocol package, the ZooKeeper view (controller id and epoch, registered brokers),
-metrics scrapes, and ``wait_until`` (poll with a deadline; never sleep to synchronise).
+and metrics scrapes. Tests wait with ``tests.polling`` (poll with a deadline; never sleep to
+synchronise).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,27 +36,6 @@ T = TypeVar("T")
 
 #: ZooKeeper's tickTime in the test server (tests.integration.zk_fixtures)
 TICK_MS = 500
-
-
-def wait_until(
-    predicate: Callable[[], T | None], timeout: float = 20.0, what: str = "condition"
-) -> T:
-    """Poll ``predicate`` every 50 ms until it returns something other than None or False
-    (so a broker id 0 counts); return it, or fail the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        try:
-            value = predicate()
-        except Exception as exc:  # a broker or ZooKeeper may be mid-restart: poll again
-            last = exc
-        else:
-            if value is not None and value is not False:
-                return value
-            last = value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-        time.sleep(0.05)
 
 
 class TestCluster:

@@ -18,7 +18,8 @@ import pytest
 from protocol import ApiKey
 from protocol.messages import ApiVersionsRequest, FetchRequest
 from protocol.records.batch import BatchHeader, iter_batches
-from tests.integration.cluster import TestCluster, wait_until
+from tests.integration.cluster import TestCluster
+from tests.polling import wait_until
 
 Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes]], int]
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import TestCluster, start_cluster, wait_until
+from tests.integration.cluster import TestCluster, start_cluster
+from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 ROOT = Path(__file__).resolve().parents[2]
 

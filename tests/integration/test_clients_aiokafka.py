@@ -7,7 +7,7 @@ by timestamp) and gets exactly what was written: keys, values, headers, timestam
 offsets. The stored batches are read raw from the leader, so a codec the client dropped
 would show. A long-polling fetch returns as soon as a record arrives.
 
-aiokafka never uses flexible versions (DESIGN.md section 5), so this module covers the
+aiokafka never uses flexible versions, so this module covers the
 older request versions. One cluster per module; every wait is a poll with a deadline, and
 blocking helpers run in a thread so the clients' background tasks keep going.
 """
@@ -38,8 +38,9 @@ from tests.integration.roundtrip import (
     sample,
     timestamp_ms,
 )
+from tests.polling import until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 CODECS: tuple[str | None, ...] = (None, "gzip", "snappy", "lz4", "zstd")
 ACKS: tuple[int | str, ...] = (0, 1, "all")
@@ -227,10 +228,11 @@ async def test_long_poll_fetch_returns_as_soon_as_data_arrives(c: TestCluster) -
         await waiting.seek_to_end(tp)
         start = await waiting.position(tp)
         receiving = asyncio.ensure_future(waiting.getone(tp))
-        deadline = time.monotonic() + 10
-        while await asyncio.to_thread(fetch_requests, c, leader) <= before:
-            assert time.monotonic() < deadline, "no fetch reached the leader"
-            await asyncio.sleep(0.05)  # polling interval of a bounded wait
+
+        async def fetched() -> bool:
+            return await asyncio.to_thread(fetch_requests, c, leader) > before
+
+        await until(fetched, 10, "a fetch to reach the leader", interval=0.05)
         # the fetch now waits at the leader for up to MAX_WAIT_MS
         rows: list[Row] = [(start, b"k", b"arrived", [], timestamp_ms())]
         assert await produce(c, rows, LONG_POLL, 0, acks=1) == [start]

@@ -34,7 +34,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from tests.integration.cluster import TestCluster, wait_until
+from tests.integration.cluster import TestCluster
 from tests.integration.roundtrip import (
     MAX_WAIT_MS,
     Row,
@@ -49,8 +49,9 @@ from tests.integration.roundtrip import (
     sample,
     timestamp_ms,
 )
+from tests.polling import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 ACKS = ("0", "1", "all")

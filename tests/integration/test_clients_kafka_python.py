@@ -21,7 +21,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import TopicAlreadyExistsError
 
-from tests.integration.cluster import TestCluster, wait_until
+from tests.integration.cluster import TestCluster
 from tests.integration.roundtrip import (
     MAX_WAIT_MS,
     Row,
@@ -36,8 +36,9 @@ from tests.integration.roundtrip import (
     sample,
     timestamp_ms,
 )
+from tests.polling import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 CODECS: tuple[str | None, ...] = (None, "gzip", "snappy", "lz4", "zstd")
 ACKS: tuple[int | str, ...] = (0, 1, "all")

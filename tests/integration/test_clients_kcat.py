@@ -35,7 +35,7 @@ import pytest
 
 from protocol import ApiKey, ErrorCode
 from protocol.messages import CreateTopicsRequest
-from tests.integration.cluster import TestCluster, wait_until
+from tests.integration.cluster import TestCluster
 from tests.integration.roundtrip import (
     MAX_WAIT_MS,
     assert_answered_early,
@@ -45,12 +45,12 @@ from tests.integration.roundtrip import (
     fetch_requests,
     leader_of,
 )
+from tests.polling import wait_until
 
 KCAT = shutil.which("kcat")
 STRACE = shutil.which("strace")
 
 pytestmark = [
-    pytest.mark.integration,
     pytest.mark.timeout(240),
     pytest.mark.skipif(KCAT is None, reason="kcat is not installed"),
 ]

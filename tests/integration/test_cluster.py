@@ -28,9 +28,10 @@ from protocol.messages import (
 )
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
-from tests.integration.cluster import TICK_MS, TestCluster, wait_until
+from tests.integration.cluster import TICK_MS, TestCluster
+from tests.polling import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import wait_until
+from tests.polling import wait_until
 from tools.cluster import port_in_use
 from tools.zookeeper_server import find_java, free_port
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 MINIKAFKA = [sys.executable, "-m", "tools.main"]
 

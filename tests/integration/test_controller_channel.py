@@ -13,9 +13,8 @@ import pytest
 import protocol
 from controller.network import ChannelConfig, TcpChannelManager
 from protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
+from tests.polling import until
 from zk.model import BrokerInfo, EndPoint
-
-pytestmark = pytest.mark.integration
 
 SIZE = struct.Struct(">i")
 
@@ -63,14 +62,6 @@ async def fake_broker() -> AsyncIterator[FakeBroker]:
     await fb.server.wait_closed()
 
 
-async def wait_for_count(items: list[Any], n: int, timeout: float = 10.0) -> None:
-    async def poll() -> None:
-        while len(items) < n:
-            await asyncio.sleep(0.01)
-
-    await asyncio.wait_for(poll(), timeout)
-
-
 def body(epoch: int) -> Any:
     return LeaderAndIsrRequest(controller_id=1, controller_epoch=epoch, broker_epoch=5)
 
@@ -82,7 +73,7 @@ async def test_requests_arrive_in_order_with_responses(fake_broker: FakeBroker) 
     for epoch in range(1, 6):
         channel.send(7, 4, 5, body(epoch), responses.append)
     try:
-        await wait_for_count(responses, 5)
+        await until(lambda: len(responses) >= 5, 10, "five responses")
         assert [r.body.controller_epoch for r in fake_broker.requests] == [1, 2, 3, 4, 5]
         assert all(r.header.client_id == "controller-1" for r in fake_broker.requests)
         assert all(isinstance(r, LeaderAndIsrResponse) for r in responses)
@@ -101,7 +92,7 @@ async def test_a_lost_connection_is_retried_with_the_same_request(
     responses: list[Any] = []
     channel.send(7, 4, 5, body(9), responses.append)
     try:
-        await wait_for_count(responses, 1)
+        await until(lambda: len(responses) >= 1, 10, "a response")
         assert fake_broker.connections == 3
         assert [r.body.controller_epoch for r in fake_broker.requests] == [9]
     finally:
@@ -118,7 +109,7 @@ async def test_control_plane_listener_is_preferred(fake_broker: FakeBroker) -> N
     responses: list[Any] = []
     channel.send(7, 4, 5, body(1), responses.append)
     try:
-        await wait_for_count(responses, 1)
+        await until(lambda: len(responses) >= 1, 10, "a response")
     finally:
         await channel.shutdown()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -22,43 +21,22 @@ from controller.controller import ControllerConfig, KafkaController
 from controller.shutdown import controlled_shutdown_response, request_controlled_shutdown
 from controller.states import PartitionState
 from protocol import ApiKey, ErrorCode
+from protocol.values import NO_LEADER, TopicPartition
 from tests.integration.zk_fixtures import expire_session
+from tests.polling import until
 from timer.clock import SystemClock
 from timer.scheduler import Scheduler
 from zk import codec, paths
 from zk.client import KafkaZkClient
 from zk.model import (
-    NO_LEADER,
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
-pytestmark = pytest.mark.integration
-
 DEADLINE_S = 20.0
-
-
-async def until(predicate: Callable[[], object], what: str, timeout: float = DEADLINE_S) -> None:
-    """Poll ``predicate`` (every 20 ms) until truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-async def until_async(
-    predicate: Callable[[], Awaitable[object]], what: str, timeout: float = DEADLINE_S
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @dataclass
@@ -127,18 +105,18 @@ def active(*nodes: Node) -> list[Node]:
 
 async def test_exactly_one_of_two_controllers_wins(cluster: Cluster) -> None:
     a, b = await cluster(1), await cluster(2)
-    await until(lambda: len(active(a, b)) == 1, "one active controller")
+    await until(lambda: len(active(a, b)) == 1, what="one active controller")
     winner = active(a, b)[0]
     loser = b if winner is a else a
     assert winner.controller.epoch == 1
     await until(
         lambda: loser.controller.active_controller_id == winner.controller.broker_id,
-        "the loser to learn the winner",
+        what="the loser to learn the winner",
     )
     assert not loser.controller.is_active
     assert await asyncio.to_thread(a.zk.get_controller_epoch) == (1, 1)
     # the winner told both brokers about each other
-    await until(lambda: {r.broker_id for r in winner.channel.sent} >= {1, 2}, "UpdateMetadata")
+    await until(lambda: {r.broker_id for r in winner.channel.sent} >= {1, 2}, what="UpdateMetadata")
     assert all(r.api_key == ApiKey.UPDATE_METADATA for r in winner.channel.sent)
 
 
@@ -147,22 +125,24 @@ async def test_failover_when_the_controllers_session_expires(
     zk_connect: str,
 ) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     b = await cluster(2)
-    await until(lambda: b.controller.active_controller_id == 1, "broker 2 to see controller 1")
+    await until(lambda: b.controller.active_controller_id == 1, what="broker 2 to see controller 1")
     old_epoch_broker = a.controller.broker_epoch
 
     await asyncio.to_thread(expire_session, zk_connect, a.zk.kazoo)
 
-    await until(lambda: b.controller.is_active, "broker 2 to take over")
+    await until(lambda: b.controller.is_active, what="broker 2 to take over")
     assert b.controller.epoch == 2
-    await until(lambda: not a.controller.is_active, "broker 1 to resign")
+    await until(lambda: not a.controller.is_active, what="broker 1 to resign")
     # broker 1 comes back under a new session: registered again, with a newer broker epoch
-    await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, "broker 1 to reconnect")
-    await until(lambda: a.controller.broker_epoch > old_epoch_broker, "broker 1 to register again")
-    await until(lambda: a.controller.active_controller_id == 2, "broker 1 to follow broker 2")
+    await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, what="broker 1 to reconnect")
+    await until(
+        lambda: a.controller.broker_epoch > old_epoch_broker, what="broker 1 to register again"
+    )
+    await until(lambda: a.controller.active_controller_id == 2, what="broker 1 to follow broker 2")
     assert await asyncio.to_thread(b.zk.get_broker_ids) == [1, 2]
-    await until(lambda: 1 in b.controller.ctx.live_brokers, "the controller to see broker 1")
+    await until(lambda: 1 in b.controller.ctx.live_brokers, what="the controller to see broker 1")
 
 
 async def test_new_topic_partitions_go_online_with_leaders_written(
@@ -170,9 +150,9 @@ async def test_new_topic_partitions_go_online_with_leaders_written(
     admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     await cluster(2)
-    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+    await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
     a.channel.sent.clear()
     tid = codec.new_topic_id()
     assignment = TopicAssignment("orders", tid, {0: (1, 2), 1: (2, 1)})
@@ -182,7 +162,7 @@ async def test_new_topic_partitions_go_online_with_leaders_written(
     async def both_online() -> bool:
         return len(await states(admin, t0, t1)) == 2
 
-    await until_async(both_online, "partition states in ZooKeeper")
+    await until(both_online, what="partition states in ZooKeeper")
     st = await asyncio.to_thread(admin.get_partition_states, [t0, t1])
     assert (st[t0].leader_and_isr.leader, st[t0].leader_and_isr.isr) == (1, (1, 2))
     assert (st[t1].leader_and_isr.leader, st[t1].leader_and_isr.isr) == (2, (2, 1))
@@ -202,10 +182,10 @@ async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
     admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     third = await side_client(zk_connect)  # broker 3: registered, no controller of its own
     await asyncio.to_thread(third.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
-    await until(lambda: 3 in a.controller.ctx.live_brokers, "broker 3 to be seen")
+    await until(lambda: 3 in a.controller.ctx.live_brokers, what="broker 3 to be seen")
     x0, x1 = TopicPartition("x", 0), TopicPartition("x", 1)
     topic = TopicAssignment("x", codec.new_topic_id(), {0: (3, 1), 1: (3,)})
     await asyncio.to_thread(admin.create_topic, topic, {})
@@ -216,22 +196,22 @@ async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
             return False
         return (st.leader_and_isr.leader, st.leader_and_isr.isr) == (leader, isr)
 
-    await until_async(lambda: led_by(x0, 3, (3, 1)), "x-0 led by 3")
-    await until_async(lambda: led_by(x1, 3, (3,)), "x-1 led by 3")
+    await until(lambda: led_by(x0, 3, (3, 1)), what="x-0 led by 3")
+    await until(lambda: led_by(x1, 3, (3,)), what="x-1 led by 3")
 
     await asyncio.to_thread(third.close)  # broker 3's session ends: its znode goes
 
-    await until_async(lambda: led_by(x0, 1, (1,)), "x-0 to fail over to 1")
+    await until(lambda: led_by(x0, 1, (1,)), what="x-0 to fail over to 1")
     # no live ISR member: offline, leader -1, the last ISR member kept for a clean return
-    await until_async(lambda: led_by(x1, NO_LEADER, (3,)), "x-1 to go offline")
-    await until(lambda: a.controller.offline_partition_count == 1, "one offline partition")
+    await until(lambda: led_by(x1, NO_LEADER, (3,)), what="x-1 to go offline")
+    await until(lambda: a.controller.offline_partition_count == 1, what="one offline partition")
     assert a.controller.ctx.partition_state(x1) is PartitionState.OFFLINE
 
     back = await side_client(zk_connect)
     try:
         await asyncio.to_thread(back.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
-        await until_async(lambda: led_by(x1, 3, (3,)), "x-1 back online under broker 3")
-        await until(lambda: a.controller.offline_partition_count == 0, "no offline partition")
+        await until(lambda: led_by(x1, 3, (3,)), what="x-1 back online under broker 3")
+        await until(lambda: a.controller.offline_partition_count == 0, what="no offline partition")
         st = (await asyncio.to_thread(admin.get_partition_states, [x1]))[x1]
         assert st.leader_and_isr.leader_epoch == 2  # 0 created, 1 offline, 2 back
     finally:
@@ -244,7 +224,7 @@ async def test_zombie_controller_is_fenced_and_resigns(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     assert a.controller.epoch == 1
     other = await side_client(zk_connect)
     try:
@@ -260,13 +240,13 @@ async def test_zombie_controller_is_fenced_and_resigns(
             )
             # its write of z-0's state is refused; it resigns, and the vote that follows
             # gives the job (back to broker 1, the only broker) with a fresh epoch
-            await until(lambda: a.controller.epoch == 6, "a fresh election after fencing")
+            await until(lambda: a.controller.epoch == 6, what="a fresh election after fencing")
         assert "fenced as controller" in caplog.text
 
         async def written() -> bool:
             return tp in await states(other, tp)
 
-        await until_async(written, "z-0's state written by the new epoch")
+        await until(written, what="z-0's state written by the new epoch")
         st = (await asyncio.to_thread(other.get_partition_states, [tp]))[tp]
         # written exactly once, by the new epoch; nothing from the zombie epoch survived
         assert (st.controller_epoch, st.leader_and_isr.zk_version) == (6, 0)
@@ -281,9 +261,9 @@ async def test_controlled_shutdown_moves_leadership_away(
     admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     b = await cluster(2)
-    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+    await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
     topic = TopicAssignment("c", codec.new_topic_id(), {0: (2, 1), 1: (1, 2), 2: (2,)})
     await asyncio.to_thread(admin.create_topic, topic, {})
     c0, c1, c2 = (TopicPartition("c", p) for p in range(3))
@@ -291,10 +271,10 @@ async def test_controlled_shutdown_moves_leadership_away(
     async def all_online() -> bool:
         return len(await states(admin, c0, c1, c2)) == 3
 
-    await until_async(all_online, "c's partitions online")
+    await until(all_online, what="c's partitions online")
     await until(
         lambda: a.controller.ctx.partition_state(c2) is PartitionState.ONLINE,
-        "the controller to record them",
+        what="the controller to record them",
     )
 
     stale = await a.controller.controlled_shutdown(2, b.controller.broker_epoch - 1)
@@ -317,7 +297,7 @@ async def test_added_partitions_go_online(
     admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     topic = TopicAssignment("grow", codec.new_topic_id(), {0: (1,)})
     await asyncio.to_thread(admin.create_topic, topic, {})
     g0, g1, g2 = (TopicPartition("grow", p) for p in range(3))
@@ -325,12 +305,12 @@ async def test_added_partitions_go_online(
     async def online(*tps: TopicPartition) -> bool:
         return len(await states(admin, *tps)) == len(tps)
 
-    await until_async(lambda: online(g0), "grow-0 online")
+    await until(lambda: online(g0), what="grow-0 online")
     found = await asyncio.to_thread(admin.get_topic, "grow")
     assert found is not None
     grown = TopicAssignment("grow", topic.topic_id, {0: (1,), 1: (1,), 2: (1,)})
     await asyncio.to_thread(admin.set_topic_assignment, grown, found[1])
-    await until_async(lambda: online(g0, g1, g2), "the added partitions online")
+    await until(lambda: online(g0, g1, g2), what="the added partitions online")
     assert a.controller.ctx.partition_replicas(g2) == (1,)
 
 
@@ -339,9 +319,9 @@ async def test_isr_change_notifications_reach_every_broker(
     admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     await cluster(2)
-    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+    await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
     tp = TopicPartition("i", 0)
     topic = TopicAssignment("i", codec.new_topic_id(), {0: (1, 2)})
     await asyncio.to_thread(admin.create_topic, topic, {})
@@ -349,7 +329,7 @@ async def test_isr_change_notifications_reach_every_broker(
     async def written() -> bool:
         return tp in await states(admin, tp)
 
-    await until_async(written, "i-0 online")
+    await until(written, what="i-0 online")
     # the leader (broker 1) shrinks its ISR itself and tells the controller
     st = (await states(admin, tp))[tp]
     shrunk = LeaderAndIsr(1, st.leader_and_isr.leader_epoch, (1,), st.leader_and_isr.zk_version)
@@ -358,12 +338,12 @@ async def test_isr_change_notifications_reach_every_broker(
     a.channel.sent.clear()
     await asyncio.to_thread(admin.propagate_isr_change, [tp])
 
-    await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1,), "new ISR")
+    await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1,), what="new ISR")
     await until(
         lambda: (
             {r.broker_id for r in a.channel.sent if r.api_key == ApiKey.UPDATE_METADATA} == {1, 2}
         ),
-        "UpdateMetadata to both brokers",
+        what="UpdateMetadata to both brokers",
     )
     um = next(r for r in a.channel.sent if r.api_key == ApiKey.UPDATE_METADATA)
     assert um.body.topic_states[0].partition_states[0].isr == [1]
@@ -371,7 +351,7 @@ async def test_isr_change_notifications_reach_every_broker(
     async def consumed() -> bool:
         return await asyncio.to_thread(admin.get_isr_change_notifications) == []
 
-    await until_async(consumed, "the notification to be deleted")
+    await until(consumed, what="the notification to be deleted")
 
 
 async def test_controlled_shutdown_request_over_tcp(
@@ -399,9 +379,9 @@ async def test_controlled_shutdown_request_over_tcp(
     try:
         a = await cluster(1, port=server.sockets[0].getsockname()[1])
         holder.append(a.controller)
-        await until(lambda: a.controller.is_active, "broker 1 to be controller")
+        await until(lambda: a.controller.is_active, what="broker 1 to be controller")
         b = await cluster(2)
-        await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+        await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
         tp = TopicPartition("s", 0)
         topic = TopicAssignment("s", codec.new_topic_id(), {0: (2, 1)})
         await asyncio.to_thread(admin.create_topic, topic, {})
@@ -410,7 +390,7 @@ async def test_controlled_shutdown_request_over_tcp(
             st = (await states(admin, tp)).get(tp)
             return st is not None and st.leader_and_isr.leader == 2
 
-        await until_async(led_by_2, "s-0 led by broker 2")
+        await until(led_by_2, what="s-0 led by broker 2")
         remaining = await asyncio.wait_for(
             request_controlled_shutdown(b.zk, 2, b.controller.broker_epoch), DEADLINE_S
         )
@@ -428,7 +408,7 @@ async def test_a_corrupt_topic_znode_is_skipped_not_fatal(
     admin: KafkaZkClient,
 ) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     with caplog.at_level(logging.ERROR, logger="controller.controller"):
         await asyncio.to_thread(admin.kazoo.create, paths.topic("bad"), b"{not json")
         good = TopicAssignment("good", codec.new_topic_id(), {0: (1,)})
@@ -438,7 +418,7 @@ async def test_a_corrupt_topic_znode_is_skipped_not_fatal(
         async def online() -> bool:
             return tp in await states(admin, tp)
 
-        await until_async(online, "the good topic online")
+        await until(online, what="the good topic online")
     assert "ignoring topic bad" in caplog.text
     assert "bad" not in a.controller.ctx.all_topics()
 
@@ -498,22 +478,22 @@ async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
     proxy_port = await proxy.start()
     try:
         a = await cluster(1, connect=f"127.0.0.1:{proxy_port}/{chroot}", session_s=8.0)
-        await until(lambda: a.controller.is_active, "broker 1 to be controller")
+        await until(lambda: a.controller.is_active, what="broker 1 to be controller")
         session = a.zk.session_id
         proxy.cut()
-        await until(lambda: a.zk.kazoo.state == KazooState.SUSPENDED, "SUSPENDED")
+        await until(lambda: a.zk.kazoo.state == KazooState.SUSPENDED, what="SUSPENDED")
         # created while broker 1 cannot hear: kazoo dropped its watches meanwhile
         topic = TopicAssignment("blip", codec.new_topic_id(), {0: (1,)})
         await asyncio.to_thread(admin.create_topic, topic, {})
         assert a.controller.is_active  # SUSPENDED alone resigns nothing
         proxy.refusing = False
-        await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, "reconnected")
+        await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, what="reconnected")
         tp = TopicPartition("blip", 0)
 
         async def online() -> bool:
             return tp in await states(admin, tp)
 
-        await until_async(online, "the topic created during the blip online")
+        await until(online, what="the topic created during the blip online")
         assert a.zk.session_id == session  # the same session throughout
         assert a.controller.is_active and a.controller.epoch == 1
     finally:
@@ -522,13 +502,13 @@ async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
 
 async def test_graceful_shutdown_hands_over_at_once(cluster: Cluster) -> None:
     a = await cluster(1)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     b = await cluster(2)
-    await until(lambda: b.controller.active_controller_id == 1, "broker 2 to follow")
+    await until(lambda: b.controller.active_controller_id == 1, what="broker 2 to follow")
     await asyncio.wait_for(a.controller.shutdown(), DEADLINE_S)
     assert not a.controller.is_active
     # /controller was deleted, not left to expire with the session
-    await until(lambda: b.controller.is_active, "broker 2 to take over", timeout=3.0)
+    await until(lambda: b.controller.is_active, what="broker 2 to take over", timeout=3.0)
     assert b.controller.epoch == 2
 
 
@@ -542,15 +522,15 @@ async def move_leader_away_and_back_into_isr(
         st = (await states(admin, tp)).get(tp)
         return st is not None and st.leader_and_isr.leader == leader
 
-    await until_async(lambda: led_by(2), f"{tp} led by its preferred replica 2")
+    await until(lambda: led_by(2), what=f"{tp} led by its preferred replica 2")
     result = await a.controller.controlled_shutdown(2, b.controller.broker_epoch)
     assert result.error_code == ErrorCode.NONE
-    await until_async(lambda: led_by(1), f"{tp} led by 1")
+    await until(lambda: led_by(1), what=f"{tp} led by 1")
     await b.controller.shutdown()
     await asyncio.to_thread(b.zk.close)
-    await until(lambda: 2 not in a.controller.ctx.live_brokers, "broker 2 to be gone")
+    await until(lambda: 2 not in a.controller.ctx.live_brokers, what="broker 2 to be gone")
     await cluster(2)
-    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be back")
+    await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be back")
     # broker 2 caught up again: the leader writes the ISR back and notifies the controller
     st = (await states(admin, tp))[tp]
     lai = st.leader_and_isr
@@ -571,9 +551,9 @@ async def test_auto_leader_rebalance_moves_leadership_back(
     try:
         config = ControllerConfig(leader_imbalance_check_interval_ms=200)
         a = await cluster(1, config=config, scheduler=scheduler)
-        await until(lambda: a.controller.is_active, "broker 1 to be controller")
+        await until(lambda: a.controller.is_active, what="broker 1 to be controller")
         b = await cluster(2)
-        await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+        await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
         tp = TopicPartition("pref", 0)
         topic = TopicAssignment("pref", codec.new_topic_id(), {0: (2, 1)})
         await asyncio.to_thread(admin.create_topic, topic, {})
@@ -583,7 +563,7 @@ async def test_auto_leader_rebalance_moves_leadership_back(
             st = (await states(admin, tp)).get(tp)
             return st is not None and st.leader_and_isr.leader == 2
 
-        await until_async(back_to_2, "the periodic check to move leadership back to 2")
+        await until(back_to_2, what="the periodic check to move leadership back to 2")
     finally:
         await scheduler.shutdown()
 
@@ -594,14 +574,14 @@ async def test_requested_preferred_replica_election(
 ) -> None:
     config = ControllerConfig(auto_leader_rebalance_enable=False)
     a = await cluster(1, config=config)
-    await until(lambda: a.controller.is_active, "broker 1 to be controller")
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     b = await cluster(2)
-    await until(lambda: 2 in a.controller.ctx.live_brokers, "broker 2 to be seen")
+    await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
     tp = TopicPartition("ask", 0)
     topic = TopicAssignment("ask", codec.new_topic_id(), {0: (2, 1)})
     await asyncio.to_thread(admin.create_topic, topic, {})
     await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
-    await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1, 2), "ISR")
+    await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1, 2), what="ISR")
     await asyncio.to_thread(admin.request_preferred_replica_election, [tp])
 
     async def done() -> bool:
@@ -609,4 +589,4 @@ async def test_requested_preferred_replica_election(
         gone = await asyncio.to_thread(admin.get_preferred_replica_election) is None
         return gone and st is not None and st.leader_and_isr.leader == 2
 
-    await until_async(done, "leader 2 and the request consumed")
+    await until(done, what="leader 2 and the request consumed")

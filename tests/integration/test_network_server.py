@@ -32,6 +32,7 @@ from protocol.messages import (
     FetchResponse,
     MetadataRequest,
 )
+from tests.polling import until
 
 LOOPS = ["uvloop", "asyncio"]
 SIZE = struct.Struct(">i")
@@ -45,16 +46,6 @@ def in_loop(kind: str, test: Callable[[], Awaitable[None]]) -> None:
         await asyncio.wait_for(test(), TIMEOUT)
 
     run(bounded(), kind)
-
-
-async def until(condition: Callable[[], bool], what: str, deadline_s: float = 10.0) -> None:
-    """Poll ``condition`` until true; fail naming ``what`` after the deadline."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + deadline_s
-    while not condition():
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 # --- the stub handler -----------------------------------------------------------------------
@@ -227,7 +218,7 @@ def test_long_request_holds_back_only_its_own_connection(kind: str) -> None:
             slow, fast = await Client.connect(port), await Client.connect(port)
             gated = slow.request("gate")
             behind = slow.request("")
-            await until(lambda: "gate" in stub.entered, "the gated request to start")
+            await until(lambda: "gate" in stub.entered, what="the gated request to start")
             for _ in range(5):
                 cid = fast.request("")
                 assert (await fast.response()).header.correlation_id == cid
@@ -265,7 +256,7 @@ def test_deferred_response_frees_the_handler(kind: str) -> None:
             port = server.bound_port("PLAINTEXT")
             waiting, other = await Client.connect(port), await Client.connect(port)
             deferred = waiting.request("defer")
-            await until(lambda: len(stub.deferred) == 1, "the deferred request")
+            await until(lambda: len(stub.deferred) == 1, what="the deferred request")
             cid = other.request("")  # the single handler task is free again
             assert (await other.response()).header.correlation_id == cid
             header = protocol.make_request(18, 3, deferred, "x", None).header
@@ -307,7 +298,7 @@ def test_backpressure_full_channel_stops_reading(kind: str) -> None:
             # other three connections are parked: their requests are not queued anywhere
             await until(
                 lambda: len(channel) == 2 and channel.waiting_for_space == 3,
-                "a full channel with three parked connections",
+                what="a full channel with three parked connections",
             )
             # a parked client keeps writing: the server must not read it into memory
             flood = clients[-1]
@@ -317,7 +308,7 @@ def test_backpressure_full_channel_stops_reading(kind: str) -> None:
             flood.writer.write((SIZE.pack(len(filler)) + filler) * 800_000)  # ~20 MB
             await until(
                 lambda: flood.writer.transport.get_write_buffer_size() > 1_000_000,
-                "the flooding client's writes to back up",
+                what="the flooding client's writes to back up",
             )
             received = sample(server, "minikafka_network_received_bytes_total")
             assert received < 1_000_000  # kernel buffers hold the rest
@@ -481,7 +472,9 @@ def test_idle_connections_close_but_muted_ones_stay(kind: str) -> None:
             port = server.bound_port("PLAINTEXT")
             idle, busy = await Client.connect(port), await Client.connect(port)
             cid = busy.request("gate")
-            await until(lambda: "gate" in stub.entered and server.connection_count == 2, "setup")
+            await until(
+                lambda: "gate" in stub.entered and server.connection_count == 2, what="setup"
+            )
             clock.now += 60  # both are now past the idle timeout by the server's clock
             assert await idle.closed_by_server()
             assert server.connection_count == 1
@@ -504,7 +497,7 @@ def test_max_connections_per_ip(kind: str) -> None:
                 cid = client.request("")
                 assert (await client.response()).header.correlation_id == cid
             first.close()
-            await until(lambda: server.connection_count == 1, "the first connection to close")
+            await until(lambda: server.connection_count == 1, what="the first connection to close")
             fourth = await Client.connect(port)
             cid = fourth.request("")
             assert (await fourth.response()).header.correlation_id == cid
@@ -525,7 +518,9 @@ def test_max_connections_pauses_accepting_until_one_closes(kind: str) -> None:
                 assert (await client.response()).header.correlation_id == cid
             waiting = await Client.connect(port)  # completes in the kernel's backlog
             cid = waiting.request("")
-            await until(lambda: not server._planes[0].acceptors[0]._accepting, "a paused acceptor")
+            await until(
+                lambda: not server._planes[0].acceptors[0]._accepting, what="a paused acceptor"
+            )
             assert sample(server, "minikafka_connections_accepted_total") == 2
             first.close()
             assert (await waiting.response()).header.correlation_id == cid
@@ -548,7 +543,9 @@ def test_control_plane_is_served_while_the_data_plane_is_stuck(kind: str) -> Non
             stuck = [await Client.connect(data_port) for _ in range(3)]
             for client in stuck:
                 client.request("gate")
-            await until(lambda: server.data_channel.waiting_for_space == 1, "a full data plane")
+            await until(
+                lambda: server.data_channel.waiting_for_space == 1, what="a full data plane"
+            )
             controller = await Client.connect(server.bound_port("CONTROLLER"))
             cid = controller.request("")
             assert (await controller.response()).header.correlation_id == cid
@@ -571,7 +568,7 @@ def test_graceful_shutdown_finishes_in_flight_requests(kind: str) -> None:
         port = server.bound_port("PLAINTEXT")
         busy, idle = await Client.connect(port), await Client.connect(port)
         cid = busy.request("gate")
-        await until(lambda: "gate" in stub.entered, "the gated request")
+        await until(lambda: "gate" in stub.entered, what="the gated request")
         stopping = asyncio.create_task(server.stop(timeout_s=10))
         assert await idle.closed_by_server()  # idle connections close at once
         with pytest.raises(OSError):
@@ -658,7 +655,7 @@ def test_requests_and_connections_are_measured(kind: str) -> None:
                 cid = client.request("")
                 assert (await client.response()).header.correlation_id == cid
             client.close()
-            await until(lambda: server.connection_count == 0, "the close")
+            await until(lambda: server.connection_count == 0, what="the close")
             text = server.metrics.exposition().decode()
             assert 'minikafka_requests_total{api="ApiVersions",listener="PLAINTEXT"} 3.0' in text
             assert 'minikafka_request_duration_seconds_count{api="ApiVersions"} 3.0' in text

@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterator
 import pytest
 from kazoo.protocol.states import KazooState
 
-from tests.integration.zk_fixtures import expire_session, wait_until
+from protocol.values import TopicPartition
+from tests.integration.zk_fixtures import expire_session
+from tests.polling import wait_until
 from zk import codec, paths
 from zk.client import KafkaZkClient, TopicExistsError
 from zk.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
-from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment, TopicPartition
-
-pytestmark = pytest.mark.integration
+from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment
 
 NOW = 1_700_000_000_000
 

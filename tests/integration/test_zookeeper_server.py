@@ -15,8 +15,6 @@ from tools.zookeeper_server import (
     render_config,
 )
 
-pytestmark = pytest.mark.integration
-
 
 def test_server_answers_ruok_and_serves_kazoo(zookeeper: ZooKeeperServer) -> None:
     assert four_letter_word("127.0.0.1", zookeeper.port, b"ruok") == b"imok"

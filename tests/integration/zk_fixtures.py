@@ -10,14 +10,12 @@ them once is what makes the session-scoped server one per run). They are:
   (``127.0.0.1:PORT/t-<hex>``) so tests that share the server never see each other's
   znodes. The chroot node is created before the test.
 * ``kazoo_client`` (function scope): a started KazooClient on that chroot.
-* ``wait_until(predicate, timeout, what)``: poll a condition with a deadline.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,17 +62,6 @@ def kazoo_client(zk_connect: str) -> Iterator[KazooClient]:
     finally:
         client.stop()
         client.close()
-
-
-def wait_until(
-    predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition"
-) -> None:
-    """Poll ``predicate`` every 20 ms until it is truthy; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 def expire_session(connect: str, client: KazooClient, timeout: float = 15.0) -> None:

@@ -15,13 +15,13 @@ recorded exchanges and write them as
 
 (frame bytes without the 4-byte size prefix) plus tests/golden/index.json.
 
-What the proxy advertises in ApiVersions is the DESIGN.md section 5 matrix, so clients pick
-the versions they would pick against minikafka. A request goes to the mock when the mock
-implements that API at that version, otherwise to the fake. The group-coordinator APIs share
-state, so per client each unit of them goes to one side (GROUP_UPSTREAM). Responses are
-recorded as the upstream sent them; what the client got may have been rewritten (broker
-addresses, the ApiVersions table, leader epochs for the "-epoch" consumer), which the
-index notes.
+What the proxy advertises in ApiVersions is minikafka's table (protocol.SUPPORTED_VERSIONS),
+so clients pick the versions they would pick against minikafka. A request goes to the mock
+when the mock implements that API at that version, otherwise to the fake. The
+group-coordinator APIs share state, so per client each unit of them goes to one side
+(GROUP_UPSTREAM). Responses are recorded as the upstream sent them; what the client got may
+have been rewritten (broker addresses, the ApiVersions table, leader epochs for the "-epoch"
+consumer), which the index notes.
 
 Every wait is bounded; only processes started here are killed, by pid. Set
 GOLDEN_FLOW_LOG=<file> (and GOLDEN_FLOW_DEBUG=1 for client debug logs) to keep the
@@ -50,7 +50,7 @@ from tests.tools.recording_proxy import FAKE, UPSTREAM, Exchange, Recorder, Reco
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
-# DESIGN.md section 5 (= protocol.SUPPORTED_VERSIONS): what minikafka advertises to
+# protocol.SUPPORTED_VERSIONS: what minikafka advertises to
 # clients; the inter-broker APIs (4-7) are left out, no client sends them.
 ADVERTISED: dict[int, tuple[int, int]] = {
     0: (0, 9), 1: (4, 12), 2: (1, 7), 3: (1, 12), 8: (2, 8), 9: (1, 8), 10: (0, 4),

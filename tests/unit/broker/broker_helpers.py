@@ -18,7 +18,8 @@ from broker.metrics import BrokerMetrics
 from broker.replica_manager import ReplicaManager
 from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest
-from storage import LogManager, LogManagerConfig, TopicPartition
+from protocol.values import TopicPartition
+from storage import LogManager, LogManagerConfig
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 

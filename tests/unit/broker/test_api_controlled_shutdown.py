@@ -12,8 +12,8 @@ from broker.metrics import BrokerMetrics
 from controller.controller import ControlledShutdownResult, KafkaController
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import ControlledShutdownRequest
+from protocol.values import TopicPartition
 from timer.clock import MockClock
-from zk.model import TopicPartition
 
 
 class FakeController(KafkaController):

@@ -19,7 +19,8 @@ from broker.context import BrokerContext, require
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest
 from protocol.records import BatchBuilder, iter_batches
-from storage import FileRegion, TopicPartition
+from protocol.values import TopicPartition
+from storage import FileRegion
 from tests.unit.broker.broker_helpers import local_replicas, partition_state
 from timer.clock import MockClock
 

@@ -21,7 +21,8 @@ from broker.replica_manager import ReplicaManager
 from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
-from storage import LogManager, TopicPartition
+from protocol.values import TopicPartition
+from storage import LogManager
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
 from zk.client import KafkaZkClient

@@ -16,7 +16,8 @@ from broker.context import BrokerContext, require
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ListOffsetsRequest
 from protocol.records import BatchBuilder
-from storage import Log, TopicPartition
+from protocol.values import TopicPartition
+from storage import Log
 from tests.unit.broker.broker_helpers import local_replicas, partition_state
 
 TOPIC = "metrics"

@@ -16,7 +16,7 @@ from broker.context import BrokerContext
 from protocol import ApiKey, ErrorCode
 from protocol.messages import OffsetForLeaderEpochRequest
 from protocol.records import BatchBuilder
-from storage import TopicPartition
+from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state
 
 TOPIC = "ledger"

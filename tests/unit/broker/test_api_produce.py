@@ -18,7 +18,7 @@ from broker.context import BrokerContext, require
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ProduceRequest
 from protocol.records import BatchBuilder
-from storage import TopicPartition
+from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import local_replicas, partition_state
 
 TOPIC = "payments"

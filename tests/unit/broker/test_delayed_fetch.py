@@ -15,7 +15,8 @@ from broker.delayed import DelayedFetch, FetchParams, FetchPartitionResult, Part
 from broker.partition import Partition
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder
-from storage import LogManager, LogManagerConfig, TopicPartition
+from protocol.values import TopicPartition
+from storage import LogManager, LogManagerConfig
 from tests.unit.broker.broker_helpers import partition_state
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock

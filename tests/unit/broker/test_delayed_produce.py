@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from broker.delayed import DelayedProduce, ProducePartitionResult, ProducePartitionStatus
 from protocol.errors import ErrorCode
-from storage import TopicPartition
+from protocol.values import TopicPartition
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 

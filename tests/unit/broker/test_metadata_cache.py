@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from broker.metadata_cache import LEADER_DURING_DELETE, MetadataCache
+from broker.metadata_cache import MetadataCache
 from protocol.messages import UpdateMetadataRequest as U
+from protocol.values import LEADER_DURING_DELETE
 
 TOPIC_ID = uuid.UUID("11111111-2222-3333-4444-555555555555")
 

@@ -11,16 +11,10 @@ from typing import Any
 
 import pytest
 
-from broker.partition import (
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
-    Partition,
-    PartitionError,
-    leader_epoch_error,
-    topic_id_text,
-)
+from broker.partition import Partition, PartitionError, leader_epoch_error, topic_id_text
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder, Compression
+from protocol.values import READ_COMMITTED, READ_UNCOMMITTED, TopicPartition
 from storage import (
     AppendInfo,
     FileRegion,
@@ -30,7 +24,6 @@ from storage import (
     LogManagerConfig,
     RecordError,
     TimestampOffset,
-    TopicPartition,
 )
 from tests.unit.broker.broker_helpers import partition_state
 from timer.clock import MockClock

@@ -19,7 +19,8 @@ from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder
-from storage import Log, LogManager, StorageError, TopicPartition
+from protocol.values import TopicPartition
+from storage import Log, LogManager, StorageError
 from tests.unit.broker.broker_helpers import local_replicas, partition_state, run_now
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock

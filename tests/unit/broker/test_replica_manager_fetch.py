@@ -18,11 +18,11 @@ from broker.delayed import (
     PartitionFetchInfo,
 )
 from broker.metrics import BrokerMetrics
-from broker.partition import READ_COMMITTED
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder
-from storage import FileRegion, Log, LogManager, TopicPartition
+from protocol.values import READ_COMMITTED, TopicPartition
+from storage import FileRegion, Log, LogManager
 from tests.unit.broker.broker_helpers import local_replicas, partition_state
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock

@@ -17,9 +17,10 @@ import pytest
 
 from broker.replica_manager import in_thread
 from protocol.errors import ErrorCode
-from storage import TopicPartition
+from protocol.values import TopicPartition
 from storage.checkpoint import LEADER_EPOCH_CHECKPOINT, read_epoch_checkpoint
 from storage.errors import StorageError
+from tests.polling import until
 from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state
 
 TOPIC_ID = uuid.UUID("0b3ad1c2-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
@@ -119,10 +120,7 @@ async def test_the_loop_runs_while_the_epoch_checkpoints_are_written(
 
     monkeypatch.setattr("storage.leader_epoch.write_epoch_checkpoint", gated)
     task = asyncio.ensure_future(lead_all(replicas, epoch=1))
-    deadline = asyncio.get_running_loop().time() + 10
-    while not entered.is_set():
-        assert asyncio.get_running_loop().time() < deadline, "the epoch write never started"
-        await asyncio.sleep(0.001)
+    await until(entered.is_set, 10, "the epoch write to start", interval=0.001)
     assert not task.done()  # the request is waiting for its disk work, the loop is not
     gate.set()
     assert await asyncio.wait_for(task, 10) == dict.fromkeys(PARTITIONS, ErrorCode.NONE)

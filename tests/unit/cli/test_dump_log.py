@@ -7,10 +7,10 @@ import os
 import pytest
 
 from protocol.records import SimpleRecord, build_batch
+from protocol.values import TopicPartition
 from storage.clock import MockClock
 from storage.config import LogConfig
 from storage.log import Log
-from storage.names import TopicPartition
 from tools.main import main
 
 

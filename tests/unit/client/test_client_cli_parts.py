@@ -9,10 +9,10 @@ import pytest
 
 from client.admin import ConfigEntry
 from client.cluster_view import PartitionInfo, TopicInfo
-from client.fetch import EARLIEST, LATEST
 from client.produce import partition_for_key
 from protocol.records import Compression, read_batch
 from protocol.uuids import uuid_to_base64
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from tools.console_consumer import starting_point
 from tools.console_producer import Accumulator, ProducerSettings
 from tools.topics import (
@@ -119,9 +119,9 @@ def test_replica_assignment() -> None:
 
 
 def test_consumer_starting_points() -> None:
-    assert starting_point(None, False, None) == LATEST
-    assert starting_point(None, True, None) == EARLIEST
-    assert starting_point("earliest", False, None) == EARLIEST
+    assert starting_point(None, False, None) == LATEST_TIMESTAMP
+    assert starting_point(None, True, None) == EARLIEST_TIMESTAMP
+    assert starting_point("earliest", False, None) == EARLIEST_TIMESTAMP
     assert starting_point("17", False, 0) == 17
     with pytest.raises(ValueError, match="partition is required"):
         starting_point("17", False, None)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from client.cluster_view import NO_LEADER, ClusterView
+from client.cluster_view import ClusterView
 from protocol import ErrorCode
 from protocol.messages import MetadataResponse
+from protocol.values import NO_LEADER
 
 TID = uuid.uuid4()
 

@@ -7,13 +7,13 @@ import uuid
 from controller.context import ControllerContext
 from controller.model import PartitionReplica
 from controller.states import PartitionState, ReplicaState
+from protocol.values import TopicPartition
 from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 

@@ -13,13 +13,13 @@ from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from controller.store import InMemoryPartitionStateStore
 from protocol.errors import ErrorCode
+from protocol.values import TopicPartition
 from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))

@@ -7,13 +7,13 @@ import uuid
 from controller.context import ControllerContext
 from controller.rebalance import imbalance_ratios, partitions_to_rebalance, preferred_candidates
 from controller.states import PartitionState
+from protocol.values import TopicPartition
 from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 

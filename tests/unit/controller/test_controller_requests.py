@@ -10,13 +10,13 @@ from controller.context import ControllerContext
 from controller.request_batch import ControllerRequestBatch
 from controller.requests import build_update_metadata
 from protocol import ApiKey
+from protocol.values import TopicPartition
 from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 TID = uuid.UUID("11111111-2222-3333-4444-555555555555")

@@ -21,14 +21,13 @@ from controller.states import (
     check_transition,
 )
 from controller.store import InMemoryPartitionStateStore
+from protocol.values import NO_LEADER, TopicPartition
 from zk.model import (
-    NO_LEADER,
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 TP = TopicPartition("t", 0)

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from protocol.uuids import uuid_to_base64
+from protocol.values import TopicPartition
 from zk import codec
 from zk.codec import ProducerIdBlock, ZkDataError
 from zk.model import (
@@ -16,7 +17,6 @@ from zk.model import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
-    TopicPartition,
 )
 
 

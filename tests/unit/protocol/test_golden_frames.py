@@ -8,8 +8,8 @@ the index, check field values the capture flows make known (so a decoder reading
 cannot pass), encode, and compare with the original bytes.
 
 Two documented exceptions to "encode gives back the frame":
-- an ApiVersions request newer than we support decodes from its header alone (CONTRACTS.md:
-  ``body is None``), so re-encoding gives back exactly the header bytes;
+- an ApiVersions request newer than we support decodes from its header alone
+  (``body is None``), so re-encoding gives back exactly the header bytes;
 - ``request_trailing_bytes``: librdkafka 2.16 writes the null topic array of a Metadata v9+
   "all topics" request as a 4-byte int32 instead of a 1-byte varint
   (confluentinc/librdkafka#5049). Kafka reads that as null topics, allow_auto_topic_creation

@@ -2,8 +2,9 @@
 field, and every declared message compiles at every one of its versions.
 
 The JSON specs are reference data outside the repository (Kafka's
-clients/src/main/resources/common/message, found through $KAFKA_MESSAGE_SPECS or beside the
-checkout); the comparison is skipped when they are absent.
+clients/src/main/resources/common/message, named by $KAFKA_MESSAGE_SPECS or kept in a
+``shared/kafka-message-specs`` directory beside the checkout); the comparison is skipped when
+they are absent.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from protocol.schema.generate import OUTPUT, field_versions, load_messages, load
 from protocol.schema.model import F, M
 from protocol.schema.specs import MESSAGES
 
+#: Kafka's JSON message specs (clients/src/main/resources/common/message in a Kafka source
+#: tree) are not part of the repository: KAFKA_MESSAGE_SPECS names them, else a copy beside
+#: the checkout is used when there is one.
 ROOT = Path(__file__).resolve().parents[3]
 CANDIDATES = [
     Path(os.environ.get("KAFKA_MESSAGE_SPECS", "/nonexistent")),

@@ -10,10 +10,10 @@ import struct
 
 from protocol.records.batch import iter_batches
 from protocol.records.crc import crc32c
+from protocol.values import TopicPartition
 from storage.clock import MockClock
 from storage.config import LogConfig
 from storage.log import Log
-from storage.names import TopicPartition
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 

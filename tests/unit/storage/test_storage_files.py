@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from protocol.values import TopicPartition
 from storage.checkpoint import (
     CheckpointError,
     read_epoch_checkpoint,
@@ -24,12 +25,7 @@ from storage.meta import (
     resolve_broker_id,
     write_meta_properties,
 )
-from storage.names import (
-    TopicPartition,
-    parse_partition_dir,
-    partition_dir_name,
-    validate_topic_name,
-)
+from storage.names import parse_partition_dir, partition_dir_name, validate_topic_name
 
 # -- checkpoints ---------------------------------------------------------------------------
 

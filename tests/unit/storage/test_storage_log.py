@@ -10,6 +10,7 @@ import pytest
 from storage_helpers import SMALL, all_batches, make_batch, open_log
 
 from protocol.records.batch import read_header
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from storage.clock import MockClock
 from storage.config import LogConfig
 from storage.errors import (
@@ -19,7 +20,6 @@ from storage.errors import (
     RecordTooLargeError,
 )
 from storage.log import Log
-from storage.timestamp_search import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 
 
 @pytest.fixture

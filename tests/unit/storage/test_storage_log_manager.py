@@ -10,13 +10,14 @@ from collections.abc import Callable
 import pytest
 from storage_helpers import SMALL, make_batch
 
+from protocol.values import TopicPartition
 from storage.checkpoint import read_offset_checkpoint
 from storage.clock import MockClock
 from storage.config import LogManagerConfig
 from storage.errors import InvalidTopicError
 from storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
-from storage.names import TopicPartition
 from storage.segment import LogSegment
+from tests.polling import until
 
 A0 = TopicPartition("a", 0)
 A1 = TopicPartition("a", 1)
@@ -250,7 +251,6 @@ def test_the_five_tasks_are_scheduled(tmp_path: os.PathLike[str]) -> None:
 async def test_tasks_run_on_the_timer_scheduler(tmp_path: os.PathLike[str]) -> None:
     """The broker's wiring: LogManager.schedule_tasks on a real timer.Scheduler, time
     moved by a MockClock; blocking tasks run in the scheduler's threads."""
-    import asyncio
 
     from timer.scheduler import Scheduler
 
@@ -266,10 +266,7 @@ async def test_tasks_run_on_the_timer_scheduler(tmp_path: os.PathLike[str]) -> N
         assert not os.path.exists(checkpoint)
         clock.advance(10)
         scheduler.advance_clock()
-        deadline = asyncio.get_running_loop().time() + 10
-        while not os.path.exists(checkpoint):
-            assert asyncio.get_running_loop().time() < deadline, "checkpoint task never ran"
-            await asyncio.sleep(0.01)
+        await until(lambda: os.path.exists(checkpoint), 10, "the checkpoint task to run")
         assert read_offset_checkpoint(checkpoint).keys() == {A0, A1, B0}
     finally:
         await scheduler.shutdown()

@@ -8,10 +8,9 @@ import os
 import pytest
 from storage_helpers import make_batch, open_log
 
+from protocol.errors import ErrorCode
 from protocol.records.batch import read_header
 from storage.errors import (
-    INVALID_PRODUCER_EPOCH,
-    OUT_OF_ORDER_SEQUENCE_NUMBER,
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
 )
@@ -55,7 +54,7 @@ def test_next_sequence_is_accepted_and_a_gap_refused() -> None:
     e = entry_after((0, 3))
     assert check_batch(e, header(3)).error_code == 0
     gap = check_batch(e, header(5))
-    assert gap.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER and "expected 3" in gap.message
+    assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and "expected 3" in gap.message
 
 
 def test_retry_of_one_of_the_last_five_batches_is_a_duplicate() -> None:
@@ -65,14 +64,14 @@ def test_retry_of_one_of_the_last_five_batches_is_a_duplicate() -> None:
     assert dup.error_code == 0 and dup.duplicate is not None
     assert (dup.duplicate.first_offset, dup.duplicate.last_offset) == (10, 11)
     # The first batches were forgotten: a retry of them is now out of order.
-    assert check_batch(e, header(0, 2)).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert check_batch(e, header(0, 2)).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 def test_epochs() -> None:
     e = entry_after((0, 3), epoch=2)
-    assert check_batch(e, header(3, epoch=1)).error_code == INVALID_PRODUCER_EPOCH
+    assert check_batch(e, header(3, epoch=1)).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     assert check_batch(e, header(0, epoch=3)).error_code == 0  # new epoch starts at 0
-    assert check_batch(e, header(3, epoch=3)).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert check_batch(e, header(3, epoch=3)).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 def test_sequence_wraps_at_int32_max() -> None:

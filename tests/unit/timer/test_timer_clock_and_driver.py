@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from timer_helpers import Recorder, wait_until
+from timer_helpers import Recorder
 
+from tests.polling import until
 from timer import Clock, MockClock, SystemClock, SystemTimer
 
 
@@ -35,14 +36,14 @@ async def test_driver_is_woken_when_an_earlier_bucket_is_queued() -> None:
     timer.start()
     try:
         log: list[tuple[Any, int, int]] = []
-        await wait_until(lambda: timer._waiter is not None)  # the driver is asleep
+        await until(lambda: timer._waiter is not None)  # the driver is asleep
         timer.add(Recorder("now", 0, clock, log))
-        await wait_until(lambda: len(log) == 1)
+        await until(lambda: len(log) == 1)
         # A task 30 mock-ms ahead: the driver sleeps (real) 30 ms, then finds it due
         # because the test has moved the mock clock meanwhile.
         timer.add(Recorder("soon", 30, clock, log))
         clock.advance(30)
-        await wait_until(lambda: len(log) == 2)
+        await until(lambda: len(log) == 2)
         assert [name for name, _, _ in log] == ["now", "soon"]
     finally:
         await timer.shutdown()
@@ -57,7 +58,7 @@ async def test_driver_with_the_system_clock_runs_tasks_near_their_deadline() -> 
         log: list[tuple[Any, int, int]] = []
         for delay in (1, 5, 3):
             timer.add(Recorder(delay, delay, clock, log))
-        await wait_until(lambda: len(log) == 3, timeout_s=10)
+        await until(lambda: len(log) == 3, timeout=10)
         assert [name for name, _, _ in log] == [1, 3, 5]
         assert all(ran_at >= expiration for _, ran_at, expiration in log)  # never early
     finally:

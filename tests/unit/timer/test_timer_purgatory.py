@@ -8,8 +8,8 @@ import tracemalloc
 from collections.abc import Callable, Hashable
 
 import pytest
-from timer_helpers import wait_until
 
+from tests.polling import until
 from timer import DelayedOperation, DelayedOperationPurgatory, MockClock, SystemTimer
 
 
@@ -295,7 +295,7 @@ async def test_the_reaper_expires_operations_on_the_event_loop() -> None:
         op = Op(delay_ms=0)  # due at once: the reaper is woken, no real time passes
         assert not purgatory.try_complete_else_watch(op, ["k"])
         assert op.expirations == 0  # never run inside try_complete_else_watch
-        await wait_until(lambda: op.expirations == 1)
+        await until(lambda: op.expirations == 1)
         assert op.completions == 1
     finally:
         await purgatory.shutdown()

@@ -14,8 +14,8 @@ import threading
 from collections.abc import AsyncIterator
 
 import pytest
-from timer_helpers import wait_until
 
+from tests.polling import until
 from timer import MockClock, Scheduler, SystemClock
 
 
@@ -95,16 +95,16 @@ async def test_blocking_task_runs_in_the_thread_pool_without_overlapping(
 
     task = scheduler.schedule("checkpoint", checkpoint, 10, period_ms=10, blocking=True)
     tick(scheduler, clock, 10)
-    await wait_until(lambda: len(threads) == 1)
+    await until(lambda: len(threads) == 1)
     tick(scheduler, clock, 50)  # still running: no second run starts alongside it
     assert task.run_count == 1
     release.set()
-    await wait_until(lambda: task.scheduled)  # rescheduled once the run finished ...
+    await until(lambda: task.scheduled)  # rescheduled once the run finished ...
     assert task.due_ms == 10_070  # ... at the next point of its 10 ms grid
     tick(scheduler, clock, 9)
     assert task.run_count == 1
     tick(scheduler, clock, 1)
-    await wait_until(lambda: len(threads) == 2)
+    await until(lambda: len(threads) == 2)
     assert loop_thread not in threads
 
 
@@ -117,12 +117,12 @@ async def test_async_task_is_run_on_the_loop(scheduler: Scheduler, clock: MockCl
 
     scheduler.schedule("async", housekeeping, 1, period_ms=1)
     tick(scheduler, clock, 1)
-    await wait_until(lambda: len(runs) == 1)
+    await until(lambda: len(runs) == 1)
     task = scheduler.task("async")
     assert task is not None
-    await wait_until(lambda: task.scheduled)
+    await until(lambda: task.scheduled)
     tick(scheduler, clock, 1)
-    await wait_until(lambda: len(runs) == 2)
+    await until(lambda: len(runs) == 2)
 
 
 async def test_a_failing_task_is_logged_and_stays_scheduled(
@@ -145,9 +145,9 @@ async def test_a_failing_task_is_logged_and_stays_scheduled(
         a = scheduler.schedule("flaky-async", flaky_async, 0, period_ms=5)
         b = scheduler.schedule("flaky-blocking", flaky_blocking, 0, period_ms=5, blocking=True)
         tick(scheduler, clock, 0)
-        await wait_until(lambda: a.scheduled and b.scheduled)
+        await until(lambda: a.scheduled and b.scheduled)
         tick(scheduler, clock, 5)
-        await wait_until(lambda: a.run_count == 2 and b.run_count == 2)
+        await until(lambda: a.run_count == 2 and b.run_count == 2)
     assert runs == [1, 1]
     for text in ("disk full", "async disk full", "blocking disk full"):
         assert text in caplog.text
@@ -201,6 +201,6 @@ async def test_the_timer_driver_runs_tasks_in_real_time() -> None:
     try:
         runs: list[int] = []
         scheduler.schedule("tick", lambda: runs.append(1), 2, period_ms=2)
-        await wait_until(lambda: len(runs) >= 3, timeout_s=10)
+        await until(lambda: len(runs) >= 3, timeout=10)
     finally:
         await scheduler.shutdown()

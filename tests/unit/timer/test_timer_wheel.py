@@ -15,10 +15,11 @@ from timer import MockClock, SystemTimer, TimerTask, TimerTaskList
 from timer.delay_queue import DelayQueue
 from timer.timing_wheel import TimingWheel
 
-# The seed's epoch, rounded down to a multiple of 27 = 3**3 so that the three levels of a
-# wheelSize-3 wheel start at tick boundaries, as the seed's figures assume (bucket "x-1"
-# is the one right after the current one on every level).
-SEED_T0 = 1741654300000 - 1741654300000 % 27
+# A fixed epoch (a real millisecond timestamp) rounded down to a multiple of 27 = 3**3, so
+# that the three levels of a wheelSize-3 wheel start at tick boundaries and the worked
+# example below reads simply (bucket "x-1" is the one right after the current one on every
+# level).
+T0 = 1741654300000 - 1741654300000 % 27
 
 
 def step(timer: SystemTimer, clock: MockClock, until_ms: int) -> None:
@@ -41,8 +42,8 @@ def level_of(timer: SystemTimer, task: TimerTask) -> tuple[int, int]:
     raise AssertionError(f"{task!r} is in no bucket")
 
 
-def test_seed_worked_example_cascades_through_three_levels() -> None:
-    clock = MockClock(monotonic_ms=SEED_T0)
+def test_worked_example_cascades_through_three_levels() -> None:
+    clock = MockClock(monotonic_ms=T0)
     timer = SystemTimer(tick_ms=1, wheel_size=3, clock=clock)
     log: list[tuple[Any, int, int]] = []
     delays = {"job1": 1, "job2": 17, "job3": 3, "job4": 5, "job5": 9, "job6": 14}
@@ -52,8 +53,8 @@ def test_seed_worked_example_cascades_through_three_levels() -> None:
 
     # T0: three levels; three buckets queued, due in 1, 3 and 9 ms (bucket-0-1, 1-1, 2-1).
     assert [w.tick_ms for w in timer.wheel.levels()] == [1, 3, 9]
-    assert timer.queue.expirations() == [SEED_T0 + 1, SEED_T0 + 3, SEED_T0 + 9]
-    assert level_of(timer, jobs["job1"]) == (0, (SEED_T0 + 1) % 3)
+    assert timer.queue.expirations() == [T0 + 1, T0 + 3, T0 + 9]
+    assert level_of(timer, jobs["job1"]) == (0, (T0 + 1) % 3)
     assert level_of(timer, jobs["job3"])[0] == 1
     assert jobs["job3"].bucket is jobs["job4"].bucket
     assert {jobs[j].bucket for j in ("job2", "job5", "job6")} == {jobs["job2"].bucket}
@@ -61,17 +62,17 @@ def test_seed_worked_example_cascades_through_three_levels() -> None:
     assert timer.size == 6
 
     # T3: bucket-1-1 expires; job3 runs, job4 (2 ms left) drops to level 0.
-    step(timer, clock, SEED_T0 + 3)
+    step(timer, clock, T0 + 3)
     assert [name for name, _, _ in log] == ["job1", "job3"]
     assert level_of(timer, jobs["job4"])[0] == 0
 
     # T9: bucket-2-1 expires; job5 runs, job6 and job2 drop to level 1 (buckets 1-1, 1-2).
-    step(timer, clock, SEED_T0 + 9)
+    step(timer, clock, T0 + 9)
     assert [name for name, _, _ in log][-1] == "job5"
-    assert level_of(timer, jobs["job6"]) == (1, (SEED_T0 + 14) // 3 % 3)
-    assert level_of(timer, jobs["job2"]) == (1, (SEED_T0 + 17) // 3 % 3)
+    assert level_of(timer, jobs["job6"]) == (1, (T0 + 14) // 3 % 3)
+    assert level_of(timer, jobs["job2"]) == (1, (T0 + 17) // 3 % 3)
 
-    step(timer, clock, SEED_T0 + 20)
+    step(timer, clock, T0 + 20)
     assert [name for name, _, _ in log] == ["job1", "job3", "job4", "job5", "job6", "job2"]
     for _, ran_at, expiration in log:
         assert 0 <= ran_at - expiration < 1  # within one tick of its time

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from timer import Clock, TimerTask
@@ -26,11 +24,3 @@ class Recorder(TimerTask):
         self.log.append((self.name, self.clock.monotonic_ms(), self.expiration_ms))
 
 
-async def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    """Poll ``condition`` on the running loop until true; fail after ``timeout_s``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout_s} s")
-        await asyncio.sleep(0.001)
