@@ -24,8 +24,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
+from protocol.messages import UpdateMetadataRequest
 from protocol.primitives import ZERO_UUID
 from protocol.values import LEADER_DURING_DELETE
 
@@ -80,7 +80,9 @@ class MetadataCache:
     def snapshot(self) -> MetadataSnapshot:
         return self._snapshot
 
-    def update_metadata(self, body: Any) -> tuple[set[str], list[tuple[str, int]]]:
+    def update_metadata(
+        self, body: UpdateMetadataRequest
+    ) -> tuple[set[str], list[tuple[str, int]]]:
         """Apply an UpdateMetadata body (any version).
 
         Returns the topics whose partitions the update mentioned and the partitions it
@@ -108,11 +110,11 @@ class MetadataCache:
                 leader_epoch=state.leader_epoch,
                 isr=tuple(state.isr),
                 replicas=tuple(state.replicas),
-                offline_replicas=tuple(getattr(state, "offline_replicas", None) or ()),
+                offline_replicas=tuple(state.offline_replicas),
                 zk_version=state.zk_version,
                 controller_epoch=state.controller_epoch,
             )
-            if topic_id is not None and topic_id != ZERO_UUID:
+            if topic_id is not None:
                 topic_ids[topic] = topic_id
         controller_id = body.controller_id if body.controller_id >= 0 else None
         self._snapshot = MetadataSnapshot(
@@ -196,23 +198,25 @@ class MetadataCache:
         return True
 
 
-def _broker(b: Any) -> CachedBroker:
+def _broker(b: UpdateMetadataRequest.UpdateMetadataBroker) -> CachedBroker:
     endpoints: dict[str, tuple[str, int]] = {}
-    for ep in getattr(b, "endpoints", None) or []:
+    for ep in b.endpoints:
         # v1-v2 have no listener name: the security protocol names it (PLAINTEXT = 0)
-        listener = getattr(ep, "listener", "") or "PLAINTEXT"
+        listener = ep.listener or "PLAINTEXT"
         endpoints[listener.upper()] = (ep.host, ep.port)
-    v0_host: str = getattr(b, "v0_host", "") or ""
-    if not endpoints and v0_host:
-        endpoints["PLAINTEXT"] = (v0_host, b.v0_port)
-    return CachedBroker(b.id, MappingProxyType(endpoints), getattr(b, "rack", None))
+    if not endpoints and b.v0_host:  # v0 has one plaintext host and port
+        endpoints["PLAINTEXT"] = (b.v0_host, b.v0_port)
+    return CachedBroker(b.id, MappingProxyType(endpoints), b.rack)
 
 
-def _partition_states(body: Any) -> Iterable[tuple[str, uuid.UUID | None, Any]]:
-    """(topic, topic id or None, partition state) for v0-4 (ungrouped) and v5+ bodies."""
-    for state in getattr(body, "ungrouped_partition_states", None) or []:
+def _partition_states(
+    body: UpdateMetadataRequest,
+) -> Iterable[tuple[str, uuid.UUID | None, UpdateMetadataRequest.UpdateMetadataPartitionState]]:
+    """(topic, topic id or None, partition state) for v0-4 (ungrouped) and v5+ bodies.
+    Versions without topic ids decode the id as zero, which means none."""
+    for state in body.ungrouped_partition_states:
         yield state.topic_name, None, state
-    for topic_state in getattr(body, "topic_states", None) or []:
-        topic_id = getattr(topic_state, "topic_id", None)
+    for topic_state in body.topic_states:
+        topic_id = None if topic_state.topic_id == ZERO_UUID else topic_state.topic_id
         for state in topic_state.partition_states:
             yield topic_state.topic_name, topic_id, state
