@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.config import BrokerConfig
 from broker.metrics import BrokerMetrics
+from storage.topic_configs import TopicConfigs
 from timer.clock import Clock
 
 if TYPE_CHECKING:
@@ -51,5 +52,7 @@ class BrokerContext:
     producer_id_manager: Any = None
     scheduler: Scheduler | Any = None
     broker_epoch: int = -1
+    #: the topics' overrides (/config/topics/<t>) as read; the LogManager shares it
+    topic_configs: TopicConfigs = field(default_factory=TopicConfigs)
     #: extra services added by later issues (group coordinator, ...), by name
     extras: dict[str, Any] = field(default_factory=dict)

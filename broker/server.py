@@ -25,6 +25,7 @@ earlier one failed: a broker that is stopping must still leave its logs clean.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -49,7 +50,6 @@ from timer import DelayedOperationPurgatory, Scheduler
 from timer.clock import Clock, SystemClock
 from zk.client import KafkaZkClient
 from zk.model import BrokerInfo
-from zk.model import EndPoint as ZkEndPoint
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class BrokerServer:
         broker_id = resolve_broker_id(found, configured)
 
         self.log_manager = LogManager(
-            LogManagerConfig.from_broker_props(dict(config.originals)), self.clock
+            LogManagerConfig.from_broker_values(config.values), self.clock
         )
         await asyncio.to_thread(self.log_manager.load_logs)
         log.info("loaded %d logs from %s", len(self.log_manager.all_logs()), log_dirs)
@@ -161,6 +161,7 @@ class BrokerServer:
             metrics=self.metrics,
             metadata_cache=cache,
             log_manager=self.log_manager,
+            topic_configs=self.log_manager.topic_configs,
             replica_manager=self.replica_manager,
             zk=zk,
             produce_purgatory=produce,
@@ -248,7 +249,7 @@ class BrokerServer:
         default_min_isr = self.config.get_int("min.insync.replicas")
 
         def min_insync_replicas(topic: str) -> int:
-            overrides = self.ctx.extras.get("topic_configs", {}).get(topic, {}) if self.ctx else {}
+            overrides = self.ctx.topic_configs.overrides(topic) if self.ctx else {}
             try:
                 return int(overrides.get("min.insync.replicas", default_min_isr))
             except ValueError:
@@ -285,7 +286,7 @@ class BrokerServer:
             if port == 0:
                 port = self.socket_server.bound_port(ep.listener_name)
             host = ep.host if ep.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
-            endpoints.append(ZkEndPoint(host, port, ep.listener_name, ep.security_protocol))
+            endpoints.append(dataclasses.replace(ep, host=host, port=port))
         return BrokerInfo(self.broker_id, tuple(endpoints), self.config.get_str("broker.rack"))
 
     def _watch_gauges(self) -> None:

@@ -16,7 +16,10 @@ Modules, one concept each:
 - :mod:`.meta`           meta.properties rules
 - :mod:`.names`          topic-name rules and file names
 - :mod:`.file_region`    FileRegion, what reads return for sendfile
+- :mod:`.config_def`     key definitions: types, defaults, validators, parsing
+- :mod:`.log_keys`       the log keys (broker ``log.*`` and topic-level), declared once
 - :mod:`.config`         LogConfig (topic-level) and LogManagerConfig
+- :mod:`.topic_configs`  TopicConfigs: the per-topic overrides the broker knows
 - :mod:`.errors`         StorageError and the refused-input errors with Kafka error codes
 """
 
@@ -35,6 +38,7 @@ from storage.log_manager import LogManager, TaskSpec
 from storage.names import TopicPartition, validate_topic_name
 from storage.producer_state import SequenceCheck, check_batch
 from storage.segment import LogSegment
+from storage.topic_configs import TopicConfigs
 
 __all__ = [
     "EARLIEST_TIMESTAMP",
@@ -52,6 +56,7 @@ __all__ = [
     "StorageError",
     "TaskSpec",
     "TimestampOffset",
+    "TopicConfigs",
     "TopicPartition",
     "check_batch",
     "validate_topic_name",

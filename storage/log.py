@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
@@ -119,6 +120,9 @@ class Log:
         self.producer_state = ProducerStateManager(directory)
         self.last_flush_ms = clock.time_ms()
         self._unflushed_records = 0
+        #: The active segment's draw of segment.jitter.ms, in [0, 1): redrawn at each roll
+        #: so that segments of many partitions made together do not all roll together.
+        self._jitter_fraction = random.random()
         #: Set after a disk error: every later append and read raises StorageError.
         self.failed: str | None = None
 
@@ -362,7 +366,10 @@ class Log:
             incoming_max_timestamp=max_timestamp,
             incoming_last_offset=last_offset,
             segment_bytes=self.config.segment_bytes,
-            segment_ms=self.config.segment_ms,
+            segment_ms=self.config.segment_ms
+            - retention.roll_jitter_ms(
+                self._jitter_fraction, self.config.segment_ms, self.config.segment_jitter_ms
+            ),
             index_full=seg.should_roll_for_index(),
             first_batch_timestamp=seg.rolling_base_timestamp(),
             created_ms=seg.created_ms,
@@ -397,6 +404,7 @@ class Log:
                 old.on_become_inactive()
             self._segments.append(new)
             self._bases.append(new_base)
+        self._jitter_fraction = random.random()
         if self.log_end_offset < new_base:
             self.log_end_offset = new_base
         self.producer_state.map_end_offset = new_base

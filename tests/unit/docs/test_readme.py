@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.config_defs import BROKER_CONFIG_DEFS, TOPIC_CONFIG_DEFS
+from broker.config import BROKER_CONFIG_DEFS
+from storage.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
 from tools.main import build_parser
 
 README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
