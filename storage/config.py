@@ -37,10 +37,6 @@ __all__ = [
 ]
 
 
-def _as_int(value: Any) -> int:
-    return int(value)
-
-
 def _joined(value: Any) -> str:
     """cleanup.policy is typed as a list; the log keeps Kafka's text form ``delete,compact``."""
     return ",".join(value)
@@ -48,17 +44,17 @@ def _joined(value: Any) -> str:
 
 #: topic key -> (LogConfig field, conversion of the typed value)
 _FIELDS: Final[dict[str, tuple[str, Callable[[Any], Any]]]] = {
-    "segment.bytes": ("segment_bytes", _as_int),
-    "segment.ms": ("segment_ms", _as_int),
-    "segment.jitter.ms": ("segment_jitter_ms", _as_int),
-    "segment.index.bytes": ("segment_index_bytes", _as_int),
-    "index.interval.bytes": ("index_interval_bytes", _as_int),
-    "retention.ms": ("retention_ms", _as_int),
-    "retention.bytes": ("retention_bytes", _as_int),
-    "flush.messages": ("flush_messages", _as_int),
-    "flush.ms": ("flush_ms", _as_int),
-    "file.delete.delay.ms": ("file_delete_delay_ms", _as_int),
-    "max.message.bytes": ("max_message_bytes", _as_int),
+    "segment.bytes": ("segment_bytes", int),
+    "segment.ms": ("segment_ms", int),
+    "segment.jitter.ms": ("segment_jitter_ms", int),
+    "segment.index.bytes": ("segment_index_bytes", int),
+    "index.interval.bytes": ("index_interval_bytes", int),
+    "retention.ms": ("retention_ms", int),
+    "retention.bytes": ("retention_bytes", int),
+    "flush.messages": ("flush_messages", int),
+    "flush.ms": ("flush_ms", int),
+    "file.delete.delay.ms": ("file_delete_delay_ms", int),
+    "max.message.bytes": ("max_message_bytes", int),
     "message.timestamp.type": ("message_timestamp_type", str),
     "cleanup.policy": ("cleanup_policy", _joined),
 }

@@ -72,9 +72,11 @@ class ConfigDef:
         return self.default is NO_DEFAULT
 
     def typed_default(self) -> Any:
-        return parse_value(self.name, self.type, self.default) if isinstance(
-            self.default, str
-        ) else self.default
+        return (
+            parse_value(self.name, self.type, self.default)
+            if isinstance(self.default, str)
+            else self.default
+        )
 
 
 @dataclass(frozen=True, slots=True)

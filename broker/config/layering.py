@@ -15,19 +15,31 @@ from storage.config_def import ConfigError
 ENV_PREFIX = "KAFKA_"
 
 #: KAFKA_ variables that configure the launcher, not the broker (Confluent's image skips them)
-ENV_EXCLUDED = frozenset({
-    "KAFKA_VERSION", "KAFKA_HEAP_OPTS", "KAFKA_LOG4J_OPTS", "KAFKA_OPTS", "KAFKA_JMX_OPTS",
-    "KAFKA_JVM_PERFORMANCE_OPTS", "KAFKA_GC_LOG_OPTS", "KAFKA_LOG4J_ROOT_LOGLEVEL",
-    "KAFKA_LOG4J_LOGGERS", "KAFKA_TOOLS_LOG4J_LOGLEVEL", "KAFKA_JMX_HOSTNAME", "KAFKA_JMX_PORT",
-    "KAFKA_DEBUG", "KAFKA_HOME",
-})
+ENV_EXCLUDED = frozenset(
+    {
+        "KAFKA_VERSION",
+        "KAFKA_HEAP_OPTS",
+        "KAFKA_LOG4J_OPTS",
+        "KAFKA_OPTS",
+        "KAFKA_JMX_OPTS",
+        "KAFKA_JVM_PERFORMANCE_OPTS",
+        "KAFKA_GC_LOG_OPTS",
+        "KAFKA_LOG4J_ROOT_LOGLEVEL",
+        "KAFKA_LOG4J_LOGGERS",
+        "KAFKA_TOOLS_LOG4J_LOGLEVEL",
+        "KAFKA_JMX_HOSTNAME",
+        "KAFKA_JMX_PORT",
+        "KAFKA_DEBUG",
+        "KAFKA_HOME",
+    }
+)
 
 
 def env_key(var: str) -> str | None:
     """``KAFKA_LOG_DIRS`` -> ``log.dirs``; None for variables that are not broker keys."""
     if not var.startswith(ENV_PREFIX) or var in ENV_EXCLUDED or len(var) == len(ENV_PREFIX):
         return None
-    rest = var[len(ENV_PREFIX):].lower()
+    rest = var[len(ENV_PREFIX) :].lower()
     return re.sub(r"_{1,3}", lambda m: {"_": ".", "__": "_", "___": "-"}[m.group()], rest)
 
 
