@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.apis import KafkaApis, error_response
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, ConfigError
 from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
@@ -40,6 +40,8 @@ from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
 from storage import LogManager, LogManagerConfig
+from storage.config_def import checked
+from storage.log_keys import TOPIC_KEYS
 from storage.meta import (
     check_cluster_id,
     read_meta_properties,
@@ -52,6 +54,9 @@ from zk.client import KafkaZkClient
 from zk.model import BrokerInfo
 
 log = logging.getLogger(__name__)
+
+#: the topic key that sets how many replicas acks=all waits for
+_MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
 
 #: how long to wait between ZooKeeper connection attempts at startup
 ZK_RETRY_BACKOFF_S = 2.0
@@ -251,9 +256,10 @@ class BrokerServer:
         def min_insync_replicas(topic: str) -> int:
             overrides = self.ctx.topic_configs.overrides(topic) if self.ctx else {}
             try:
-                return int(overrides.get("min.insync.replicas", default_min_isr))
-            except ValueError:
+                value = checked(_MIN_ISR, overrides.get(_MIN_ISR.name))
+            except ConfigError:  # refused at creation; the broker's value if one got through
                 return default_min_isr
+            return default_min_isr if value is None else int(value)
 
         return ReplicaManager(
             self.broker_id,
