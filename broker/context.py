@@ -15,10 +15,11 @@ Not safe across threads: everything here lives on the broker's event loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from broker.config import BrokerConfig
 from broker.metrics import BrokerMetrics
+from storage.topic_configs import TopicConfigs
 from timer.clock import Clock
 
 if TYPE_CHECKING:
@@ -61,8 +62,8 @@ class BrokerContext:
     broker_epoch: int = -1
     #: API key -> (min, max) version this broker serves (KafkaApis fills it in)
     advertised_versions: dict[int, tuple[int, int]] = field(default_factory=dict)
-    #: extra services added by later issues (group coordinator, ...), by name
-    extras: dict[str, Any] = field(default_factory=dict)
+    #: the topics' overrides (/config/topics/<t>) as read; the LogManager shares it
+    topic_configs: TopicConfigs = field(default_factory=TopicConfigs)
 
 
 def require(service: T | None, name: str) -> T:

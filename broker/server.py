@@ -27,12 +27,13 @@ earlier one failed: a broker that is stopping must still leave its logs clean.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from broker.apis import KafkaApis, error_response
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, ConfigError
 from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
@@ -42,6 +43,8 @@ from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
 from storage import LogManager, LogManagerConfig, TaskSpec
+from storage.config_def import checked
+from storage.log_keys import TOPIC_KEYS
 from storage.meta import (
     check_cluster_id,
     read_meta_properties,
@@ -52,9 +55,11 @@ from timer import DelayedOperationPurgatory, Scheduler
 from timer.clock import Clock, SystemClock
 from zk.client import KafkaZkClient
 from zk.model import BrokerInfo
-from zk.model import EndPoint as ZkEndPoint
 
 log = logging.getLogger(__name__)
+
+#: the topic key that sets how many replicas acks=all waits for
+_MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
 
 #: how long to wait between ZooKeeper connection attempts at startup
 ZK_RETRY_BACKOFF_S = 2.0
@@ -131,7 +136,7 @@ class BrokerServer:
         broker_id = resolve_broker_id(found, configured)
 
         self.log_manager = LogManager(
-            LogManagerConfig.from_broker_props(dict(config.originals)), self.clock
+            LogManagerConfig.from_broker_values(config.values), self.clock
         )
         await asyncio.to_thread(self.log_manager.load_logs)
         log.info("loaded %d logs from %s", len(self.log_manager.all_logs()), log_dirs)
@@ -173,6 +178,7 @@ class BrokerServer:
             metrics=self.metrics,
             metadata_cache=cache,
             log_manager=self.log_manager,
+            topic_configs=self.log_manager.topic_configs,
             replica_manager=self.replica_manager,
             zk=zk,
             produce_purgatory=produce,
@@ -259,11 +265,12 @@ class BrokerServer:
         default_min_isr = self.config.get_int("min.insync.replicas")
 
         def min_insync_replicas(topic: str) -> int:
-            overrides = self.ctx.extras.get("topic_configs", {}).get(topic, {}) if self.ctx else {}
+            overrides = self.ctx.topic_configs.overrides(topic) if self.ctx else {}
             try:
-                return int(overrides.get("min.insync.replicas", default_min_isr))
-            except ValueError:
+                value = checked(_MIN_ISR, overrides.get(_MIN_ISR.name))
+            except ConfigError:  # refused at creation; the broker's value if one got through
                 return default_min_isr
+            return default_min_isr if value is None else int(value)
 
         return ReplicaManager(
             self.broker_id,
@@ -314,7 +321,7 @@ class BrokerServer:
             if port == 0:
                 port = self.socket_server.bound_port(ep.listener_name)
             host = ep.host if ep.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
-            endpoints.append(ZkEndPoint(host, port, ep.listener_name, ep.security_protocol))
+            endpoints.append(dataclasses.replace(ep, host=host, port=port))
         return BrokerInfo(self.broker_id, tuple(endpoints), self.config.get_str("broker.rack"))
 
     def _watch_gauges(self) -> None:

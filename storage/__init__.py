@@ -18,7 +18,10 @@ Modules, one concept each:
 - :mod:`.meta`           meta.properties rules
 - :mod:`.names`          topic-name rules and file names
 - :mod:`.file_region`    FileRegion, what reads return for sendfile
+- :mod:`.config_def`     key definitions: types, defaults, validators, parsing
+- :mod:`.log_keys`       the log keys (broker ``log.*`` and topic-level), declared once
 - :mod:`.config`         LogConfig (topic-level) and LogManagerConfig
+- :mod:`.topic_configs`  TopicConfigs: the per-topic overrides the broker knows
 - :mod:`.errors`         StorageError and the refused-input errors with Kafka error codes
 """
 
@@ -32,6 +35,7 @@ from storage.names import validate_topic_name
 from storage.producer_state import SequenceCheck, check_batch
 from storage.segment import LogSegment
 from storage.timestamp_search import TimestampOffset
+from storage.topic_configs import TopicConfigs
 
 __all__ = [
     "AppendInfo",
@@ -46,6 +50,7 @@ __all__ = [
     "StorageError",
     "TaskSpec",
     "TimestampOffset",
+    "TopicConfigs",
     "check_batch",
     "validate_topic_name",
 ]

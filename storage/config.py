@@ -1,11 +1,12 @@
-"""Log configuration: Kafka's broker-level defaults and per-topic overrides.
+"""Log configuration: what one partition's log obeys, and what the LogManager itself obeys.
 
-A :class:`LogConfig` is what one partition's log obeys. The broker builds the default one
-from server.properties (``log.*`` keys, :meth:`LogConfig.from_broker_props`) and derives a
-topic's by applying the topic-level keys of ``/config/topics/<t>``
-(:meth:`LogConfig.with_overrides`). Values are Kafka's defaults.
-:class:`LogManagerConfig` holds the settings of the LogManager itself (directories,
-recovery threads and the periods of its scheduled tasks).
+A :class:`LogConfig` is a topic's effective configuration (``storage.log_keys``: the
+broker's defaults with the topic's overrides on top) reduced to the fields the log
+reads. The broker builds the default one from its typed key values
+(:meth:`LogManagerConfig.from_broker_values`) and a topic's by applying the topic-level
+keys of ``/config/topics/<t>`` (:meth:`LogConfig.with_overrides`). The field defaults are
+the tables' defaults. :class:`LogManagerConfig` holds the settings of the LogManager
+itself (directories, recovery threads and the periods of its scheduled tasks).
 """
 
 from __future__ import annotations
@@ -13,47 +14,80 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-LONG_MAX = (1 << 63) - 1
-CLEANUP_DELETE = "delete"
-CLEANUP_COMPACT = "compact"
-TIMESTAMP_CREATE_TIME = "CreateTime"
-TIMESTAMP_LOG_APPEND_TIME = "LogAppendTime"
+from storage.config_def import LONG_MAX, typed_values
+from storage.log_keys import (
+    BROKER_LOG_KEYS,
+    CLEANUP_DELETE,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    broker_value,
+    known_topic_configs,
+    log_dirs,
+    topic_defaults,
+)
+
+__all__ = [
+    "LONG_MAX",
+    "TIMESTAMP_CREATE_TIME",
+    "TIMESTAMP_LOG_APPEND_TIME",
+    "LogConfig",
+    "LogManagerConfig",
+]
 
 
-def _int(value: str) -> int:
-    return int(value.strip())
+def _joined(value: Any) -> str:
+    """cleanup.policy is typed as a list; the log keeps Kafka's text form ``delete,compact``."""
+    return ",".join(value)
 
 
-def _timestamp_type(value: str) -> str:
-    v = value.strip()
-    if v not in (TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME):
-        raise ValueError(f"must be {TIMESTAMP_CREATE_TIME} or {TIMESTAMP_LOG_APPEND_TIME}")
-    return v
+#: topic key -> (LogConfig field, conversion of the typed value)
+_FIELDS: Final[dict[str, tuple[str, Callable[[Any], Any]]]] = {
+    "segment.bytes": ("segment_bytes", int),
+    "segment.ms": ("segment_ms", int),
+    "segment.jitter.ms": ("segment_jitter_ms", int),
+    "segment.index.bytes": ("segment_index_bytes", int),
+    "index.interval.bytes": ("index_interval_bytes", int),
+    "retention.ms": ("retention_ms", int),
+    "retention.bytes": ("retention_bytes", int),
+    "flush.messages": ("flush_messages", int),
+    "flush.ms": ("flush_ms", int),
+    "file.delete.delay.ms": ("file_delete_delay_ms", int),
+    "max.message.bytes": ("max_message_bytes", int),
+    "message.timestamp.type": ("message_timestamp_type", str),
+    "cleanup.policy": ("cleanup_policy", _joined),
+}
 
 
-def _cleanup_policy(value: str) -> str:
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    if not parts or any(p not in (CLEANUP_DELETE, CLEANUP_COMPACT) for p in parts):
-        raise ValueError("must be a list of 'delete' and 'compact'")
-    return ",".join(parts)
+def _fields(topic_values: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        attr: convert(topic_values[key])
+        for key, (attr, convert) in _FIELDS.items()
+        if key in topic_values
+    }
+
+
+_BROKER_DEFAULTS: Final = typed_values(BROKER_LOG_KEYS, {})
+_D: Final = _fields(topic_defaults(_BROKER_DEFAULTS))
 
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    segment_bytes: int = 1 << 30
-    segment_ms: int = 7 * 24 * 3600 * 1000
-    segment_index_bytes: int = 10 * 1024 * 1024
-    index_interval_bytes: int = 4096
-    retention_ms: int = 7 * 24 * 3600 * 1000
-    retention_bytes: int = -1
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    file_delete_delay_ms: int = 60_000
-    max_message_bytes: int = 1_048_588
-    message_timestamp_type: str = TIMESTAMP_CREATE_TIME
-    cleanup_policy: str = CLEANUP_DELETE
+    segment_bytes: int = _D["segment_bytes"]
+    segment_ms: int = _D["segment_ms"]
+    #: the roll age of each segment is segment_ms less a random part of this
+    segment_jitter_ms: int = _D["segment_jitter_ms"]
+    segment_index_bytes: int = _D["segment_index_bytes"]
+    index_interval_bytes: int = _D["index_interval_bytes"]
+    retention_ms: int = _D["retention_ms"]
+    retention_bytes: int = _D["retention_bytes"]
+    flush_messages: int = _D["flush_messages"]
+    flush_ms: int = _D["flush_ms"]
+    file_delete_delay_ms: int = _D["file_delete_delay_ms"]
+    max_message_bytes: int = _D["max_message_bytes"]
+    message_timestamp_type: str = _D["message_timestamp_type"]
+    cleanup_policy: str = _D["cleanup_policy"]
 
     @property
     def deletes(self) -> bool:
@@ -61,92 +95,35 @@ class LogConfig:
         return CLEANUP_DELETE in self.cleanup_policy.split(",")
 
     @classmethod
+    def from_broker_values(cls, values: Mapping[str, Any]) -> LogConfig:
+        """The broker-wide default from typed broker key values (``log.segment.bytes``, ...)."""
+        return cls(**_fields(topic_defaults(values)))
+
+    @classmethod
     def from_broker_props(cls, props: Mapping[str, str]) -> LogConfig:
-        """Build the default log config from broker keys (``log.segment.bytes``, ...).
-        ``log.retention.ms`` wins over ``.minutes`` over ``.hours``, ``log.roll.ms`` over
-        ``log.roll.hours``, as in Kafka. Raises ValueError naming the key."""
-        values: dict[str, Any] = {}
-        for key, (attr, parse) in _BROKER_KEYS.items():
-            if key in props:
-                values[attr] = _parse(key, props[key], parse)
-        for keys, attr in (
-            (
-                (
-                    ("log.retention.ms", 1),
-                    ("log.retention.minutes", 60_000),
-                    ("log.retention.hours", 3_600_000),
-                ),
-                "retention_ms",
-            ),
-            ((("log.roll.ms", 1), ("log.roll.hours", 3_600_000)), "segment_ms"),
-        ):
-            for key, unit in keys:
-                if key in props:
-                    v = _parse(key, props[key], _int)
-                    values[attr] = v * unit if v >= 0 else -1
-                    break
-        return cls(**values)
+        """The broker-wide default from broker keys as text. Raises ConfigError (a
+        ValueError) naming the key."""
+        return cls.from_broker_values(typed_values(BROKER_LOG_KEYS, props))
 
     def with_overrides(self, topic_props: Mapping[str, str]) -> LogConfig:
         """Apply topic-level keys (``segment.bytes``, ``retention.ms``, ...). Keys that are
         not log settings (``min.insync.replicas``, ...) are ignored here."""
-        values: dict[str, Any] = {}
-        for key, raw in topic_props.items():
-            spec = _TOPIC_KEYS.get(key)
-            if spec is not None:
-                values[spec[0]] = _parse(key, raw, spec[1])
+        values = _fields(known_topic_configs(topic_props))
         return dataclasses.replace(self, **values) if values else self
-
-
-def _parse(key: str, raw: str, parse: Callable[[str], Any]) -> Any:
-    try:
-        return parse(raw)
-    except ValueError as exc:
-        raise ValueError(f"invalid value {raw!r} for {key}: {exc}") from None
-
-
-_Spec = tuple[str, Callable[[str], Any]]
-
-_TOPIC_KEYS: dict[str, _Spec] = {
-    "segment.bytes": ("segment_bytes", _int),
-    "segment.ms": ("segment_ms", _int),
-    "segment.index.bytes": ("segment_index_bytes", _int),
-    "index.interval.bytes": ("index_interval_bytes", _int),
-    "retention.ms": ("retention_ms", _int),
-    "retention.bytes": ("retention_bytes", _int),
-    "flush.messages": ("flush_messages", _int),
-    "flush.ms": ("flush_ms", _int),
-    "file.delete.delay.ms": ("file_delete_delay_ms", _int),
-    "max.message.bytes": ("max_message_bytes", _int),
-    "message.timestamp.type": ("message_timestamp_type", _timestamp_type),
-    "cleanup.policy": ("cleanup_policy", _cleanup_policy),
-}
-
-_BROKER_KEYS: dict[str, _Spec] = {
-    "log.segment.bytes": ("segment_bytes", _int),
-    "log.index.size.max.bytes": ("segment_index_bytes", _int),
-    "log.index.interval.bytes": ("index_interval_bytes", _int),
-    "log.retention.bytes": ("retention_bytes", _int),
-    "log.flush.interval.messages": ("flush_messages", _int),
-    "log.flush.interval.ms": ("flush_ms", _int),
-    "log.segment.delete.delay.ms": ("file_delete_delay_ms", _int),
-    "message.max.bytes": ("max_message_bytes", _int),
-    "log.message.timestamp.type": ("message_timestamp_type", _timestamp_type),
-    "log.cleanup.policy": ("cleanup_policy", _cleanup_policy),
-}
-
-#: Topic-level keys storage understands, for validating CreateTopics configs.
-TOPIC_CONFIG_KEYS: frozenset[str] = frozenset(_TOPIC_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
 class LogManagerConfig:
-    log_dirs: tuple[str, ...] = ("/tmp/kafka-logs",)
-    num_recovery_threads_per_data_dir: int = 1
-    retention_check_interval_ms: int = 300_000
-    flush_scheduler_interval_ms: int = LONG_MAX
-    flush_offset_checkpoint_interval_ms: int = 60_000
-    flush_start_offset_checkpoint_interval_ms: int = 60_000
+    log_dirs: tuple[str, ...] = tuple(log_dirs(_BROKER_DEFAULTS))
+    num_recovery_threads_per_data_dir: int = _BROKER_DEFAULTS["num.recovery.threads.per.data.dir"]
+    retention_check_interval_ms: int = _BROKER_DEFAULTS["log.retention.check.interval.ms"]
+    flush_scheduler_interval_ms: int = _BROKER_DEFAULTS["log.flush.scheduler.interval.ms"]
+    flush_offset_checkpoint_interval_ms: int = _BROKER_DEFAULTS[
+        "log.flush.offset.checkpoint.interval.ms"
+    ]
+    flush_start_offset_checkpoint_interval_ms: int = _BROKER_DEFAULTS[
+        "log.flush.start.offset.checkpoint.interval.ms"
+    ]
     #: How often the delete-logs task looks for deleted logs and segments whose
     #: file.delete.delay.ms has passed (Kafka reschedules it dynamically instead).
     delete_check_interval_ms: int = 1_000
@@ -154,25 +131,22 @@ class LogManagerConfig:
     default: LogConfig = field(default_factory=LogConfig)
 
     @classmethod
+    def from_broker_values(cls, values: Mapping[str, Any]) -> LogManagerConfig:
+        """From typed broker key values: ``log.dirs`` (or ``log.dir``), the recovery
+        threads, the periods of the scheduled tasks and the ``log.*`` defaults."""
+        return cls(
+            log_dirs=tuple(log_dirs(values)),
+            num_recovery_threads_per_data_dir=values["num.recovery.threads.per.data.dir"],
+            retention_check_interval_ms=values["log.retention.check.interval.ms"],
+            flush_scheduler_interval_ms=broker_value(values, "log.flush.scheduler.interval.ms"),
+            flush_offset_checkpoint_interval_ms=values["log.flush.offset.checkpoint.interval.ms"],
+            flush_start_offset_checkpoint_interval_ms=values[
+                "log.flush.start.offset.checkpoint.interval.ms"
+            ],
+            default=LogConfig.from_broker_values(values),
+        )
+
+    @classmethod
     def from_broker_props(cls, props: Mapping[str, str]) -> LogManagerConfig:
-        """``log.dirs`` (or ``log.dir``), ``num.recovery.threads.per.data.dir``,
-        ``log.retention.check.interval.ms``, ``log.flush.scheduler.interval.ms``,
-        ``log.flush.offset.checkpoint.interval.ms``,
-        ``log.flush.start.offset.checkpoint.interval.ms`` and the ``log.*`` defaults."""
-        values: dict[str, Any] = {"default": LogConfig.from_broker_props(props)}
-        dirs = props.get("log.dirs") or props.get("log.dir")
-        if dirs:
-            values["log_dirs"] = tuple(d.strip() for d in dirs.split(",") if d.strip())
-        for key, attr in (
-            ("num.recovery.threads.per.data.dir", "num_recovery_threads_per_data_dir"),
-            ("log.retention.check.interval.ms", "retention_check_interval_ms"),
-            ("log.flush.scheduler.interval.ms", "flush_scheduler_interval_ms"),
-            ("log.flush.offset.checkpoint.interval.ms", "flush_offset_checkpoint_interval_ms"),
-            (
-                "log.flush.start.offset.checkpoint.interval.ms",
-                "flush_start_offset_checkpoint_interval_ms",
-            ),
-        ):
-            if key in props:
-                values[attr] = _parse(key, props[key], _int)
-        return cls(**values)
+        """As :meth:`from_broker_values`, from broker keys as text."""
+        return cls.from_broker_values(typed_values(BROKER_LOG_KEYS, props))

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from collections.abc import Callable, Iterator
 
 from protocol.records.batch import BatchHeader
@@ -105,6 +106,9 @@ class Log:
         self.epoch_cache = LeaderEpochCache.load(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
         self.producer_state = ProducerStateManager(directory)
         self._unflushed_records = 0
+        #: The active segment's draw of segment.jitter.ms, in [0, 1): redrawn at each roll
+        #: so that segments of many partitions made together do not all roll together.
+        self._jitter_fraction = random.random()
 
     # -- opening -------------------------------------------------------------------------
 
@@ -330,7 +334,10 @@ class Log:
             incoming_max_timestamp=max_timestamp,
             incoming_last_offset=last_offset,
             segment_bytes=self.config.segment_bytes,
-            segment_ms=self.config.segment_ms,
+            segment_ms=self.config.segment_ms
+            - retention.roll_jitter_ms(
+                self._jitter_fraction, self.config.segment_ms, self.config.segment_jitter_ms
+            ),
             index_full=seg.should_roll_for_index(),
             first_batch_timestamp=seg.rolling_base_timestamp(),
             created_ms=seg.created_ms,
@@ -349,6 +356,7 @@ class Log:
         new = self.local.roll(new_base)
         if new is None:
             return self.active_segment
+        self._jitter_fraction = random.random()
         self.producer_state.map_end_offset = new_base
         snapshot = self.producer_state.take_snapshot(sync=False)
 

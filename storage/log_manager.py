@@ -57,6 +57,7 @@ from storage.names import (
     parse_partition_dir,
     partition_dir_name,
 )
+from storage.topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
 
@@ -99,12 +100,16 @@ class LogManager:
         clock: Clock,
         *,
         background: ThreadPoolExecutor | None = None,
+        topic_configs: TopicConfigs | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dirs = [os.path.abspath(d) for d in config.log_dirs]
-        self._topic_overrides: dict[str, dict[str, str]] = {}
+        #: the topics' overrides, shared with the broker, which fills it; a change is
+        #: applied to the topic's logs at once
+        self.topic_configs = topic_configs if topic_configs is not None else TopicConfigs()
+        self.topic_configs.listen(self._apply_topic_config)
         self._to_delete: list[tuple[int, str, Log | None]] = []
         self._lock = threading.Lock()
         self._own_background = background is None
@@ -219,12 +224,14 @@ class LogManager:
     # -- the log table -----------------------------------------------------------------------
 
     def config_for(self, topic: str) -> LogConfig:
-        overrides = self._topic_overrides.get(topic)
+        overrides = self.topic_configs.overrides(topic)
         return self.config.default.with_overrides(overrides) if overrides else self.config.default
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
         """Per-topic overrides (``/config/topics/<t>``), applied to the topic's logs now."""
-        self._topic_overrides[topic] = dict(overrides)
+        self.topic_configs.set(topic, overrides)
+
+    def _apply_topic_config(self, topic: str) -> None:
         config = self.config_for(topic)
         for tp, lg in self.logs_items():
             if tp.topic == topic:
@@ -258,7 +265,7 @@ class LogManager:
             return existing
         name = partition_dir_name(tp)
         if overrides is not None:
-            self._topic_overrides[tp.topic] = dict(overrides)
+            self.topic_configs.set(tp.topic, overrides)
         d = self._next_log_dir()
         created = Log.open(
             os.path.join(d, name),

@@ -18,6 +18,12 @@ class SegmentStats(NamedTuple):
     largest_timestamp: int
 
 
+def roll_jitter_ms(fraction: float, segment_ms: int, jitter_ms: int) -> int:
+    """The part of segment.jitter.ms a segment rolls early by: ``fraction`` (drawn in
+    [0, 1) once per segment) of the jitter, which is capped below segment.ms."""
+    return int(fraction * min(jitter_ms, segment_ms))
+
+
 def roll_reason(
     *,
     segment_size: int,

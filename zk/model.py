@@ -51,7 +51,8 @@ class LeaderIsrAndControllerEpoch:
 
 @dataclass(frozen=True)
 class EndPoint:
-    """One listener of a broker, as registered under /brokers/ids/<id>."""
+    """One listener of a broker: what the ``listeners`` key configures and what
+    /brokers/ids/<id> registers. An empty host binds every interface."""
 
     host: str
     port: int
@@ -60,7 +61,9 @@ class EndPoint:
 
     @property
     def connection_string(self) -> str:
-        return f"{self.listener_name}://{self.host}:{self.port}"
+        """``NAME://host:port``, an IPv6 host in brackets."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener_name}://{host}:{self.port}"
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,20 @@
 """DescribeConfigs (32), v1-4: topic and broker configuration with sources and synonyms.
 
-Resources: TOPIC (2) -- the topic's overrides from /config/topics/<t> over the broker's
-defaults; BROKER (4) -- this broker's static configuration (name "" or our id);
-BROKER_LOGGER (8) -- not offered. ``configuration_keys`` null means every key.
+Resources: TOPIC (2) -- the topic's overrides from /config/topics/<t> (the broker's
+TopicConfigs, shared with LeaderAndIsr and the LogManager) over the broker's defaults;
+BROKER (4) -- this broker's static configuration (name "" or our id); BROKER_LOGGER (8)
+-- not offered. ``configuration_keys`` null means every key.
 Sensitive values (passwords) are never returned.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from broker.apis.request import ApiRequest
 from broker.config import ConfigEntry, ConfigSource, describe_topic_config
 from broker.context import BrokerContext
+from broker.topic_overrides import topic_overrides
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 
@@ -76,9 +77,7 @@ async def _entries(
     if resource_type == TOPIC:
         if not ctx.metadata_cache.contains_topic(name):
             raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        overrides: dict[str, str] = {}
-        if ctx.zk is not None:
-            overrides = await asyncio.to_thread(ctx.zk.get_topic_config, name)
+        overrides = await topic_overrides(ctx, name)
         return describe_topic_config(ctx.config, overrides, keys)
     if resource_type == BROKER:
         if name not in ("", str(ctx.broker_id)):

@@ -9,13 +9,13 @@ versions list them flat by name).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 
 from broker.apis.epochs import is_stale_broker_epoch
 from broker.apis.request import ApiRequest
 from broker.context import BrokerContext, require
+from broker.topic_overrides import load_topic_configs
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 
@@ -39,23 +39,6 @@ def partition_states(
     return states, topic_ids
 
 
-async def load_topic_configs(ctx: BrokerContext, topics: set[str]) -> None:
-    """Read /config/topics/<t> of topics new to this broker before their logs are made,
-    so a log starts with its topic's overrides (segment.bytes, retention.ms, ...)."""
-    known: dict[str, dict[str, str]] = ctx.extras.setdefault("topic_configs", {})
-    if ctx.zk is None:
-        return
-    for topic in sorted(topics - known.keys()):
-        try:
-            overrides = await asyncio.to_thread(ctx.zk.get_topic_config, topic)
-        except Exception as exc:  # the broker defaults apply until the next LeaderAndIsr
-            log.warning("reading the config of topic %s failed: %s", topic, exc)
-            continue
-        known[topic] = overrides
-        if overrides and ctx.log_manager is not None:
-            ctx.log_manager.update_topic_config(topic, overrides)
-
-
 async def handle(ctx: BrokerContext, request: ApiRequest[LeaderAndIsrRequest]) -> Response:
     body = request.body
     version = request.header.api_version
@@ -76,6 +59,7 @@ async def handle(ctx: BrokerContext, request: ApiRequest[LeaderAndIsrRequest]) -
         return make_response(
             request.header, LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         )
+    # before the logs are made, so a log starts with its topic's overrides
     await load_topic_configs(ctx, {s.topic_name for s in states})
     errors = await rm.become_leader_or_follower(
         body.controller_id, body.controller_epoch, states, topic_ids, body.live_leaders

@@ -45,6 +45,9 @@ async def handle(ctx: BrokerContext, request: ApiRequest[UpdateMetadataRequest])
         rm.controller_epoch = body.controller_epoch
     if deleted:
         log.info("metadata: %d partitions deleted", len(deleted))
+        # a topic re-created under the same name must not inherit the old overrides
+        for topic in {topic for topic, _ in deleted}:
+            ctx.topic_configs.forget(topic)
     purgatory = ctx.create_topics_purgatory
     if purgatory is not None:
         for topic in touched:

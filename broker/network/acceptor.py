@@ -7,11 +7,11 @@ import logging
 import socket
 from collections.abc import Sequence
 
-from broker.config import EndPoint
 from broker.metrics import BrokerMetrics
 from broker.network.connection import Connection
 from broker.network.processor import Processor
 from broker.network.quotas import ConnectionQuotas
+from zk.model import EndPoint
 
 log = logging.getLogger(__name__)
 

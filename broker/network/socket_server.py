@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.config import BrokerConfig, EndPoint
+from broker.config import BrokerConfig
 from broker.metrics import BrokerMetrics
 from broker.network.acceptor import Acceptor
 from broker.network.codec import Codec
@@ -27,6 +27,7 @@ from broker.network.handler_pool import Handler, RequestHandlerPool
 from broker.network.processor import Processor, ProcessorSettings
 from broker.network.quotas import ConnectionQuotas
 from broker.network.request_channel import RequestChannel
+from zk.model import EndPoint
 
 log = logging.getLogger(__name__)
 

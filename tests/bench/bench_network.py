@@ -55,11 +55,11 @@ class _Region:
 
 def _serve(kind: str, mode: str, path: str, pipe: Pipe) -> None:
     import protocol
-    from broker.config import EndPoint
     from broker.network import Codec, ResponseParts, SocketServer, run
     from broker.network.processor import ProcessorSettings
     from broker.network.socket_server import NetworkSettings
     from protocol.messages import ApiVersionsResponse, FetchResponse
+    from zk.model import EndPoint
 
     fd = os.open(path, os.O_RDONLY) if path else -1
     position = 0
@@ -90,7 +90,7 @@ def _serve(kind: str, mode: str, path: str, pipe: Pipe) -> None:
             pipe.send(server.sockets[0].getsockname()[1])
         else:
             settings = NetworkSettings(
-                data_listeners=(EndPoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"),),
+                data_listeners=(EndPoint("127.0.0.1", 0, "PLAINTEXT", "PLAINTEXT"),),
                 num_network_threads=3,
                 num_io_threads=8,
                 processor=ProcessorSettings(send_buffer=-1, receive_buffer=-1),

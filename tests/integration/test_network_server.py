@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 import protocol
-from broker.config import EndPoint
 from broker.network import Codec, Request, SocketServer, run
 from broker.network.processor import ProcessorSettings
 from broker.network.socket_server import NetworkSettings
@@ -33,6 +32,7 @@ from protocol.messages import (
     MetadataRequest,
 )
 from tests.polling import until
+from zk.model import EndPoint
 
 LOOPS = ["uvloop", "asyncio"]
 SIZE = struct.Struct(">i")
@@ -104,7 +104,7 @@ def answer(header: Any, error_code: int = 0) -> protocol.Response:
 def network_settings(**overrides: Any) -> NetworkSettings:
     processor = overrides.pop("processor", ProcessorSettings(max_frame_size=1 << 20))
     base: dict[str, Any] = {
-        "data_listeners": (EndPoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"),),
+        "data_listeners": (EndPoint("127.0.0.1", 0, "PLAINTEXT", "PLAINTEXT"),),
         "num_network_threads": 2,
         "num_io_threads": 4,
         "queued_max_requests": 50,
@@ -535,7 +535,7 @@ def test_max_connections_pauses_accepting_until_one_closes(kind: str) -> None:
 def test_control_plane_is_served_while_the_data_plane_is_stuck(kind: str) -> None:
     async def test() -> None:
         stub = Stub()
-        control = EndPoint("CONTROLLER", "127.0.0.1", 0, "PLAINTEXT")
+        control = EndPoint("127.0.0.1", 0, "CONTROLLER", "PLAINTEXT")
         async with serving(
             stub, num_io_threads=1, queued_max_requests=1, control_listener=control
         ) as server:
@@ -675,7 +675,7 @@ def test_a_taken_port_is_refused_naming_the_listener(kind: str) -> None:
         port = taken.getsockname()[1]
         try:
             settings = network_settings(
-                data_listeners=(EndPoint("CLIENT", "127.0.0.1", port, "PLAINTEXT"),)
+                data_listeners=(EndPoint("127.0.0.1", port, "CLIENT", "PLAINTEXT"),)
             )
             server = SocketServer(settings, Stub(), codec=Codec.default())
             with pytest.raises(OSError, match=f"CLIENT://127.0.0.1:{port}"):

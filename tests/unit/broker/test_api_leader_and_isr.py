@@ -22,7 +22,7 @@ from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
 from protocol.values import TopicPartition
-from storage import LogManager
+from storage import LogManager, TopicConfigs
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
 from zk.client import KafkaZkClient
@@ -84,14 +84,20 @@ class FakeZk(KafkaZkClient):
 
 
 class FakeLogManager(LogManager):
-    def __init__(self) -> None:
+    """Records the overrides it is told of, as the LogManager listens to TopicConfigs."""
+
+    def __init__(self, topic_configs: TopicConfigs) -> None:
         self.configs: dict[str, dict[str, str]] = {}
+        topic_configs.listen(
+            lambda topic: self.update_topic_config(topic, topic_configs.overrides(topic))
+        )
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
         self.configs[topic] = dict(overrides)
 
 
 def make_ctx() -> BrokerContext:
+    topic_configs = TopicConfigs()
     return BrokerContext(
         broker_id=0,
         cluster_id="c",
@@ -102,7 +108,8 @@ def make_ctx() -> BrokerContext:
         replica_manager=FakeReplicaManager(),
         controller=FakeController(),
         zk=FakeZk(),
-        log_manager=FakeLogManager(),
+        log_manager=FakeLogManager(topic_configs),
+        topic_configs=topic_configs,
     )
 
 

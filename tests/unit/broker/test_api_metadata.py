@@ -207,6 +207,18 @@ def _resource(kind: int, name: str, keys: list[str] | None = None) -> Any:
     )
 
 
+async def test_describe_configs_reads_the_topic_configs_the_broker_shares() -> None:
+    ctx = make_ctx()
+    request = DescribeConfigsRequest(
+        resources=[_resource(describe_configs.TOPIC, "t", ["retention.ms"])]
+    )
+    await call(describe_configs.handle, ctx, Req(ApiKey.DESCRIBE_CONFIGS, 4, request))
+    assert ctx.topic_configs.get("t") == {"retention.ms": "1234"}  # read once, then known
+    ctx.topic_configs.set("t", {"retention.ms": "99"})
+    body = await call(describe_configs.handle, ctx, Req(ApiKey.DESCRIBE_CONFIGS, 4, request))
+    assert body.results[0].configs[0].value == "99"
+
+
 async def test_describe_configs_topic_broker_and_errors() -> None:
     ctx = make_ctx()
     request = DescribeConfigsRequest(

@@ -95,3 +95,11 @@ async def test_stale_controller_and_broker_epochs_change_nothing() -> None:
     # -1: a version without broker epochs is never stale
     response = await update_metadata.handle(ctx, Req(body(broker_epoch=-1)))
     assert response.body.error_code == ErrorCode.NONE
+
+
+async def test_a_deleted_topic_s_overrides_are_forgotten() -> None:
+    ctx = make_ctx()
+    await update_metadata.handle(ctx, Req(body()))
+    ctx.topic_configs.set("t", {"retention.ms": "1"})
+    await update_metadata.handle(ctx, Req(body(leader=-2)))  # LeaderDuringDelete
+    assert not ctx.topic_configs.knows("t")

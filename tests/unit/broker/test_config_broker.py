@@ -9,20 +9,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.config import (
+    BROKER_CONFIG_DEFS,
     BrokerConfig,
     ConfigError,
     ConfigSource,
-    EndPoint,
     describe_topic_config,
     env_key,
     format_properties,
     parse_overrides,
     parse_properties,
     properties_from_env,
-    resolve_topic_config,
     validate_topic_configs,
 )
-from broker.config_defs import BROKER_CONFIG_DEFS, TOPIC_CONFIG_DEFS
+from storage.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
+from storage.log_keys import resolve_topic_config
+from zk.model import EndPoint
 
 # --- .properties syntax --------------------------------------------------------------------
 
@@ -111,7 +112,7 @@ def test_defaults_are_kafkas() -> None:
     assert config.log_retention_ms == 168 * 3_600_000
     assert config.log_roll_ms == 168 * 3_600_000
     assert config.zookeeper_connection_timeout_ms == 18000
-    assert config.listeners == [EndPoint("PLAINTEXT", "", 9092, "PLAINTEXT")]
+    assert config.listeners == [EndPoint("", 9092, "PLAINTEXT", "PLAINTEXT")]
     assert config.advertised_listeners == config.listeners
     assert config.unknown_keys == ()
 
@@ -217,14 +218,14 @@ def test_listener_parsing_with_map_control_plane_and_ipv6() -> None:
         }
     )
     assert config.listeners == [
-        EndPoint("CLIENT", "127.0.0.1", 9092, "PLAINTEXT"),
-        EndPoint("CONTROLLER", "::1", 9192, "PLAINTEXT"),
-        EndPoint("INTERNAL", "", 0, "PLAINTEXT"),
+        EndPoint("127.0.0.1", 9092, "CLIENT", "PLAINTEXT"),
+        EndPoint("::1", 9192, "CONTROLLER", "PLAINTEXT"),
+        EndPoint("", 0, "INTERNAL", "PLAINTEXT"),
     ]
     assert config.control_plane_listener == config.listeners[1]
     assert [e.listener_name for e in config.data_plane_listeners] == ["CLIENT", "INTERNAL"]
     assert config.advertised_listeners == [
-        EndPoint("CLIENT", "broker0.example", 9092, "PLAINTEXT")
+        EndPoint("broker0.example", 9092, "CLIENT", "PLAINTEXT")
     ]
     assert config.listeners[1].connection_string == "CONTROLLER://[::1]:9192"
     assert config.inter_broker_listener_name == "INTERNAL"
@@ -322,7 +323,9 @@ def test_topic_defaults_follow_broker_synonyms() -> None:
 
 def test_topic_overrides_are_typed_and_checked() -> None:
     config = BrokerConfig.from_properties({})
-    resolved = resolve_topic_config(config, {"retention.ms": "1000", "cleanup.policy": "compact"})
+    resolved = resolve_topic_config(
+        config.values, {"retention.ms": "1000", "cleanup.policy": "compact"}
+    )
     assert resolved["retention.ms"] == 1000
     assert resolved["cleanup.policy"] == ["compact"]
     with pytest.raises(ConfigError) as unknown:

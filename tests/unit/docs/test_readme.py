@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.config_defs import BROKER_CONFIG_DEFS, TOPIC_CONFIG_DEFS
+from broker.config import BROKER_CONFIG_DEFS
+from broker.config.docs import config_tables
+from storage.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
 from tools.main import build_parser
 
 README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
@@ -20,6 +22,10 @@ def test_every_broker_key_is_documented(key: str) -> None:
 @pytest.mark.parametrize("key", sorted(TOPIC_CONFIG_DEFS))
 def test_every_topic_key_is_documented(key: str) -> None:
     assert f"| `{key}` | `{TOPIC_CONFIG_DEFS[key].synonym}` |" in README
+
+
+def test_the_configuration_tables_are_the_generated_ones() -> None:
+    assert config_tables() in README, "run python -m broker.config.docs and paste its output"
 
 
 def test_every_subcommand_is_documented() -> None:

@@ -173,6 +173,22 @@ def test_roll_on_segment_ms_by_record_timestamps(
     lg.close()
 
 
+def test_segment_jitter_ms_rolls_a_segment_early(
+    tmp_path: os.PathLike[str], clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("storage.log.random.random", lambda: 0.5)  # half the jitter
+    config = dataclasses.replace(
+        SMALL, segment_bytes=1 << 20, segment_ms=1_000, segment_jitter_ms=400
+    )
+    lg = open_log(str(tmp_path), config, clock)
+    lg.append(make_batch(1, timestamp=10_000), leader_epoch=0)
+    lg.append(make_batch(1, timestamp=10_800), leader_epoch=0)  # 800 = 1000 - 200: stays
+    assert len(lg.segments) == 1
+    lg.append(make_batch(1, timestamp=10_801), leader_epoch=0)
+    assert [s.base_offset for s in lg.segments] == [0, 2]
+    lg.close()
+
+
 def test_roll_on_segment_ms_by_wall_clock_without_timestamps(
     tmp_path: os.PathLike[str], clock: MockClock
 ) -> None:

@@ -1,0 +1,158 @@
+"""The broker's configuration keys as data: one ``ConfigDef`` per key, Kafka's names and defaults.
+
+The log keys (``log.*`` and the broker-wide defaults of topic-level keys) are storage's
+(``storage.log_keys.BROKER_LOG_KEYS``); this table adds the broker's own keys around
+them. ``broker.config`` parses a server.properties against it and DescribeConfigs answers
+from it; the topic-level keys are ``storage.log_keys.TOPIC_KEYS``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from storage.config_def import (
+    INT_MAX,
+    ConfigDef,
+    ConfigType,
+    at_least,
+    between,
+    key_table,
+    one_of,
+)
+from storage.log_keys import BROKER_LOG_KEYS
+
+DEFAULT_SECURITY_PROTOCOL_MAP: Final = (
+    "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+)
+
+B, S, I, SH, L = (  # noqa: E741 -- short names keep the table readable
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.SHORT,
+    ConfigType.LONG,
+)
+
+
+def _def(row: ConfigDef | tuple[Any, ...]) -> ConfigDef:
+    """A row of the table below: a definition storage made, or the fields of a new one."""
+    return row if isinstance(row, ConfigDef) else ConfigDef(*row)
+
+
+# fmt: off
+#: name, type, default, doc, validator
+_ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
+    # --- identity and ZooKeeper
+    ("broker.id", I, -1, "this broker's id; -1 generates one from /brokers/seqid", at_least(-1)),
+    ("broker.id.generation.enable", B, True, "allow generated broker ids when broker.id is -1"),
+    ("reserved.broker.max.id", I, 1000, "generated ids start above this", at_least(0)),
+    ("broker.rack", S, None, "rack of this broker, for rack-aware replica assignment"),
+    ("zookeeper.connect", S, None, "ZooKeeper connect string host:port[,host:port][/chroot]"),
+    ("zookeeper.session.timeout.ms", I, 18000, "ZooKeeper session timeout", at_least(1)),
+    ("zookeeper.connection.timeout.ms", I, None,
+     "max wait to connect to ZooKeeper; null uses zookeeper.session.timeout.ms", at_least(1)),
+    ("zookeeper.max.in.flight.requests", I, 10, "unacknowledged ZooKeeper requests", at_least(1)),
+    ("zookeeper.set.acl", B, False, "set secure ACLs on created znodes"),
+    # --- sockets and request handling
+    ("listeners", S, "PLAINTEXT://:9092",
+     "comma-separated NAME://host:port to bind; empty host binds every interface"),
+    ("advertised.listeners", S, None,
+     "listeners published in ZooKeeper for clients; null uses listeners"),
+    ("listener.security.protocol.map", S, DEFAULT_SECURITY_PROTOCOL_MAP,
+     "listener name -> security protocol, NAME:PROTOCOL pairs"),
+    ("inter.broker.listener.name", S, None, "listener brokers use to talk to each other"),
+    ("security.inter.broker.protocol", S, "PLAINTEXT", "protocol between brokers",
+     one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+    ("control.plane.listener.name", S, None,
+     "listener for controller requests, own queue and handler; null shares the data plane"),
+    ("num.network.threads", I, 3, "processors (connection owners) per listener", at_least(1)),
+    ("num.io.threads", I, 8, "request handler tasks", at_least(1)),
+    ("background.threads", I, 10, "background task workers (the scheduler)", at_least(1)),
+    ("queued.max.requests", I, 500,
+     "requests waiting for a handler before processors stop reading", at_least(1)),
+    ("queued.max.request.bytes", L, -1, "bytes of queued requests; -1 is unbounded"),
+    ("socket.request.max.bytes", I, 104857600, "largest request frame accepted", at_least(1)),
+    ("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF; -1 keeps the OS default"),
+    ("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF; -1 keeps the OS default"),
+    ("socket.listen.backlog.size", I, 50, "pending connections in the listen queue", at_least(1)),
+    ("connections.max.idle.ms", L, 600000, "close connections idle this long", at_least(1)),
+    ("max.connections", I, INT_MAX, "connections the broker accepts at once", at_least(0)),
+    ("max.connections.per.ip", I, INT_MAX, "connections accepted from one address", at_least(0)),
+    ("max.connections.per.ip.overrides", S, "",
+     "per-address caps as host:count pairs, comma-separated"),
+    ("request.timeout.ms", I, 30000, "how long a request may wait for acks", at_least(0)),
+    ("fetch.max.bytes", I, 57671680, "largest fetch response", at_least(1024)),
+    # --- logs (declared by storage)
+    *BROKER_LOG_KEYS.values(),
+    # --- topics and replication
+    ("num.partitions", I, 1, "partitions of auto-created topics", at_least(1)),
+    ("default.replication.factor", I, 1, "replication factor of auto-created topics",
+     at_least(1)),
+    ("auto.create.topics.enable", B, True, "create topics on first metadata/produce request"),
+    ("delete.topic.enable", B, True, "allow DeleteTopics"),
+    ("auto.leader.rebalance.enable", B, True, "move leadership back to preferred replicas"),
+    ("leader.imbalance.per.broker.percentage", I, 10, "imbalance that triggers a rebalance",
+     at_least(0)),
+    ("leader.imbalance.check.interval.seconds", L, 300, "how often imbalance is checked",
+     at_least(1)),
+    ("replica.lag.time.max.ms", L, 30000, "a follower this far behind leaves the ISR",
+     at_least(1)),
+    ("replica.fetch.max.bytes", I, 1048576, "bytes per partition a follower fetches",
+     at_least(0)),
+    ("replica.fetch.response.max.bytes", I, 10485760, "bytes per follower fetch", at_least(0)),
+    ("replica.fetch.wait.max.ms", I, 500, "follower fetch long-poll time", at_least(0)),
+    ("replica.fetch.min.bytes", I, 1, "follower fetch min bytes", at_least(0)),
+    ("replica.fetch.backoff.ms", I, 1000, "follower backoff after an error", at_least(0)),
+    ("replica.socket.timeout.ms", I, 30000, "follower socket timeout"),
+    ("replica.high.watermark.checkpoint.interval.ms", L, 5000,
+     "how often the high watermark checkpoint is written", at_least(1)),
+    ("num.replica.fetchers", I, 1, "fetcher tasks per source broker", at_least(1)),
+    ("fetch.purgatory.purge.interval.requests", I, 1000, "fetch purgatory purge interval"),
+    ("producer.purgatory.purge.interval.requests", I, 1000, "produce purgatory purge interval"),
+    ("delete.records.purgatory.purge.interval.requests", I, 1,
+     "delete-records purgatory purge interval"),
+    ("controlled.shutdown.enable", B, True, "move leadership away before shutting down"),
+    ("controlled.shutdown.max.retries", I, 3, "controlled shutdown attempts", at_least(0)),
+    ("controlled.shutdown.retry.backoff.ms", L, 5000, "backoff between attempts", at_least(0)),
+    ("controller.socket.timeout.ms", I, 30000, "controller-to-broker socket timeout"),
+    ("inter.broker.protocol.version", S, "3.0-IV1", "inter-broker protocol version"),
+    ("producer.id.expiration.ms", I, 86400000, "idle producer ids expire after this",
+     at_least(1)),
+    # --- group coordinator and offsets
+    ("group.min.session.timeout.ms", I, 6000, "smallest consumer session timeout"),
+    ("group.max.session.timeout.ms", I, 1800000, "largest consumer session timeout"),
+    ("group.initial.rebalance.delay.ms", I, 3000, "wait for more members of a new group"),
+    ("group.max.size", I, INT_MAX, "members per group", at_least(1)),
+    ("offsets.topic.replication.factor", SH, 3, "replication of __consumer_offsets",
+     at_least(1)),
+    ("offsets.topic.num.partitions", I, 50, "partitions of __consumer_offsets", at_least(1)),
+    ("offsets.topic.segment.bytes", I, 104857600, "segment size of __consumer_offsets",
+     at_least(1)),
+    ("offsets.topic.compression.codec", I, 0, "compression of __consumer_offsets"),
+    ("offsets.retention.minutes", I, 10080, "committed offsets of empty groups expire after",
+     at_least(1)),
+    ("offsets.retention.check.interval.ms", L, 600000, "how often offsets expire", at_least(1)),
+    ("offsets.commit.timeout.ms", I, 5000, "offset commit wait for replication", at_least(1)),
+    ("offsets.commit.required.acks", SH, -1, "acks of offset commits"),
+    ("offsets.load.buffer.size", I, 5242880, "read size when loading offsets", at_least(1)),
+    ("transaction.state.log.replication.factor", SH, 3, "replication of __transaction_state",
+     at_least(1)),
+    ("transaction.state.log.num.partitions", I, 50, "partitions of __transaction_state",
+     at_least(1)),
+    ("transaction.state.log.min.isr", I, 2, "min ISR of __transaction_state", at_least(1)),
+    ("transactional.id.expiration.ms", I, 604800000, "idle transactional ids expire after",
+     at_least(1)),
+    ("transaction.max.timeout.ms", I, 900000, "largest transaction timeout", at_least(1)),
+    # --- minikafka's own
+    ("metrics.port", I, 9600,
+     "minikafka: Prometheus /metrics HTTP port on 127.0.0.1; 0 picks a free port, -1 disables",
+     between(-1, 65535)),
+    ("event.loop", S, "uvloop", "minikafka: asyncio event loop, uvloop or asyncio",
+     one_of("uvloop", "asyncio")),
+)
+# fmt: on
+
+BROKER_CONFIG_DEFS: Final[dict[str, ConfigDef]] = key_table(*map(_def, _ROWS))
+
+#: key prefixes whose keys are passed through without a warning (Kafka's per-listener keys)
+KNOWN_PREFIXES: Final[tuple[str, ...]] = ("listener.name.",)

@@ -1,0 +1,55 @@
+"""The log keys, declared once: fallbacks between broker keys, topic overrides, TopicConfigs."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage.config import LogConfig, LogManagerConfig
+from storage.config_def import ConfigError
+from storage.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, broker_value
+from storage.retention import roll_jitter_ms
+from storage.topic_configs import TopicConfigs
+
+
+def test_every_topic_key_has_a_declared_broker_synonym() -> None:
+    assert all(d.synonym in BROKER_LOG_KEYS for d in TOPIC_KEYS.values())
+
+
+def test_flush_ms_falls_back_to_the_flush_scheduler_interval() -> None:
+    config = LogConfig.from_broker_props({"log.flush.scheduler.interval.ms": "2000"})
+    assert config.flush_ms == 2000
+    assert LogConfig.from_broker_props({"log.flush.interval.ms": "5"}).flush_ms == 5
+    manager = LogManagerConfig.from_broker_props({"log.flush.scheduler.interval.ms": "2000"})
+    assert manager.flush_scheduler_interval_ms == 2000
+
+
+def test_segment_jitter_ms_comes_from_the_broker_and_topic_keys() -> None:
+    config = LogConfig.from_broker_props({"log.roll.jitter.hours": "1"})
+    assert config.segment_jitter_ms == 3_600_000
+    assert config.with_overrides({"segment.jitter.ms": "7"}).segment_jitter_ms == 7
+    with pytest.raises(ConfigError, match=r"segment\.jitter\.ms"):
+        config.with_overrides({"segment.jitter.ms": "-1"})
+
+
+def test_roll_jitter_is_a_share_of_the_jitter_below_segment_ms() -> None:
+    assert roll_jitter_ms(0.5, 1_000, 400) == 200
+    assert roll_jitter_ms(0.5, 100, 400) == 50
+    assert roll_jitter_ms(0.9, 1_000, 0) == 0
+
+
+def test_retention_negative_in_any_unit_is_forever() -> None:
+    assert broker_value({"log.retention.minutes": -5}, "log.retention.ms") == -1
+    assert broker_value({"log.retention.hours": 2}, "log.retention.ms") == 7_200_000
+
+
+def test_topic_configs_tell_listeners_of_changes_and_forget_deleted_topics() -> None:
+    configs = TopicConfigs()
+    changed: list[str] = []
+    configs.listen(changed.append)
+    assert configs.get("t") is None and configs.overrides("t") == {}
+    configs.set("t", {"retention.ms": "1"})
+    configs.set("t", {"retention.ms": "1"})  # unchanged: nobody told
+    configs.set("t", {"retention.ms": "2"})
+    assert changed == ["t", "t"]
+    configs.forget("t")
+    assert not configs.knows("t")
