@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from tools.processes import terminate
 from tools.server import PARENT_PID_ENV
 
 if TYPE_CHECKING:
@@ -288,19 +289,7 @@ class LocalCluster:
     def stop_broker(self, i: int, grace_s: float = 60.0) -> int | None:
         """SIGTERM (graceful shutdown), SIGKILL after ``grace_s``; the exit status."""
         proc = self.processes.get(i)
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGCONT)  # a paused broker cannot shut down
-                os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(30)
-        return proc.returncode
+        return None if proc is None else terminate(proc, grace_s)
 
     def stop(self, grace_s: float = 60.0) -> None:
         """Stop every broker (all SIGTERMed at once, then waited for) and ZooKeeper."""

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from tools.processes import terminate
+
 log = logging.getLogger(__name__)
 
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -194,17 +196,8 @@ class ZooKeeperServer:
             time.sleep(0.1)  # polling interval of a bounded wait, not synchronisation
 
     def stop(self, grace_s: float = 10.0) -> None:
-        proc = self.process
-        if proc is not None:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(grace_s)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(proc.pid, signal.SIGKILL)
-                    proc.wait(grace_s)
+        if self.process is not None:
+            terminate(self.process, grace_s)
             self.process = None
         if self._log_file is not None:
             self._log_file.close()

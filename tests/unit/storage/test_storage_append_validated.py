@@ -1,48 +1,18 @@
 """Log.append(ValidatedRecords): the broker's produce path, whose request validation has
 already checked each batch (CRC-32C included). The log checks nothing of that again; bare
 bytes are still checked whole, the topic's max.message.bytes applies to both, and what
-is stored is the same either way."""
+is stored is the same either way. (Bare bytes refused whole: test_storage_log.)"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
 
 import pytest
 from storage_helpers import SMALL, make_batch, open_log
 
-from protocol.records import ValidatedRecords, read_header, set_crc, validate_records
-from storage.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
-
-
-def resealed(data: bytes) -> bytes:
-    """``data`` with its CRC recomputed, so only the damage to the header shows."""
-    out = bytearray(data)
-    set_crc(out, 0, len(out))
-    return bytes(out)
-
-
-@pytest.mark.parametrize(
-    ("damage", "error"),
-    [
-        (lambda b: b[:-1], CorruptRecordError),  # truncated
-        (lambda b: b[:16] + b"\x01" + b[17:], InvalidRecordError),  # magic 1
-        (lambda b: b"\x00" * 5, CorruptRecordError),  # a few stray bytes
-        (lambda b: resealed(b[:57] + (9).to_bytes(4, "big") + b[61:]), InvalidRecordError),
-    ],
-    ids=["truncated", "magic1", "stray-bytes", "records-count"],
-)
-def test_bytes_are_checked_and_refused_whole(
-    tmp_path: os.PathLike[str], damage: Callable[[bytes], bytes], error: type[Exception]
-) -> None:
-    lg = open_log(str(tmp_path))
-    lg.append(make_batch(2), leader_epoch=0)
-    size = lg.size_in_bytes
-    with pytest.raises(error):
-        lg.append(make_batch(1) + damage(make_batch(3)), leader_epoch=0)
-    assert lg.size_in_bytes == size and lg.log_end_offset == 2
-    lg.close()
+from protocol.records import ValidatedRecords, read_header, validate_records
+from storage.errors import CorruptRecordError, RecordTooLargeError
 
 
 def test_validated_records_are_not_checked_again(tmp_path: os.PathLike[str]) -> None:

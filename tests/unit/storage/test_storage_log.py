@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from storage_helpers import SMALL, all_batches, make_batch, open_log
 
-from protocol.records.batch import read_header
+from protocol.records.batch import read_header, set_crc
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from storage.clock import MockClock
 from storage.config import LogConfig
@@ -58,6 +58,13 @@ def test_append_accepts_a_writable_buffer_and_rewrites_it_in_place(
     lg.close()
 
 
+def resealed(data: bytes) -> bytes:
+    """``data`` with its CRC recomputed, so only the damage to the header shows."""
+    out = bytearray(data)
+    set_crc(out, 0, len(out))
+    return bytes(out)
+
+
 @pytest.mark.parametrize(
     ("damage", "error"),
     [
@@ -65,7 +72,9 @@ def test_append_accepts_a_writable_buffer_and_rewrites_it_in_place(
         (lambda b: b[:30] + bytes([b[30] ^ 1]) + b[31:], CorruptRecordError),  # CRC mismatch
         (lambda b: b[:16] + b"\x01" + b[17:], InvalidRecordError),  # magic 1
         (lambda b: b"\x00" * 5, CorruptRecordError),  # a few stray bytes
+        (lambda b: resealed(b[:57] + (9).to_bytes(4, "big") + b[61:]), InvalidRecordError),
     ],
+    ids=["truncated", "crc", "magic1", "stray-bytes", "records-count"],
 )
 def test_invalid_batches_are_refused_whole_and_leave_the_log_unchanged(
     tmp_path: os.PathLike[str],

@@ -1,0 +1,24 @@
+"""Ending a child process that this program started: politely first, then for certain."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+
+
+def terminate(proc: subprocess.Popen[bytes], grace_s: float) -> int:
+    """SIGTERM ``proc`` (SIGCONT first: a stopped process cannot act on it), SIGKILL it if
+    it is still running after ``grace_s``, and reap it. Returns its exit status."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGCONT)
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    return proc.returncode
