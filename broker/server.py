@@ -29,16 +29,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
 
 from broker.apis import KafkaApis, error_response
 from broker.config import BrokerConfig, ConfigError
 from broker.context import BrokerContext
+from broker.delayed.create_topics import DelayedCreateTopics
+from broker.delayed.fetch import DelayedFetch
+from broker.delayed.produce import DelayedProduce
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
 from broker.producer_id_manager import ProducerIdManager
+from broker.replica_manager import ReplicaManager
 from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
@@ -51,12 +55,25 @@ from storage.meta import (
     resolve_broker_id,
     write_meta_properties,
 )
-from timer import DelayedOperationPurgatory, Scheduler
+from timer import DelayedOperation, DelayedOperationPurgatory, Scheduler
 from timer.clock import Clock, SystemClock
 from zk.client import KafkaZkClient
 from zk.model import BrokerInfo
 
 log = logging.getLogger(__name__)
+
+Op = TypeVar("Op", bound=DelayedOperation)
+
+
+class StartedPurgatory(Protocol):
+    """What shutdown needs of every purgatory, whatever operations it holds."""
+
+    @property
+    def name(self) -> str: ...
+
+    def complete_all(self) -> int: ...
+
+    async def shutdown(self) -> None: ...
 
 #: the topic key that sets how many replicas acks=all waits for
 _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
@@ -114,8 +131,8 @@ class BrokerServer:
         self.zk: KafkaZkClient | None = None
         self.log_manager: LogManager | None = None
         self.scheduler: Scheduler | None = None
-        self.purgatories: list[DelayedOperationPurgatory[Any]] = []
-        self.replica_manager: Any = None
+        self.purgatories: list[StartedPurgatory] = []
+        self.replica_manager: ReplicaManager | None = None
         self.metadata_cache: MetadataCache | None = None
         self.ctx: BrokerContext | None = None
         self.apis: KafkaApis | None = None
@@ -164,11 +181,11 @@ class BrokerServer:
             self.scheduler.schedule(
                 task.name, task.fn, task.delay_ms, task.period_ms, task.blocking
             )
-        produce = self._purgatory("Produce")
-        fetch = self._purgatory("Fetch")
-        topics = self._purgatory("topic")
+        produce = self._purgatory("Produce", DelayedProduce)
+        fetch = self._purgatory("Fetch", DelayedFetch)
+        topics = self._purgatory("topic", DelayedCreateTopics)
         cache = self.metadata_cache = MetadataCache(broker_id)
-        self.replica_manager = self._replica_manager(produce, fetch, cache)
+        self.replica_manager = self._replica_manager(self.log_manager, produce, fetch, cache)
 
         self.ctx = BrokerContext(
             broker_id=broker_id,
@@ -250,8 +267,9 @@ class BrokerServer:
             log.info("connected to ZooKeeper at %s (session 0x%x)", hosts, zk.session_id or 0)
             return zk
 
-    def _purgatory(self, name: str) -> DelayedOperationPurgatory[Any]:
-        purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
+    def _purgatory(self, name: str, _kind: type[Op]) -> DelayedOperationPurgatory[Op]:
+        """A started purgatory of ``_kind`` operations (the type only types the result)."""
+        purgatory: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory(
             name, clock=self.clock, broker_id=self.broker_id
         )
         purgatory.start()
@@ -259,9 +277,13 @@ class BrokerServer:
         self.purgatories.append(purgatory)
         return purgatory
 
-    def _replica_manager(self, produce: Any, fetch: Any, cache: MetadataCache) -> Any:
-        from broker.replica_manager import ReplicaManager
-
+    def _replica_manager(
+        self,
+        log_manager: LogManager,
+        produce: DelayedOperationPurgatory[DelayedProduce],
+        fetch: DelayedOperationPurgatory[DelayedFetch],
+        cache: MetadataCache,
+    ) -> ReplicaManager:
         default_min_isr = self.config.get_int("min.insync.replicas")
 
         def min_insync_replicas(topic: str) -> int:
@@ -274,7 +296,7 @@ class BrokerServer:
 
         return ReplicaManager(
             self.broker_id,
-            self.log_manager,  # type: ignore[arg-type]
+            log_manager,
             produce_purgatory=produce,
             fetch_purgatory=fetch,
             metrics=self.metrics,
@@ -389,7 +411,9 @@ class BrokerServer:
         if remaining:
             log.warning("controlled shutdown left %d partitions led here", len(remaining))
 
-    async def _step(self, what: str, awaitable: Any, timeout_s: float | None = 30.0) -> None:
+    async def _step(
+        self, what: str, awaitable: Awaitable[object], timeout_s: float | None = 30.0
+    ) -> None:
         """One shutdown step, bounded (except flushing logs, which must finish): a step
         that fails or hangs is logged and the next one runs."""
         log.info("shutdown: %s", what)
