@@ -15,12 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Collection, Mapping
-from typing import Any
 
 from client.connection import ConnectionConfig, request_once
 from client.errors import ClientError
 from protocol import ApiKey, ErrorCode
-from protocol.messages import MetadataRequest
+from protocol.messages import MetadataRequest, MetadataResponse
 from timer.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -28,7 +27,7 @@ log = logging.getLogger(__name__)
 METADATA_VERSION = 9
 
 
-def reports_ready(body: Any, topics: Mapping[str, Collection[int]]) -> bool:
+def reports_ready(body: MetadataResponse, topics: Mapping[str, Collection[int]]) -> bool:
     """Does this Metadata response list every topic with every partition led?"""
     seen = {t.name: t for t in body.topics}
     for name, partitions in topics.items():
