@@ -159,6 +159,6 @@ def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     except (CommandError, ClientError, ValueError) as exc:
         shown = " ".join(sys.argv[1:] if argv is None else argv)
         print(f"Error while executing config command with args '{shown}'", file=sys.stderr)
-        print(exc, file=sys.stderr)
+        print(str(exc) or repr(exc), file=sys.stderr)
         return 1
     return 0

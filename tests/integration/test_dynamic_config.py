@@ -31,6 +31,7 @@ from protocol import ApiKey
 from protocol.messages import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from tests.integration.cluster import TestCluster, start_cluster
 from tests.polling import wait_until
+from tools.main import main
 from tools.zookeeper_server import ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(180)
@@ -248,6 +249,28 @@ def test_list_offsets_max_timestamp_is_the_exact_record(c: TestCluster, admin: A
     producer.produce("stamps", b"v", partition=0, timestamp=now + 900)
     assert producer.flush(30) == 0
     assert _offset(admin, "stamps", MAX_TIMESTAMP) == (7, now + 900)
+
+
+def test_configs_command_alters_and_describes(
+    c: TestCluster, admin: AdminClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create(admin, "cli")
+    base = ["configs", "--bootstrap-server", c.layout.bootstrap_servers]
+    topic = [*base, "--entity-type", "topics", "--entity-name", "cli"]
+    assert (
+        main([*topic, "--alter", "--add-config", "retention.ms=98765,cleanup.policy=[delete]"]) == 0
+    )
+    assert capsys.readouterr().out == "Completed updating config for topic cli.\n"
+    assert main([*topic, "--describe"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "Dynamic configs for topic cli are:"
+    assert (
+        "  retention.ms=98765 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=98765"
+        in "\n".join(lines)
+    )
+    broker = [*base, "--entity-type", "brokers", "--entity-name", "1"]
+    assert main([*broker, "--alter", "--add-config", "log.dirs=/x"]) == 1
+    assert "Cannot update these configs dynamically: Set(log.dirs)" in capsys.readouterr().err
 
 
 # last: a stopped broker may have been the controller, which moves
