@@ -14,6 +14,8 @@ Startup (Kafka's KafkaServer.startup):
    ReplicaManager;
 5. the SocketServer: data-plane listeners and the control-plane listener;
 6. the controller: it registers /brokers/ids/<id> (ephemeral) and joins the election;
+   then the config change listener applies the dynamic broker configs and watches
+   /config/changes (``broker.config_changes``);
 7. the metrics HTTP endpoint and the event-loop lag probe.
 
 Shutdown (SIGTERM; KafkaServer.shutdown): controlled shutdown (ask the controller to move
@@ -34,6 +36,7 @@ from typing import Protocol, TypeVar
 
 from broker.apis import KafkaApis, error_response
 from broker.config import BrokerConfig, ConfigError
+from broker.config_changes import ConfigChangeListener
 from broker.context import BrokerContext
 from broker.delayed.create_topics import DelayedCreateTopics
 from broker.delayed.fetch import DelayedFetch
@@ -140,6 +143,7 @@ class BrokerServer:
         self.controller: KafkaController | None = None
         self.metrics_server: MetricsHttpServer | None = None
         self.lag_monitor: EventLoopLagMonitor | None = None
+        self.config_changes: ConfigChangeListener | None = None
         self.started = False
         self._shutdown_done = False
 
@@ -227,6 +231,8 @@ class BrokerServer:
         )
         self.ctx.controller = self.controller
         self.ctx.broker_epoch = await self.controller.start()
+        self.config_changes = ConfigChangeListener(self.ctx, zk)
+        await self.config_changes.start()
         self._watch_gauges()
 
         port = config.get_int("metrics.port")
@@ -374,6 +380,8 @@ class BrokerServer:
         if self.socket_server is not None:
             # in-flight requests get 20 s to finish, within the step's own 30 s bound
             await self._step("socket server", self.socket_server.stop(timeout_s=20))
+        if self.config_changes is not None:
+            await self._step("config change listener", self.config_changes.stop())
         if self.controller is not None:
             await self._step("controller", self.controller.shutdown())
         if self.replica_manager is not None:

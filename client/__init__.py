@@ -27,8 +27,10 @@ from client.admin import (
     create_partitions,
     create_topics,
     delete_topics,
+    describe_configs,
     describe_topic_configs,
     describe_topics,
+    incremental_alter_configs,
 )
 from client.client import ClientConfig, KafkaClient, parse_bootstrap
 from client.cluster_view import BrokerNode, ClusterView, PartitionInfo, TopicInfo
@@ -77,8 +79,10 @@ __all__ = [
     "create_topics",
     "decode",
     "delete_topics",
+    "describe_configs",
     "describe_topic_configs",
     "describe_topics",
+    "incremental_alter_configs",
     "list_offsets",
     "murmur2",
     "parse_acks",

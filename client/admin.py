@@ -1,13 +1,16 @@
-"""Topic administration: create, add partitions, delete, describe (Metadata) and configs.
+"""Topic administration: create, add partitions, delete, describe (Metadata), and the
+configs of topics and brokers (DescribeConfigs, IncrementalAlterConfigs).
 
 CreateTopics, CreatePartitions and DeleteTopics go to the controller (a broker that is
-not answers NOT_CONTROLLER, and we retry after a metadata refresh); DescribeConfigs for
-topics may go to any broker. Results are per topic: one failing topic does not fail the
+not answers NOT_CONTROLLER, and we retry after a metadata refresh); configs of topics
+and of the cluster-wide broker default may go to any broker, a broker's own to that
+broker. Results are per topic: one failing topic does not fail the
 others, so each function returns a mapping topic -> outcome rather than raising.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,10 +25,12 @@ from protocol.messages import (
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
 )
 
-#: DescribeConfigs resource type of a topic
+#: ConfigResource types: a topic, a broker (name: its id, or "" for the cluster default)
 TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
 #: ConfigSource values (DescribeConfigs v1+)
 DYNAMIC_TOPIC_CONFIG = 1
 DEFAULT_CONFIG = 5
@@ -68,6 +73,8 @@ class ConfigEntry:
     source: int
     read_only: bool
     is_sensitive: bool
+    #: (name, value, source), strongest first (when asked for)
+    synonyms: tuple[tuple[str, str | None, int], ...] = ()
 
     @property
     def is_default(self) -> bool:
@@ -198,28 +205,88 @@ async def describe_topic_configs(
     client: KafkaClient, names: Sequence[str]
 ) -> dict[str, list[ConfigEntry] | KafkaError]:
     """Each topic's configuration entries (or the error DescribeConfigs gave for it)."""
-    if not names:
-        return {}
+    return await describe_configs(client, TOPIC_RESOURCE, names)
 
-    def build(version: int) -> Any:
-        return DescribeConfigsRequest(
-            resources=[
-                DescribeConfigsRequest.DescribeConfigsResource(
-                    resource_type=TOPIC_RESOURCE, resource_name=n, configuration_keys=None
-                )
-                for n in names
-            ],
-            include_synonyms=False,
-        )
 
-    body = await client.retrying(lambda: client.request(None, ApiKey.DESCRIBE_CONFIGS, build))
+def _node_for(resource_type: int, name: str) -> int | None:
+    """A broker's own configs are asked of that broker; the rest of any broker."""
+    return int(name) if resource_type == BROKER_RESOURCE and name.isdigit() else None
+
+
+async def describe_configs(
+    client: KafkaClient, resource_type: int, names: Sequence[str], synonyms: bool = False
+) -> dict[str, list[ConfigEntry] | KafkaError]:
+    """Each resource's configuration entries (or the error DescribeConfigs gave for it)."""
     out: dict[str, list[ConfigEntry] | KafkaError] = {}
-    for r in body.results:
+    for name in names:
+
+        def build(version: int, name: str = name) -> Any:
+            return DescribeConfigsRequest(
+                resources=[
+                    DescribeConfigsRequest.DescribeConfigsResource(
+                        resource_type=resource_type, resource_name=name, configuration_keys=None
+                    )
+                ],
+                include_synonyms=synonyms,
+            )
+
+        body = await client.retrying(
+            functools.partial(
+                client.request, _node_for(resource_type, name), ApiKey.DESCRIBE_CONFIGS, build
+            )
+        )
+        (r,) = body.results
         if r.error_code != ErrorCode.NONE:
-            out[r.resource_name] = KafkaError(r.error_code, r.error_message)
+            out[name] = KafkaError(r.error_code, r.error_message)
             continue
-        out[r.resource_name] = [
-            ConfigEntry(c.name, c.value, c.config_source, c.read_only, c.is_sensitive)
+        out[name] = [
+            ConfigEntry(
+                c.name,
+                c.value,
+                c.config_source,
+                c.read_only,
+                c.is_sensitive,
+                tuple((s.name, s.value, s.source) for s in c.synonyms or ()),
+            )
             for c in r.configs
         ]
     return out
+
+
+#: IncrementalAlterConfigs operations
+SET, DELETE = 0, 1
+
+
+async def incremental_alter_configs(
+    client: KafkaClient,
+    resource_type: int,
+    name: str,
+    ops: Sequence[tuple[str, int, str | None]],
+    validate_only: bool = False,
+) -> None:
+    """Apply (key, operation, value) edits to one resource; KafkaError when refused."""
+
+    def build(version: int) -> Any:
+        return IncrementalAlterConfigsRequest(
+            resources=[
+                IncrementalAlterConfigsRequest.AlterConfigsResource(
+                    resource_type=resource_type,
+                    resource_name=name,
+                    configs=[
+                        IncrementalAlterConfigsRequest.AlterableConfig(
+                            name=key, config_operation=op, value=value
+                        )
+                        for key, op, value in ops
+                    ],
+                )
+            ],
+            validate_only=validate_only,
+        )
+
+    node = _node_for(resource_type, name)
+    body = await client.retrying(
+        lambda: client.request(node, ApiKey.INCREMENTAL_ALTER_CONFIGS, build)
+    )
+    (r,) = body.responses
+    if r.error_code != ErrorCode.NONE:
+        raise KafkaError(r.error_code, r.error_message)

@@ -127,7 +127,7 @@ class LogManagerConfig:
     #: How often the delete-logs task looks for deleted logs and segments whose
     #: file.delete.delay.ms has passed (Kafka reschedules it dynamically instead).
     delete_check_interval_ms: int = 1_000
-    initial_task_delay_ms: int = 30_000
+    initial_task_delay_ms: int = _BROKER_DEFAULTS["log.initial.task.delay.ms"]
     default: LogConfig = field(default_factory=LogConfig)
 
     @classmethod
@@ -143,6 +143,7 @@ class LogManagerConfig:
             flush_start_offset_checkpoint_interval_ms=values[
                 "log.flush.start.offset.checkpoint.interval.ms"
             ],
+            initial_task_delay_ms=values["log.initial.task.delay.ms"],
             default=LogConfig.from_broker_values(values),
         )
 

@@ -28,6 +28,7 @@ checkpoints, then the clean-shutdown marker in each directory.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -230,6 +231,13 @@ class LogManager:
     def update_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
         """Per-topic overrides (``/config/topics/<t>``), applied to the topic's logs now."""
         self.topic_configs.set(topic, overrides)
+
+    def update_default_config(self, default: LogConfig) -> None:
+        """New broker-wide log defaults (a dynamic broker config): every log's effective
+        config is rebuilt with its topic's overrides on top."""
+        self.config = dataclasses.replace(self.config, default=default)
+        for tp, lg in self.logs_items():
+            lg.update_config(self.config_for(tp.topic))
 
     def _apply_topic_config(self, topic: str) -> None:
         config = self.config_for(topic)

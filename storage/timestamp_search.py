@@ -45,19 +45,33 @@ def first_at_or_after(
 
 
 def largest_timestamp(segments: Sequence[LogSegment]) -> tuple[int, int] | None:
-    """(timestamp, offset) of the record with the largest timestamp, the first one of
-    them; None when no record has a timestamp. The active segment (the last) knows it
-    from its batches, the others from their time index's last entry."""
-    best: tuple[int, int] | None = None
+    """(timestamp, offset) of the record with the largest timestamp, the lowest offset
+    among equals; None when no record has a timestamp.
+
+    Segments know the first batch that reached their largest timestamp (the active one
+    from its batches, the others from their time index's last entry, which only grows),
+    as that batch's last offset; the first segment with the overall largest wins. That
+    batch's records are then decoded to find the record itself (KIP-734 as current
+    Kafka answers it: the exact record, not the batch)."""
+    best: tuple[LogSegment, int, int] | None = None
     for i, seg in enumerate(segments):
         if i == len(segments) - 1:
             seg.load_tail()
             ts, off = seg.max_timestamp, seg.offset_of_max_timestamp
         else:
             ts, off = seg.time_index.last_entry()
-        if ts >= 0 and (best is None or ts > best[0]):
-            best = (ts, off)
-    return best
+        if ts >= 0 and (best is None or ts > best[1]):
+            best = (seg, ts, off)
+    if best is None:
+        return None
+    seg, ts, batch_last_offset = best
+    found = seg.translate_offset(batch_last_offset)
+    if found is None:
+        return ts, batch_last_offset
+    pos, header = found
+    # The largest timestamp is reached by no record before it, so the first record at
+    # or after it is the first record stamped with it.
+    return _first_record_at_or_after(seg, pos, header, ts, header.base_offset)
 
 
 def _first_record_at_or_after(

@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "zookeeper": ("zookeeper", "run a ZooKeeper server from the pyspark wheel's jars"),
     "cluster": ("cluster", "run a local cluster: ZooKeeper and N brokers"),
     "topics": ("topics", "create, list, describe, alter and delete topics"),
+    "configs": ("configs", "describe and alter topic and broker configs"),
     "console-producer": ("console_producer", "produce lines from standard input"),
     "console-consumer": ("console_consumer", "consume records to standard output"),
     "consumer-groups": ("consumer_groups", "list and describe consumer groups"),

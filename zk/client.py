@@ -233,9 +233,9 @@ class KafkaZkClient:
         tx = self.kazoo.transaction()
         config_path = paths.topic_config(assignment.topic)
         if self.kazoo.exists(config_path) is None:
-            tx.create(config_path, codec.encode_topic_config(dict(config)))
+            tx.create(config_path, codec.encode_entity_config(dict(config)))
         else:
-            tx.set_data(config_path, codec.encode_topic_config(dict(config)))
+            tx.set_data(config_path, codec.encode_entity_config(dict(config)))
         tx.create(paths.topic(assignment.topic), codec.encode_topic(assignment))
         results = tx.commit()
         failure = _first_failure(results)
@@ -266,6 +266,60 @@ class KafkaZkClient:
     def get_topic_config(self, topic: str) -> dict[str, str]:
         found = self._get(paths.topic_config(topic))
         return {} if found is None else codec.decode_topic_config(topic, found[0])
+
+    def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        """The dynamic config of /config/<type>/<name>; empty when there is none."""
+        path = paths.entity_config(entity_type, name)
+        found = self._get(path)
+        return {} if found is None else codec.decode_entity_config(path, found[0])
+
+    def set_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> str:
+        """Replace the dynamic config of /config/<type>/<name> and announce it with a
+        sequential /config/changes/config_change_ notification, in one multi-op (so no
+        broker reads a notification before the config it points at). Returns the
+        notification's name."""
+        path = paths.entity_config(entity_type, name)
+        self.kazoo.ensure_path(paths.CONFIG_CHANGES)
+        self.kazoo.ensure_path(f"{paths.CONFIG}/{entity_type}")
+        tx = self.kazoo.transaction()
+        data = codec.encode_entity_config(dict(config))
+        if self.kazoo.exists(path) is None:
+            tx.create(path, data)
+        else:
+            tx.set_data(path, data)
+        tx.create(
+            f"{paths.CONFIG_CHANGES}/{paths.CONFIG_CHANGE_PREFIX}",
+            codec.encode_config_change(f"{entity_type}/{name}"),
+            sequence=True,
+        )
+        results = tx.commit()
+        failure = _first_failure(results)
+        if failure is not None:
+            raise failure
+        return str(results[-1]).rsplit("/", 1)[-1]
+
+    def get_config_changes(self, watch: Watch | None = None) -> list[str]:
+        """The config change notifications, oldest first (names sort by sequence)."""
+        return [
+            c
+            for c in self._children(paths.CONFIG_CHANGES, watch)
+            if paths.config_change_sequence(c) >= 0
+        ]
+
+    def read_config_change(self, name: str) -> tuple[str, str, int] | None:
+        """(entity type, entity name, creation time in ms) of one notification; None when
+        it is gone (purged meanwhile)."""
+        found = self._get(f"{paths.CONFIG_CHANGES}/{name}")
+        if found is None:
+            return None
+        entity_type, entity = codec.decode_config_change(found[0])
+        return entity_type, entity, int(found[1].ctime)
+
+    def delete_config_changes(self, names: Iterable[str]) -> None:
+        """Purge notifications; one deleted meanwhile (by another broker) is skipped."""
+        for name in names:
+            with contextlib.suppress(NoNodeError):
+                self.kazoo.delete(f"{paths.CONFIG_CHANGES}/{name}")
 
     def get_topic_deletions(self, watch: Watch | None = None) -> list[str]:
         return self._children(paths.DELETE_TOPICS, watch)

@@ -19,6 +19,7 @@ Shapes (Kafka writes strings for timestamps and producer-id bounds; we do the sa
   /cluster/id              {"version":"1","id":"<cluster id>"}
   /latest_producer_id_block {"version":1,"broker":1,"block_start":"0","block_end":"999"}
   /config/topics/<t>       {"version":1,"config":{"retention.ms":"1000"}}
+  /config/brokers/<id>, /config/brokers/<default>  the same, for dynamic broker configs
   /config/changes/config_change_<seq>  {"version":2,"entity_path":"topics/<t>"}
   /isr_change_notification/isr_change_<seq>
                            {"version":1,"partitions":[{"topic":"t","partition":0}]}
@@ -314,19 +315,34 @@ def next_producer_id_block(
 # -- configs and notifications ------------------------------------------------------------
 
 
-def encode_topic_config(config: dict[str, str]) -> bytes:
+def encode_entity_config(config: dict[str, str]) -> bytes:
     return _dumps({"version": 1, "config": dict(config)})
 
 
 def decode_topic_config(topic: str, data: bytes) -> dict[str, str]:
-    cfg = _loads(data, f"/config/topics/{topic}").get("config") or {}
+    return decode_entity_config(f"/config/topics/{topic}", data)
+
+
+def decode_entity_config(path: str, data: bytes) -> dict[str, str]:
+    """The ``config`` object of any /config/<type>/<name> znode, values as text."""
+    cfg = _loads(data, path).get("config") or {}
     if not isinstance(cfg, dict):
-        raise ZkDataError(f"/config/topics/{topic}: config is not an object")
+        raise ZkDataError(f"{path}: config is not an object")
     return {str(k): str(v) for k, v in cfg.items()}
 
 
 def encode_config_change(entity_path: str) -> bytes:
     return _dumps({"version": 2, "entity_path": entity_path})
+
+
+def decode_config_change(data: bytes) -> tuple[str, str]:
+    """(entity type, entity name) of a version-2 notification (``"topics/t"``,
+    ``"brokers/<default>"``); the name may not contain a slash (Kafka's rule)."""
+    entity_path = _loads(data, "config change notification").get("entity_path")
+    if not isinstance(entity_path, str) or entity_path.count("/") != 1:
+        raise ZkDataError(f"config change notification: bad entity_path in {data[:200]!r}")
+    entity_type, name = entity_path.split("/")
+    return entity_type, name
 
 
 def encode_isr_change(partitions: Iterable[TopicPartition]) -> bytes:

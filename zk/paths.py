@@ -16,6 +16,12 @@ ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
+#: the entity name of the cluster-wide default broker config: /config/brokers/<default>
+DEFAULT_ENTITY = "<default>"
+#: entity types of /config/<type>/<name> (Kafka's ConfigType names)
+TOPICS_ENTITY = "topics"
+BROKERS_ENTITY = "brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
@@ -30,7 +36,7 @@ PERSISTENT_PATHS = (
     BROKER_TOPICS,
     CONFIG_CHANGES,
     "/config/clients",
-    "/config/brokers",
+    CONFIG_BROKERS,
     CONFIG_TOPICS,
     "/config/users",
     "/config/ips",
@@ -67,4 +73,15 @@ def delete_topic(name: str) -> str:
 
 
 def topic_config(name: str) -> str:
-    return f"{CONFIG_TOPICS}/{name}"
+    return entity_config(TOPICS_ENTITY, name)
+
+
+def entity_config(entity_type: str, name: str) -> str:
+    """/config/<type>/<name>: ``topics``/<topic>, ``brokers``/<id> or ``brokers``/<default>."""
+    return f"{CONFIG}/{entity_type}/{name}"
+
+
+def config_change_sequence(name: str) -> int:
+    """The sequence number of a ``config_change_<10 digits>`` notification; -1 if none."""
+    digits = name.removeprefix(CONFIG_CHANGE_PREFIX)
+    return int(digits) if name.startswith(CONFIG_CHANGE_PREFIX) and digits.isdigit() else -1

@@ -29,6 +29,7 @@ import msgspec
 
 import protocol
 from broker.apis import (
+    alter_configs,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -36,6 +37,7 @@ from broker.apis import (
     describe_cluster,
     describe_configs,
     fetch,
+    incremental_alter_configs,
     init_producer_id,
     leader_and_isr,
     list_offsets,
@@ -73,6 +75,8 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
         ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
         ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
+        ApiKey.ALTER_CONFIGS: alter_configs.handle,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
         ApiKey.CREATE_PARTITIONS: create_partitions.handle,
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
     }

@@ -5,7 +5,9 @@ Where values come from, weakest first (each layer replaces keys of the one befor
 1. the defaults in ``broker.config.keys.BROKER_CONFIG_DEFS``;
 2. the properties file (Java ``.properties`` syntax, see ``broker.config.properties``);
 3. ``KAFKA_``-prefixed environment variables (``broker.config.layering``);
-4. ``--override key=value`` arguments.
+4. ``--override key=value`` arguments;
+5. dynamic configs from ZooKeeper, on a running broker (``with_dynamic``): the cluster
+   default ``/config/brokers/<default>``, then this broker's ``/config/brokers/<id>``.
 
 Every value is parsed to its type and validated once, at startup; a bad value raises
 ``ConfigError`` naming the key. Keys not in the table are kept (``unknown_keys``) so the
@@ -41,8 +43,12 @@ class BrokerConfig:
     """A validated broker configuration. Immutable; ``values`` holds every defined key."""
 
     values: Mapping[str, Any]
+    #: the static layers (file, environment, --override), as text
     originals: Mapping[str, str]
     unknown_keys: tuple[str, ...] = ()
+    #: the dynamic layers, as text: the cluster default's and this broker's own
+    dynamic_default: Mapping[str, str] = field(default_factory=dict)
+    dynamic_broker: Mapping[str, str] = field(default_factory=dict)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # construction ---------------------------------------------------------------------
@@ -79,6 +85,17 @@ class BrokerConfig:
     def with_overrides(self, overrides: Mapping[str, str]) -> BrokerConfig:
         return BrokerConfig.from_properties({**self.originals, **overrides})
 
+    def with_dynamic(self, *, default: bool, config: Mapping[str, str]) -> BrokerConfig:
+        """This configuration with a new dynamic layer: the cluster default's
+        (``default``) or this broker's own. ConfigError if a value is bad."""
+        dynamic_default = dict(config) if default else dict(self.dynamic_default)
+        dynamic_broker = dict(self.dynamic_broker) if default else dict(config)
+        layered = {**self.originals, **dynamic_default, **dynamic_broker}
+        values = typed_values(BROKER_CONFIG_DEFS, layered)
+        return BrokerConfig(
+            values, self.originals, self.unknown_keys, dynamic_default, dynamic_broker
+        )
+
     # access ---------------------------------------------------------------------------------
 
     def get(self, name: str) -> Any:
@@ -102,16 +119,27 @@ class BrokerConfig:
         assert value is None or isinstance(value, str), name
         return value
 
+    def layers(self, name: str) -> list[tuple[str, ConfigSource]]:
+        """The text values ``name`` is given, strongest layer first (defaults not
+        included): Kafka's order of DescribeConfigs synonyms."""
+        found = []
+        for layer, source in (
+            (self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self.originals, ConfigSource.STATIC_BROKER_CONFIG),
+        ):
+            if name in layer:
+                found.append((layer[name], source))
+        return found
+
     def source(self, name: str) -> ConfigSource:
-        return (
-            ConfigSource.STATIC_BROKER_CONFIG
-            if name in self.originals
-            else ConfigSource.DEFAULT_CONFIG
-        )
+        """Where ``name``'s value comes from: its strongest layer."""
+        layers = self.layers(name)
+        return layers[0][1] if layers else ConfigSource.DEFAULT_CONFIG
 
     def describe(self, names: Iterable[str] | None = None) -> list[ConfigEntry]:
         """DescribeConfigs for this broker: every key (or ``names``; unknown ones skipped).
-        Static configuration only, so every entry is read-only."""
+        Keys a running broker cannot change are read-only."""
         return describe_broker_config(self, names)
 
     # derived values (Kafka's precedence rules between related keys) -----------------------

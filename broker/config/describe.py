@@ -1,9 +1,11 @@
 """DescribeConfigs answers: every key's value as text, where it came from, and its synonyms.
 
-A broker's entries are its static configuration (read-only). A topic's entries layer its
-overrides (DYNAMIC_TOPIC_CONFIG) over the broker's value of the synonym key
-(STATIC_BROKER_CONFIG when set in server.properties, by that key or one that supplies it,
-else DEFAULT_CONFIG); AlterConfigs may change them, so they are not read-only.
+A broker's entries layer its dynamic configs (this broker's, then the cluster default's)
+over its static configuration and the defaults; the keys that need a restart are
+read-only. A topic's entries layer its
+overrides (DYNAMIC_TOPIC_CONFIG) over the broker's value of the synonym key (its source
+the strongest broker layer setting that key or one that supplies it, else DEFAULT_CONFIG);
+AlterConfigs may change them, so they are not read-only.
 Synonyms are listed strongest first, the entry's own value leading.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker.config.keys import BROKER_CONFIG_DEFS
+from broker.config.keys import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_KEYS
 from storage.config_def import NO_DEFAULT, ConfigType
 from storage.log_keys import TOPIC_KEYS, related_broker_keys, resolve_topic_config, topic_defaults
 
@@ -89,12 +91,14 @@ def describe_broker_config(
         definition = BROKER_CONFIG_DEFS.get(name)
         if definition is None:
             continue
-        source = broker.source(name)
-        synonyms: list[Synonym] = [(name, format_value(broker.values[name]), source)]
-        if source is not ConfigSource.DEFAULT_CONFIG:
-            synonyms.append((name, format_value(definition.default), ConfigSource.DEFAULT_CONFIG))
+        layers = broker.layers(name)
+        synonyms: list[Synonym] = [(name, raw, source) for raw, source in layers]
+        if synonyms:  # the strongest layer's value as the broker parsed it
+            synonyms[0] = (name, format_value(broker.values[name]), layers[0][1])
+        synonyms.append((name, format_value(definition.default), ConfigSource.DEFAULT_CONFIG))
+        read_only = name not in DYNAMIC_BROKER_KEYS
         entries.append(
-            _entry(name, definition.type, definition.doc, source, synonyms, read_only=True)
+            _entry(name, definition.type, definition.doc, synonyms[0][2], synonyms, read_only)
         )
     return entries
 
@@ -115,8 +119,8 @@ def describe_topic_config(
         synonyms: list[Synonym] = []
         if name in overrides:
             synonyms.append((name, format_value(resolved[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        static = any(key in broker.originals for key in related_broker_keys(definition.synonym))
-        source = ConfigSource.STATIC_BROKER_CONFIG if static else ConfigSource.DEFAULT_CONFIG
+        # the strongest layer setting any key that decides the broker's value
+        source = min(broker.source(key) for key in related_broker_keys(definition.synonym))
         synonyms.append((definition.synonym, format_value(defaults[name]), source))
         entries.append(
             _entry(name, definition.type, definition.doc, synonyms[0][2], synonyms, False)

@@ -19,7 +19,7 @@ from storage.config_def import (
     key_table,
     one_of,
 )
-from storage.log_keys import BROKER_LOG_KEYS
+from storage.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, related_broker_keys
 
 DEFAULT_SECURITY_PROTOCOL_MAP: Final = (
     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -156,3 +156,11 @@ BROKER_CONFIG_DEFS: Final[dict[str, ConfigDef]] = key_table(*map(_def, _ROWS))
 
 #: key prefixes whose keys are passed through without a warning (Kafka's per-listener keys)
 KNOWN_PREFIXES: Final[tuple[str, ...]] = ("listener.name.",)
+
+#: broker keys a running broker applies without a restart (AlterConfigs on a BROKER
+#: resource): the broker-wide defaults of the topic-level keys, and the keys that supply
+#: them (``log.retention.hours`` ...). Every other key needs a restart: DescribeConfigs
+#: reports it read-only and AlterConfigs refuses it.
+DYNAMIC_BROKER_KEYS: Final[frozenset[str]] = frozenset(
+    key for d in TOPIC_KEYS.values() for key in related_broker_keys(d.synonym)
+)

@@ -378,3 +378,31 @@ def test_format_then_parse_round_trips(props: dict[str, str]) -> None:
 
 def test_unicode_escapes_combine_surrogate_pairs() -> None:
     assert parse_properties("k=\\ud83d\\ude00 \\u00e9") == {"k": "\U0001f600 \u00e9"}
+
+
+def test_dynamic_layers_beat_static_and_are_described_with_synonyms() -> None:
+    static = BrokerConfig.from_properties({"log.retention.ms": "1000", "num.io.threads": "4"})
+    config = static.with_dynamic(default=True, config={"log.retention.ms": "2000"})
+    config = config.with_dynamic(default=False, config={"log.retention.ms": "3000"})
+    assert config.log_retention_ms == 3000
+    entries = {e.name: e for e in config.describe()}
+    retention = entries["log.retention.ms"]
+    assert (retention.value, retention.source, retention.read_only) == (
+        "3000",
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+        False,
+    )
+    assert retention.synonyms == (
+        ("log.retention.ms", "3000", ConfigSource.DYNAMIC_BROKER_CONFIG),
+        ("log.retention.ms", "2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("log.retention.ms", "1000", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.ms", None, ConfigSource.DEFAULT_CONFIG),
+    )
+    assert entries["num.io.threads"].read_only
+    # the per-broker layer removed: the cluster default shows through, topics follow it
+    config = config.with_dynamic(default=False, config={})
+    assert config.log_retention_ms == 2000
+    topic = {e.name: e for e in describe_topic_config(config, {})}["retention.ms"]
+    assert (topic.value, topic.source) == ("2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    with pytest.raises(ConfigError, match=r"log\.retention\.ms"):
+        config.with_dynamic(default=True, config={"log.retention.ms": "soon"})

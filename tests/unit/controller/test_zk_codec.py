@@ -9,7 +9,7 @@ import pytest
 
 from protocol.uuids import uuid_to_base64
 from protocol.values import TopicPartition
-from zk import codec
+from zk import codec, paths
 from zk.codec import ProducerIdBlock, ZkDataError
 from zk.model import (
     BrokerInfo,
@@ -148,13 +148,19 @@ def test_isr_change_and_configs() -> None:
         {"topic": "b", "partition": 3},
     ]
     assert codec.decode_isr_change(data) == tps
-    cfg = codec.encode_topic_config({"retention.ms": "10"})
+    cfg = codec.encode_entity_config({"retention.ms": "10"})
     assert json.loads(cfg) == {"version": 1, "config": {"retention.ms": "10"}}
     assert codec.decode_topic_config("t", cfg) == {"retention.ms": "10"}
     assert json.loads(codec.encode_config_change("topics/t")) == {
         "version": 2,
         "entity_path": "topics/t",
     }
+    change = codec.encode_config_change("brokers/<default>")
+    assert codec.decode_config_change(change) == ("brokers", "<default>")
+    with pytest.raises(ZkDataError):
+        codec.decode_config_change(b'{"version":2,"entity_path":"a/b/c"}')
+    assert paths.config_change_sequence("config_change_0000000042") == 42
+    assert paths.config_change_sequence("other") == -1
 
 
 def test_uuid_base64_round_trip_and_never_zero() -> None:

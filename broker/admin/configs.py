@@ -1,0 +1,61 @@
+"""Altering a resource's dynamic configuration: Kafka's ZooKeeper-mode flow, shared by
+AlterConfigs and IncrementalAlterConfigs.
+
+Read the resource's current dynamic set from its znode (not from this broker's cache: the
+znode is the truth, and another broker may have written it), compute the new set (the
+caller's pure ``change``), validate it with the key tables (``broker.config.alter``),
+then, unless ``validate_only``, write it and a ``/config/changes`` notification in one
+multi-op. Every broker (this one included) applies it when it sees the notification; this
+broker also applies it at once, so a DescribeConfigs right after the answer sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from broker.config.alter import AlterRefused, ResourceType, validate_broker, validate_topic
+from broker.config_changes import apply_entity_config
+from broker.context import BrokerContext, require
+from protocol import ErrorCode
+from zk import paths
+
+#: the resource's current dynamic set -> its new one (may raise AlterRefused)
+Change = Callable[[Mapping[str, str]], dict[str, str]]
+
+
+def config_entity(ctx: BrokerContext, resource_type: int, name: str) -> tuple[str, str]:
+    """The znode entity (type, name) of a ConfigResource, refused if it names nothing
+    this cluster has: a topic must exist; a broker is an id or "" (the cluster default)."""
+    if resource_type == ResourceType.TOPIC:
+        if not ctx.metadata_cache.contains_topic(name):
+            raise AlterRefused(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist."
+            )
+        return paths.TOPICS_ENTITY, name
+    if resource_type == ResourceType.BROKER:
+        if name == "":
+            return paths.BROKERS_ENTITY, paths.DEFAULT_ENTITY
+        if not name.isdigit():
+            message = f"Broker id must be an integer, got {name}"
+            raise AlterRefused(ErrorCode.INVALID_REQUEST, message)
+        return paths.BROKERS_ENTITY, str(int(name))
+    raise AlterRefused(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
+
+
+async def alter_config(
+    ctx: BrokerContext, resource_type: int, name: str, change: Change, validate_only: bool
+) -> None:
+    """Apply ``change`` to the resource's dynamic set; AlterRefused when it is refused."""
+    zk = require(ctx.zk, "zk")
+    entity_type, entity = config_entity(ctx, resource_type, name)
+    current = await asyncio.to_thread(zk.get_entity_config, entity_type, entity)
+    updated = change(current)
+    if resource_type == ResourceType.TOPIC:
+        validate_topic(name, updated)
+    else:
+        validate_broker(name, updated)
+    if validate_only:
+        return
+    await asyncio.to_thread(zk.set_entity_config, entity_type, entity, updated)
+    apply_entity_config(ctx, entity_type, entity, updated)

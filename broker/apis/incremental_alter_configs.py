@@ -1,0 +1,72 @@
+"""IncrementalAlterConfigs (44), v0-1: SET, DELETE, APPEND and SUBTRACT single keys of a
+topic's or a broker's dynamic configuration (KIP-339).
+
+APPEND and SUBTRACT apply to list keys only (``cleanup.policy``), starting from the key's
+default when it is unset. Each resource is validated and written on its own
+(``broker.admin.configs``): a bad one is refused whole, the others still apply.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+
+from broker.admin.configs import alter_config
+from broker.apis.request import ApiRequest
+from broker.config import format_value
+from broker.config.alter import AlterRefused, ResourceType, incremental
+from broker.config.keys import BROKER_CONFIG_DEFS
+from broker.context import BrokerContext
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
+from storage.config_def import AnyDef
+from storage.log_keys import TOPIC_KEYS
+
+Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+
+
+def _edit(
+    ctx: BrokerContext,
+    resource_type: int,
+    ops: list[tuple[str, int, str | None]],
+    current: Mapping[str, str],
+) -> dict[str, str]:
+    """``current`` with ``ops`` applied; key types and defaults from the resource's table."""
+    if resource_type == ResourceType.TOPIC:
+        table: Mapping[str, AnyDef] = TOPIC_KEYS
+        defaults = ctx.config.topic_defaults()
+    else:
+        table, defaults = BROKER_CONFIG_DEFS, dict(ctx.config.values)
+    return incremental(
+        current,
+        ops,
+        lambda name: table[name].type if name in table else None,
+        lambda name: format_value(defaults.get(name)),
+    )
+
+
+async def handle(
+    ctx: BrokerContext, request: ApiRequest[IncrementalAlterConfigsRequest]
+) -> Response:
+    body = request.body
+    results = []
+    for resource in body.resources:
+        kind = resource.resource_type
+        ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
+        code: int = ErrorCode.NONE
+        message: str | None = None
+        try:
+            change = functools.partial(_edit, ctx, kind, ops)
+            await alter_config(ctx, kind, resource.resource_name, change, body.validate_only)
+        except AlterRefused as exc:
+            code, message = exc.error_code, exc.message
+        results.append(
+            Result(
+                error_code=code,
+                error_message=message,
+                resource_type=kind,
+                resource_name=resource.resource_name,
+            )
+        )
+    response = IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=results)
+    return make_response(request.header, response)

@@ -1,0 +1,149 @@
+"""Dynamic configuration reaching every broker: Kafka's ZkConfigManager over /config/changes.
+
+Whoever alters a config writes ``/config/<type>/<name>`` and a sequential notification
+``/config/changes/config_change_<10 digits>`` whose payload names the entity
+(``{"version":2,"entity_path":"topics/t"}``). Each broker watches the children of
+/config/changes; for every notification with a sequence above the last it handled it reads
+the entity's znode afresh and applies it:
+
+- ``topics/<t>``: the topic's overrides into TopicConfigs, which the LogManager listens to
+  (retention, segment size, max.message.bytes ... apply to the live logs at once);
+- ``brokers/<id>`` (this broker's) and ``brokers/<default>``: the dynamic broker layers
+  (``BrokerConfig.with_dynamic``), the log defaults of every topic following them.
+
+A broker that was down missed nothing: at startup it handles every notification still
+there, and it reads topic overrides when a LeaderAndIsr makes its logs anyway.
+Notifications older than ``expiration_ms`` (Kafka: 15 minutes) are deleted by whichever
+broker sees them first. The watch fires on kazoo's thread, which only wakes the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from broker.context import BrokerContext
+from storage.config import LogConfig
+from storage.config_def import ConfigError
+from zk import paths
+from zk.client import KafkaZkClient
+from zk.codec import ZkDataError
+
+log = logging.getLogger(__name__)
+
+#: Kafka's ZkConfigManager change expiration
+DEFAULT_EXPIRATION_MS: Final = 15 * 60 * 1000
+
+
+def _apply_topic(ctx: BrokerContext, topic: str, config: Mapping[str, str]) -> None:
+    ctx.topic_configs.set(topic, config)
+
+
+def _apply_broker(ctx: BrokerContext, entity: str, config: Mapping[str, str]) -> None:
+    """A new dynamic layer of this broker (its own id, or the cluster default): the
+    effective BrokerConfig is rebuilt and the log defaults follow it."""
+    if entity not in (paths.DEFAULT_ENTITY, str(ctx.broker_id)):
+        return
+    try:
+        updated = ctx.config.with_dynamic(default=entity == paths.DEFAULT_ENTITY, config=config)
+    except ConfigError as exc:  # written by something that did not validate it
+        log.error("ignoring the dynamic config of broker %s: %s", entity, exc)
+        return
+    ctx.config = updated
+    if ctx.log_manager is not None:
+        ctx.log_manager.update_default_config(LogConfig.from_broker_values(updated.values))
+
+
+#: entity type -> how this broker applies an entity's new dynamic config
+_APPLIERS: Final[dict[str, Callable[[BrokerContext, str, Mapping[str, str]], None]]] = {
+    paths.TOPICS_ENTITY: _apply_topic,
+    paths.BROKERS_ENTITY: _apply_broker,
+}
+
+
+def apply_entity_config(
+    ctx: BrokerContext, entity_type: str, entity: str, config: Mapping[str, str]
+) -> None:
+    """Apply ``config`` as the dynamic config of /config/<entity_type>/<entity>; entity
+    types this broker has nothing to apply for (clients, users, ips) are ignored."""
+    applier = _APPLIERS.get(entity_type)
+    if applier is not None:
+        applier(ctx, entity, config)
+
+
+def obsolete(created_ms: Mapping[str, int], now_ms: int, expiration_ms: int) -> list[str]:
+    """The notifications old enough to purge."""
+    return sorted(name for name, ctime in created_ms.items() if now_ms - ctime > expiration_ms)
+
+
+class ConfigChangeListener:
+    """Watches /config/changes and applies each new notification on the broker's loop."""
+
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        zk: KafkaZkClient,
+        expiration_ms: int = DEFAULT_EXPIRATION_MS,
+    ) -> None:
+        self._ctx = ctx
+        self._zk = zk
+        self._expiration_ms = expiration_ms
+        self._last_sequence = -1
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Apply the dynamic broker configs there are, then every notification left."""
+        for entity in (paths.DEFAULT_ENTITY, str(self._ctx.broker_id)):
+            config = await asyncio.to_thread(
+                self._zk.get_entity_config, paths.BROKERS_ENTITY, entity
+            )
+            if config:
+                apply_entity_config(self._ctx, paths.BROKERS_ENTITY, entity, config)
+        loop = asyncio.get_running_loop()
+
+        def watch(_event: object) -> None:  # on kazoo's thread: only wake the task
+            loop.call_soon_threadsafe(self._wake.set)
+
+        self._watch = watch
+        await self._process()
+        self._task = asyncio.create_task(self._run(), name="config-change-listener")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._process()
+            except Exception:  # ZooKeeper trouble: the next notification retries
+                log.exception("processing config change notifications failed")
+
+    async def _process(self) -> None:
+        names = await asyncio.to_thread(self._zk.get_config_changes, self._watch)
+        created: dict[str, int] = {}
+        for name in names:
+            sequence = paths.config_change_sequence(name)
+            try:
+                found = await asyncio.to_thread(self._zk.read_config_change, name)
+            except ZkDataError as exc:  # not ours to understand; it expires like the rest
+                log.warning("skipping config change notification %s: %s", name, exc)
+                continue
+            if found is None:
+                continue
+            entity_type, entity, created[name] = found
+            if sequence <= self._last_sequence:
+                continue
+            config = await asyncio.to_thread(self._zk.get_entity_config, entity_type, entity)
+            log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, config)
+            apply_entity_config(self._ctx, entity_type, entity, config)
+            self._last_sequence = sequence
+        stale = obsolete(created, self._ctx.clock.time_ms(), self._expiration_ms)
+        if stale:
+            await asyncio.to_thread(self._zk.delete_config_changes, stale)

@@ -1,0 +1,164 @@
+"""``minikafka configs``: describe and alter topic and broker configs (kafka-configs).
+
+Flags and output follow Kafka's tool::
+
+    minikafka configs --bootstrap-server H:P --entity-type topics|brokers \\
+        (--entity-name N | --entity-default) --describe
+    minikafka configs --bootstrap-server H:P --entity-type topics|brokers \\
+        (--entity-name N | --entity-default) --alter \\
+        [--add-config k1=v1,k2=[a,b]] [--delete-config k1,k2]
+
+``--describe`` prints the entity's dynamic configs, one indented line each with its
+synonyms, strongest first::
+
+    Dynamic configs for topic t are:
+      retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000, ...}
+
+(``Dynamic configs for broker 1 are:``; ``Default configs for brokers in the cluster are:``
+for ``--entity-default``). ``--alter`` sends IncrementalAlterConfigs (SET for each added
+key, DELETE for each deleted one) and prints ``Completed updating config for topic t.``
+A list value is written in brackets (``cleanup.policy=[compact,delete]``). Errors print
+``Error while executing config command with args ...`` on stderr and exit with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Final, TextIO
+
+from broker.config import ConfigSource
+from client import ClientError, KafkaClient, describe_configs, incremental_alter_configs
+from client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, ConfigEntry
+
+#: --entity-type -> (ConfigResource type, the word Kafka's messages use)
+ENTITY_TYPES: Final = {"topics": (TOPIC_RESOURCE, "topic"), "brokers": (BROKER_RESOURCE, "broker")}
+
+
+class CommandError(Exception):
+    pass
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
+    )
+    parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
+    entity = parser.add_mutually_exclusive_group(required=True)
+    entity.add_argument("--entity-name", help="topic name or broker id")
+    entity.add_argument(
+        "--entity-default", action="store_true", help="the cluster-wide broker default"
+    )
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--describe", action="store_true", help="print the dynamic configs")
+    action.add_argument("--alter", action="store_true", help="add or delete configs")
+    parser.add_argument("--add-config", default="", metavar="k1=v1,k2=[v1,v2]")
+    parser.add_argument("--delete-config", default="", metavar="k1,k2")
+
+
+def parse_add_config(text: str) -> dict[str, str]:
+    """``k1=v1,k2=[a,b],k3=v3`` -> {k1: v1, k2: "a,b", k3: v3}: commas inside brackets
+    belong to the value (a list)."""
+    items: list[str] = []
+    depth, current = 0, ""
+    for ch in text:
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += ch
+    items.append(current)
+    out: dict[str, str] = {}
+    for item in (i.strip() for i in items if i.strip()):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(
+                "Invalid entity config: all configs to be added must be in the format "
+                f'"key=val": {item}'
+            )
+        value = value.strip()
+        out[key.strip()] = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    return out
+
+
+def _source_name(source: int) -> str:
+    try:
+        return ConfigSource(source).name
+    except ValueError:
+        return "UNKNOWN"
+
+
+def format_entry(entry: ConfigEntry) -> str:
+    """One describe line, Kafka's: ``  k=v sensitive=false synonyms={SOURCE:k=v, ...}``."""
+    value = "null" if entry.is_sensitive or entry.value is None else entry.value
+    synonyms = ", ".join(
+        f"{_source_name(s)}:{n}={'null' if v is None else v}" for n, v, s in entry.synonyms
+    )
+    sensitive = str(entry.is_sensitive).lower()
+    return f"  {entry.name}={value} sensitive={sensitive} synonyms={{{synonyms}}}"
+
+
+def _entity(args: argparse.Namespace) -> tuple[int, str, str, int]:
+    """(resource type, resource name, how messages name it, the dynamic source shown)."""
+    resource_type, word = ENTITY_TYPES[args.entity_type]
+    if args.entity_default:
+        if resource_type != BROKER_RESOURCE:
+            raise CommandError("--entity-default is only for --entity-type brokers")
+        return (
+            resource_type,
+            "",
+            "default config for brokers in the cluster",
+            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        )
+    source = (
+        ConfigSource.DYNAMIC_TOPIC_CONFIG
+        if resource_type == TOPIC_RESOURCE
+        else ConfigSource.DYNAMIC_BROKER_CONFIG
+    )
+    return resource_type, args.entity_name, f"config for {word} {args.entity_name}", source
+
+
+async def _describe(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:
+    resource_type, name, _, source = _entity(args)
+    result = (await describe_configs(client, resource_type, [name], synonyms=True))[name]
+    if not isinstance(result, list):
+        raise CommandError(str(result))
+    if args.entity_default:
+        print("Default configs for brokers in the cluster are:", file=out)
+    else:
+        word = ENTITY_TYPES[args.entity_type][1]
+        print(f"Dynamic configs for {word} {name} are:", file=out)
+    for entry in result:
+        if entry.source == source:
+            print(format_entry(entry), file=out)
+
+
+async def _alter(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:
+    resource_type, name, what, _ = _entity(args)
+    added = parse_add_config(args.add_config)
+    deleted = [k.strip() for k in args.delete_config.split(",") if k.strip()]
+    if not added and not deleted:
+        raise CommandError("--alter needs --add-config or --delete-config")
+    ops = [(k, SET, v) for k, v in added.items()] + [(k, DELETE, None) for k in deleted]
+    await incremental_alter_configs(client, resource_type, name, ops)
+    print(f"Completed updating {what}.", file=out)
+
+
+async def main(args: argparse.Namespace, out: TextIO = sys.stdout) -> None:
+    async with KafkaClient(args.bootstrap_server) as client:
+        await (_describe if args.describe else _alter)(client, args, out)
+
+
+def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
+    import asyncio
+
+    try:
+        asyncio.run(main(args))
+    except (CommandError, ClientError, ValueError) as exc:
+        shown = " ".join(sys.argv[1:] if argv is None else argv)
+        print(f"Error while executing config command with args '{shown}'", file=sys.stderr)
+        print(str(exc) or repr(exc), file=sys.stderr)
+        return 1
+    return 0
