@@ -1,5 +1,6 @@
-"""Topic administration: create, add partitions, delete, describe (Metadata), and the
-configs of topics and brokers (DescribeConfigs, IncrementalAlterConfigs).
+"""Topic administration: create, add partitions, delete, describe (Metadata), the
+configs of topics and brokers (DescribeConfigs, IncrementalAlterConfigs), and each
+broker's log directories (DescribeLogDirs).
 
 CreateTopics, CreatePartitions and DeleteTopics go to the controller (a broker that is
 not answers NOT_CONTROLLER, and we retry after a metadata refresh); configs of topics
@@ -25,6 +26,7 @@ from protocol.messages import (
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    DescribeLogDirsRequest,
     IncrementalAlterConfigsRequest,
 )
 
@@ -290,3 +292,60 @@ async def incremental_alter_configs(
     (r,) = body.responses
     if r.error_code != ErrorCode.NONE:
         raise KafkaError(r.error_code, r.error_message)
+
+
+@dataclass(frozen=True)
+class LogDirPartition:
+    """One partition in a log directory: its size on disk and how far its log end is below
+    the high watermark."""
+
+    topic: str
+    partition: int
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True)
+class LogDirInfo:
+    """A broker's log directory; ``error`` is set (and no partitions) when it is offline."""
+
+    path: str
+    error: KafkaError | None
+    partitions: tuple[LogDirPartition, ...]
+
+
+async def describe_log_dirs(
+    client: KafkaClient, broker_id: int, topics: Mapping[str, Sequence[int]] | None = None
+) -> list[LogDirInfo]:
+    """Broker ``broker_id``'s log directories, with the partitions of ``topics`` (topic ->
+    partitions; None: every partition) that each holds."""
+
+    def build(version: int) -> Any:
+        wanted = (
+            None
+            if topics is None
+            else [
+                DescribeLogDirsRequest.DescribableLogDirTopic(topic=t, partitions=list(ps))
+                for t, ps in topics.items()
+            ]
+        )
+        return DescribeLogDirsRequest(topics=wanted)
+
+    body = await client.retrying(
+        lambda: client.request(broker_id, ApiKey.DESCRIBE_LOG_DIRS, build)
+    )
+    return [
+        LogDirInfo(
+            r.log_dir,
+            None if r.error_code == ErrorCode.NONE else KafkaError(r.error_code),
+            tuple(
+                LogDirPartition(
+                    t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key
+                )
+                for t in r.topics
+                for p in t.partitions
+            ),
+        )
+        for r in body.results
+    ]

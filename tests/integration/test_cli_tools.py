@@ -7,11 +7,13 @@ timeout; waits are polls with deadlines.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -263,3 +265,34 @@ def test_producer_rides_out_the_death_of_the_partition_leader(cluster: TestClust
         assert text(consumed) == "after the leader died\n", consumed.stderr
     finally:
         cluster.restart(leader)
+
+
+def test_log_dirs_describe_lists_each_brokers_partitions_with_their_sizes(
+    cluster: TestCluster,
+) -> None:
+    assert topics(cluster, "--create", "--topic", "dirs", "--partitions", "2",
+                  "--replication-factor", "1").returncode == 0  # fmt: skip
+    produced = mk(cluster, "console-producer", "--topic", "dirs",
+                  stdin=b"".join(b"record %d\n" % i for i in range(20)))  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+
+    def described() -> Any:
+        run = mk(cluster, "log-dirs", "--describe", "--topic-list", "dirs")
+        assert run.returncode == 0, run.stderr
+        querying, received, document = text(run).splitlines()
+        assert querying == "Querying brokers for log directories information"
+        assert received == "Received log directory information from brokers 0,1"
+        parsed = json.loads(document)
+        sizes = [p["size"] for b in parsed["brokers"] for d in b["logDirs"]
+                 for p in d["partitions"]]  # fmt: skip
+        return parsed if len(sizes) == 2 and sum(sizes) > 0 else None
+
+    doc = wait_until(described, 30, "both partitions of dirs listed with their data")
+    assert doc["version"] == 1
+    for broker in doc["brokers"]:
+        (log_dir,) = broker["logDirs"]
+        assert log_dir["logDir"] == str(cluster.layout.log_dir(broker["broker"]))
+        assert log_dir["error"] is None
+        for p in log_dir["partitions"]:
+            assert p["partition"] in ("dirs-0", "dirs-1")
+            assert p["offsetLag"] == 0 and p["isFuture"] is False

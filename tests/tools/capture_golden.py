@@ -43,6 +43,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import protocol
 from tests.tools import kp
 from tests.tools.fake_broker import FakeBroker, api_table, build
 from tests.tools.recording_proxy import FAKE, UPSTREAM, Exchange, Recorder, RecordingProxy
@@ -50,13 +51,13 @@ from tests.tools.recording_proxy import FAKE, UPSTREAM, Exchange, Recorder, Reco
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
-# protocol.SUPPORTED_VERSIONS: what minikafka advertises to
-# clients; the inter-broker APIs (4-7) are left out, no client sends them.
+#: What minikafka advertises to clients (protocol.SUPPORTED_VERSIONS); the inter-broker
+#: APIs (4-7) are left out, no client sends them.
+INTER_BROKER_APIS = frozenset({4, 5, 6, 7})
 ADVERTISED: dict[int, tuple[int, int]] = {
-    0: (0, 9), 1: (4, 12), 2: (1, 7), 3: (1, 12), 8: (2, 8), 9: (1, 8), 10: (0, 4),
-    11: (0, 7), 12: (0, 4), 13: (0, 4), 14: (0, 5), 15: (0, 5), 16: (0, 4), 17: (0, 1),
-    18: (0, 3), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 4), 23: (2, 4), 32: (1, 4),
-    33: (0, 2), 36: (0, 2), 37: (0, 3), 44: (0, 1), 60: (0, 1),
+    api: versions
+    for api, versions in protocol.SUPPORTED_VERSIONS.items()
+    if api not in INTER_BROKER_APIS
 }
 # The group coordinator's APIs share state, so each unit below is answered by one side for a
 # whole client run: the mock where it implements every version that client sends in the
