@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -24,26 +23,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "log-dirs": ("log_dirs", "describe each broker's log directories and partitions"),
     "console-producer": ("console_producer", "produce lines from standard input"),
     "console-consumer": ("console_consumer", "consume records to standard output"),
-    "consumer-groups": ("consumer_groups", "list and describe consumer groups"),
     "api-versions": ("api_versions", "print the API versions minikafka (or a broker) supports"),
     "dump-log": ("dump_log", "print the batches and index entries of segment files"),
     "perf": ("perf", "produce and consume load tests"),
-    "spark": ("spark", "run the PySpark analytics jobs over minikafka logs"),
 }
-
-
-def _available() -> dict[str, tuple[str, str]]:
-    found = {}
-    for name, (module, help_text) in SUBCOMMANDS.items():
-        if importlib.util.find_spec(f"tools.{module}") is not None:
-            found[name] = (module, help_text)
-    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="minikafka", description="A Kafka-compatible broker.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (module, help_text) in _available().items():
+    for name, (module, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
         importlib.import_module(f"tools.{module}").configure(sp)
         sp.set_defaults(_module=module)
