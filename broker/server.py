@@ -290,9 +290,12 @@ class BrokerServer:
         fetch: DelayedOperationPurgatory[DelayedFetch],
         cache: MetadataCache,
     ) -> ReplicaManager:
-        default_min_isr = self.config.get_int("min.insync.replicas")
 
         def min_insync_replicas(topic: str) -> int:
+            """The topic's override, else the broker's value as it is now (a dynamic broker
+            config replaces ``ctx.config``, so it is read on every call)."""
+            config = self.ctx.config if self.ctx else self.config
+            default_min_isr = config.get_int("min.insync.replicas")
             overrides = self.ctx.topic_configs.overrides(topic) if self.ctx else {}
             try:
                 value = checked(_MIN_ISR, overrides.get(_MIN_ISR.name))

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
@@ -295,3 +295,42 @@ def test_a_change_made_while_a_broker_is_down_applies_when_it_returns(
         ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
     )
     alter_default(c, "log.retention.ms", None)
+
+
+def _acks_all_error(c: TestCluster, topic: str) -> int | None:
+    """Produce one record with acks=all; the delivery error's code, None when acknowledged.
+    (NOT_ENOUGH_REPLICAS is retriable: librdkafka retries it until message.timeout.ms.)"""
+    producer = Producer(
+        {"bootstrap.servers": c.layout.bootstrap_servers, "acks": "all",
+         "message.timeout.ms": 3000}
+    )  # fmt: skip
+    errors: list[int | None] = []
+
+    def delivered(err: KafkaError | None, _msg: object) -> None:
+        errors.append(None if err is None else int(err.code()))
+
+    producer.produce(topic, b"v", partition=0, on_delivery=delivered)
+    producer.flush(20)
+    (error,) = errors
+    return error
+
+
+def test_a_dynamic_broker_min_insync_replicas_applies_without_a_restart(
+    c: TestCluster, admin: AdminClient
+) -> None:
+    create(admin, "isr-live", rf=1)
+    assert _acks_all_error(c, "isr-live") is None
+    alter_default(c, "min.insync.replicas", "2")
+    try:
+        wait_until(
+            lambda: all(
+                value_on(c, b, BROKER_RESOURCE, str(b), "min.insync.replicas")[0] == "2"
+                for b in c.broker_ids
+            ),
+            15,
+            "every broker to apply min.insync.replicas=2",
+        )
+        assert _acks_all_error(c, "isr-live") == KafkaError.NOT_ENOUGH_REPLICAS
+    finally:
+        alter_default(c, "min.insync.replicas", None)
+    wait_until(lambda: _acks_all_error(c, "isr-live") is None, 30, "acks=all accepted again")
