@@ -299,10 +299,11 @@ def test_a_change_made_while_a_broker_is_down_applies_when_it_returns(
 
 def _acks_all_error(c: TestCluster, topic: str) -> int | None:
     """Produce one record with acks=all; the delivery error's code, None when acknowledged.
-    (NOT_ENOUGH_REPLICAS is retriable: librdkafka retries it until message.timeout.ms.)"""
+    No retries: NOT_ENOUGH_REPLICAS is retriable, and librdkafka would otherwise retry it
+    until message.timeout.ms and report the timeout instead."""
     producer = Producer(
-        {"bootstrap.servers": c.layout.bootstrap_servers, "acks": "all",
-         "message.timeout.ms": 3000}
+        {"bootstrap.servers": c.layout.bootstrap_servers, "acks": "all", "retries": 0,
+         "enable.idempotence": False, "message.timeout.ms": 5000}
     )  # fmt: skip
     errors: list[int | None] = []
 
@@ -319,7 +320,7 @@ def test_a_dynamic_broker_min_insync_replicas_applies_without_a_restart(
     c: TestCluster, admin: AdminClient
 ) -> None:
     create(admin, "isr-live", rf=1)
-    assert _acks_all_error(c, "isr-live") is None
+    wait_until(lambda: _acks_all_error(c, "isr-live") is None, 30, "acks=all accepted")
     alter_default(c, "min.insync.replicas", "2")
     try:
         wait_until(
