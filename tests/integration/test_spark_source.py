@@ -5,7 +5,10 @@ that reads every record exactly once and resumes from its checkpoint."""
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -148,3 +151,70 @@ def test_wire_and_log_dir_give_the_same_rows(
     assert [(r.partition, r.offset) for r in by_time.orderBy("partition", "offset").collect()] == [
         (0, 15), (0, 16), (0, 17), (1, 15), (1, 16), (1, 17), (1, 18), (1, 19)
     ]  # fmt: skip
+
+
+STREAM_TOPIC = "stream"
+PER_PARTITION = 60
+CAP = 7
+
+
+def test_a_stream_reads_each_record_once_in_capped_batches_and_resumes(
+    spark: SparkSession, cluster1: TestCluster, tmp_path: Path
+) -> None:
+    servers = bootstrap(cluster1)
+    create(servers, STREAM_TOPIC, 2)
+    half = PER_PARTITION // 2
+
+    def write(first: int, n: int) -> None:
+        produce_batches(
+            servers,
+            STREAM_TOPIC,
+            [
+                (p, bytes(build_batch(records(i, 3))))
+                for i in range(first, first + n, 3)
+                for p in (0, 1)
+            ],
+        )
+
+    write(0, half)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    def start() -> Any:
+        return (
+            spark.readStream.format("minikafka")
+            .option("kafka.bootstrap.servers", servers)
+            .option("subscribe", STREAM_TOPIC)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", str(CAP))
+            .load()
+            .select("partition", "offset")
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(processingTime="0 seconds")
+            .start()
+        )
+
+    def rows_read(query: Any) -> int:
+        return sum(p["numInputRows"] for p in query.recentProgress)
+
+    query = start()
+    # a producer keeps writing while the stream reads
+    producer = threading.Thread(target=write, args=(half, half))
+    producer.start()
+    wait_until(lambda: rows_read(query) >= 20, timeout=120)
+    assert all(p["numInputRows"] <= CAP for p in query.recentProgress)
+    query.stop()
+    producer.join(timeout=60)
+    resumed = start()
+    try:
+        wait_until(lambda: spark.read.parquet(str(out)).count() >= 2 * PER_PARTITION, timeout=120)
+        wait_until(
+            lambda: resumed.recentProgress and resumed.recentProgress[-1]["numInputRows"] == 0,
+            timeout=60,
+        )
+    finally:
+        resumed.stop()
+    got = sorted((r.partition, r.offset) for r in spark.read.parquet(str(out)).collect())
+    assert got == [(p, o) for p in (0, 1) for o in range(PER_PARTITION)]
+    assert os.path.isdir(checkpoint / "offsets")
