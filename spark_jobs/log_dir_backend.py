@@ -33,4 +33,3 @@ class LogDirBackend:
     def source_of(self, tp: TopicPartition) -> Replica:
         """What an executor needs to read ``tp``: its chosen replica."""
         return self.replicas[tp]
-

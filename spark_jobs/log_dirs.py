@@ -2,8 +2,9 @@
 
 A broker's log directory may belong to a running broker. Opening it with storage's Log or
 LogManager would run recovery (and truncate a tail that is still being appended), so
-this module only lists names and reads the checkpoint files; :mod:`.segments` reads the
-segments themselves. What counts (docs/architecture.md, "On disk"):
+this module only lists names (with :mod:`storage.reader`, storage's read-only side) and
+reads the checkpoint files; :mod:`.segments` reads the segments themselves. What counts
+(docs/architecture.md, "On disk"):
 
 - ``<topic>-<partition>/`` directories, found by :func:`storage.names.parse_partition_dir`,
   which already leaves out ``-delete`` (deleted, waiting for removal) and ``-future``
@@ -32,7 +33,8 @@ from storage.checkpoint import (
     REPLICATION_OFFSET_CHECKPOINT,
     read_offset_checkpoint,
 )
-from storage.names import LOG_SUFFIX, parse_offset_file_name, parse_partition_dir
+from storage.names import parse_partition_dir
+from storage.reader import segment_files
 
 
 class Replica(NamedTuple):
@@ -47,12 +49,6 @@ class Replica(NamedTuple):
     high_watermark: int
 
 
-def segment_bases(partition_dir: str) -> tuple[int, ...]:
-    """Base offsets of the ``.log`` segments in a partition directory, ascending."""
-    bases = (parse_offset_file_name(name, LOG_SUFFIX) for name in os.listdir(partition_dir))
-    return tuple(sorted(b for b in bases if b is not None))
-
-
 def replicas_in(log_dir: str) -> list[Replica]:
     """The partitions of one log directory (a missing directory holds none)."""
     if not os.path.isdir(log_dir):
@@ -65,7 +61,7 @@ def replicas_in(log_dir: str) -> list[Replica]:
         path = os.path.join(log_dir, name)
         if tp is None or not os.path.isdir(path):
             continue
-        bases = segment_bases(path)
+        bases = tuple(base for base, _ in segment_files(path))
         log_start = max(starts.get(tp, 0), bases[0] if bases else 0)
         found.append(Replica(tp, path, bases, log_start, watermarks.get(tp, log_start)))
     return found

@@ -10,7 +10,9 @@ The tail of a live segment may be torn (a batch still being written) and a broke
 crashed may have left garbage after the last whole batch: a batch cut short, one whose
 length cannot be, or one whose CRC does not match ends the read of that segment, as
 recovery would end the log there. Control batches (transaction markers) are skipped.
-Files are opened read-only and never locked, truncated or rewritten.
+Files are opened read-only and never locked, truncated or rewritten. (storage.reader
+walks a file batch by batch, two reads each, from its start; a Spark read starts at an
+index position and reads large chunks, so it has its own loop over them.)
 """
 
 from __future__ import annotations
@@ -60,9 +62,10 @@ def start_position(partition_dir: str, base: int, offset: int) -> int:
     return int(usable["position"][slot]) if slot >= 0 else 0
 
 
-def batches_in(path: str, position: int, end: int) -> Iterator[Batch]:
-    """Whole, valid data batches of the segment file ``path`` from ``position``, until
-    one starts at or above offset ``end`` or the file's whole batches end."""
+def batches_in(path: str, position: int, end: int, *, controls: bool = False) -> Iterator[Batch]:
+    """Whole, valid data batches (and control batches with ``controls``) of the segment
+    file ``path`` from ``position``, until one starts at or above offset ``end`` or the
+    file's whole batches end."""
     size = CHUNK_BYTES
     with open(path, "rb") as f:
         while True:
@@ -74,7 +77,7 @@ def batches_in(path: str, position: int, end: int) -> Iterator[Batch]:
                         return
                     validate(chunk, pos)
                     consumed = pos + header.size
-                    if not header.is_control:
+                    if controls or not header.is_control:
                         yield Batch(header, memoryview(chunk)[pos + HEADER_SIZE : consumed])
             except InvalidBatch as exc:
                 log.warning("%s: the log ends at position %d (%s)", path, position + consumed, exc)
@@ -133,3 +136,12 @@ def offset_for_timestamp(replica: Replica, timestamp: int) -> int | None:
             if len(hits):
                 return int(rows.column("offset")[int(hits[0])].as_py())
     return None
+
+
+def largest_timestamp(path: str) -> int:
+    """The largest record timestamp in the segment file ``path`` (-1 when it has no
+    whole batch): the age retention.ms measures, read from the batch headers."""
+    return max(
+        (b.header.max_timestamp for b in batches_in(path, 0, 1 << 63, controls=True)),
+        default=-1,
+    )

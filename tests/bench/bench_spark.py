@@ -64,7 +64,7 @@ def template() -> bytes:
 
 def write_logs(log_dir: str, records: int) -> None:
     """``records`` records over the topic's partitions, high watermarks at the log ends."""
-    config = LogConfig(segment_bytes=256 << 20)
+    config = LogConfig(segment_bytes=64 << 20)  # binaryFile holds a file per row
     lm = LogManager(LogManagerConfig(log_dirs=(log_dir,), default=config), MockClock())
     lm.load_logs()
     batch = bytearray(template())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.data import data_class, encode_data
 from protocol.records import (
     Compression,
     ControlType,
@@ -97,3 +98,37 @@ def row(tp: TopicPartition, offset: int, r: SimpleRecord, log_append_time: int |
         "headers": [{"key": k, "value": v} for k, v in r.headers] or None,
     }
 
+
+def commit_record(group: str, topic: str, partition: int, offset: int | None) -> SimpleRecord:
+    """A record of __consumer_offsets: an OffsetCommitKey v1 and its value (v3), or a
+    tombstone with ``offset`` None."""
+    key = encode_data(
+        "OffsetCommitKey",
+        1,
+        data_class("OffsetCommitKey")(group=group, topic=topic, partition=partition),
+    )
+    if offset is None:
+        return SimpleRecord(key, None, (), BASE_TIME)
+    value = data_class("OffsetCommitValue")(
+        offset=offset, leader_epoch=-1, metadata="", commit_timestamp=BASE_TIME, expire_timestamp=-1
+    )
+    return SimpleRecord(key, encode_data("OffsetCommitValue", 3, value), (), BASE_TIME)
+
+
+#: (group, partition of TOPIC) -> committed offset, after the records of write_commits
+COMMITTED = {("g1", 0): 30, ("g1", 1): 41, ("g2", 0): 5}
+
+
+def write_commits(log_dir: str) -> None:
+    """__consumer_offsets partition 0 holding commits of groups g1 and g2 on TOPIC: some
+    superseded, one tombstoned, and a group-metadata record that is not a commit."""
+    lm = LogManager(LogManagerConfig(log_dirs=(log_dir,), default=CONFIG), MockClock())
+    lm.load_logs()
+    log = lm.get_or_create_log(TopicPartition("__consumer_offsets", 0))
+    group_metadata = SimpleRecord(b"\x00\x02\x00\x02g1", b"\x00\x03", (), BASE_TIME)
+    append(log, [commit_record("g1", TOPIC, 0, 10), commit_record("g1", TOPIC, 1, 41)])
+    append(log, [group_metadata, commit_record("g2", TOPIC, 0, 5)])
+    append(log, [commit_record("g1", TOPIC, 0, 30), commit_record("g3", TOPIC, 1, 7)])
+    append(log, [commit_record("g3", TOPIC, 1, None)])
+    log.update_high_watermark(log.log_end_offset)
+    lm.shutdown()
