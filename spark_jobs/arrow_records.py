@@ -39,7 +39,14 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from protocol.records import BatchHeader, Compression, TimestampType, decode_records, decompress
+from protocol.records import (
+    HEADER_SIZE,
+    BatchHeader,
+    Compression,
+    TimestampType,
+    decode_records,
+    decompress,
+)
 
 Int64s = npt.NDArray[np.int64]
 
@@ -61,10 +68,23 @@ _VARLONG_BYTES = 10
 
 
 class Batch(NamedTuple):
-    """One data batch: its header and its records section, still compressed or not."""
+    """One data batch: its header, and where its records section (still compressed or
+    not) lies: ``buffer[start:end]``. Batches read together usually share one buffer (a
+    chunk of a segment, a fetch response), which the decoder then uses without a copy."""
 
     header: BatchHeader
-    records: bytes | memoryview
+    buffer: bytes
+    start: int
+    end: int
+
+    @property
+    def records(self) -> memoryview:
+        return memoryview(self.buffer)[self.start : self.end]
+
+    @classmethod
+    def at(cls, buffer: bytes, pos: int, header: BatchHeader) -> Batch:
+        """The batch whose header is at ``pos`` of ``buffer``."""
+        return cls(header, buffer, pos + HEADER_SIZE, pos + header.size)
 
 
 def decode(batches: Sequence[Batch], start: int, end: int) -> pa.RecordBatch:
@@ -83,24 +103,35 @@ def decode(batches: Sequence[Batch], start: int, end: int) -> pa.RecordBatch:
     return fast.slice(first, stop - first)
 
 
-def _section(batch: Batch) -> bytes | memoryview:
-    """The batch's records section, decompressed (uncompressed ones are not copied)."""
-    if batch.header.compression == Compression.NONE:
-        return batch.records
-    return decompress(batch.header.compression, batch.records)
+def _sections(batches: list[Batch]) -> tuple[bytes, Int64s, Int64s]:
+    """One buffer holding every batch's decompressed records section, and where each
+    section starts and ends in it. Uncompressed batches that lie in order in one buffer
+    (a segment chunk, a fetch response) are used in place; otherwise the sections are
+    laid end to end in a new one."""
+    shared = batches[0].buffer
+    if all(b.buffer is shared and b.header.compression == Compression.NONE for b in batches):
+        starts = np.array([b.start for b in batches], dtype=np.int64)
+        ends = np.array([b.end for b in batches], dtype=np.int64)
+        if (starts[1:] >= ends[:-1]).all():
+            return shared, starts, ends
+    sections = [
+        b.records if b.header.compression == Compression.NONE
+        else decompress(b.header.compression, b.records)
+        for b in batches
+    ]  # fmt: skip
+    bounds = np.cumsum([0, *map(len, sections)], dtype=np.int64)
+    return b"".join(sections), bounds[:-1], bounds[1:]
 
 
 def _decode_fast(batches: list[Batch]) -> tuple[pa.RecordBatch, list[Batch]]:
     """The records of the batches whose records have no headers, decoded column-wise,
     and the other batches (headers, or fields that do not fill their records exactly),
     left to the exact decoder."""
-    sections = [_section(b) for b in batches]
-    joined = b"".join(sections)
-    buf = np.frombuffer(joined + bytes(_VARLONG_BYTES), dtype=np.uint8)
-    bases = np.cumsum([0, *map(len, sections)], dtype=np.int64)
+    joined, section_starts, section_ends = _sections(batches)
+    buf = np.frombuffer(joined, dtype=np.uint8)
     counts = np.array([b.header.records_count for b in batches], dtype=np.int64)
     walk = _walk_lockstep if counts.max() * _LOCKSTEP_STEP_COST < counts.sum() else _walk
-    starts, ends, batch_ok = walk(buf, bases, counts)
+    starts, ends, batch_ok = walk(buf, section_starts, section_ends, counts)
     ts_delta, p = _varints(buf, starts + 1, _VARLONG_BYTES)
     offset_delta, p = _varints(buf, p, _VARINT_BYTES)
     key_len, key_at = _varints(buf, p, _VARINT_BYTES)
@@ -139,11 +170,13 @@ _LOCKSTEP_STEP_COST = 16
 Walk = tuple[Int64s, Int64s, npt.NDArray[np.bool_]]
 
 
-def _walk_lockstep(buf: npt.NDArray[np.uint8], bases: Int64s, counts: Int64s) -> Walk:
+def _walk_lockstep(
+    buf: npt.NDArray[np.uint8], section_starts: Int64s, section_ends: Int64s, counts: Int64s
+) -> Walk:
     """(body start, body end) of every record, in batch then record order, and whether
     each batch's length prefixes tile its section exactly. Step i reads the i-th prefix
     of every batch that has an i-th record."""
-    pos = bases[:-1].copy()
+    pos = section_starts.copy()
     ok = np.ones(len(counts), dtype=bool)
     starts = np.zeros((len(counts), int(counts.max())), dtype=np.int64)
     lengths = np.zeros_like(starts)
@@ -153,21 +186,23 @@ def _walk_lockstep(buf: npt.NDArray[np.uint8], bases: Int64s, counts: Int64s) ->
         starts[active, i] = after
         lengths[active, i] = np.maximum(length, 0)
         ok[active[length < 0]] = False
-        pos[active] = np.minimum(after + np.maximum(length, 0), bases[1:][active])
-    ok &= pos == bases[1:]
+        pos[active] = np.minimum(after + np.maximum(length, 0), section_ends[active])
+    ok &= pos == section_ends
     within = np.arange(starts.shape[1])[None, :] < counts[:, None]
     return starts[within], starts[within] + lengths[within], ok
 
 
-def _walk(buf: npt.NDArray[np.uint8], bases: Int64s, counts: Int64s) -> Walk:
+def _walk(
+    buf: npt.NDArray[np.uint8], section_starts: Int64s, section_ends: Int64s, counts: Int64s
+) -> Walk:
     """What :func:`_walk_lockstep` returns, one record at a time (for few batches of many
     records)."""
-    data = buf.tobytes()
+    data = buf.data
     starts: list[int] = []
     ends: list[int] = []
     ok = np.ones(len(counts), dtype=bool)
     for b, count in enumerate(counts.tolist()):
-        pos, stop = int(bases[b]), int(bases[b + 1])
+        pos, stop = int(section_starts[b]), int(section_ends[b])
         for _ in range(count):
             raw, pos = _unsigned_varint(data, pos, stop)
             starts.append(pos)
@@ -178,7 +213,7 @@ def _walk(buf: npt.NDArray[np.uint8], bases: Int64s, counts: Int64s) -> Walk:
     return np.array(starts, np.int64), np.array(ends, np.int64), ok
 
 
-def _unsigned_varint(data: bytes, pos: int, stop: int) -> tuple[int, int]:
+def _unsigned_varint(data: memoryview, pos: int, stop: int) -> tuple[int, int]:
     """The unsigned varint at ``pos`` and the position after it; (-1, pos) when it runs
     past ``stop`` or past 5 bytes."""
     raw = 0
@@ -191,16 +226,16 @@ def _unsigned_varint(data: bytes, pos: int, stop: int) -> tuple[int, int]:
 
 
 def _varints(buf: npt.NDArray[np.uint8], pos: Int64s, width: int) -> tuple[Int64s, Int64s]:
-    """Zigzag varints at every position of ``pos`` (``buf`` is padded by ``width`` zero
-    bytes): (values, positions after them). One numpy pass per byte of the longest
-    varint, so fields that fit a byte or two cost one or two passes. A varint longer than
-    ``width`` is given a position past the buffer, which the callers' checks refuse."""
-    pos = np.minimum(pos, len(buf) - width)
+    """Zigzag varints at every position of ``pos``: (values, positions after them). One
+    numpy pass per byte of the longest varint, so fields that fit a byte or two cost one
+    or two passes. A varint longer than ``width`` is given a position past the buffer,
+    which the callers' checks refuse; reads past the buffer's end (only a corrupt record
+    makes them) see its last byte again, and fail the same checks."""
     unsigned = np.zeros(len(pos), dtype=np.uint64)
     after = pos.copy()
     more = np.ones(len(pos), dtype=bool)
     for lane in range(width):
-        byte = buf[pos + lane]
+        byte = buf.take(pos + lane, mode="clip")
         unsigned |= np.where(more, (byte & 0x7F).astype(np.uint64) << np.uint64(7 * lane), 0)
         after += more
         more &= byte >= 0x80
@@ -240,7 +275,7 @@ def _decode_exact(batches: list[Batch]) -> pa.RecordBatch:
     headers: list[list[dict[str, object]] | None] = []
     for batch in batches:
         header = batch.header
-        section = bytes(_section(batch))
+        section = decompress(header.compression, batch.records)
         kind = TimestampType(int(header.is_log_append_time))
         for record in decode_records(section, header.records_count):
             keys.append(record.key)

@@ -25,13 +25,12 @@ import numpy as np
 import pyarrow as pa
 
 from protocol.records import (
-    HEADER_SIZE,
     LOG_OVERHEAD,
     InvalidBatch,
     iter_batches,
     peek_offset_and_length,
-    validate,
 )
+from protocol.records.batch import check_crc32c
 from spark_jobs.arrow_records import Batch, decode
 from spark_jobs.log_dirs import Replica
 from storage.names import INDEX_SUFFIX, LOG_SUFFIX, offset_file_name
@@ -75,10 +74,10 @@ def batches_in(path: str, position: int, end: int, *, controls: bool = False) ->
                 for pos, header in iter_batches(chunk):
                     if header.base_offset >= end:
                         return
-                    validate(chunk, pos)
+                    check_crc32c(chunk, pos, header)
                     consumed = pos + header.size
                     if controls or not header.is_control:
-                        yield Batch(header, memoryview(chunk)[pos + HEADER_SIZE : consumed])
+                        yield Batch.at(chunk, pos, header)
             except InvalidBatch as exc:
                 log.warning("%s: the log ends at position %d (%s)", path, position + consumed, exc)
                 return
@@ -93,18 +92,17 @@ def batches_in(path: str, position: int, end: int, *, controls: bool = False) ->
 
 def read_range(replica: Replica, start: int, end: int) -> Iterator[pa.RecordBatch]:
     """The records of ``replica`` with offsets in ``[start, end)``, as Arrow batches of
-    :data:`spark_jobs.arrow_records.RECORD_SCHEMA` in offset order."""
+    :data:`spark_jobs.arrow_records.RECORD_SCHEMA` in offset order: one per chunk read,
+    so the decoder works on the chunk in place."""
     pending: list[Batch] = []
-    pending_bytes = 0
     for path, position in segment_reads(replica, start):
         for batch in batches_in(path, position, end):
             if batch.header.next_offset <= start:
                 continue
-            pending.append(batch)
-            pending_bytes += len(batch.records)
-            if pending_bytes >= CHUNK_BYTES:
+            if pending and batch.buffer is not pending[-1].buffer:
                 yield decode(pending, start, end)
-                pending, pending_bytes = [], 0
+                pending = []
+            pending.append(batch)
     if pending:
         yield decode(pending, start, end)
 

@@ -24,7 +24,7 @@ from client.client import KafkaClient
 from client.errors import KafkaError
 from client.fetch import Fetcher, list_offsets
 from protocol import ErrorCode
-from protocol.records import HEADER_SIZE, iter_batches
+from protocol.records import iter_batches
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from spark_jobs.arrow_records import Batch, decode
 from spark_jobs.planning import Bounds, OffsetRange
@@ -101,7 +101,7 @@ def read_wire_range(bootstrap_servers: str, r: OffsetRange) -> Iterator[pa.Recor
         while position < r.end:
             records = run(client.retrying(lambda: _fetch_once(fetcher, r.tp)))
             batches = [
-                Batch(header, memoryview(records)[pos + HEADER_SIZE : pos + header.size])
+                Batch.at(records, pos, header)
                 for pos, header in iter_batches(records)
                 if header.next_offset > position
             ]

@@ -10,14 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.records import Compression, SimpleRecord, TimestampType, build_batch, read_header
-from protocol.records.batch import HEADER_SIZE
 from spark_jobs import arrow_records
 from spark_jobs.arrow_records import RECORD_SCHEMA, Batch, decode
 
 
 def batch(records: list[SimpleRecord], base_offset: int, **kw: object) -> Batch:
     data = bytes(build_batch(records, base_offset=base_offset, **kw))  # type: ignore[arg-type]
-    return Batch(read_header(data), memoryview(data)[HEADER_SIZE:])
+    return Batch.at(data, 0, read_header(data))
 
 
 def exact(batches: list[Batch]) -> pa.RecordBatch:
