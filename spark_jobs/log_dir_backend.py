@@ -3,12 +3,17 @@ directories (option ``path``), all read-only (see :mod:`.log_dirs`, :mod:`.segme
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from protocol.values import TopicPartition
 from spark_jobs.log_dirs import Replica, discover
 from spark_jobs.planning import Bounds
 from spark_jobs.segments import offset_for_timestamp
+from storage.names import LOG_SUFFIX, offset_file_name
+
+#: Bytes of segments a task reads at least, as Spark's spark.sql.files.maxPartitionBytes
+SPLIT_BYTES = 128 << 20
 
 
 class LogDirBackend:
@@ -29,6 +34,19 @@ class LogDirBackend:
 
     def offset_for_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None:
         return offset_for_timestamp(self.replicas[tp], timestamp)
+
+    def split_points(self, tp: TopicPartition) -> list[int]:
+        """Segment base offsets to cut a read of ``tp`` at: one every
+        :data:`SPLIT_BYTES` of segments, so a large partition is read by several tasks
+        and each task reads whole segments."""
+        replica = self.replicas[tp]
+        points, size = [], 0
+        for base in replica.segments:
+            if size >= SPLIT_BYTES:
+                points.append(base)
+                size = 0
+            size += os.path.getsize(os.path.join(replica.path, offset_file_name(base, LOG_SUFFIX)))
+        return points
 
     def source_of(self, tp: TopicPartition) -> Replica:
         """What an executor needs to read ``tp``: its chosen replica."""

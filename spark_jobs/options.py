@@ -168,15 +168,20 @@ def _offsets(value: str, name: str) -> OffsetSpec:
 
 
 def _partition_map(value: str, name: str) -> dict[TopicPartition, int]:
-    """``{"topic": {"0": n, ...}}`` as a map."""
+    """``{"topic": {"0": n, ...}}`` (JSON text) as a map."""
+    return flatten_offsets(_json_object(value, name), name)
+
+
+def flatten_offsets(nested: Mapping[str, Any], name: str = "offsets") -> dict[TopicPartition, int]:
+    """``{"topic": {"0": n, ...}}`` as a map, checked."""
     try:
         return {
             TopicPartition(topic, int(p)): int(n)
-            for topic, by_partition in _json_object(value, name).items()
+            for topic, by_partition in nested.items()
             for p, n in by_partition.items()
         }
     except (AttributeError, TypeError, ValueError):
-        raise OptionError(f'{name} {value!r}: expected {{"topic": {{"0": 42}}}}') from None
+        raise OptionError(f'{name} {nested!r}: expected {{"topic": {{"0": 42}}}}') from None
 
 
 def _json_object(value: str, name: str) -> dict[str, Any]:
@@ -212,13 +217,17 @@ def _boolean(options: Mapping[str, str], key: str, default: bool) -> bool:
     return value == "true"
 
 
-def offsets_json(offsets: Mapping[TopicPartition, int]) -> str:
-    """Kafka-JSON of per-partition offsets, ``{"topic": {"0": 42}}``, in sorted order
-    (streaming checkpoints hold exactly this)."""
+def nest_offsets(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+    """Per-partition offsets in Kafka-JSON's shape, ``{"topic": {"0": 42}}``, sorted
+    (what a stream's offsets are, in Spark's checkpoint)."""
     nested: dict[str, dict[str, int]] = {}
     for tp in sorted(offsets):
         nested.setdefault(tp.topic, {})[str(tp.partition)] = offsets[tp]
-    return json.dumps(nested, separators=(",", ":"))
+    return nested
+
+
+def offsets_json(offsets: Mapping[TopicPartition, int]) -> str:
+    return json.dumps(nest_offsets(offsets), separators=(",", ":"))
 
 
 def parse_offsets_json(value: str) -> dict[TopicPartition, int]:

@@ -6,6 +6,8 @@ they learn a partition's bounds and look a timestamp up):
 - :func:`resolve` turns an :class:`~spark_jobs.options.OffsetSpec` into one offset of a
   partition (-2/-1 to its earliest/latest, a timestamp through the lookup given);
 - :func:`plan` gives each subscribed partition its ``[start, end)``;
+- :func:`cut` cuts ranges at given offsets (log dirs: at segment boundaries, so that a
+  partition of many segments is read by several tasks);
 - :func:`split` cuts large ranges into more Spark partitions when ``minPartitions`` asks
   for more partitions than there are topic-partitions (Spark's rule: each range gets a
   share of the partitions proportional to its size);
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from protocol.values import TopicPartition
@@ -102,6 +104,19 @@ def plan(
         if end > start:
             ranges.append(OffsetRange(tp, start, end))
     return ranges
+
+
+def cut(
+    ranges: list[OffsetRange], points: Mapping[TopicPartition, Sequence[int]]
+) -> list[OffsetRange]:
+    """Each range cut at the offsets ``points`` gives for its partition that lie inside
+    it."""
+    pieces = []
+    for r in ranges:
+        inside = sorted(p for p in points.get(r.tp, ()) if r.start < p < r.end)
+        edges = [r.start, *inside, r.end]
+        pieces += [OffsetRange(r.tp, a, b) for a, b in itertools.pairwise(edges)]
+    return pieces
 
 
 def split(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:

@@ -18,8 +18,9 @@ code that asks for Spark loads it (:func:`register`).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
@@ -34,14 +35,17 @@ from pyspark.sql.types import StructType
 from protocol.values import TopicPartition
 from spark_jobs.log_dir_backend import LogDirBackend
 from spark_jobs.log_dirs import Replica
-from spark_jobs.options import (
-    EARLIEST,
-    OffsetSpec,
-    SourceOptions,
-    parse_offsets_json,
-    parse_options,
+from spark_jobs.options import SourceOptions, flatten_offsets, nest_offsets, parse_options
+from spark_jobs.planning import (
+    Bounds,
+    DataLoss,
+    OffsetRange,
+    cut,
+    limit,
+    plan,
+    resolve,
+    split,
 )
-from spark_jobs.planning import Bounds, DataLoss, OffsetRange, limit, plan, resolve, split
 from spark_jobs.segments import read_range
 
 FORMAT = "minikafka"
@@ -63,6 +67,7 @@ class Backend(Protocol):
     def partitions(self) -> list[TopicPartition]: ...
     def bounds(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, Bounds]: ...
     def offset_for_timestamp(self, tp: TopicPartition, timestamp: int) -> int | None: ...
+    def split_points(self, tp: TopicPartition) -> list[int]: ...
     def source_of(self, tp: TopicPartition) -> Replica | str: ...
 
 
@@ -105,12 +110,13 @@ def with_partition_columns(
     """Records (:data:`spark_jobs.arrow_records.RECORD_SCHEMA`) in the column order of
     Spark's Kafka schema, with the constant topic and partition columns."""
     n = records.num_rows
-    topic = pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), [tp.topic])
+    # the constant columns are built in C: a dictionary of one topic, a filled array
+    topic = pa.DictionaryArray.from_arrays(np.zeros(n, dtype=np.int32), [tp.topic])
     columns = [
         records.column("key"),
         records.column("value"),
         topic.cast(pa.string()),
-        pa.array([tp.partition] * n, pa.int32()) if n < 64 else _repeat(tp.partition, n),
+        pa.array(np.full(n, tp.partition, dtype=np.int32)),
         records.column("offset"),
         records.column("timestamp"),
         records.column("timestampType"),
@@ -120,12 +126,6 @@ def with_partition_columns(
         columns.append(records.column("headers"))
         names.append("headers")
     return pa.RecordBatch.from_arrays(columns, names=names)
-
-
-def _repeat(value: int, n: int) -> pa.Array:
-    import numpy as np
-
-    return pa.array(np.full(n, value, dtype=np.int32))
 
 
 class MinikafkaDataSource(DataSource):
@@ -163,7 +163,9 @@ class BatchReader(DataSourceReader):
             timestamp_strategy=o.timestamp_strategy,
             fail_on_data_loss=o.fail_on_data_loss,
         )
-        return [RangePartition(r, backend.source_of(r.tp)) for r in split(ranges, o.min_partitions)]
+        ranges = cut(ranges, {tp: backend.split_points(tp) for tp in tps})
+        ranges = split(ranges, o.min_partitions)
+        return [RangePartition(r, backend.source_of(r.tp)) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition, self.options.include_headers)
@@ -187,7 +189,7 @@ class StreamReader(DataSourceStreamReader):
     def initialOffset(self) -> Offsets:
         backend, tps, bounds = self._current()
         o = self.options
-        return _nested(
+        return nest_offsets(
             {
                 tp: resolve(
                     o.starting,
@@ -206,16 +208,16 @@ class StreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start: Offsets, limit_: ReadLimit) -> Offsets:
         _, tps, bounds = self._current()
-        begin = _flat(start)
+        begin = flatten_offsets(start)
         # a partition that appeared since the query started is read from its beginning
         begin.update({tp: bounds[tp].earliest for tp in tps if tp not in begin})
         latest = {tp: bounds[tp].latest for tp in tps}
         cap = limit_.max_rows if isinstance(limit_, ReadMaxRows) else None
-        return _nested(limit(begin, latest, cap))
+        return nest_offsets(limit(begin, latest, cap))
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[RangePartition]:
         backend, _, bounds = self._current()
-        begin, stop = _flat(start), _flat(end)
+        begin, stop = flatten_offsets(start), flatten_offsets(end)
         ranges = []
         for tp, last in stop.items():
             first = begin.get(tp, bounds[tp].earliest if tp in bounds else last)
@@ -235,19 +237,3 @@ class StreamReader(DataSourceStreamReader):
 
     def commit(self, end: Offsets) -> None:
         """Nothing to do: the offsets live in Spark's checkpoint, not in the cluster."""
-
-
-def _nested(offsets: dict[TopicPartition, int]) -> Offsets:
-    nested: Offsets = {}
-    for tp in sorted(offsets):
-        nested.setdefault(tp.topic, {})[str(tp.partition)] = offsets[tp]
-    return nested
-
-
-def _flat(nested: Any) -> dict[TopicPartition, int]:
-    import json
-
-    return parse_offsets_json(json.dumps(nested))
-
-
-__all__ = ["EARLIEST", "FORMAT", "MinikafkaDataSource", "OffsetSpec", "register"]

@@ -63,6 +63,10 @@ class WireBackend:
         found = self._list_offsets({tp: timestamp})[tp]
         return None if found == NO_OFFSET else found
 
+    def split_points(self, tp: TopicPartition) -> list[int]:
+        """None: over the wire the bytes per offset are not known ahead."""
+        return []
+
     def source_of(self, tp: TopicPartition) -> str:
         return self.bootstrap_servers
 

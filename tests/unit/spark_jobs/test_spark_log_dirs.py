@@ -8,9 +8,11 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from known_topic import TOPIC, Row, write_known_topic
 
 from protocol.values import TopicPartition
+from spark_jobs import log_dir_backend
 from spark_jobs.log_dir_backend import LogDirBackend
 from spark_jobs.log_dirs import Replica, choose_replicas
 from spark_jobs.segments import read_range
@@ -112,3 +114,13 @@ def test_several_log_dirs_holding_the_same_partitions_read_each_offset_once(
     backend = LogDirBackend([str(d) for d in dirs])
     assert backend.partitions() == [P0, TopicPartition(TOPIC, 1)]
     assert read_all(backend.replicas[P0]) == committed_offsets(expected, 0)
+
+
+def test_a_large_partition_is_cut_at_segment_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_known_topic(str(tmp_path))
+    backend = LogDirBackend([str(tmp_path)])
+    assert backend.split_points(P0) == []  # far below a task's worth of bytes
+    monkeypatch.setattr(log_dir_backend, "SPLIT_BYTES", 1)
+    assert backend.split_points(P0) == [25, 29]  # every segment its own task

@@ -16,7 +16,7 @@ from spark_jobs.options import (
     parse_offsets_json,
     parse_options,
 )
-from spark_jobs.planning import Bounds, DataLoss, OffsetRange, limit, plan, resolve, split
+from spark_jobs.planning import Bounds, DataLoss, OffsetRange, cut, limit, plan, resolve, split
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 PATH = {"path": "/logs"}
@@ -126,3 +126,13 @@ def test_limit_shares_the_cap_in_proportion_and_exactly() -> None:
     assert sum(capped[tp] - s for tp, s in {**start, B0: 0}.items()) == 41
     assert capped[A0] > capped[A1] - 100
     assert limit(start, {A0: 5, A1: 100}, 1000) == {A0: 5, A1: 100}
+
+
+def test_cut_at_the_points_inside_each_range() -> None:
+    ranges = [OffsetRange(A0, 5, 50), OffsetRange(A1, 0, 10)]
+    assert cut(ranges, {A0: [0, 5, 20, 40, 50, 60]}) == [
+        OffsetRange(A0, 5, 20),
+        OffsetRange(A0, 20, 40),
+        OffsetRange(A0, 40, 50),
+        OffsetRange(A1, 0, 10),
+    ]
