@@ -77,11 +77,14 @@ def topic_stats(spark: SparkSession, args: JobArgs, progress: Progress) -> JobOu
 
 
 def _per_minute(ax: Any, minutes: Any) -> None:
+    lines, names = [], []
     for topic, rows in minutes.groupby("topic"):
         totals = rows.groupby("minute")["records"].sum()
-        ax.plot(totals.index, totals.values, marker="o", label=str(topic))
+        lines += ax.plot(totals.index, totals.values, marker="o")
+        names.append(str(topic))
     ax.set_ylabel("records")
-    ax.legend(loc="best")
+    # given explicitly: matplotlib leaves out labels that start with "_" (__consumer_offsets)
+    ax.legend(lines, names, loc="best")
 
 
 def _sizes(ax: Any, topics: Any) -> None:
@@ -89,6 +92,6 @@ def _sizes(ax: Any, topics: Any) -> None:
     width = 0.8 / len(columns)
     for i, column in enumerate(columns):
         ax.bar([x + i * width for x in range(len(topics))], topics[column], width, label=column)
-    ax.set_xticks(range(len(topics)), topics["topic"])
+    ax.set_xticks([x + width * (len(columns) - 1) / 2 for x in range(len(topics))], topics["topic"])
     ax.set_ylabel("bytes")
     ax.legend(loc="best")
