@@ -6,10 +6,12 @@ to find where each record starts); every field is then decoded for all records o
 batches at once with numpy, and keys and values become Arrow binary arrays without a
 Python object per record.
 
-The records sections (see :mod:`protocol.records.record`) of all batches are laid end to
-end in one buffer. Finding where each record starts is sequential within a batch (each
-record is prefixed by its length), so the batches are walked in lockstep: step i reads
-the i-th length prefix of every batch with one numpy operation. A few batches of many
+The records sections (see :mod:`protocol.records.record`) of all batches lie in one
+buffer: the segment chunk or fetch response they were read from, used in place, or for
+compressed batches their decompressed sections laid end to end. Finding where each
+record starts is sequential within a batch (each record is prefixed by its length), so
+the batches are walked in lockstep: step i reads the i-th length prefix of every batch
+with one numpy operation. A few batches of many
 small records would take many steps for few records; they are walked record by record in
 Python instead, whichever is cheaper. After a record's start ``s`` the fields follow in
 order::
@@ -17,11 +19,11 @@ order::
     attributes int8 | timestamp_delta varlong | offset_delta varint |
     key_length varint | key | value_length varint | value | header_count varint | headers
 
-A varint is decoded for a whole column of positions by gathering its (at most 5 or 10)
-bytes into a matrix. Keys and values are cut out of the buffer with one Arrow ``take``
-over a binary array whose offsets interleave (field start, field end) pairs: element 2i is
-record i's field and element 2i+1 the bytes between it and the next record's, so no byte
-is copied in Python.
+A varint is decoded for a whole column of positions at once, one numpy pass per byte
+of the longest one (most fields fit one or two bytes). Keys and values are cut out of
+the buffer with one Arrow ``take`` over a binary array whose offsets interleave (field
+start, field end) pairs: element 2i is record i's field and element 2i+1 the bytes
+between it and the next record's, so no byte is copied in Python.
 
 Records with headers, and any batch whose fields do not fill its records exactly, go
 through the exact decoder of :mod:`protocol.records` (which raises ``InvalidBatch`` for a

@@ -11,6 +11,9 @@ then, with Spark local[2] in the same run:
   format's speed on the same data;
 - Spark's own ``binaryFile`` source over the segment files: the bytes read with no record
   decoding at all, given as the records/s those bytes hold;
+- a Python data source that decodes nothing, yielding one ready Arrow batch of the same
+  rows again and again: the ceiling of Spark's hand-off of Arrow batches from Python
+  workers to the JVM, which bounds any Python data source;
 - the decoder alone, in this process on one core (``spark_jobs.arrow_records``), beside
   the protocol's record-by-record decoder on the same batches.
 
@@ -24,8 +27,10 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -93,6 +98,38 @@ def decoder_alone(batches: int) -> tuple[float, float]:
     return n / fast, n / 10 / exact
 
 
+def ceiling_source(records: int) -> type:
+    """A data source of ``records`` rows of 1 KiB values that only hands over one Arrow
+    batch built once, ``PARTITIONS * 2`` partitions of it."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Reader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(PARTITIONS * 2)]
+
+        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+            import pyarrow as pa
+
+            rows = 32_768
+            value = pa.array([bytes(RECORD_SIZE)] * rows, pa.binary())
+            batch = pa.RecordBatch.from_arrays([value], names=["value"])
+            for _ in range(records // rows // (PARTITIONS * 2)):
+                yield batch
+
+    class Ceiling(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "ceiling"
+
+        def schema(self) -> str:
+            return "value binary"
+
+        def reader(self, schema: object) -> DataSourceReader:
+            return Reader()
+
+    return Ceiling
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="64 MiB instead of --gib")
@@ -119,6 +156,7 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    spark.dataSource.register(ceiling_source(records))
     with tempfile.TemporaryDirectory() as tmp:
         log_dir, parquet = os.path.join(tmp, "logs"), os.path.join(tmp, "parquet")
         start = time.perf_counter()
@@ -136,8 +174,10 @@ def main() -> None:
         )
         source.write.parquet(parquet)
         segments = spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
+        ceiling = spark.read.format("ceiling").load()
         runs = {
             "minikafka (log dir)": lambda: source.agg(F.sum(F.length("value"))).collect(),
+            "Python source, no decoding": lambda: ceiling.agg(F.sum(F.length("value"))).collect(),
             "parquet": lambda: spark.read.parquet(parquet).agg(F.sum(F.length("value"))).collect(),
             "binaryFile (no decoding)": lambda: (
                 segments.option("recursiveFileLookup", "true")
