@@ -20,9 +20,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # kcat is one of the real clients the integration tests drive; strace proves fetches are
-# zero copy; Java runs ZooKeeper.
+# zero copy; Java runs ZooKeeper; chromium renders the Spark jobs' HTML reports.
 system-deps:
-	@for tool in kcat strace; do command -v $$tool >/dev/null 2>&1 || { \
+	@for tool in kcat strace chromium; do command -v $$tool >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$tool >/dev/null; \
 	  else echo "$$tool is missing: sudo apt-get install $$tool"; fi; }; done
 	@command -v java >/dev/null 2>&1 || { \

@@ -22,7 +22,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "client": frozenset({"protocol", "timer"}),
     "controller": frozenset({"protocol", "timer", "zk", "client"}),
     "broker": frozenset({"protocol", "timer", "storage", "zk", "client", "controller"}),
-    "tools": frozenset({"protocol", "timer", "storage", "zk", "client", "controller", "broker"}),
+    "tools": frozenset(
+        {"protocol", "timer", "storage", "zk", "client", "controller", "broker", "spark_jobs"}
+    ),
     "spark_jobs": frozenset({"protocol", "storage", "client"}),
 }
 PROJECT_PACKAGES = frozenset(MAY_IMPORT) | {"tests"}

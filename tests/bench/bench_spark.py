@@ -1,0 +1,200 @@
+"""Benchmark the minikafka Spark source: rows/s reading 1 KiB records from log dirs.
+
+    .venv/bin/python tests/bench/bench_spark.py [--quick] [--gib 1.0]
+
+Writes ``--gib`` of 1 KiB records (16 to a batch, as a Java producer's default 16 KiB
+batch.size makes them, uncompressed) into a log directory through the storage package,
+then, with Spark local[2] in the same run:
+
+- ``minikafka`` from the log dir, summing the value lengths (so every record is decoded);
+- the same records from Parquet (written once from the source's own rows): a columnar
+  format's speed on the same data;
+- Spark's own ``binaryFile`` source over the segment files: the bytes read with no record
+  decoding at all, given as the records/s those bytes hold;
+- a Python data source that decodes nothing, yielding one ready Arrow batch of the same
+  rows again and again: the ceiling of Spark's hand-off of Arrow batches from Python
+  workers to the JVM, which bounds any Python data source;
+- the decoder alone, in this process on one core (``spark_jobs.arrow_records``), beside
+  the protocol's record-by-record decoder on the same batches.
+
+Figures are best-of-N wall-clock times on a shared 2-core machine; compare within a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from protocol.records import SimpleRecord, build_batch, read_header, set_base_offset
+from protocol.values import TopicPartition
+from spark_jobs import arrow_records
+from storage.clock import MockClock
+from storage.config import LogConfig, LogManagerConfig
+from storage.log_manager import LogManager
+
+RECORD_SIZE = 1024
+PER_BATCH = 16
+TOPIC = "bench"
+PARTITIONS = 2
+
+
+def best_of(repeats: int, fn: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def template() -> bytes:
+    records = [
+        SimpleRecord(
+            b"key-%d" % (i % 100), bytes([i % 251]) * RECORD_SIZE, (), 1_700_000_000_000 + i
+        )
+        for i in range(PER_BATCH)
+    ]
+    return bytes(build_batch(records))
+
+
+def write_logs(log_dir: str, records: int) -> None:
+    """``records`` records over the topic's partitions, high watermarks at the log ends."""
+    config = LogConfig(segment_bytes=64 << 20)  # binaryFile holds a file per row
+    lm = LogManager(LogManagerConfig(log_dirs=(log_dir,), default=config), MockClock())
+    lm.load_logs()
+    batch = bytearray(template())
+    for p in range(PARTITIONS):
+        log = lm.get_or_create_log(TopicPartition(TOPIC, p))
+        for _ in range(records // PARTITIONS // PER_BATCH):
+            set_base_offset(batch, 0, log.log_end_offset)
+            log.append_as_follower(bytes(batch))
+        log.update_high_watermark(log.log_end_offset)
+    lm.shutdown()
+
+
+def decoder_alone(batches: int) -> tuple[float, float]:
+    """Records/s of the vectorized decoder and of the exact one, one core."""
+    data = template()
+    chunk = bytearray(data * batches)  # as a segment chunk holds them: back to back
+    for i in range(batches):
+        set_base_offset(chunk, i * len(data), i * PER_BATCH)
+    buffer = bytes(chunk)
+    many = [
+        arrow_records.Batch.at(buffer, i * len(data), read_header(buffer, i * len(data)))
+        for i in range(batches)
+    ]
+    n = batches * PER_BATCH
+    fast = best_of(3, lambda: arrow_records.decode(many, 0, n))
+    exact = best_of(1, lambda: arrow_records._decode_exact(many[: batches // 10]))
+    return n / fast, n / 10 / exact
+
+
+def ceiling_source(records: int) -> type:
+    """A data source of ``records`` rows of 1 KiB values that only hands over one Arrow
+    batch built once, ``PARTITIONS * 2`` partitions of it."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Reader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(PARTITIONS * 2)]
+
+        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+            import pyarrow as pa
+
+            rows = 32_768
+            value = pa.array([bytes(RECORD_SIZE)] * rows, pa.binary())
+            batch = pa.RecordBatch.from_arrays([value], names=["value"])
+            for _ in range(records // rows // (PARTITIONS * 2)):
+                yield batch
+
+    class Ceiling(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "ceiling"
+
+        def schema(self) -> str:
+            return "value binary"
+
+        def reader(self, schema: object) -> DataSourceReader:
+            return Reader()
+
+    return Ceiling
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="64 MiB instead of --gib")
+    parser.add_argument("--gib", type=float, default=1.0)
+    args = parser.parse_args()
+    size = 64 << 20 if args.quick else int(args.gib * (1 << 30))
+    records = size // RECORD_SIZE
+
+    fast, exact = decoder_alone(4096)
+    print(f"decoder, one core: vectorized {fast:,.0f} records/s, "
+          f"record by record {exact:,.0f} records/s ({fast / exact:.1f}x)")  # fmt: skip
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from spark_jobs.source import register
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    spark.dataSource.register(ceiling_source(records))
+    with tempfile.TemporaryDirectory() as tmp:
+        log_dir, parquet = os.path.join(tmp, "logs"), os.path.join(tmp, "parquet")
+        start = time.perf_counter()
+        write_logs(log_dir, records)
+        print(
+            f"wrote {records:,} records of {RECORD_SIZE} B in {time.perf_counter() - start:.1f} s"
+        )
+        # minPartitions: two tasks per core, so both cores stay busy to the end
+        source = (
+            spark.read.format("minikafka")
+            .option("path", log_dir)
+            .option("subscribe", TOPIC)
+            .option("minPartitions", "4")
+            .load()
+        )
+        source.write.parquet(parquet)
+        segments = spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
+        ceiling = spark.read.format("ceiling").load()
+        runs = {
+            "minikafka (log dir)": lambda: source.agg(F.sum(F.length("value"))).collect(),
+            "Python source, no decoding": lambda: ceiling.agg(F.sum(F.length("value"))).collect(),
+            "parquet": lambda: spark.read.parquet(parquet).agg(F.sum(F.length("value"))).collect(),
+            "binaryFile (no decoding)": lambda: (
+                segments.option("recursiveFileLookup", "true")
+                .load(log_dir)
+                .agg(F.sum(F.length("content")))
+                .collect()
+            ),
+        }
+        baseline = None
+        for name, run in runs.items():
+            seconds = best_of(2, run)
+            rate = records / seconds
+            baseline = baseline or rate
+            print(f"{name:26} {rate:>12,.0f} records/s  {size / seconds / (1 << 20):8.0f} MiB/s"
+                  f"  {rate / baseline:5.2f}x minikafka")  # fmt: skip
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
