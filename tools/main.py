@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "api-versions": ("api_versions", "print the API versions minikafka (or a broker) supports"),
     "dump-log": ("dump_log", "print the batches and index entries of segment files"),
     "perf": ("perf", "produce and consume load tests"),
+    "spark": ("spark", "run the PySpark analytics jobs over minikafka logs"),
 }
 
 
