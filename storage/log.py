@@ -67,8 +67,9 @@ from storage.errors import InconsistentTopicIdError, OffsetOutOfRangeError, Stor
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
 from storage.local_log import LocalLog, new_segment
+from storage.names import SWAP_SUFFIX
 from storage.producer_state import ProducerStateManager
-from storage.recovery import clean_directory, recover_segments
+from storage.recovery import clean_directory, finish_swaps, recover_segments
 from storage.segment import LogSegment
 from storage.timestamp_search import TimestampOffset
 
@@ -143,6 +144,12 @@ class Log:
                 f"{directory} belongs to topic id {stored_id}, not {topic_id}"
             )
         now = clock.time_ms()
+
+        def open_swap(base: int) -> LogSegment:
+            return new_segment(directory, base, config, now, file_suffix=SWAP_SUFFIX)
+
+        if finish_swaps(tp, directory, names, open_swap):
+            names = _list_dir(directory)
         bases = clean_directory(directory, names)
         start = log_start_offset if log_start_offset is not None else 0
         if not bases:
@@ -584,6 +591,13 @@ class Log:
             f"Log({self.tp}, start={self.log_start_offset}, end={self.log_end_offset}, "
             f"segments={len(self.local.segments)})"
         )
+
+
+def _list_dir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError as exc:
+        raise StorageError(f"opening log {directory}: {exc}") from exc
 
 
 def _read_topic_id(directory: str) -> str | None:
