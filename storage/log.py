@@ -50,6 +50,7 @@ from storage.append import (
     assign_offsets,
     check_batch_sizes,
     check_follower_offsets,
+    check_keys,
     check_producers,
     validated,
     writable,
@@ -253,6 +254,8 @@ class Log:
         checked = validated(records, self._name, from_client=True)
         check_batch_sizes(checked.batches, self.config.max_message_bytes, self._name)
         buf = writable(checked.buffer)
+        if self.config.compacts:
+            check_keys(buf, checked.batches, self._name)
         log_append_time = -1
         if self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
             log_append_time = self.clock.time_ms()
