@@ -408,7 +408,7 @@ class LogManager:
             TaskSpec("kafka-delete-logs", self.delete_logs, delay,
                      period(c.delete_check_interval_ms), True),
             *(
-                TaskSpec(f"kafka-log-cleaner-thread-{i}", self.cleaner.run_until_idle, delay,
+                TaskSpec(f"kafka-log-cleaner-thread-{i}", self.cleaner.run_until_idle, 0,
                          max(1, c.cleaner.backoff_ms), True)
                 for i in range(c.cleaner.threads if c.cleaner.enable else 0)
             ),

@@ -129,9 +129,13 @@ class TestCluster:
 
 
 def start_cluster(
-    zookeeper: ZooKeeperServer, directory: Path, brokers: int = 3
+    zookeeper: ZooKeeperServer,
+    directory: Path,
+    brokers: int = 3,
+    overrides: tuple[tuple[str, str], ...] = (),
 ) -> Iterator[TestCluster]:
-    """Start a cluster of ``brokers`` on free ports under a fresh chroot; stop it after."""
+    """Start a cluster of ``brokers`` on free ports under a fresh chroot, each broker
+    given ``overrides`` (key, value); stop it after."""
     chroot = f"/cluster-{uuid.uuid4().hex[:10]}"
     zk_connect = zookeeper.connect_string + chroot
     ports = [free_port() for _ in range(3 * brokers)]
@@ -141,7 +145,7 @@ def start_cluster(
         control_ports=tuple(ports[brokers : 2 * brokers]),
         metrics_ports=tuple(ports[2 * brokers :]),
         zookeeper_connect=zk_connect,
-        overrides=(("zookeeper.connect", zk_connect),),
+        overrides=(("zookeeper.connect", zk_connect), *overrides),
     )
     local = LocalCluster(layout)
     local.start(timeout_s=90)
