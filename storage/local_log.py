@@ -248,6 +248,8 @@ class LocalLog:
                 return False
             if self._segments[i : i + len(old)] != old or i + len(old) == len(self._segments):
                 return False
+            # positions below changed: the cached high watermark position goes with them
+            self._generation += 1
             self._segments[i : i + len(old)] = [new]
             self._bases[i : i + len(old)] = [new.base_offset]
         self.schedule_delete(old)

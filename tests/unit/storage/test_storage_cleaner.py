@@ -193,3 +193,28 @@ def consumer_view(lg: Log) -> dict[bytes, bytes]:
         else:
             out[key] = value
     return out
+
+
+def test_a_full_offset_map_cleans_as_far_as_it_reaches_and_the_next_pass_goes_on() -> None:
+    clock = MockClock()
+    with tempfile.TemporaryDirectory() as d:
+        lg = Log.open(d, TP, COMPACT, clock)
+        for i in range(12):  # keys k0..k5, each written twice: offsets i and i + 6
+            record = SimpleRecord(KEYS[i % 6], b"v%d" % i, (), 1_000)
+            lg.append(bytes(build_batch([record])), leader_epoch=0)
+            if i % 4 == 3:
+                lg.roll()
+        lg.roll()
+        small = OffsetMap(600)
+        assert small.slots == 3
+        first = clean_log(lg, first_dirty=0, first_uncleanable=12, offset_map=small, now_ms=0)
+        assert first.end_offset == 3  # k0, k1, k2 mapped; the batch of k3 did not fit
+        assert [g[0] for g in read_log(lg)] == list(range(12))  # nothing superseded yet
+        second = clean_log(lg, first_dirty=3, first_uncleanable=12, offset_map=small, now_ms=0)
+        assert second.end_offset == 6
+        third = clean_log(lg, first_dirty=6, first_uncleanable=12, offset_map=small, now_ms=0)
+        fourth = clean_log(lg, first_dirty=third.end_offset, first_uncleanable=12,
+                           offset_map=small, now_ms=0)  # fmt: skip
+        assert fourth.end_offset == 12
+        assert [g[0] for g in read_log(lg)] == list(range(6, 12))
+        lg.close()
