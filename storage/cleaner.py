@@ -58,15 +58,9 @@ from storage.checkpoint import fsync_dir
 from storage.errors import StorageError
 from storage.index import TimeIndex
 from storage.log import Log
-from storage.names import (
-    CLEANED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    offset_file_name,
-)
+from storage.names import CLEANED_SUFFIX, SWAP_SUFFIX
 from storage.offset_map import OffsetMap
+from storage.recovery import remove_segment_files
 from storage.segment import MAX_RELATIVE_OFFSET, LogSegment
 
 log = logging.getLogger(__name__)
@@ -329,7 +323,7 @@ def _write_group(
     """The group's surviving batches in a new segment, fsynced and renamed ``.swap``."""
     base = group[0].base_offset
     for suffix in (CLEANED_SUFFIX, SWAP_SUFFIX):  # leftovers of an abandoned pass
-        _remove_files(lg.directory, base, suffix)
+        remove_segment_files(lg.directory, base, suffix)
     out = lg.local.new_segment(base, create=True, file_suffix=CLEANED_SUFFIX)
     try:
         buf = bytearray()
@@ -389,16 +383,6 @@ def _flush_pending(
         throttle(len(buf))
     buf.clear()
     pending.clear()
-
-
-def _remove_files(directory: str, base: int, suffix: str) -> None:
-    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-        try:
-            os.unlink(os.path.join(directory, offset_file_name(base, kind) + suffix))
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise StorageError(f"removing a leftover of the cleaner: {exc}") from exc
 
 
 def _fsync_dir(directory: str) -> None:

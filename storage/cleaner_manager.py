@@ -205,6 +205,15 @@ class LogCleaner:
             snapshot = {tp: o for tp, o in entries.items() if tp in live}
         write_offset_checkpoint(os.path.join(d, CLEANER_CHECKPOINT), snapshot)
 
+    def forget(self, tp: TopicPartition) -> None:
+        """A deleted log: its checkpoint entry and uncleanable mark go (a topic
+        re-created under the name starts dirty from offset 0). The file drops the entry
+        at its next write."""
+        with self._lock:
+            for entries in self._checkpoints.values():
+                entries.pop(tp, None)
+            self.uncleanable.pop(tp, None)
+
     # -- choosing ------------------------------------------------------------------------
 
     def section(self, lg: Log, now_ms: int) -> Section:

@@ -310,6 +310,7 @@ class LogManager:
             removed = self._logs.pop(tp, None)
         if removed is None:
             return False
+        self.cleaner.forget(tp)
         parent = os.path.dirname(removed.directory)
         target = os.path.join(parent, delete_dir_name(tp, uuid.uuid4().hex))
         try:

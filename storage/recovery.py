@@ -72,13 +72,19 @@ def finish_swaps(
             for old in live:
                 if base <= old < end:
                     log.info("%s: finishing a cleaner swap: segment %d replaces %d", tp, base, old)
-                    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                        _unlink(os.path.join(directory, offset_file_name(old, kind)))
+                    remove_segment_files(directory, old)
             seg.change_file_suffix("")
         finally:
             seg.close()
         changed = True
     return changed
+
+
+def remove_segment_files(directory: str, base: int, suffix: str = "") -> None:
+    """Remove the .log, .index and .timeindex of segment ``base`` named with ``suffix``,
+    those that exist."""
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        _unlink(os.path.join(directory, offset_file_name(base, kind) + suffix))
 
 
 def _unlink(path: str) -> None:

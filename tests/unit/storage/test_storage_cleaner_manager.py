@@ -120,6 +120,8 @@ def test_the_cleaner_cleans_compacted_logs_and_checkpoints_how_far(tmp_path: Pat
     assert checkpoint == {A0: compacted.active_segment.base_offset}
     assert lm.cleaner.dirty_ratios() == {A0: 0.0}
     assert not lm.cleaner.clean_next()  # nothing dirty left
+    lm.delete_log(A0)
+    assert lm.cleaner.checkpoint(lm.get_or_create_log(A0)) is None  # re-created: all dirty
     lm.shutdown()
 
 
