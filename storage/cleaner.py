@@ -95,9 +95,10 @@ class PassResult:
     #: first dirty offset (the cleaner's checkpoint)
     end_offset: int
     stats: CleanerStats = field(default_factory=CleanerStats)
-    #: False when the log changed under the pass (truncated, retention) and nothing
-    #: was swapped in
-    swapped: bool = True
+    #: False when the pass stopped early (shutdown, or the log changed under it:
+    #: truncation, retention); the groups before were swapped in, the checkpoint must
+    #: not move
+    complete: bool = True
 
 
 # -- reading batches -------------------------------------------------------------------
@@ -284,18 +285,20 @@ def clean_log(
     now_ms: int,
     throttle: Throttle = lambda n: None,
     on_owner: OnOwner = lambda fn: fn(),
+    stopping: Callable[[], bool] = lambda: False,
 ) -> PassResult:
     """One pass over ``lg`` (see the module docstring). Blocking: runs in a cleaner
-    thread; only the final swap of each group runs through ``on_owner``."""
+    thread; only the final swap of each group runs through ``on_owner``. ``stopping``
+    (broker shutdown) ends the pass before its next group."""
     stats = CleanerStats()
-    segments = lg.segments[:-1]  # never the active segment
+    every = lg.segments  # one snapshot: a roll meanwhile must not shift the next bases
+    segments, nexts = every[:-1], [s.base_offset for s in every[1:]]  # never the active
     offset_map.clear()
     start = max(first_dirty, lg.log_start_offset)
     end = build_offset_map(segments, start, first_uncleanable, offset_map, stats, throttle)
     cleanable = [s for s in segments if s.base_offset < end]
     if not cleanable:
         return PassResult(end, stats)
-    nexts = [s.base_offset for s in segments[1:]] + [lg.active_segment.base_offset]
     rules = Retention(
         offset_map,
         now_ms,
@@ -308,11 +311,13 @@ def clean_log(
     )
     config = lg.config
     for group in group_segments(cleanable, nexts, config.segment_bytes, config.segment_index_bytes):
+        if stopping():
+            return PassResult(end, stats, complete=False)
         cleaned = _write_group(lg, group, rules, stats, throttle)
         if not on_owner(partial(lg.local.replace_segments, group, cleaned)):
             cleaned.delete_files()
             log.info("%s: the log changed during cleaning; pass abandoned", lg.tp)
-            return PassResult(end, stats, swapped=False)
+            return PassResult(end, stats, complete=False)
         stats.segments_cleaned += len(group)
     return PassResult(end, stats)
 

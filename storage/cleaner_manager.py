@@ -271,8 +271,9 @@ class LogCleaner:
                 now_ms=now,
                 throttle=self.throttle,
                 on_owner=self.on_owner,
+                stopping=self._stopping.is_set,
             )
-            if result.swapped:
+            if result.complete:
                 self._update_checkpoint(lg, result.end_offset)
             self._account(result.stats)
             log.info(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,15 +197,8 @@ def consumer_view(lg: Log) -> dict[bytes, bytes]:
 
 
 def test_a_full_offset_map_cleans_as_far_as_it_reaches_and_the_next_pass_goes_on() -> None:
-    clock = MockClock()
     with tempfile.TemporaryDirectory() as d:
-        lg = Log.open(d, TP, COMPACT, clock)
-        for i in range(12):  # keys k0..k5, each written twice: offsets i and i + 6
-            record = SimpleRecord(KEYS[i % 6], b"v%d" % i, (), 1_000)
-            lg.append(bytes(build_batch([record])), leader_epoch=0)
-            if i % 4 == 3:
-                lg.roll()
-        lg.roll()
+        lg = overwritten_log(d)
         small = OffsetMap(600)
         assert small.slots == 3
         first = clean_log(lg, first_dirty=0, first_uncleanable=12, offset_map=small, now_ms=0)
@@ -217,4 +211,45 @@ def test_a_full_offset_map_cleans_as_far_as_it_reaches_and_the_next_pass_goes_on
                            offset_map=small, now_ms=0)  # fmt: skip
         assert fourth.end_offset == 12
         assert [g[0] for g in read_log(lg)] == list(range(6, 12))
+        lg.close()
+
+
+def overwritten_log(d: str) -> Log:
+    """k0..k5 written twice over three rolled segments, and an active one."""
+    lg = Log.open(d, TP, COMPACT, MockClock())
+    for i in range(12):
+        record = SimpleRecord(KEYS[i % 6], b"v%d" % i, (), 1_000)
+        lg.append(bytes(build_batch([record])), leader_epoch=0)
+        if i % 4 == 3:
+            lg.roll()
+    return lg
+
+
+def test_a_pass_is_abandoned_when_the_log_changed_under_it() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        lg = overwritten_log(d)
+
+        def truncate_first(swap: Callable[[], bool]) -> bool:
+            lg.truncate_to(2)  # a follower's truncation, run on the loop before the swap
+            return swap()
+
+        result = clean_log(
+            lg, first_dirty=0, first_uncleanable=12, offset_map=OffsetMap(1 << 20),
+            now_ms=0, on_owner=truncate_first,
+        )  # fmt: skip
+        assert not result.complete
+        assert [g[0] for g in read_log(lg)] == [0, 1]
+        assert not [n for n in os.listdir(d) if n.endswith((".cleaned", ".swap"))]
+        lg.close()
+
+
+def test_a_stopping_cleaner_ends_the_pass_before_the_next_group() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        lg = overwritten_log(d)
+        before = read_log(lg)
+        result = clean_log(
+            lg, first_dirty=0, first_uncleanable=12, offset_map=OffsetMap(1 << 20),
+            now_ms=0, stopping=lambda: True,
+        )  # fmt: skip
+        assert not result.complete and read_log(lg) == before
         lg.close()
