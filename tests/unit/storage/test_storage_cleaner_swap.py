@@ -2,12 +2,17 @@
 segment's ``.cleaned`` -> ``.swap``, the old segments' -> ``.deleted``, ``.swap`` -> the
 plain names) is made to kill the pass in turn, the process's descriptors are dropped
 without any cleanup, and the log reopened as after a crash holds either the old
-segments or the cleaned one, never a mix, and loses nothing a consumer should see."""
+segments or the cleaned one, never a mix, and loses nothing a consumer should see.
+The same with a real kill -9 of a child process at the steps that matter: before any
+rename, between the renames, and after the swap."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -132,3 +137,47 @@ def test_a_kill_at_every_rename_of_the_swap_recovers_old_or_new(tmp_path: Path) 
         finally:
             recovered.close()
     assert outcomes == {"old", "new"}
+
+
+def run_pass_and_kill_9(path: str, kill_at: int) -> None:
+    """In a child process: a pass whose ``kill_at``-th rename (or, past the last one,
+    the end of the pass) sends the process SIGKILL."""
+    real = os.rename
+    calls = 0
+
+    def rename(src: str, dst: str) -> None:
+        nonlocal calls
+        if calls == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        calls += 1
+        real(src, dst)
+
+    run_pass(open_crashed(Path(path)), rename)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+#: before any rename (.cleaned written), between (.swap in place, old segments live),
+#: half-way through renaming the old segments, and after the whole swap
+@pytest.mark.parametrize("kill_at", [0, 3, 8, 99])
+def test_kill_9_during_the_swap_recovers_without_loss(tmp_path: Path, kill_at: int) -> None:
+    prepared(tmp_path / "log")
+    before = open_crashed(tmp_path / "log")
+    old_records, view = read_log(before), consumer_view(before)
+    before.close()
+    code = (
+        "from tests.unit.storage.test_storage_cleaner_swap import run_pass_and_kill_9; "
+        f"run_pass_and_kill_9({str(tmp_path / 'log')!r}, {kill_at})"
+    )
+    root = Path(__file__).resolve().parents[3]  # where ``tests`` imports from
+    child = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, timeout=60, capture_output=True
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    recovered = open_crashed(tmp_path / "log")
+    try:
+        records = read_log(recovered)
+        assert consumer_view(recovered) == view
+        assert (records == old_records) == (kill_at < 3)  # .swap is the commit point
+        assert not [n for n in os.listdir(tmp_path / "log") if n.endswith((".cleaned", ".swap"))]
+    finally:
+        recovered.close()
