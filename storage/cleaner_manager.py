@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -135,7 +136,7 @@ class Throttler:
         self._bytes = 0
 
     def __call__(self, nbytes: int) -> None:
-        if self.rate >= 1e300:
+        if self.rate >= sys.float_info.max:  # the default: unlimited
             return
         with self._lock:
             self._bytes += nbytes
