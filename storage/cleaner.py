@@ -314,7 +314,13 @@ def clean_log(
         if stopping():
             return PassResult(end, stats, complete=False)
         cleaned = _write_group(lg, group, rules, stats, throttle)
-        if not on_owner(partial(lg.local.replace_segments, group, cleaned)):
+        try:
+            swapped = on_owner(partial(lg.local.replace_segments, group, cleaned))
+        except Exception:
+            if cleaned not in lg.segments:  # never swapped in: its .swap must not be
+                cleaned.delete_files()  # finished by a later recovery
+            raise
+        if not swapped:
             cleaned.delete_files()
             log.info("%s: the log changed during cleaning; pass abandoned", lg.tp)
             return PassResult(end, stats, complete=False)

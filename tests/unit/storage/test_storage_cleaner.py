@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -239,6 +240,24 @@ def test_a_pass_is_abandoned_when_the_log_changed_under_it() -> None:
         )  # fmt: skip
         assert not result.complete
         assert [g[0] for g in read_log(lg)] == [0, 1]
+        assert not [n for n in os.listdir(d) if n.endswith((".cleaned", ".swap"))]
+        lg.close()
+
+
+def test_a_swap_that_cannot_reach_the_owner_leaves_no_swap_file_behind() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        lg = overwritten_log(d)
+        before = read_log(lg)
+
+        def loop_closed(swap: Callable[[], bool]) -> bool:
+            raise RuntimeError("Event loop is closed")
+
+        with pytest.raises(RuntimeError):
+            clean_log(
+                lg, first_dirty=0, first_uncleanable=12, offset_map=OffsetMap(1 << 20),
+                now_ms=0, on_owner=loop_closed,
+            )  # fmt: skip
+        assert read_log(lg) == before
         assert not [n for n in os.listdir(d) if n.endswith((".cleaned", ".swap"))]
         lg.close()
 
