@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from protocol.records.batch import DELETE_HORIZON_MASK, Compression
 from protocol.records.builder import build_batch, read_batch
 from protocol.records.record import SimpleRecord
-from storage.cleaner import clean_log
+from storage.cleaner import clean_log, group_segments
 from storage.clock import MockClock
 from storage.config import LogConfig
 from storage.log import Log
@@ -271,4 +271,21 @@ def test_a_stopping_cleaner_ends_the_pass_before_the_next_group() -> None:
             now_ms=0, stopping=lambda: True,
         )  # fmt: skip
         assert not result.complete and read_log(lg) == before
+        lg.close()
+
+
+def test_groups_stay_within_the_segment_size_and_the_offsets_a_segment_holds() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        lg = overwritten_log(d)
+        segments = lg.segments[:-1]
+        nexts = [s.base_offset for s in lg.segments[1:]]
+        sizes = [s.size for s in segments]
+        groups = group_segments(segments, nexts, sum(sizes[:2]), 4096)
+        assert [len(g) for g in groups] == [2, 1]
+        assert [s for g in groups for s in g] == segments
+        assert [len(g) for g in group_segments(segments, nexts, 1 << 30, 4096)] == [3]
+        assert [len(g) for g in group_segments(segments, nexts, sizes[0], 4096)] == [1, 1, 1]
+        # offsets: a segment holds at most 2**32 of them past its base
+        far = [nexts[0], nexts[1], nexts[1] + (1 << 32)]
+        assert [len(g) for g in group_segments(segments, far, 1 << 30, 4096)] == [2, 1]
         lg.close()
