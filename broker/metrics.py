@@ -27,9 +27,16 @@ from prometheus_client import (
     Histogram,
     disable_created_metrics,
 )
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
+
+from storage.cleaner_manager import LogCleaner
 
 # Counters' and histograms' ``_created`` timestamps are an OpenMetrics detail that doubles
 # the series a scrape stores for no use here (prometheus-client's switch is process-wide).
@@ -286,9 +293,50 @@ class BrokerMetrics:
     def watch_purgatory(self, name: str, size: Callable[[], int]) -> None:
         self.purgatory_size.labels(purgatory=name).set_function(size)
 
+    def watch_cleaner(self, cleaner: LogCleaner) -> None:
+        """The log cleaner's numbers, read from it at scrape time."""
+        self.registry.register(_CleanerCollector(cleaner))
+
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric of this broker."""
         return generate_latest(self.registry)
+
+
+class _CleanerCollector(Collector):
+    """Kafka's LogCleaner metrics: passes, bytes read and written, the dirty ratio of
+    each compacted log, time since the last pass, uncleanable partitions."""
+
+    def __init__(self, cleaner: LogCleaner) -> None:
+        self.cleaner = cleaner
+
+    def collect(self) -> Iterable[Metric]:
+        c, ns = self.cleaner, NAMESPACE
+        m = c.metrics
+        yield CounterMetricFamily(f"{ns}_log_cleaner_passes", "Cleaning passes", m.passes)
+        yield CounterMetricFamily(
+            f"{ns}_log_cleaner_read_bytes", "Bytes the cleaner read", m.bytes_read
+        )
+        yield CounterMetricFamily(
+            f"{ns}_log_cleaner_written_bytes", "Bytes the cleaner wrote", m.bytes_written
+        )
+        yield GaugeMetricFamily(
+            f"{ns}_log_cleaner_time_since_last_run_seconds",
+            "Since the last pass ended (or startup)",
+            c.time_since_last_clean_ms() / 1000,
+        )
+        yield GaugeMetricFamily(
+            f"{ns}_log_cleaner_uncleanable_partitions",
+            "Compacted partitions a pass failed on, no longer cleaned",
+            len(c.uncleanable),
+        )
+        ratios = GaugeMetricFamily(
+            f"{ns}_log_cleaner_dirty_ratio",
+            "Dirty bytes over cleanable bytes of each compacted partition",
+            labels=("topic", "partition"),
+        )
+        for tp, ratio in sorted(c.dirty_ratios().items()):
+            ratios.add_metric((tp.topic, str(tp.partition)), ratio)
+        yield ratios
 
 
 class EventLoopLagMonitor:

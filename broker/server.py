@@ -29,6 +29,7 @@ earlier one failed: a broker that is stopping must still leave its logs clean.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
@@ -89,6 +90,31 @@ ZK_RETRY_BACKOFF_S = 2.0
 #: empty log: the controller's automatic leader rebalance stays off whatever
 #: ``auto.leader.rebalance.enable`` says. Replication turns this on.
 FOLLOWERS_REPLICATE = False
+
+
+def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], bool]], bool]:
+    """A runner of functions on ``loop``, called from a worker thread, that waits for
+    the result: the log cleaner swaps segments this way, on the thread that owns the
+    logs (called on the loop itself, it runs the function at once)."""
+
+    def run(fn: Callable[[], bool]) -> bool:
+        try:
+            if asyncio.get_running_loop() is loop:
+                return fn()
+        except RuntimeError:  # no loop in this thread: the usual case
+            pass
+        future: concurrent.futures.Future[bool] = concurrent.futures.Future()
+
+        def call() -> None:
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # handed to the waiting thread, which raises it
+                future.set_exception(exc)
+
+        loop.call_soon_threadsafe(call)
+        return future.result()
+
+    return run
 
 
 def ensure_chroot(hosts: str, connect_timeout_s: float) -> None:
@@ -157,8 +183,11 @@ class BrokerServer:
         broker_id = resolve_broker_id(found, configured)
 
         self.log_manager = LogManager(
-            LogManagerConfig.from_broker_values(config.values), self.clock
+            LogManagerConfig.from_broker_values(config.values),
+            self.clock,
+            on_owner=on_loop(asyncio.get_running_loop()),
         )
+        self.metrics.watch_cleaner(self.log_manager.cleaner)
         await asyncio.to_thread(self.log_manager.load_logs)
         log.info("loaded %d logs from %s", len(self.log_manager.all_logs()), log_dirs)
 
@@ -391,6 +420,8 @@ class BrokerServer:
             await self._step("replica manager", self.replica_manager.shutdown())
         for purgatory in self.purgatories:
             await self._step(f"purgatory {purgatory.name}", purgatory.shutdown())
+        if self.log_manager is not None:
+            self.log_manager.cleaner.stop()  # no new pass; the scheduler waits for one under way
         if self.scheduler is not None and self.scheduler.is_started:
             await self._step("scheduler", self.scheduler.shutdown())
         if self.log_manager is not None:

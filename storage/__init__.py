@@ -12,6 +12,9 @@ Modules, one concept each:
 - :mod:`.reader`         read-only batch iteration for tools and jobs
 - :mod:`.log_manager`    LogManager: directories, loading, checkpoints, scheduled tasks
 - :mod:`.retention`      pure roll and retention decisions
+- :mod:`.cleaner`        the log cleaner's pass: compaction of one log and its swap
+- :mod:`.cleaner_manager` LogCleaner: which log to clean, the threads, the checkpoint
+- :mod:`.offset_map`     the cleaner's map of key digest to last offset
 - :mod:`.producer_state` idempotent producers' sequences and their snapshots
 - :mod:`.leader_epoch`   the leader-epoch cache and its checkpoint
 - :mod:`.checkpoint`     Kafka's checkpoint text formats, written atomically

@@ -30,6 +30,7 @@ from protocol.records.batch import (
     set_max_timestamp,
     set_partition_leader_epoch,
 )
+from protocol.records.builder import read_batch
 from protocol.records.validation import ValidatedRecords, validate_records
 from storage.errors import (
     CorruptRecordError,
@@ -92,6 +93,24 @@ def check_batch_sizes(batches: Batches, max_message_bytes: int, where: str) -> N
             raise RecordTooLargeError(
                 f"{where}: batch of {header.size} bytes exceeds max.message.bytes "
                 f"{max_message_bytes}"
+            )
+
+
+def check_keys(buf: memoryview, batches: Batches, where: str) -> None:
+    """A compacted topic keeps the latest value per key, so every record needs a key
+    (Kafka's rule for cleanup.policy=compact). Reads the records: runs only for such
+    topics. Control batches carry their own keys and are not client input."""
+    for pos, header in batches:
+        if header.is_control:
+            continue
+        try:
+            records = read_batch(buf, pos, check_crc=False)[1]
+        except InvalidBatch as exc:
+            raise InvalidRecordError(f"{where}: {exc}") from None
+        if any(r.key is None for r in records):
+            raise InvalidRecordError(
+                f"{where}: a compacted topic refuses records without a key "
+                f"(batch at offset {header.base_offset})"
             )
 
 

@@ -19,6 +19,7 @@ from typing import Any, Final
 from storage.config_def import LONG_MAX, typed_values
 from storage.log_keys import (
     BROKER_LOG_KEYS,
+    CLEANUP_COMPACT,
     CLEANUP_DELETE,
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
@@ -32,6 +33,7 @@ __all__ = [
     "LONG_MAX",
     "TIMESTAMP_CREATE_TIME",
     "TIMESTAMP_LOG_APPEND_TIME",
+    "CleanerConfig",
     "LogConfig",
     "LogManagerConfig",
 ]
@@ -57,6 +59,10 @@ _FIELDS: Final[dict[str, tuple[str, Callable[[Any], Any]]]] = {
     "max.message.bytes": ("max_message_bytes", int),
     "message.timestamp.type": ("message_timestamp_type", str),
     "cleanup.policy": ("cleanup_policy", _joined),
+    "delete.retention.ms": ("delete_retention_ms", int),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", int),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", int),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
 }
 
 
@@ -88,11 +94,21 @@ class LogConfig:
     max_message_bytes: int = _D["max_message_bytes"]
     message_timestamp_type: str = _D["message_timestamp_type"]
     cleanup_policy: str = _D["cleanup_policy"]
+    #: how long a tombstone outlives the cleaning pass that first kept it
+    delete_retention_ms: int = _D["delete_retention_ms"]
+    min_compaction_lag_ms: int = _D["min_compaction_lag_ms"]
+    max_compaction_lag_ms: int = _D["max_compaction_lag_ms"]
+    min_cleanable_dirty_ratio: float = _D["min_cleanable_dirty_ratio"]
 
     @property
     def deletes(self) -> bool:
         """Whether retention deletes segments (cleanup.policy contains delete)."""
         return CLEANUP_DELETE in self.cleanup_policy.split(",")
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the log cleaner compacts the log (cleanup.policy contains compact)."""
+        return CLEANUP_COMPACT in self.cleanup_policy.split(",")
 
     @classmethod
     def from_broker_values(cls, values: Mapping[str, Any]) -> LogConfig:
@@ -113,6 +129,27 @@ class LogConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CleanerConfig:
+    """The log cleaner's own settings (``log.cleaner.*``)."""
+
+    enable: bool = _BROKER_DEFAULTS["log.cleaner.enable"]
+    threads: int = _BROKER_DEFAULTS["log.cleaner.threads"]
+    dedupe_buffer_size: int = _BROKER_DEFAULTS["log.cleaner.dedupe.buffer.size"]
+    io_max_bytes_per_second: float = _BROKER_DEFAULTS["log.cleaner.io.max.bytes.per.second"]
+    backoff_ms: int = _BROKER_DEFAULTS["log.cleaner.backoff.ms"]
+
+    @classmethod
+    def from_broker_values(cls, values: Mapping[str, Any]) -> CleanerConfig:
+        return cls(
+            enable=values["log.cleaner.enable"],
+            threads=values["log.cleaner.threads"],
+            dedupe_buffer_size=values["log.cleaner.dedupe.buffer.size"],
+            io_max_bytes_per_second=values["log.cleaner.io.max.bytes.per.second"],
+            backoff_ms=values["log.cleaner.backoff.ms"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LogManagerConfig:
     log_dirs: tuple[str, ...] = tuple(log_dirs(_BROKER_DEFAULTS))
     num_recovery_threads_per_data_dir: int = _BROKER_DEFAULTS["num.recovery.threads.per.data.dir"]
@@ -128,6 +165,7 @@ class LogManagerConfig:
     #: file.delete.delay.ms has passed (Kafka reschedules it dynamically instead).
     delete_check_interval_ms: int = 1_000
     initial_task_delay_ms: int = _BROKER_DEFAULTS["log.initial.task.delay.ms"]
+    cleaner: CleanerConfig = field(default_factory=lambda: CleanerConfig())
     default: LogConfig = field(default_factory=LogConfig)
 
     @classmethod
@@ -144,6 +182,7 @@ class LogManagerConfig:
                 "log.flush.start.offset.checkpoint.interval.ms"
             ],
             initial_task_delay_ms=values["log.initial.task.delay.ms"],
+            cleaner=CleanerConfig.from_broker_values(values),
             default=LogConfig.from_broker_values(values),
         )
 

@@ -80,8 +80,10 @@ class LocalLog:
         """Index of the segment holding ``offset`` (the floor by base offset), or -1."""
         return bisect_right(self._bases, offset) - 1
 
-    def new_segment(self, base: int, create: bool = False) -> LogSegment:
-        return new_segment(self.directory, base, self.config, self.clock.time_ms(), create)
+    def new_segment(self, base: int, create: bool = False, file_suffix: str = "") -> LogSegment:
+        return new_segment(
+            self.directory, base, self.config, self.clock.time_ms(), create, file_suffix
+        )
 
     # -- appends and rolling ---------------------------------------------------------------
 
@@ -233,6 +235,31 @@ class LocalLog:
         self.schedule_delete(doomed)
         return doomed
 
+    def replace_segments(self, old: list[LogSegment], new: LogSegment) -> bool:
+        """The log cleaner's swap: ``new`` (complete, fsynced, named ``.swap``) takes the
+        place of the consecutive segments ``old``, which are renamed ``.deleted`` before
+        ``new`` gets the plain names (recovery of a ``.swap`` relies on that order).
+        False, and nothing changed, when ``old`` is no longer in the log as it was
+        (truncated, or taken by retention, while the cleaner worked)."""
+        with self._lock:
+            try:
+                i = self._segments.index(old[0])
+            except ValueError:
+                return False
+            if self._segments[i : i + len(old)] != old or i + len(old) == len(self._segments):
+                return False
+            # positions below changed: the cached high watermark position goes with them
+            self._generation += 1
+            self._segments[i : i + len(old)] = [new]
+            self._bases[i : i + len(old)] = [new.base_offset]
+        self.schedule_delete(old)
+        try:
+            new.change_file_suffix("")
+        except StorageError as exc:
+            self.failed = str(exc)
+            raise
+        return True
+
     def schedule_delete(self, segments: list[LogSegment]) -> None:
         """Rename now, close and unlink after file.delete.delay.ms (reads in flight)."""
         due = self.clock.time_ms() + self.config.file_delete_delay_ms
@@ -304,12 +331,18 @@ class LocalLog:
 
 
 def new_segment(
-    directory: str, base: int, config: LogConfig, now: int, create: bool = False
+    directory: str,
+    base: int,
+    config: LogConfig,
+    now: int,
+    create: bool = False,
+    file_suffix: str = "",
 ) -> LogSegment:
     return LogSegment(
         directory,
         base,
         create=create,
+        file_suffix=file_suffix,
         index_interval_bytes=config.index_interval_bytes,
         max_index_size=config.segment_index_bytes,
         created_ms=now,

@@ -50,6 +50,7 @@ from storage.append import (
     assign_offsets,
     check_batch_sizes,
     check_follower_offsets,
+    check_keys,
     check_producers,
     validated,
     writable,
@@ -67,8 +68,9 @@ from storage.errors import InconsistentTopicIdError, OffsetOutOfRangeError, Stor
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
 from storage.local_log import LocalLog, new_segment
+from storage.names import SWAP_SUFFIX
 from storage.producer_state import ProducerStateManager
-from storage.recovery import clean_directory, recover_segments
+from storage.recovery import clean_directory, finish_swaps, recover_segments
 from storage.segment import LogSegment
 from storage.timestamp_search import TimestampOffset
 
@@ -143,6 +145,12 @@ class Log:
                 f"{directory} belongs to topic id {stored_id}, not {topic_id}"
             )
         now = clock.time_ms()
+
+        def open_swap(base: int) -> LogSegment:
+            return new_segment(directory, base, config, now, file_suffix=SWAP_SUFFIX)
+
+        if finish_swaps(tp, directory, names, open_swap):
+            names = _list_dir(directory)
         bases = clean_directory(directory, names)
         start = log_start_offset if log_start_offset is not None else 0
         if not bases:
@@ -246,6 +254,8 @@ class Log:
         checked = validated(records, self._name, from_client=True)
         check_batch_sizes(checked.batches, self.config.max_message_bytes, self._name)
         buf = writable(checked.buffer)
+        if self.config.compacts:
+            check_keys(buf, checked.batches, self._name)
         log_append_time = -1
         if self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
             log_append_time = self.clock.time_ms()
@@ -584,6 +594,13 @@ class Log:
             f"Log({self.tp}, start={self.log_start_offset}, end={self.log_end_offset}, "
             f"segments={len(self.local.segments)})"
         )
+
+
+def _list_dir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError as exc:
+        raise StorageError(f"opening log {directory}: {exc}") from exc
 
 
 def _read_topic_id(directory: str) -> str | None:

@@ -8,7 +8,8 @@ and open every ``<topic>-<partition>`` directory with
 removal. Once every log is loaded the clean-shutdown marker is removed: from then on a
 crash must be recovered from.
 
-Housekeeping: Kafka's five LogManager tasks, handed to the broker's Scheduler by
+Housekeeping: Kafka's five LogManager tasks and the log cleaner's threads
+(:mod:`storage.cleaner_manager`), handed to the broker's Scheduler by
 :meth:`schedule_tasks` (or listed by :meth:`scheduled_tasks`):
 
 ================================== ============================================ ========
@@ -17,6 +18,7 @@ kafka-log-flusher                  fsync logs older than flush.ms               
 kafka-recovery-point-checkpoint    recovery-point-offset-checkpoint             thread
 kafka-log-start-offset-checkpoint  log-start-offset-checkpoint                  thread
 kafka-delete-logs                  remove deleted logs and segments when due    thread
+kafka-log-cleaner-thread-<i>       compaction, log.cleaner.threads of them      thread
 ================================== ============================================ ========
 
 Retention runs on the event loop because it changes logs' segment lists (renames only;
@@ -48,6 +50,8 @@ from storage.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from storage.cleaner import OnOwner
+from storage.cleaner_manager import LogCleaner
 from storage.clock import Clock
 from storage.config import LONG_MAX, LogConfig, LogManagerConfig
 from storage.errors import InconsistentTopicIdError, StorageError
@@ -102,7 +106,10 @@ class LogManager:
         *,
         background: ThreadPoolExecutor | None = None,
         topic_configs: TopicConfigs | None = None,
+        on_owner: OnOwner | None = None,
     ) -> None:
+        """``on_owner`` runs a cleaner's segment swap on the thread that owns the logs
+        (the broker's event loop); None runs it in the cleaner thread (tests)."""
         self.config = config
         self.clock = clock
         self._logs: dict[TopicPartition, Log] = {}
@@ -118,6 +125,7 @@ class LogManager:
         #: Directories that failed at load, with the reason (their logs are offline).
         self.offline_dirs: dict[str, str] = {}
         self.had_clean_shutdown: dict[str, bool] = {}
+        self.cleaner = LogCleaner(config.cleaner, clock, self.all_logs, on_owner=on_owner)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -310,6 +318,7 @@ class LogManager:
             removed = self._logs.pop(tp, None)
         if removed is None:
             return False
+        self.cleaner.forget(tp)
         parent = os.path.dirname(removed.directory)
         target = os.path.join(parent, delete_dir_name(tp, uuid.uuid4().hex))
         try:
@@ -389,7 +398,7 @@ class LogManager:
         return len(due) + segments
 
     def scheduled_tasks(self) -> list[TaskSpec]:
-        """The five housekeeping tasks with their delays and periods."""
+        """The housekeeping tasks with their delays and periods."""
         c = self.config
         delay = c.initial_task_delay_ms
 
@@ -407,6 +416,11 @@ class LogManager:
                      delay, period(c.flush_start_offset_checkpoint_interval_ms), True),
             TaskSpec("kafka-delete-logs", self.delete_logs, delay,
                      period(c.delete_check_interval_ms), True),
+            *(
+                TaskSpec(f"kafka-log-cleaner-thread-{i}", self.cleaner.run_until_idle, 0,
+                         max(1, c.cleaner.backoff_ms), True)
+                for i in range(c.cleaner.threads if c.cleaner.enable else 0)
+            ),
         ]  # fmt: skip
 
     def schedule_tasks(self, scheduler: Scheduler) -> None:
@@ -418,6 +432,7 @@ class LogManager:
     def shutdown(self) -> None:
         """Clean shutdown: wait for background flushes, flush and close every log, write
         the checkpoints, then the clean-shutdown marker. Blocking."""
+        self.cleaner.stop()
         if self._own_background:
             self._background.shutdown(wait=True)
         failed_dirs: set[str] = set()

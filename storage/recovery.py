@@ -9,6 +9,12 @@ segments after a cut are deleted. Segments below the recovery point were fsynced
 their indexes are checked, and rebuilt (which re-validates the segment) when they are
 missing or malformed. Every cut is logged with the segment, byte position, last good
 offset and reason.
+
+The log cleaner's files (:mod:`storage.cleaner`) are settled first
+(:func:`finish_swaps`): a ``.cleaned`` segment was never complete and is removed, the
+old segments staying; a ``.swap`` segment was complete and fsynced, so the swap is
+finished: the live segments its offsets cover go and it takes the plain names. A crash
+at any step of a swap thus leaves the old segments or the new one, never a mix.
 """
 
 from __future__ import annotations
@@ -16,20 +22,78 @@ from __future__ import annotations
 import logging
 import os
 from bisect import bisect_right
+from collections.abc import Callable
 
 from protocol.values import TopicPartition
 from storage.errors import StorageError
 from storage.names import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SWAP_SUFFIX,
     TEMP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    offset_file_name,
     parse_offset_file_name,
 )
 from storage.segment import LogSegment, RecoveryResult
 
 log = logging.getLogger(__name__)
+
+
+def finish_swaps(
+    tp: TopicPartition,
+    directory: str,
+    names: list[str],
+    open_swap: Callable[[int], LogSegment],
+) -> bool:
+    """Settle the cleaner's leftovers in ``names`` (see the module docstring); True when
+    a file was removed or renamed. ``open_swap(base)`` opens the ``.swap`` segment."""
+    swap_bases = {
+        b for n in names if (b := parse_offset_file_name(n, LOG_SUFFIX + SWAP_SUFFIX)) is not None
+    }
+    live = sorted(b for n in names if (b := parse_offset_file_name(n, LOG_SUFFIX)) is not None)
+    changed = False
+    for name in names:
+        stem = name.removesuffix(SWAP_SUFFIX)
+        unfinished = name.endswith(CLEANED_SUFFIX)
+        orphan = stem != name and not any(
+            parse_offset_file_name(stem, kind) in swap_bases
+            for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        )
+        if unfinished or orphan:
+            _unlink(os.path.join(directory, name))
+            changed = True
+    for base in sorted(swap_bases):
+        seg = open_swap(base)
+        try:
+            end = max(seg.recover().next_offset, base + 1)
+            for old in live:
+                if base <= old < end:
+                    log.info("%s: finishing a cleaner swap: segment %d replaces %d", tp, base, old)
+                    remove_segment_files(directory, old)
+            seg.change_file_suffix("")
+        finally:
+            seg.close()
+        changed = True
+    return changed
+
+
+def remove_segment_files(directory: str, base: int, suffix: str = "") -> None:
+    """Remove the .log, .index and .timeindex of segment ``base`` named with ``suffix``,
+    those that exist."""
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        _unlink(os.path.join(directory, offset_file_name(base, kind) + suffix))
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"removing {path}: {exc}") from exc
 
 
 def clean_directory(directory: str, names: list[str]) -> list[int]:

@@ -76,14 +76,22 @@ class LogSegment:
         max_index_size: int,
         created_ms: int,
         create: bool = False,
+        file_suffix: str = "",
     ) -> None:
+        """``file_suffix`` follows each file's name (``.cleaned``, ``.swap``: a segment
+        the log cleaner is writing or swapping in)."""
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
-        self.log_path = os.path.join(directory, offset_file_name(base_offset, LOG_SUFFIX))
-        index_path = os.path.join(directory, offset_file_name(base_offset, INDEX_SUFFIX))
-        time_path = os.path.join(directory, offset_file_name(base_offset, TIME_INDEX_SUFFIX))
+        self.file_suffix = file_suffix
+
+        def path(suffix: str) -> str:
+            return os.path.join(directory, offset_file_name(base_offset, suffix) + file_suffix)
+
+        self.log_path = path(LOG_SUFFIX)
+        index_path = path(INDEX_SUFFIX)
+        time_path = path(TIME_INDEX_SUFFIX)
         #: Whether the index files were there before this open (missing ones are rebuilt).
         self.indexes_existed = os.path.exists(index_path) and os.path.exists(time_path)
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
@@ -500,13 +508,21 @@ class LogSegment:
         """Rename the files to ``*.deleted``; descriptors stay open for reads in flight
         until :meth:`delete_files` (file.delete.delay.ms later)."""
         self.deleted = True
+        self.change_file_suffix(DELETED_SUFFIX)
+
+    def change_file_suffix(self, suffix: str) -> None:
+        """Rename the three files from the current suffix to ``suffix`` ("" for the
+        plain names), the .log last: recovery goes by the .log's name."""
+        old = self.file_suffix
         try:
-            os.rename(self.log_path, self.log_path + DELETED_SUFFIX)
-            self.log_path += DELETED_SUFFIX
             for index in (self.offset_index, self.time_index):
-                index.rename(index.path + DELETED_SUFFIX)
+                index.rename(index.path[: len(index.path) - len(old)] + suffix)
+            new_log = self.log_path[: len(self.log_path) - len(old)] + suffix
+            os.rename(self.log_path, new_log)
+            self.log_path = new_log
+            self.file_suffix = suffix
         except OSError as exc:
-            raise StorageError(f"renaming segment {self.log_path} for deletion: {exc}") from exc
+            raise StorageError(f"renaming segment {self.log_path} to {suffix!r}: {exc}") from exc
 
     def delete_files(self) -> None:
         self.deleted = True

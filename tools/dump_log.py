@@ -8,6 +8,9 @@
   from the file name); with ``--verify-index-only`` nothing is printed but the entries
   that disagree with the .log beside them.
 - ``.snapshot``: the producer state it holds.
+- ``cleaner-offset-checkpoint``: how far the log cleaner cleaned each partition. A
+  ``.log`` of a partition in it says so too, and the gaps compaction left between
+  batches are printed where they are (offsets no record holds any more).
 
 Exit status 1 when a file cannot be read or verification finds a mismatch.
 """
@@ -20,8 +23,17 @@ import struct
 import sys
 from typing import TextIO
 
-from protocol.records.batch import BatchHeader, Compression, InvalidBatch, validate
+from protocol.records.batch import (
+    DELETE_HORIZON_MASK,
+    BatchHeader,
+    Compression,
+    InvalidBatch,
+    validate,
+)
+from storage.checkpoint import CheckpointError, read_offset_checkpoint
+from storage.cleaner_manager import CLEANER_CHECKPOINT
 from storage.errors import StorageError
+from storage.names import parse_partition_dir
 from storage.reader import Damage, iter_file_batches
 
 _OFFSET_ENTRY = struct.Struct(">II")
@@ -65,10 +77,12 @@ def dump_file(path: str, out: TextIO, print_data: bool = False, verify_only: boo
             return _dump_index(path, base, out)
         if path.endswith(".snapshot"):
             return _dump_snapshot(path, out)
+        if os.path.basename(path) == CLEANER_CHECKPOINT:
+            return _dump_cleaner_checkpoint(path, out)
     except (OSError, StorageError) as exc:
         print(f"{path}: {exc}", file=out)
         return 1
-    print(f"{path}: not a .log, .index, .timeindex or .snapshot file", file=out)
+    print(f"{path}: not a .log, .index, .timeindex, .snapshot or checkpoint file", file=out)
     return 1
 
 
@@ -84,7 +98,11 @@ def _dump_log(path: str, out: TextIO, print_data: bool) -> int:
     base = _base_offset(path)
     if base is not None:
         print(f"Log starting offset: {base}", file=out)
+    cleaned = _cleaned_below(path)
+    if cleaned is not None:
+        print(f"Cleaner checkpoint: cleaned below offset {cleaned}", file=out)
     size = os.path.getsize(path)
+    expected = base
     for item in iter_file_batches(path):
         if isinstance(item, Damage):
             print(
@@ -98,9 +116,41 @@ def _dump_log(path: str, out: TextIO, print_data: bool) -> int:
             validate(item.data)
         except InvalidBatch as exc:
             valid, reason = False, f" ({exc})"
+        if expected is not None and item.header.base_offset > expected:
+            gap = f"{expected}" if item.header.base_offset == expected + 1 else (
+                f"{expected} to {item.header.base_offset - 1}"
+            )
+            print(f"Offset gap: {gap} (removed by compaction)", file=out)
+        expected = item.header.next_offset
         print(_batch_line(item.header, item.position, valid) + reason, file=out)
         if print_data:
             _print_records(item.data, item.header, out)
+    return 0
+
+
+def _cleaned_below(log_path: str) -> int | None:
+    """The cleaner checkpoint's offset for the partition ``log_path`` belongs to."""
+    partition_dir = os.path.dirname(os.path.abspath(log_path))
+    tp = parse_partition_dir(os.path.basename(partition_dir))
+    if tp is None:
+        return None
+    try:
+        entries = read_offset_checkpoint(
+            os.path.join(os.path.dirname(partition_dir), CLEANER_CHECKPOINT)
+        )
+    except CheckpointError:
+        return None
+    return entries.get(tp)
+
+
+def _dump_cleaner_checkpoint(path: str, out: TextIO) -> int:
+    try:
+        entries = read_offset_checkpoint(path)
+    except CheckpointError as exc:
+        print(f"{path}: {exc}", file=out)
+        return 1
+    for tp, offset in sorted(entries.items()):
+        print(f"topic: {tp.topic} partition: {tp.partition} cleanedBelowOffset: {offset}", file=out)
     return 0
 
 
@@ -119,6 +169,7 @@ def _batch_line(h: BatchHeader, pos: int, valid: bool) -> str:
         f"isControl: {str(h.is_control).lower()} position: {pos} "
         f"baseTimestamp: {h.base_timestamp} {ts_type}: {h.max_timestamp} size: {h.size} "
         f"magic: {h.magic} compresscodec: {codec} crc: {h.crc} isvalid: {str(valid).lower()}"
+        + (f" deleteHorizonMs: {h.base_timestamp}" if h.attributes & DELETE_HORIZON_MASK else "")
     )
 
 

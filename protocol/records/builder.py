@@ -146,27 +146,36 @@ class BatchBuilder:
             section: Buffer = self._section
         else:
             section = compress(self._compression, self._section, self._compression_level)
-        out = bytearray(HEADER_SIZE)
-        out += section
-        HEADER_STRUCT.pack_into(
-            out,
-            0,
-            self._base_offset,
-            len(out) - LOG_OVERHEAD,
-            self._partition_leader_epoch,
-            CURRENT_MAGIC,
-            0,  # the CRC, computed below over the bytes from the attributes on
-            attributes,
-            max(self._last_offset_delta, 0),
-            self._base_timestamp,
-            self._max_timestamp,
-            self._producer_id,
-            self._producer_epoch,
-            self._base_sequence,
-            self._count,
+        return pack_batch(
+            BatchHeader(
+                self._base_offset,
+                0,  # batch_length: pack_batch measures it
+                self._partition_leader_epoch,
+                CURRENT_MAGIC,
+                0,  # the CRC: pack_batch computes it
+                attributes,
+                max(self._last_offset_delta, 0),
+                self._base_timestamp,
+                self._max_timestamp,
+                self._producer_id,
+                self._producer_epoch,
+                self._base_sequence,
+                self._count,
+            ),
+            section,
         )
-        set_crc(out, 0, len(out))
-        return out
+
+
+def pack_batch(header: BatchHeader, section: Buffer) -> bytearray:
+    """A whole batch from ``header`` and a records section already compressed with the
+    header's codec: batch_length and the CRC are computed, the other fields written as
+    given (the log cleaner rewrites batches this way, keeping base offset, last offset
+    delta, timestamps and producer fields of the original)."""
+    out = bytearray(HEADER_SIZE)
+    out += section
+    HEADER_STRUCT.pack_into(out, 0, *header._replace(batch_length=len(out) - LOG_OVERHEAD, crc=0))
+    set_crc(out, 0, len(out))
+    return out
 
 
 def build_batch(

@@ -1,4 +1,5 @@
-"""``minikafka dump-log``: batches, records, index entries, verification, snapshots."""
+"""``minikafka dump-log``: batches, records, index entries, verification, snapshots,
+compaction's offset gaps and the cleaner checkpoint."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 from protocol.records import SimpleRecord, build_batch
 from protocol.values import TopicPartition
 from storage.clock import MockClock
-from storage.config import LogConfig
+from storage.config import LogConfig, LogManagerConfig
 from storage.log import Log
+from storage.log_manager import LogManager
 from tools.main import main
 
 
@@ -95,3 +97,27 @@ def test_snapshot_and_unknown_files(log_dir: str, capsys: pytest.CaptureFixture[
     assert "producerId: 4 producerEpoch: 1" in out and "| firstSequence: 58 lastSequence: 59" in out
     assert main(["dump-log", os.path.join(log_dir, "leader-epoch-checkpoint")]) == 1
     assert main(["dump-log", os.path.join(log_dir, "missing.log")]) == 1
+
+
+def test_compacted_segments_show_their_gaps_and_the_cleaner_checkpoint(
+    tmp_path: os.PathLike[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = LogConfig(segment_bytes=10_000, cleanup_policy="compact")
+    lm = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),), default=config), MockClock())
+    lm.load_logs()
+    lg = lm.get_or_create_log(TopicPartition("c", 0))
+    for i in range(6):  # k0 at 0, 2, 4; k1 at 1, 3; a tombstone of k1 at 5
+        value = None if i == 5 else b"v%d" % i
+        lg.append(bytes(build_batch([SimpleRecord(b"k%d" % (i % 2), value, (), 1)])), 0)
+    lg.roll()
+    lg.update_high_watermark(lg.log_end_offset)
+    lm.cleaner.run_until_idle()
+    lm.shutdown()
+    assert main(["dump-log", f(lg.directory, 0, ".log")]) == 0
+    out = capsys.readouterr().out
+    assert "Cleaner checkpoint: cleaned below offset 6" in out
+    assert "Offset gap: 0 to 3 (removed by compaction)" in out
+    assert "baseOffset: 4 lastOffset: 4" in out and "deleteHorizonMs: " in out
+    checkpoint = os.path.join(str(tmp_path), "cleaner-offset-checkpoint")
+    assert main(["dump-log", checkpoint]) == 0
+    assert "topic: c partition: 0 cleanedBelowOffset: 6" in capsys.readouterr().out

@@ -10,6 +10,8 @@ import pytest
 from storage_helpers import SMALL, all_batches, make_batch, open_log
 
 from protocol.records.batch import read_header, set_crc
+from protocol.records.builder import build_batch
+from protocol.records.record import SimpleRecord
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from storage.clock import MockClock
 from storage.config import LogConfig
@@ -379,9 +381,23 @@ def test_retention_only_below_the_high_watermark(
 def test_compact_only_topics_are_not_deleted_by_time(
     tmp_path: os.PathLike[str], clock: MockClock
 ) -> None:
-    config = dataclasses.replace(SMALL, retention_ms=1, cleanup_policy="compact")
-    lg = filled_log(str(tmp_path), clock, config)
+    lg = filled_log(str(tmp_path), clock)  # keyless records, written before the change
+    lg.update_config(dataclasses.replace(SMALL, retention_ms=1, cleanup_policy="compact"))
     assert lg.delete_old_segments() == 0
+    lg.close()
+
+
+def test_a_compacted_topic_refuses_records_without_a_key(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
+    config = dataclasses.replace(SMALL, cleanup_policy="compact,delete")
+    lg = open_log(str(tmp_path), config, clock)
+    keyed = build_batch([SimpleRecord(b"k", b"v"), SimpleRecord(b"k2", None)])
+    keyless = build_batch([SimpleRecord(b"k", b"v"), SimpleRecord(None, b"v")])
+    assert lg.append(bytes(keyed), leader_epoch=0).records_count == 2
+    with pytest.raises(InvalidRecordError, match="without a key"):
+        lg.append(bytes(keyless), leader_epoch=0)
+    assert lg.log_end_offset == 2
     lg.close()
 
 

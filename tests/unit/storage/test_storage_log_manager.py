@@ -1,5 +1,5 @@
 """LogManager: loading with and without a clean shutdown, checkpoints, create/delete,
-per-topic overrides and the five scheduled tasks."""
+per-topic overrides and the scheduled tasks."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from storage_helpers import SMALL, make_batch
 from protocol.values import TopicPartition
 from storage.checkpoint import read_offset_checkpoint
 from storage.clock import MockClock
-from storage.config import LogManagerConfig
+from storage.config import CleanerConfig, LogManagerConfig
 from storage.errors import InvalidTopicError
 from storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from storage.segment import LogSegment
@@ -220,8 +220,9 @@ def test_flusher_flushes_logs_past_flush_ms(tmp_path: os.PathLike[str]) -> None:
     lm.shutdown()
 
 
-def test_the_five_tasks_are_scheduled(tmp_path: os.PathLike[str]) -> None:
-    lm = manager([str(tmp_path)], flush_offset_checkpoint_interval_ms=7)
+def test_the_housekeeping_tasks_are_scheduled(tmp_path: os.PathLike[str]) -> None:
+    cleaner = CleanerConfig(threads=2, backoff_ms=5)
+    lm = manager([str(tmp_path)], flush_offset_checkpoint_interval_ms=7, cleaner=cleaner)
     calls: list[tuple[str, Callable[[], object], int, int | None, bool]] = []
 
     class FakeScheduler:
@@ -239,12 +240,21 @@ def test_the_five_tasks_are_scheduled(tmp_path: os.PathLike[str]) -> None:
         "kafka-recovery-point-checkpoint",
         "kafka-log-start-offset-checkpoint",
         "kafka-delete-logs",
+        "kafka-log-cleaner-thread-0",
+        "kafka-log-cleaner-thread-1",
     ]
+    assert by_name["kafka-log-cleaner-thread-1"][3:] == (5, True)
     assert by_name["kafka-log-retention"][2:] == (30_000, 300_000, False)
     assert by_name["kafka-log-flusher"][3] is None  # log.flush.scheduler.interval.ms: never
     assert by_name["kafka-recovery-point-checkpoint"][3:] == (7, True)
     for _, fn, *_ in calls:
         fn()  # each runs on an idle manager without error
+    lm.shutdown()
+
+
+def test_no_cleaner_task_when_the_cleaner_is_disabled(tmp_path: os.PathLike[str]) -> None:
+    lm = manager([str(tmp_path)], cleaner=CleanerConfig(enable=False))
+    assert not [t for t in lm.scheduled_tasks() if "cleaner" in t.name]
     lm.shutdown()
 
 
