@@ -78,7 +78,8 @@ def query_broker(address: str, timeout: float) -> dict[int, tuple[int, int]]:
     return {k.api_key: (k.min_version, k.max_version) for k in response.body.api_keys}
 
 
-def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = sys.stdout if out is None else out  # looked up now, not at import
     theirs = None
     if args.bootstrap_server:
         try:

@@ -146,7 +146,8 @@ async def _alter(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> 
     print(f"Completed updating {what}.", file=out)
 
 
-async def main(args: argparse.Namespace, out: TextIO = sys.stdout) -> None:
+async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
+    out = sys.stdout if out is None else out  # looked up now, not at import
     async with KafkaClient(args.bootstrap_server) as client:
         await (_describe if args.describe else _alter)(client, args, out)
 

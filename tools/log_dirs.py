@@ -79,7 +79,8 @@ def document(
     }
 
 
-async def main(args: argparse.Namespace, out: TextIO = sys.stdout) -> None:
+async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
+    out = sys.stdout if out is None else out  # looked up now, not at import
     async with KafkaClient(args.bootstrap_server) as client:
         view = await client.refresh_metadata([])
         try:

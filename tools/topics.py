@@ -242,7 +242,8 @@ async def _delete(client: KafkaClient, args: argparse.Namespace, out: TextIO) ->
         raise CommandError("; ".join(f"{r.name}: {r.describe_error()}" for r in failed))
 
 
-async def main(args: argparse.Namespace, out: TextIO = sys.stdout) -> None:
+async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
+    out = sys.stdout if out is None else out  # looked up now, not at import
     action = next(a for a in ACTIONS if getattr(args, a))
     async with KafkaClient(args.bootstrap_server) as client:
         await {
