@@ -163,7 +163,14 @@ class ZooKeeperServer:
             stdout = self._log_file
         log.info("starting ZooKeeper on %s: %s", self.connect_string, " ".join(cmd))
         self.process = subprocess.Popen(
-            cmd, stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            cmd,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            # Its own session, like the brokers': a terminal's Ctrl-C (or a signal to our
+            # process group) must not stop ZooKeeper before the brokers, whose controlled
+            # shutdown and deregistration need it; stop() ends it after them.
+            start_new_session=True,
         )
         try:
             self.wait_ready(self.startup_timeout_s)
