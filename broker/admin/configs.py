@@ -59,3 +59,15 @@ async def alter_config(
         return
     await asyncio.to_thread(zk.set_entity_config, entity_type, entity, updated)
     apply_entity_config(ctx, entity_type, entity, updated)
+
+
+async def alter_outcome(
+    ctx: BrokerContext, resource_type: int, name: str, change: Change, validate_only: bool
+) -> tuple[int, str | None]:
+    """:func:`alter_config` as a response entry needs it: (error code, message), NONE when
+    the change was applied (or, with ``validate_only``, would be)."""
+    try:
+        await alter_config(ctx, resource_type, name, change, validate_only)
+    except AlterRefused as exc:
+        return exc.error_code, exc.message
+    return ErrorCode.NONE, None

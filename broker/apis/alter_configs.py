@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from broker.admin.configs import alter_config
+from broker.admin.configs import alter_outcome
 from broker.apis.request import ApiRequest
-from broker.config.alter import AlterRefused, replaced
+from broker.config.alter import replaced
 from broker.context import BrokerContext
-from protocol import ErrorCode, Response, make_response
+from protocol import Response, make_response
 from protocol.messages import AlterConfigsRequest, AlterConfigsResponse
 
 Result = AlterConfigsResponse.AlterConfigsResourceResponse
@@ -31,18 +31,13 @@ async def handle(ctx: BrokerContext, request: ApiRequest[AlterConfigsRequest]) -
     results = []
     for resource in body.resources:
         configs = [(c.name, c.value) for c in resource.configs]
-        code: int = ErrorCode.NONE
-        message: str | None = None
-        try:
-            await alter_config(
-                ctx,
-                resource.resource_type,
-                resource.resource_name,
-                functools.partial(_whole_set, configs),
-                body.validate_only,
-            )
-        except AlterRefused as exc:
-            code, message = exc.error_code, exc.message
+        code, message = await alter_outcome(
+            ctx,
+            resource.resource_type,
+            resource.resource_name,
+            functools.partial(_whole_set, configs),
+            body.validate_only,
+        )
         results.append(
             Result(
                 error_code=code,

@@ -11,13 +11,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from broker.admin.configs import alter_config
+from broker.admin.configs import alter_outcome
 from broker.apis.request import ApiRequest
 from broker.config import format_value
-from broker.config.alter import AlterRefused, ResourceType, incremental
+from broker.config.alter import ResourceType, incremental
 from broker.config.keys import BROKER_CONFIG_DEFS
 from broker.context import BrokerContext
-from protocol import ErrorCode, Response, make_response
+from protocol import Response, make_response
 from protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from storage.config_def import AnyDef
 from storage.log_keys import TOPIC_KEYS
@@ -53,13 +53,10 @@ async def handle(
     for resource in body.resources:
         kind = resource.resource_type
         ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
-        code: int = ErrorCode.NONE
-        message: str | None = None
-        try:
-            change = functools.partial(_edit, ctx, kind, ops)
-            await alter_config(ctx, kind, resource.resource_name, change, body.validate_only)
-        except AlterRefused as exc:
-            code, message = exc.error_code, exc.message
+        change = functools.partial(_edit, ctx, kind, ops)
+        code, message = await alter_outcome(
+            ctx, kind, resource.resource_name, change, body.validate_only
+        )
         results.append(
             Result(
                 error_code=code,

@@ -20,9 +20,7 @@ import functools
 import os
 import struct
 import sys
-import time
 import zlib
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -36,18 +34,9 @@ from protocol.records import (
     validate,
 )
 from protocol.records.crc import crc32c
+from tests.bench.timing import best_of
 
 MiB = 1024 * 1024
-
-
-def best_of(repeats: int, fn: Callable[[], object]) -> float:
-    """Fastest wall-clock seconds of ``repeats`` calls."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def line(name: str, nbytes: int, seconds: float, extra: str = "") -> None:

@@ -27,7 +27,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -40,20 +40,12 @@ from spark_jobs import arrow_records
 from storage.clock import MockClock
 from storage.config import LogConfig, LogManagerConfig
 from storage.log_manager import LogManager
+from tests.bench.timing import best_of
 
 RECORD_SIZE = 1024
 PER_BATCH = 16
 TOPIC = "bench"
 PARTITIONS = 2
-
-
-def best_of(repeats: int, fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def template() -> bytes:
