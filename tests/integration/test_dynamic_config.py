@@ -61,8 +61,21 @@ def admin(c: TestCluster) -> AdminClient:
 def create(
     admin: AdminClient, name: str, rf: int = 3, config: dict[str, str] | None = None
 ) -> None:
+    """Create ``name``; a controller that moved (a broker stopped in an earlier test) is
+    answered NOT_CONTROLLER until the client's metadata names the new one, so that is retried,
+    as an application would."""
     topic = NewTopic(name, num_partitions=1, replication_factor=rf, config=config or {})
-    admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
+
+    def created() -> bool:
+        try:
+            admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.NOT_CONTROLLER:
+                raise
+            return False
+        return True
+
+    wait_until(created, 60, f"topic {name} created")
 
 
 def incremental(
@@ -273,30 +286,6 @@ def test_configs_command_alters_and_describes(
     assert "Cannot update these configs dynamically: Set(log.dirs)" in capsys.readouterr().err
 
 
-# last: a stopped broker may have been the controller, which moves
-def test_a_change_made_while_a_broker_is_down_applies_when_it_returns(
-    c: TestCluster, admin: AdminClient
-) -> None:
-    create(admin, "later")
-    down = 2
-    c.local.stop_broker(down)
-    admin_up = AdminClient({"bootstrap.servers": f"127.0.0.1:{c.layout.client_ports[0]}"})
-    incremental(admin_up, "topic", "later", ("retention.ms", "555555", AlterConfigOpType.SET))
-    # a broker's own config is altered through that broker: the cluster default here
-    alter_default(c, "log.retention.ms", "4444444")
-    c.restart(down)
-    wait_until(
-        lambda: value_on(c, down, TOPIC_RESOURCE, "later", "retention.ms")[0] == "555555",
-        30,
-        "the restarted broker to read the topic's change",
-    )
-    assert value_on(c, down, BROKER_RESOURCE, str(down), "log.retention.ms") == (
-        "4444444",
-        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
-    )
-    alter_default(c, "log.retention.ms", None)
-
-
 def _acks_all_error(c: TestCluster, topic: str) -> int | None:
     """Produce one record with acks=all; the delivery error's code, None when acknowledged.
     No retries: NOT_ENOUGH_REPLICAS is retriable, and librdkafka would otherwise retry it
@@ -335,3 +324,27 @@ def test_a_dynamic_broker_min_insync_replicas_applies_without_a_restart(
     finally:
         alter_default(c, "min.insync.replicas", None)
     wait_until(lambda: _acks_all_error(c, "isr-live") is None, 30, "acks=all accepted again")
+
+
+# last: a stopped broker may have been the controller, which moves
+def test_a_change_made_while_a_broker_is_down_applies_when_it_returns(
+    c: TestCluster, admin: AdminClient
+) -> None:
+    create(admin, "later")
+    down = 2
+    c.local.stop_broker(down)
+    admin_up = AdminClient({"bootstrap.servers": f"127.0.0.1:{c.layout.client_ports[0]}"})
+    incremental(admin_up, "topic", "later", ("retention.ms", "555555", AlterConfigOpType.SET))
+    # a broker's own config is altered through that broker: the cluster default here
+    alter_default(c, "log.retention.ms", "4444444")
+    c.restart(down)
+    wait_until(
+        lambda: value_on(c, down, TOPIC_RESOURCE, "later", "retention.ms")[0] == "555555",
+        30,
+        "the restarted broker to read the topic's change",
+    )
+    assert value_on(c, down, BROKER_RESOURCE, str(down), "log.retention.ms") == (
+        "4444444",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+    )
+    alter_default(c, "log.retention.ms", None)
