@@ -404,6 +404,47 @@ class KafkaZkClient:
                 out[tp] = states[tp].with_zk_version(int(res.version))  # res: the ZnodeStat
         return out
 
+    def update_leader_and_isr(
+        self, tp: TopicPartition, lai: LeaderAndIsr, controller_epoch: int
+    ) -> LeaderAndIsr:
+        """A leader's write of its new ISR (ZooKeeper mode): set the partition state
+        conditionally on ``lai.zk_version``, without the controller's epoch check (a
+        broker is not the controller). Returns the state with its new zkVersion.
+
+        Raises StateConflictError when the znode is at another version or gone: the
+        controller changed it. A version mismatch whose znode already holds exactly this
+        state is our own earlier write that went through before a lost connection made
+        kazoo send it again (Kafka's checkLeaderAndIsrZkData): success."""
+        path = paths.partition_state(tp.topic, tp.partition)
+        data = codec.encode_partition_state(lai, controller_epoch)
+        try:
+            stat = self.kazoo.set(path, data, version=lai.zk_version)
+        except NoNodeError:
+            raise StateConflictError(f"{tp}: no partition state") from None
+        except BadVersionError:
+            already = self._state_if_equal(tp, path, lai, controller_epoch)
+            if already is None:
+                raise StateConflictError(f"{tp}: not at zkVersion {lai.zk_version}") from None
+            return already
+        return lai.with_zk_version(int(stat.version))
+
+    def _state_if_equal(
+        self, tp: TopicPartition, path: str, lai: LeaderAndIsr, controller_epoch: int
+    ) -> LeaderAndIsr | None:
+        """The partition state at ``path`` if it is ``lai`` written by ``controller_epoch``
+        (any zkVersion), else None."""
+        found = self._get(path)
+        if found is None:
+            return None
+        try:
+            st = codec.decode_partition_state(tp, found[0], int(found[1].version))
+        except codec.ZkDataError:
+            return None
+        now = st.leader_and_isr
+        wanted = (lai.leader, lai.leader_epoch, lai.isr, controller_epoch)
+        same = (now.leader, now.leader_epoch, now.isr, st.controller_epoch) == wanted
+        return now if same else None
+
     # -- controller election ------------------------------------------------------------
 
     def get_controller_id(self, watch: Watch | None = None) -> int | None:

@@ -50,7 +50,9 @@ def partition_infos(body: FetchRequest) -> list[tuple[TopicPartition, PartitionF
     return [
         (
             TopicPartition(topic.topic, p.partition),
-            PartitionFetchInfo(p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch),
+            PartitionFetchInfo(
+                p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset
+            ),
         )
         for topic in body.topics
         for p in topic.partitions

@@ -47,9 +47,13 @@ class FetchParams:
 
 @dataclass(frozen=True, slots=True)
 class PartitionFetchInfo:
+    """One partition of a fetch. ``log_start_offset`` is the fetching follower's own
+    (-1 from consumers)."""
+
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
+    log_start_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
