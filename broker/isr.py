@@ -16,6 +16,8 @@ it, so that is the follower's log end offset (LEO). Each fetch also records:
 A new leader knows nothing of its followers: their LEO is unknown (``UNKNOWN_OFFSET``,
 which holds the high watermark where it is) and the ISR members count as caught up at the
 moment of the election, so none of them leaves the ISR before it had the chance to fetch.
+Times are the broker's monotonic clock in milliseconds (a wall-clock step must not expel
+followers).
 
 The ISR as the leader holds it (:class:`IsrState`): the committed ISR (the one written in
 ZooKeeper) and at most one change whose write is in flight. The *maximal ISR* is the ISR

@@ -228,7 +228,7 @@ class Partition:
         self._apply(state, topic_id)
         lg.epoch_cache.assign(state.leader_epoch, lg.log_end_offset)
         self.leader_epoch_start_offset = lg.log_end_offset
-        now_ms = self._clock.time_ms()
+        now_ms = self._clock.monotonic_ms()
         self.followers = {
             replica: isr_rules.reset_for_leadership(
                 self.followers.get(replica),

@@ -562,7 +562,7 @@ class ReplicaManager:
             fetch_offset=info.fetch_offset,
             follower_log_start_offset=info.log_start_offset,
             leader_end_offset=leader_end_offset,
-            now_ms=self.clock.time_ms(),
+            now_ms=self.clock.monotonic_ms(),
         )
         partition.maybe_expand_isr(replica_id)
         if partition.maybe_increment_high_watermark():
@@ -573,7 +573,7 @@ class ReplicaManager:
     def maybe_shrink_isr(self) -> None:
         """The isr-expiration task: every led partition drops the followers that lagged
         more than replica.lag.time.max.ms from its ISR (the writes finish later)."""
-        now_ms = self.clock.time_ms()
+        now_ms = self.clock.monotonic_ms()
         for partition in self._partitions.values():
             partition.maybe_shrink_isr(now_ms, self.replica_lag_time_max_ms)
 
