@@ -298,6 +298,15 @@ class BrokerMetrics:
             namespace=ns, registry=r,
         )  # fmt: skip
 
+        # replication, the follower's side
+        self.replica_fetcher_max_lag = Gauge(
+            "replica_fetcher_max_lag",
+            "Largest lag of a followed partition: the leader's high watermark as last "
+            "fetched minus the local log end offset (Kafka's ReplicaFetcherManager MaxLag)",
+            namespace=ns,
+            registry=r,
+        )
+
     # gauges read at scrape time ------------------------------------------------------------
 
     def watch_request_queue(self, plane: str, size: Callable[[], int]) -> None:

@@ -44,7 +44,7 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from broker.delayed.fetch import (
     DelayedFetch,
@@ -64,6 +64,7 @@ from broker.isr import IsrChange, IsrWriter
 from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition, PartitionError, PartitionStateLike, topic_id_text
+from broker.replication import LeaderEndpoint, ReplicaFetcherManager, resolve_leader_endpoint
 from protocol.errors import ErrorCode
 from protocol.values import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_LEADER_EPOCH, TopicPartition
 from storage import Log, LogManager, RecordError, StorageError, TimestampOffset
@@ -88,6 +89,17 @@ class RunBlocking(Protocol):
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
+class LiveLeaderLike(Protocol):
+    """A live leader of a LeaderAndIsr request (the request's struct), read only."""
+
+    @property
+    def broker_id(self) -> int: ...
+    @property
+    def host_name(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
 async def in_thread(fn: Callable[[], T]) -> T:
     return await asyncio.to_thread(fn)
 
@@ -108,13 +120,18 @@ class ReplicaManager:
         isr_writer: IsrWriter | None = None,
         isr_propagator: IsrChangePropagator | None = None,
         replica_lag_time_max_ms: int = 30_000,
+        replica_fetchers: ReplicaFetcherManager | None = None,
+        leader_endpoint: Callable[[int], tuple[str, int] | None] = lambda broker_id: None,
     ) -> None:
         """``min_insync_replicas(topic)`` gives the topic's min.insync.replicas;
         ``is_known_partition(topic, p)`` (the metadata cache) tells a partition led
         elsewhere (NOT_LEADER_OR_FOLLOWER) from one that does not exist;
         ``run_blocking`` runs the controller requests' disk work off the loop;
         ``isr_writer`` writes a leader's ISR changes (none: leaders never change their
-        ISR) and ``isr_propagator`` queues them for the controller."""
+        ISR) and ``isr_propagator`` queues them for the controller;
+        ``replica_fetchers`` copies the leaders' logs into the followers (None: nothing
+        is fetched) from ``leader_endpoint(broker_id)``, the inter-broker listener's
+        address in the metadata cache."""
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.produce_purgatory = produce_purgatory
@@ -127,6 +144,8 @@ class ReplicaManager:
         self._isr_writer = isr_writer
         self.isr_propagator = isr_propagator
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.replica_fetchers = replica_fetchers
+        self._leader_endpoint = leader_endpoint
         self._state_change_lock = asyncio.Lock()
         self._partitions: dict[TopicPartition, Partition] = {}
         self.controller_id = -1
@@ -198,7 +217,7 @@ class ReplicaManager:
         controller_epoch: int,
         partition_states: Iterable[PartitionStateLike],
         topic_ids: Mapping[str, uuid.UUID],
-        live_leaders: Sequence[Any] = (),
+        live_leaders: Sequence[LiveLeaderLike] = (),
     ) -> dict[TopicPartition, int]:
         """LeaderAndIsr: apply each partition state whose leader epoch is newer than
         the one known here. Per partition: NONE, STALE_CONTROLLER_EPOCH (epoch not
@@ -208,7 +227,13 @@ class ReplicaManager:
         Three steps: open the missing logs (worker thread), change roles (loop: the
         new leaders' epochs go into their caches in memory), write those caches
         (worker thread). A leader may take appends between the last two steps; the
-        log keeps that safe (see storage.log: recovery rebuilds unwritten epochs)."""
+        log keeps that safe (see storage.log: recovery rebuilds unwritten epochs).
+
+        The replica fetchers change in the same step as the roles (no await between):
+        the new leaders leave them first, the new followers join them after, in
+        TRUNCATING at their new epoch, fetching from the leader's address (the metadata
+        cache's, else the request's ``live_leaders``: ``broker_id``, ``host_name``,
+        ``port``)."""
         states = list(partition_states)
         async with self._state_change_lock:
             if self.is_stale_controller_epoch(controller_epoch):
@@ -241,9 +266,15 @@ class ReplicaManager:
             if to_open:
                 for tp in await self._run_blocking(lambda: self._open_logs(to_open)):
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            applied = [(tp, state) for tp, state, _ in accepted if errors[tp] == ErrorCode.NONE]
+            self._remove_fetchers(tp for tp, state in applied if state.leader == self.broker_id)
             for tp, state, topic_id in accepted:
                 if errors[tp] == ErrorCode.NONE:
                     errors[tp] = self._apply_partition_state(tp, state, topic_id)
+            self._add_fetchers(
+                [(tp, s) for tp, s in applied if errors[tp] == ErrorCode.NONE],
+                {ll.broker_id: (ll.host_name, ll.port) for ll in live_leaders},
+            )
             dirty = [
                 (tp, lg)
                 for tp, error in errors.items()
@@ -258,6 +289,38 @@ class ReplicaManager:
                 if error == ErrorCode.NONE:
                     self._complete_delayed(tp)
             return errors
+
+    def _remove_fetchers(self, tps: Iterable[TopicPartition]) -> None:
+        if self.replica_fetchers is not None:
+            self.replica_fetchers.remove_partitions(list(tps))
+
+    def _add_fetchers(
+        self,
+        applied: list[tuple[TopicPartition, PartitionStateLike]],
+        live_leaders: Mapping[int, tuple[str, int]],
+    ) -> None:
+        """Fetch every partition this broker now follows from its leader; one whose
+        leader is unknown or not alive stops fetching until the next LeaderAndIsr."""
+        if self.replica_fetchers is None:
+            return
+        wanted: dict[TopicPartition, tuple[Partition, LeaderEndpoint, int]] = {}
+        leaderless: list[TopicPartition] = []
+        for tp, state in applied:
+            if state.leader == self.broker_id:
+                continue
+            partition = self._partitions.get(tp)
+            endpoint = (
+                resolve_leader_endpoint(state.leader, live_leaders, self._leader_endpoint)
+                if state.leader >= 0
+                else None
+            )
+            if partition is None or endpoint is None:
+                log.warning("%s: leader %d is not available; not fetching", tp, state.leader)
+                leaderless.append(tp)
+            else:
+                wanted[tp] = (partition, endpoint, state.leader_epoch)
+        self.replica_fetchers.remove_partitions(leaderless)
+        self.replica_fetchers.add_partitions(wanted)
 
     def _check_partition_state(
         self, tp: TopicPartition, state: PartitionStateLike, topic_id: uuid.UUID | None
@@ -355,6 +418,7 @@ class ReplicaManager:
                     errors[tp] = ErrorCode.FENCED_LEADER_EPOCH
                     continue
                 errors[tp] = ErrorCode.NONE
+                self._remove_fetchers([tp])
                 if delete:
                     self._partitions.pop(tp, None)
                     to_delete.append(tp)
@@ -387,7 +451,10 @@ class ReplicaManager:
         self.produce_purgatory.check_and_complete(tp)
 
     async def shutdown(self) -> None:
-        """Stop both purgatories (waiting operations are dropped with the connections)."""
+        """Stop the replica fetchers (before the logs they append to close), then both
+        purgatories (waiting operations are dropped with the connections)."""
+        if self.replica_fetchers is not None:
+            await self.replica_fetchers.shutdown()
         await self.produce_purgatory.shutdown()
         await self.fetch_purgatory.shutdown()
 

@@ -49,6 +49,7 @@ from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
 from broker.producer_id_manager import ProducerIdManager
 from broker.replica_manager import ReplicaManager
+from broker.replication import FetcherConfig, ReplicaFetcherManager
 from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
@@ -341,6 +342,9 @@ class BrokerServer:
                 return default_min_isr
             return default_min_isr if value is None else int(value)
 
+        fetchers = ReplicaFetcherManager(self._fetcher_config(), self.clock)
+        self.metrics.replica_fetcher_max_lag.set_function(fetchers.max_lag)
+        listener = self.config.inter_broker_listener_name
         return ReplicaManager(
             self.broker_id,
             log_manager,
@@ -357,6 +361,21 @@ class BrokerServer:
                 ISR_PROPAGATION,
             ),
             replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms"),
+            replica_fetchers=fetchers,
+            leader_endpoint=lambda broker_id: cache.alive_endpoint(broker_id, listener),
+        )
+
+    def _fetcher_config(self) -> FetcherConfig:
+        c = self.config
+        return FetcherConfig(
+            broker_id=self.broker_id,
+            partition_max_bytes=c.get_int("replica.fetch.max.bytes"),
+            response_max_bytes=c.get_int("replica.fetch.response.max.bytes"),
+            max_wait_ms=c.get_int("replica.fetch.wait.max.ms"),
+            min_bytes=c.get_int("replica.fetch.min.bytes"),
+            backoff_ms=c.get_int("replica.fetch.backoff.ms"),
+            socket_timeout_ms=c.get_int("replica.socket.timeout.ms"),
+            num_fetchers=c.get_int("num.replica.fetchers"),
         )
 
     def scheduled_tasks(self) -> list[TaskSpec]:
