@@ -157,6 +157,7 @@ class ReplicaFetcher:
         self.lags: dict[TopicPartition, int] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
 
     def __repr__(self) -> str:
         return f"ReplicaFetcher({self.client_id} -> {self.leader.broker_id})"
@@ -200,7 +201,10 @@ class ReplicaFetcher:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.client_id)
 
     def stop(self) -> asyncio.Task[None] | None:
-        """Cancel the task and close the connection; returns the task to await."""
+        """Cancel the task and close the connection; returns the task to await. The
+        loop also ends on a flag: closing the connection fails the request the task
+        waits on, and asyncio.wait_for may hand that error in place of the cancellation."""
+        self._stopped = True
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -233,16 +237,20 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         log.info("%s: started, leader at %s:%d", self, self.leader.host, self.leader.port)
-        while True:
+        while not self._stopped:
             try:
                 await self._do_work()
             except asyncio.CancelledError:
                 raise
             except ClientError as exc:
+                if self._stopped:
+                    return
                 log.warning("%s: %s; backing off", self, exc)
                 self._close_connection()
                 self._back_off(list(self._partitions))
             except Exception:  # a fetcher never dies of one bad turn
+                if self._stopped:
+                    return
                 log.exception("%s: unexpected error; backing off", self)
                 self._close_connection()
                 self._back_off(list(self._partitions))
@@ -276,9 +284,10 @@ class ReplicaFetcher:
     def _current(
         self, tp: TopicPartition, sent: PartitionFetchState
     ) -> tuple[Partition, PartitionFetchState] | None:
-        """The partition if it is still here in the state a request was built from."""
+        """The partition if it is still here in the state a request was built from (and
+        the fetcher is not stopping: after shutdown the logs close)."""
         entry = self._partitions.get(tp)
-        if entry is None or entry[1] is not sent:
+        if entry is None or entry[1] is not sent or self._stopped:
             return None
         return entry
 

@@ -56,10 +56,13 @@ def java_string_hash(text: str) -> int:
 
 def fetcher_id_for(tp: TopicPartition, num_fetchers: int) -> int:
     """The fetcher of a partition among ``num_fetchers``: Kafka's
-    ``abs(31 * topic.hashCode + partition) % numFetchers`` (its abs masks the sign
-    bit), so a partition lands on the fetcher index it would in Kafka."""
-    value = (31 * java_string_hash(tp.topic) + tp.partition) & 0x7FFFFFFF
-    return value % max(1, num_fetchers)
+    ``Utils.abs(31 * topic.hashCode + partition) % numFetchers`` in int32 arithmetic
+    (its abs maps the one value without a positive twin, -2**31, to 0), so a partition
+    lands on the fetcher index it would in Kafka."""
+    value = (31 * java_string_hash(tp.topic) + tp.partition) & 0xFFFFFFFF
+    if value >= 1 << 31:
+        value -= 1 << 32
+    return (0 if value == -(1 << 31) else abs(value)) % max(1, num_fetchers)
 
 
 def resolve_leader_endpoint(
