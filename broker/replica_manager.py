@@ -573,8 +573,6 @@ class ReplicaManager:
         for tp, info in infos:
             try:
                 partition = self._leader_or_error(tp)
-                if params.is_from_follower:
-                    partition.check_follower(params.replica_id)
                 read = partition.read(
                     info.fetch_offset,
                     min(info.partition_max_bytes, limit),
@@ -583,6 +581,8 @@ class ReplicaManager:
                     min_one_message=min_one_message,
                 )
                 if params.is_from_follower:
+                    # after the read's role and epoch checks, as Kafka orders them
+                    partition.check_follower(params.replica_id)
                     self._follower_fetched(partition, params.replica_id, info, read.log_end_offset)
                     # the follower learns a high watermark this fetch may just have moved
                     read = dataclasses.replace(
