@@ -13,6 +13,12 @@ The broker assembly uses only this::
     result = await controller.controlled_shutdown(broker_id, broker_epoch)  # ControlledShutdown
     await controller.shutdown()
 
+Responses: every request batch is sent with callbacks that post the brokers' answers as
+events (``LeaderAndIsrResponseReceived``, ``StopReplicaResponseReceived``; None when the
+broker went away first). A LeaderAndIsr answer with KAFKA_STORAGE_ERROR partitions takes
+those replicas offline, as a broker failure would for all of its replicas: leaders they
+held are elected again elsewhere, and they leave their ISRs.
+
 Threads: kazoo calls ``_on_*`` watch and state callbacks on its own thread; they only
 enqueue events. Everything else runs on the event manager's single task, and blocking
 ZooKeeper calls go through ``asyncio.to_thread``.
@@ -26,23 +32,27 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from controller import events as ev
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
 from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
-from controller.election import ElectionStrategy
+from controller.election import ElectionStrategy, unclean_leader_election_enabled
+from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.rebalance import partitions_to_rebalance, preferred_candidates
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
+from controller.requests import leader_and_isr_errors, stop_replica_errors
 from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from timer.clock import Clock
 from timer.scheduler import ScheduledTask, Scheduler
+from zk import paths
 from zk.client import KafkaZkClient
 from zk.codec import ZkDataError
 from zk.errors import ControllerMovedError
@@ -73,6 +83,13 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
 
 
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
+
+
 class KafkaController:
     def __init__(
         self,
@@ -93,7 +110,10 @@ class KafkaController:
         self.ctx = ControllerContext()
         store = store or ZkPartitionStateStore(zk)
         self.partition_sm = PartitionStateMachine(
-            self.ctx, store, self.config.unclean_leader_election_enable
+            self.ctx,
+            store,
+            self.config.unclean_leader_election_enable,
+            unclean_policy=self._unclean_leader_election_enabled,
         )
         self.replica_sm = ReplicaStateMachine(self.ctx, store)
         self.events = ev.ControllerEventManager(self._process)
@@ -121,6 +141,11 @@ class KafkaController:
     @property
     def offline_partition_count(self) -> int:
         return self.ctx.offline_partition_count() if self.is_active else 0
+
+    @property
+    def unclean_leader_elections(self) -> int:
+        """Unclean leader elections this broker made as controller (a counter)."""
+        return self.partition_sm.unclean_leader_elections
 
     async def start(self) -> int:
         """Register this broker, start the event task and queue the first election.
@@ -237,6 +262,12 @@ class KafkaController:
                 lambda _: self._on_preferred_replica_election(), active_only=True
             ),
             ev.ControlledShutdown: _Handler(self._on_controlled_shutdown_event, active_only=True),
+            ev.LeaderAndIsrResponseReceived: _Handler(
+                self._on_leader_and_isr_response, active_only=True
+            ),
+            ev.StopReplicaResponseReceived: _Handler(
+                self._on_stop_replica_response, active_only=True
+            ),
         }
 
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
@@ -371,7 +402,71 @@ class KafkaController:
                 self.events.put(ev.PartitionModifications(topic))
 
     def _send(self, batch: ControllerRequestBatch) -> None:
-        batch.send(self.ctx, self.channel, self.broker_id)
+        batch.send(
+            self.ctx,
+            self.channel,
+            self.broker_id,
+            on_leader_and_isr_response=lambda bid, body: self.events.put(
+                ev.LeaderAndIsrResponseReceived(bid, body)
+            ),
+            on_stop_replica_response=lambda bid, body: self.events.put(
+                ev.StopReplicaResponseReceived(bid, body)
+            ),
+        )
+
+    # -- the brokers' answers ---------------------------------------------------------------
+
+    async def _on_leader_and_isr_response(self, event: ev.LeaderAndIsrResponseReceived) -> None:
+        """Kafka's handling: partitions a broker could not host because their log
+        directory failed (KAFKA_STORAGE_ERROR) go offline there; other errors are logged."""
+        bid, response = event.broker_id, event.response
+        if response is None:
+            log.debug("controller: broker %s went away before answering LeaderAndIsr", bid)
+            return
+        if response.error_code != ErrorCode.NONE:
+            log.warning(
+                "controller: broker %s refused LeaderAndIsr: %s",
+                bid,
+                _error_name(response.error_code),
+            )
+            return
+        errors = leader_and_isr_errors(self.ctx, response)
+        for tp, code in sorted(errors.items()):
+            if code not in (ErrorCode.NONE, ErrorCode.KAFKA_STORAGE_ERROR):
+                log.warning(
+                    "controller: broker %s: LeaderAndIsr %s: %s", bid, tp, _error_name(code)
+                )
+        if bid not in self.ctx.live_brokers:
+            return
+        offline_before = self.ctx.replicas_on_offline_dirs.get(bid, set())
+        offline_now = {tp for tp in offline_before if errors.get(tp) != ErrorCode.NONE}
+        offline_now |= {tp for tp, c in errors.items() if c == ErrorCode.KAFKA_STORAGE_ERROR}
+        self.ctx.replicas_on_offline_dirs[bid] = offline_now
+        new = sorted(offline_now - offline_before)
+        if new:
+            log.warning(
+                "controller: broker %s has %s on a failed log directory",
+                bid,
+                [str(tp) for tp in new],
+            )
+            await self._on_replicas_become_offline([PartitionReplica(tp, bid) for tp in new])
+
+    async def _on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
+        """Logged; topic deletion and reassignment act on these."""
+        bid, response = event.broker_id, event.response
+        if response is None:
+            log.debug("controller: broker %s went away before answering StopReplica", bid)
+            return
+        if response.error_code != ErrorCode.NONE:
+            log.warning(
+                "controller: broker %s refused StopReplica: %s",
+                bid,
+                _error_name(response.error_code),
+            )
+            return
+        for tp, code in sorted(stop_replica_errors(response).items()):
+            if code != ErrorCode.NONE:
+                log.warning("controller: broker %s: StopReplica %s: %s", bid, tp, _error_name(code))
 
     # -- brokers ----------------------------------------------------------------------------
 
@@ -412,20 +507,50 @@ class KafkaController:
         for bid in dead:
             self.channel.remove_broker(bid)
         self.ctx.remove_live_brokers(dead)
+        await self._on_replicas_become_offline(self.ctx.replicas_on_brokers(dead))
+
+    async def _on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
+        """Kafka's onReplicasBecomeOffline: partitions led by these replicas go Offline
+        and through the offline election (clean, or unclean where the topic allows it);
+        then the replicas go Offline, which takes them out of their ISRs (leader epoch
+        bumped, written fenced by the controller epoch) and tells the remaining replicas
+        (LeaderAndIsr) and every broker (UpdateMetadata)."""
         batch = ControllerRequestBatch()
+        lost = set(replicas)
         led = [
             tp
             for tp, st in sorted(self.ctx.leadership.items())
-            if st.leader_and_isr.leader in dead
+            if PartitionReplica(tp, st.leader_and_isr.leader) in lost
             and not self.ctx.is_topic_queued_for_deletion(tp.topic)
         ]
         await self.partition_sm.handle_state_changes(led, PartitionState.OFFLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
-        replicas = self.ctx.replicas_on_brokers(dead)
         await self.replica_sm.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
-        # everyone learns that the dead brokers are gone, even if no leader moved
+        # everyone learns that the replicas are gone, even if no leader moved
         batch.add_update_metadata(set(self.ctx.live_brokers), {pr.tp for pr in replicas})
         self._send(batch)
+
+    async def _unclean_leader_election_enabled(self, topic: str) -> bool:
+        """``unclean.leader.election.enable`` for ``topic``: its override in
+        /config/topics/<t> over the dynamic broker configs (cluster default, then ours)
+        over the static one. When ZooKeeper cannot answer, the static value."""
+
+        def read_layers() -> list[dict[str, str]]:
+            return [
+                self.zk.get_entity_config("brokers", paths.DEFAULT_ENTITY),
+                self.zk.get_entity_config("brokers", str(self.broker_id)),
+                self.zk.get_topic_config(topic),
+            ]
+
+        static = self.config.unclean_leader_election_enable
+        try:
+            layers = await self._zk(read_layers)
+        except (KazooException, ZkDataError) as exc:
+            log.warning(
+                "controller: cannot read the configs of %s (%s): using %s", topic, exc, static
+            )
+            return static
+        return unclean_leader_election_enabled(static, layers)
 
     # -- topics -----------------------------------------------------------------------------
 
