@@ -85,12 +85,6 @@ _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
 #: how long to wait between ZooKeeper connection attempts at startup
 ZK_RETRY_BACKOFF_S = 2.0
 
-#: Whether followers copy their leaders' logs. Until they do, every replica counts as in
-#: sync while holding nothing, and a preferred-leader election could hand leadership to an
-#: empty log: the controller's automatic leader rebalance stays off whatever
-#: ``auto.leader.rebalance.enable`` says. Replication turns this on.
-FOLLOWERS_REPLICATE = False
-
 
 def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], bool]], bool]:
     """A runner of functions on ``loop``, called from a worker thread, that waits for
@@ -345,7 +339,8 @@ class BrokerServer:
     def scheduled_tasks(self) -> list[TaskSpec]:
         """Every periodic task the broker schedules at startup, in one table: storage's
         housekeeping (``LogManager.scheduled_tasks``), then the broker's own. The active
-        controller schedules its leader-imbalance check itself (off: FOLLOWERS_REPLICATE)."""
+        controller schedules its leader-imbalance check itself while it is active
+        (``auto.leader.rebalance.enable``)."""
         assert self.log_manager is not None
         c = self.config
         return [
@@ -360,9 +355,7 @@ class BrokerServer:
         c = self.config
         return ControllerConfig(
             unclean_leader_election_enable=c.get_bool("unclean.leader.election.enable"),
-            auto_leader_rebalance_enable=(
-                FOLLOWERS_REPLICATE and c.get_bool("auto.leader.rebalance.enable")
-            ),
+            auto_leader_rebalance_enable=c.get_bool("auto.leader.rebalance.enable"),
             leader_imbalance_check_interval_ms=(
                 c.get_int("leader.imbalance.check.interval.seconds") * 1000
             ),
