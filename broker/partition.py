@@ -46,7 +46,6 @@ from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
 log = logging.getLogger(__name__)
 
 
-
 class PartitionError(Exception):
     """A request on this partition fails with ``error_code`` (a Kafka error code)."""
 

@@ -79,6 +79,7 @@ class StartedPurgatory(Protocol):
 
     async def shutdown(self) -> None: ...
 
+
 #: the topic key that sets how many replicas acks=all waits for
 _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
 
@@ -362,6 +363,7 @@ class BrokerServer:
             leader_imbalance_per_broker_percentage=c.get_int(
                 "leader.imbalance.per.broker.percentage"
             ),
+            zookeeper_session_timeout_ms=c.get_int("zookeeper.session.timeout.ms"),
         )
 
     def _broker_info(self) -> BrokerInfo:
@@ -383,6 +385,7 @@ class BrokerServer:
         assert controller is not None and zk is not None
         self.metrics.controller_active.set_function(lambda: 1 if controller.is_active else 0)
         self.metrics.offline_partitions.set_function(lambda: controller.offline_partition_count)
+        self.metrics.watch_unclean_leader_elections(lambda: controller.unclean_leader_elections)
         self.metrics.zookeeper_connected.set_function(lambda: 1 if zk.kazoo.connected else 0)
 
     # -- shutdown -----------------------------------------------------------------------------

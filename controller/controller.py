@@ -81,6 +81,16 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_ms: int = 300_000
     leader_imbalance_per_broker_percentage: int = 10
+    #: zookeeper.session.timeout.ms: bounds the wait at startup for a registration that a
+    #: crashed previous run of this broker left behind (0: do not wait)
+    zookeeper_session_timeout_ms: int = 0
+
+    @property
+    def stale_registration_wait_s(self) -> float:
+        """ZooKeeper expires a dead session some time after its timeout (sessions expire
+        in tick-sized buckets, and the server may have negotiated a longer timeout than
+        asked): twice the timeout is a generous bound."""
+        return 2 * self.zookeeper_session_timeout_ms / 1000
 
 
 def _error_name(code: int) -> str:
@@ -153,9 +163,7 @@ class KafkaController:
         Returns the broker epoch (the registration znode's czxid).
         """
         await self._zk(self.zk.ensure_persistent_paths)
-        self.broker_epoch = await self._zk(
-            self.zk.register_broker, self.broker_info, self.clock.time_ms()
-        )
+        self.broker_epoch = await self._register()
         self.events.start()
         self.zk.kazoo.add_listener(self._on_session_state)
         self.events.put(ev.Startup())
@@ -279,6 +287,15 @@ class KafkaController:
             return
         await handler.run(event)
 
+    async def _register(self) -> int:
+        return await self._zk(
+            self.zk.register_broker,
+            self.broker_info,
+            self.clock.time_ms(),
+            5,
+            self.config.stale_registration_wait_s,
+        )
+
     async def _on_reelect(self) -> None:
         # /controller went away; if it is back and ours we stay, else we resign
         current = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
@@ -293,9 +310,7 @@ class KafkaController:
             await self._elect()
 
     async def _on_new_session(self) -> None:
-        self.broker_epoch = await self._zk(
-            self.zk.register_broker, self.broker_info, self.clock.time_ms()
-        )
+        self.broker_epoch = await self._register()
         await self._elect()
 
     async def _on_session_state_event(self, event: ev.SessionState) -> None:
