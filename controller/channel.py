@@ -74,6 +74,8 @@ class RecordingChannelManager:
 
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     sent: list[SentRequest] = field(default_factory=list)
+    #: every request ever recorded (``take`` does not remove from it)
+    history: list[SentRequest] = field(default_factory=list)
     closed: bool = False
 
     def add_broker(self, broker: BrokerInfo) -> None:
@@ -82,7 +84,7 @@ class RecordingChannelManager:
     def remove_broker(self, broker_id: int) -> None:
         if self.brokers.pop(broker_id, None) is None:
             return
-        for request in self.sent:
+        for request in self.history:
             if request.broker_id == broker_id and not request.answered:
                 request.respond(None)
 
@@ -95,7 +97,9 @@ class RecordingChannelManager:
         callback: ResponseCallback | None = None,
     ) -> None:
         if broker_id in self.brokers:
-            self.sent.append(SentRequest(broker_id, api_key, api_version, body, callback))
+            request = SentRequest(broker_id, api_key, api_version, body, callback)
+            self.sent.append(request)
+            self.history.append(request)
 
     async def shutdown(self) -> None:
         self.closed = True
