@@ -11,6 +11,7 @@ The broker assembly uses only this::
     broker_epoch = await controller.start()      # registers /brokers/ids/<id>, joins election
     controller.is_active / .active_controller_id / .epoch / .offline_partition_count
     result = await controller.controlled_shutdown(broker_id, broker_epoch)  # ControlledShutdown
+    outcomes = await controller.elect_leaders(partitions_or_None, election_type)  # ElectLeaders
     await controller.shutdown()
 
 Responses: every request batch is sent with callbacks that post the brokers' answers as
@@ -39,6 +40,7 @@ from controller import events as ev
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
 from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
+from controller.elect_leaders import ElectionOutcome, ElectionType, failed, triage
 from controller.election import ElectionStrategy, unclean_leader_election_enabled
 from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
@@ -193,6 +195,23 @@ class KafkaController:
             return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
         return result
 
+    async def elect_leaders(
+        self, partitions: list[TopicPartition] | None, election_type: ElectionType
+    ) -> dict[TopicPartition, ElectionOutcome] | None:
+        """Handle an ElectLeaders request: elect ``partitions`` (None: every partition).
+
+        Returns once the elections are written to ZooKeeper and the LeaderAndIsr and
+        UpdateMetadata requests queued (brokers learn of them shortly after); None when
+        this broker is not the controller."""
+        if self._stopped:
+            return None
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ElectLeaders(partitions, election_type, reply))
+        result = await reply
+        if not isinstance(result, dict):
+            return None
+        return result
+
     # -- kazoo callbacks (kazoo's thread: enqueue only) ---------------------------------------
 
     def _on_session_state(self, state: str) -> None:
@@ -244,6 +263,8 @@ class KafkaController:
         finally:
             if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
                 event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
+            if isinstance(event, ev.ElectLeaders):
+                event.discard()  # not answered: not (or no longer) the controller
 
     def _event_handlers(self) -> dict[type[ev.ControllerEvent], _Handler]:
         """Which handler each event runs. Election and session events are handled on
@@ -270,6 +291,7 @@ class KafkaController:
                 lambda _: self._on_preferred_replica_election(), active_only=True
             ),
             ev.ControlledShutdown: _Handler(self._on_controlled_shutdown_event, active_only=True),
+            ev.ElectLeaders: _Handler(self._on_elect_leaders, active_only=True),
             ev.LeaderAndIsrResponseReceived: _Handler(
                 self._on_leader_and_isr_response, active_only=True
             ),
@@ -675,6 +697,35 @@ class KafkaController:
         for tp, why in failures.items():
             log.info("preferred leader election for %s failed: %s", tp, why)
         self._send(batch)
+
+    async def _on_elect_leaders(self, event: ev.ElectLeaders) -> None:
+        """Kafka's replica leader election by an admin request: preferred elections with
+        the preferred-replica strategy, unclean ones with the offline strategy allowed to
+        go outside the ISR."""
+        kind = ElectionType(event.election_type)
+        requested = self.ctx.all_partitions() if event.partitions is None else event.partitions
+        to_elect, outcomes = triage(self.ctx, requested, kind)
+        if to_elect:
+            log.info(
+                "controller: %s leader election for %s", kind.name, [str(tp) for tp in to_elect]
+            )
+        batch = ControllerRequestBatch()
+        if kind is ElectionType.PREFERRED:
+            failures = await self.partition_sm.handle_state_changes(
+                to_elect, PartitionState.ONLINE, batch, ElectionStrategy.PREFERRED_REPLICA
+            )
+        else:
+            failures = await self.partition_sm.handle_state_changes(
+                to_elect, PartitionState.ONLINE, batch, ElectionStrategy.OFFLINE, allow_unclean=True
+            )
+        self._send(batch)
+        for tp in to_elect:
+            st = self.ctx.leadership.get(tp)
+            if tp in failures or st is None:
+                outcomes[tp] = failed(kind, failures.get(tp, "no leadership known"))
+            else:
+                outcomes[tp] = ElectionOutcome(ErrorCode.NONE, leader=st.leader_and_isr.leader)
+        event.reply.set_result(outcomes)
 
     # -- controlled shutdown ----------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from kazoo.exceptions import KazooException
 
 from protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
+from protocol.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,21 @@ class ControlledShutdown(ControllerEvent):
     def discard(self) -> None:
         if not self.reply.done():
             self.reply.set_result(None)  # the controller is going away: no answer
+
+
+@dataclass
+class ElectLeaders(ControllerEvent):
+    """An ElectLeaders request: elect ``partitions`` (None: all) by ``election_type``
+    (controller.elect_leaders.ElectionType); the outcomes go to ``reply`` (None when
+    this broker is not the controller)."""
+
+    partitions: list[TopicPartition] | None
+    election_type: int
+    reply: asyncio.Future[object] = field(repr=False)
+
+    def discard(self) -> None:
+        if not self.reply.done():
+            self.reply.set_result(None)
 
 
 @dataclass

