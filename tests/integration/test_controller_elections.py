@@ -179,7 +179,12 @@ def test_controlled_shutdown_takes_the_broker_out_of_isrs_and_leaderships(
     c: TestCluster, zk: KazooClient
 ) -> None:
     controller, leaving, other = others(c)
-    create_topic(c, "leaving", [[leaving, other, controller], [other, leaving, controller]])
+    create_topic(
+        c,
+        "leaving",
+        [[leaving, other, controller], [other, leaving, controller]],
+        {"min.insync.replicas": "3"},
+    )
     wait_until(lambda: state(zk, "leaving", 1)["leader"] == other, 30, "leaving created")
     epoch = broker_epoch(zk, leaving)
     assert epoch is not None
@@ -192,6 +197,14 @@ def test_controlled_shutdown_takes_the_broker_out_of_isrs_and_leaderships(
     p0, p1 = state(zk, "leaving", 0), state(zk, "leaving", 1)
     assert (p0["leader"], p0["isr"]) == (other, [other, controller])
     assert (p1["leader"], p1["isr"]) == (other, [other, controller])
+    # with min.insync.replicas 3, both partitions are now under it
+    wait_until(
+        lambda: metadata_leaders(c, controller, "leaving")[0][1] == [other, controller],
+        30,
+        "the controller's metadata",
+    )
+    out = run_tool(c, "topics", "--describe", "--under-min-isr-partitions", "--topic", "leaving")
+    assert [line.split("\t")[2] for line in out.splitlines()] == ["Partition: 0", "Partition: 1"]
     assert c.local.stop_broker(leaving) == 0
     c.restart(leaving)
 
@@ -214,8 +227,13 @@ def test_unclean_election_only_where_the_topic_allows_it(c: TestCluster, zk: Kaz
     c.restart(first)
     wait_until(lambda: state(zk, "unclean", 0)["leader"] == first, 30, "the unclean election")
     assert state(zk, "unclean", 0)["isr"] == [first]
-    assert c.metric(controller, "minikafka_unclean_leader_elections_total") == (
-        (unclean_before or 0) + 1
+    wait_until(
+        lambda: (
+            c.metric(controller, "minikafka_unclean_leader_elections_total")
+            == (unclean_before or 0) + 1
+        ),
+        30,
+        "the unclean election counted",
     )
     clean = state(zk, "clean", 0)
     assert (clean["leader"], clean["isr"]) == (-1, [last])
@@ -240,3 +258,77 @@ def run_tool(c: TestCluster, *args: str, broker: int | None = None) -> str:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def pretend_isr(zk: KazooClient, topic: str, p: int, leader: int, isr: list[int]) -> None:
+    """Write a partition's leader and ISR, and notify the controller, as a leader that
+    changed its ISR would (followers do not fetch in these tests, so ISRs never grow by
+    themselves)."""
+    path = f"/brokers/topics/{topic}/partitions/{p}/state"
+    data, stat = zk.get(path)
+    current = json.loads(data)
+    current.update(leader=leader, isr=isr, leader_epoch=current["leader_epoch"] + 1)
+    zk.set(path, json.dumps(current).encode(), version=stat.version)
+    change = {"version": 1, "partitions": [{"topic": topic, "partition": p}]}
+    zk.create("/isr_change_notification/isr_change_", json.dumps(change).encode(), sequence=True)
+
+
+def test_preferred_leader_election_through_the_tool_and_confluent_kafka(
+    c: TestCluster, zk: KazooClient
+) -> None:
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    controller, a, b = others(c)
+    create_topic(c, "pref", [[a, b], [b, a], [a, b]])
+    wait_until(leadership_is(zk, "pref", a), 30, "pref created")
+    # p0 and p2 led by b, their preferred replica a alive and back in their ISRs
+    for p in (0, 2):
+        pretend_isr(zk, "pref", p, b, [b, a])
+    wait_until(
+        lambda: (
+            metadata_leaders(c, controller, "pref")
+            == {0: (b, [b, a]), 1: (b, [b, a]), 2: (b, [b, a])}
+        ),
+        30,
+        "b leading everything",
+    )
+    out = run_tool(
+        c, "leader-election", "--election-type", "PREFERRED", "--topic", "pref", "--partition", "0"
+    )
+    assert out == "Successfully completed leader election (PREFERRED) for partitions pref-0\n"
+    assert (state(zk, "pref", 0)["leader"], state(zk, "pref", 0)["isr"]) == (a, [b, a])
+    # a JSON file: one already led by its preferred replica
+    doc = {"partitions": [{"topic": "pref", "partition": 0}, {"topic": "pref", "partition": 1}]}
+    path = c.layout.directory / "elect.json"
+    path.write_text(json.dumps(doc))
+    out = run_tool(
+        c, "leader-election", "--election-type", "preferred", "--path-to-json-file", str(path)
+    )
+    assert out == "Valid replica already elected for partitions pref-0, pref-1\n"
+    # confluent-kafka's AdminClient
+    admin = AdminClient({"bootstrap.servers": c.layout.bootstrap_servers})
+    future = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("pref", 2)])
+    results = future.result(timeout=60)
+    assert [(tp.topic, tp.partition, err) for tp, err in results.items()] == [("pref", 2, None)]
+    assert state(zk, "pref", 2)["leader"] == a
+    wait_until(lambda: metadata_leaders(c, b, "pref")[2] == (a, [b, a]), 30, "b's metadata")
+
+
+def test_a_preferred_replica_out_of_the_isr_is_not_elected(c: TestCluster, zk: KazooClient) -> None:
+    controller, a, b = others(c)
+    create_topic(c, "stale", [[a, b]])
+    wait_until(leadership_is(zk, "stale", a), 30, "stale created")
+    pretend_isr(zk, "stale", 0, b, [b])
+    wait_until(lambda: metadata_leaders(c, controller, "stale")[0] == (b, [b]), 30, "b leading")
+    argv = [sys.executable, "-m", "tools.main", "leader-election"]
+    argv += ["--bootstrap-server", c.layout.bootstrap_servers, "--election-type", "preferred"]
+    argv += ["--topic", "stale", "--partition", "0"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith(
+        "Error completing leader election (PREFERRED) for partition: stale-0: "
+        "PREFERRED_LEADER_NOT_AVAILABLE"
+    )
+    assert "1 replica(s) could not be elected" in proc.stderr
+    assert state(zk, "stale", 0)["leader"] == b
