@@ -29,6 +29,7 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
 }
 
 #: What the first ApiVersions request uses. v3 is flexible; a broker that does not know it
