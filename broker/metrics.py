@@ -324,6 +324,17 @@ class BrokerMetrics:
         """The log cleaner's numbers, read from it at scrape time."""
         self.registry.register(_CleanerCollector(cleaner))
 
+    def watch_unclean_leader_elections(self, count: Callable[[], int]) -> None:
+        """Kafka's UncleanLeaderElectionsPerSec as a counter: the unclean leader elections
+        this broker made while controller (``minikafka_unclean_leader_elections_total``)."""
+        self.registry.register(
+            _CounterFunction(
+                "unclean_leader_elections",
+                "Leaders elected outside the ISR by this broker as controller",
+                count,
+            )
+        )
+
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric of this broker."""
         return generate_latest(self.registry)
@@ -360,6 +371,16 @@ class _FollowerLagCollector(Collector):
             total.add_metric((str(follower),), sum(lags))
         yield largest
         yield total
+
+
+class _CounterFunction(Collector):
+    """A counter whose value another object keeps, read at scrape time."""
+
+    def __init__(self, name: str, doc: str, value: Callable[[], int]) -> None:
+        self.name, self.doc, self.value = f"{NAMESPACE}_{name}", doc, value
+
+    def collect(self) -> Iterable[Metric]:
+        yield CounterMetricFamily(self.name, self.doc, self.value())
 
 
 class _CleanerCollector(Collector):

@@ -82,6 +82,7 @@ class StartedPurgatory(Protocol):
 
     async def shutdown(self) -> None: ...
 
+
 #: the topic key that sets how many replicas acks=all waits for
 _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
 
@@ -90,12 +91,6 @@ ISR_PROPAGATION = PropagationTimes()
 
 #: how long to wait between ZooKeeper connection attempts at startup
 ZK_RETRY_BACKOFF_S = 2.0
-
-#: Whether followers copy their leaders' logs. Until they do, every replica counts as in
-#: sync while holding nothing, and a preferred-leader election could hand leadership to an
-#: empty log: the controller's automatic leader rebalance stays off whatever
-#: ``auto.leader.rebalance.enable`` says. Replication turns this on.
-FOLLOWERS_REPLICATE = False
 
 
 def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], bool]], bool]:
@@ -381,8 +376,9 @@ class BrokerServer:
     def scheduled_tasks(self) -> list[TaskSpec]:
         """Every periodic task the broker schedules at startup, in one table: storage's
         housekeeping (``LogManager.scheduled_tasks``), then the broker's own. The active
-        controller schedules its leader-imbalance check itself (off: FOLLOWERS_REPLICATE).
-        The ISR tasks start before the ReplicaManager exists and do nothing until it does."""
+        controller schedules its leader-imbalance check itself while it is active
+        (``auto.leader.rebalance.enable``). The ISR tasks start before the ReplicaManager
+        exists and do nothing until it does."""
         assert self.log_manager is not None
         c = self.config
         lag_ms = c.get_int("replica.lag.time.max.ms")
@@ -413,15 +409,14 @@ class BrokerServer:
         c = self.config
         return ControllerConfig(
             unclean_leader_election_enable=c.get_bool("unclean.leader.election.enable"),
-            auto_leader_rebalance_enable=(
-                FOLLOWERS_REPLICATE and c.get_bool("auto.leader.rebalance.enable")
-            ),
+            auto_leader_rebalance_enable=c.get_bool("auto.leader.rebalance.enable"),
             leader_imbalance_check_interval_ms=(
                 c.get_int("leader.imbalance.check.interval.seconds") * 1000
             ),
             leader_imbalance_per_broker_percentage=c.get_int(
                 "leader.imbalance.per.broker.percentage"
             ),
+            zookeeper_session_timeout_ms=c.get_int("zookeeper.session.timeout.ms"),
         )
 
     def _broker_info(self) -> BrokerInfo:
@@ -443,6 +438,7 @@ class BrokerServer:
         assert controller is not None and zk is not None
         self.metrics.controller_active.set_function(lambda: 1 if controller.is_active else 0)
         self.metrics.offline_partitions.set_function(lambda: controller.offline_partition_count)
+        self.metrics.watch_unclean_leader_elections(lambda: controller.unclean_leader_elections)
         self.metrics.zookeeper_connected.set_function(lambda: 1 if zk.kazoo.connected else 0)
 
     # -- shutdown -----------------------------------------------------------------------------
