@@ -11,6 +11,8 @@ The broker assembly uses only this::
     broker_epoch = await controller.start()      # registers /brokers/ids/<id>, joins election
     controller.is_active / .active_controller_id / .epoch / .offline_partition_count
     result = await controller.controlled_shutdown(broker_id, broker_epoch)  # ControlledShutdown
+    outcomes = await controller.alter_partition_reassignments({tp: replicas or None})
+    ongoing = await controller.list_partition_reassignments(partitions or None)
     await controller.shutdown()
 
 Threads: kazoo calls ``_on_*`` watch and state callbacks on its own thread; they only
@@ -34,6 +36,8 @@ from controller.context import ControllerContext
 from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
 from controller.election import ElectionStrategy
 from controller.partition_state_machine import PartitionStateMachine
+from controller.reassigner import Outcomes, PartitionReassigner
+from controller.reassignment import ReplicaAssignment
 from controller.rebalance import partitions_to_rebalance, preferred_candidates
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
@@ -71,6 +75,9 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_ms: int = 300_000
     leader_imbalance_per_broker_percentage: int = 10
+    #: a reassignment waits for its new replicas to join the ISR; off only while followers
+    #: do not replicate (the controller then declares them in sync, as at topic creation)
+    reassignment_waits_for_isr: bool = True
 
 
 class KafkaController:
@@ -97,6 +104,15 @@ class KafkaController:
         )
         self.replica_sm = ReplicaStateMachine(self.ctx, store)
         self.events = ev.ControllerEventManager(self._process)
+        self.reassigner = PartitionReassigner(
+            self.ctx,
+            zk,
+            self.partition_sm,
+            self.replica_sm,
+            self.events,
+            self._send,
+            self.config.reassignment_waits_for_isr,
+        )
         self._handlers = self._event_handlers()
         #: runs the periodic leader-imbalance check while we are controller (optional)
         self.scheduler = scheduler
@@ -160,6 +176,24 @@ class KafkaController:
             return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
         return result
 
+    async def alter_partition_reassignments(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> Outcomes | None:
+        """AlterPartitionReassignments: each partition's outcome; None if not controller."""
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.events.put(ev.AlterPartitionReassignments(targets, reply))
+        result = await reply
+        return result if isinstance(result, dict) else None
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment] | None:
+        """ListPartitionReassignments: the ongoing ones; None if not controller."""
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ListPartitionReassignments(partitions, reply))
+        result = await reply
+        return result if isinstance(result, dict) else None
+
     # -- kazoo callbacks (kazoo's thread: enqueue only) ---------------------------------------
 
     def _on_session_state(self, state: str) -> None:
@@ -211,6 +245,8 @@ class KafkaController:
         finally:
             if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
                 event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
+            elif isinstance(event, ev.AlterPartitionReassignments | ev.ListPartitionReassignments):
+                event.discard()  # unanswered (not the controller, or it failed): None
 
     def _event_handlers(self) -> dict[type[ev.ControllerEvent], _Handler]:
         """Which handler each event runs. Election and session events are handled on
@@ -237,6 +273,20 @@ class KafkaController:
                 lambda _: self._on_preferred_replica_election(), active_only=True
             ),
             ev.ControlledShutdown: _Handler(self._on_controlled_shutdown_event, active_only=True),
+            # partition reassignment (controller.reassigner)
+            ev.ZkPartitionReassignment: _Handler(
+                lambda _: self.reassigner.on_request_event(), active_only=True
+            ),
+            ev.PartitionReassignmentIsrChange: _Handler(
+                lambda e: self.reassigner.on_isr_change([e.tp]), active_only=True
+            ),
+            ev.AlterPartitionReassignments: _Handler(
+                lambda e: _answer(e.reply, self.reassigner.alter(e.targets)), active_only=True
+            ),
+            ev.ListPartitionReassignments: _Handler(
+                lambda e: _answer(e.reply, _now(self.reassigner.ongoing(e.partitions))),
+                active_only=True,
+            ),
         }
 
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
@@ -319,6 +369,7 @@ class KafkaController:
         for bid in list(self.ctx.live_brokers):
             self.channel.remove_broker(bid)
         self.ctx.reset()
+        self.reassigner.reset()
         if self.active_controller_id == self.broker_id:
             self.active_controller_id = None
 
@@ -345,6 +396,7 @@ class KafkaController:
         await self.replica_sm.handle_state_changes(online, ReplicaState.ONLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
         self._send(batch)
+        await self.reassigner.on_controller_failover()  # also arms its watches
         await self._on_isr_change()
         await self._on_preferred_replica_election()  # also arms its watch
         self._schedule_rebalance()
@@ -369,6 +421,8 @@ class KafkaController:
             self.events.put(ev.PreferredReplicaElection())
             for topic in sorted(self.ctx.all_topics()):
                 self.events.put(ev.PartitionModifications(topic))
+            for event in self.reassigner.rearm_events():
+                self.events.put(event)
 
     def _send(self, batch: ControllerRequestBatch) -> None:
         batch.send(self.ctx, self.channel, self.broker_id)
@@ -406,6 +460,7 @@ class KafkaController:
         await self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
         self._send(batch)
+        await self.reassigner.resume_for_brokers(new)
 
     async def _on_broker_failure(self, dead: set[int]) -> None:
         log.info("controller: brokers failed %s", sorted(dead))
@@ -466,7 +521,8 @@ class KafkaController:
                 self.ctx.set_partition_replicas(TopicPartition(topic, p), replicas)
                 new.append(TopicPartition(topic, p))
             elif self.ctx.assignments[topic][p] != replicas:
-                log.warning("ignoring a replica change of %s-%s (no reassignment yet)", topic, p)
+                # replicas change through a reassignment (API or /admin/reassign_partitions)
+                log.warning("ignoring a replica change of %s-%s written by hand", topic, p)
         if new:
             await self._on_new_partitions(new)
 
@@ -494,6 +550,7 @@ class KafkaController:
         batch = ControllerRequestBatch()
         batch.add_update_metadata(set(self.ctx.live_brokers), set(known))
         self._send(batch)
+        await self.reassigner.on_isr_change(known)
         await self._zk(self.zk.delete_isr_change_notifications, names, self.ctx.epoch_zk_version)
 
     # -- preferred leaders ------------------------------------------------------------------
@@ -552,6 +609,16 @@ class KafkaController:
         )
         self._send(batch)
         return result
+
+
+async def _answer(reply: asyncio.Future[object], outcome: Awaitable[object]) -> None:
+    result = await outcome
+    if not reply.done():  # not cancelled by a requester that went away
+        reply.set_result(result)
+
+
+async def _now(value: T) -> T:
+    return value
 
 
 __all__ = [  # the result type is re-exported for the broker's handler

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from kazoo.exceptions import KazooException
 
+from protocol.values import TopicPartition
+
 log = logging.getLogger(__name__)
 
 
@@ -127,6 +129,49 @@ class ControlledShutdown(ControllerEvent):
     def discard(self) -> None:
         if not self.reply.done():
             self.reply.set_result(None)  # the controller is going away: no answer
+
+
+@dataclass
+class ZkPartitionReassignment(ControllerEvent):
+    """/admin/reassign_partitions was created, changed or deleted (controller.reassigner)."""
+
+    retriable = True
+
+
+@dataclass
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed: maybe its ISR now holds
+    every target replica."""
+
+    retriable = True
+
+    tp: TopicPartition
+
+
+@dataclass
+class AlterPartitionReassignments(ControllerEvent):
+    """The AlterPartitionReassignments API: partition -> target replicas (None cancels);
+    the per-partition outcome goes to ``reply`` (None: not the controller)."""
+
+    targets: dict[TopicPartition, tuple[int, ...] | None]
+    reply: asyncio.Future[object] = field(repr=False)
+
+    def discard(self) -> None:
+        if not self.reply.done():
+            self.reply.set_result(None)
+
+
+@dataclass
+class ListPartitionReassignments(ControllerEvent):
+    """The ListPartitionReassignments API: the ongoing reassignments among ``partitions``
+    (None: all) go to ``reply`` (None: not the controller)."""
+
+    partitions: list[TopicPartition] | None
+    reply: asyncio.Future[object] = field(repr=False)
+
+    def discard(self) -> None:
+        if not self.reply.done():
+            self.reply.set_result(None)
 
 
 @dataclass
