@@ -23,7 +23,9 @@ and benchmark dependencies only.
 from client.admin import (
     ConfigEntry,
     NewTopic,
+    OngoingReassignment,
     TopicResult,
+    alter_partition_reassignments,
     create_partitions,
     create_topics,
     delete_topics,
@@ -32,6 +34,7 @@ from client.admin import (
     describe_topic_configs,
     describe_topics,
     incremental_alter_configs,
+    list_partition_reassignments,
 )
 from client.client import ClientConfig, KafkaClient, parse_bootstrap
 from client.cluster_view import BrokerNode, ClusterView, PartitionInfo, TopicInfo
@@ -67,6 +70,7 @@ __all__ = [
     "KafkaClient",
     "KafkaError",
     "NewTopic",
+    "OngoingReassignment",
     "PartitionData",
     "PartitionInfo",
     "PrebuiltRequest",
@@ -75,6 +79,7 @@ __all__ = [
     "TopicInfo",
     "TopicResult",
     "UnsupportedApi",
+    "alter_partition_reassignments",
     "count",
     "create_partitions",
     "create_topics",
@@ -86,6 +91,7 @@ __all__ = [
     "describe_topics",
     "incremental_alter_configs",
     "list_offsets",
+    "list_partition_reassignments",
     "murmur2",
     "parse_acks",
     "parse_bootstrap",
