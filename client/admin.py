@@ -3,8 +3,9 @@ configs of topics and brokers (DescribeConfigs, IncrementalAlterConfigs), each
 broker's log directories (DescribeLogDirs), and partition reassignments
 (AlterPartitionReassignments, ListPartitionReassignments).
 
-CreateTopics, CreatePartitions, DeleteTopics and the reassignment APIs go to the controller (a broker that is
-not answers NOT_CONTROLLER, and we retry after a metadata refresh); configs of topics
+CreateTopics, CreatePartitions, DeleteTopics and the reassignment APIs go to the
+controller (a broker that is not answers NOT_CONTROLLER, and we retry after a metadata
+refresh); configs of topics
 and of the cluster-wide broker default may go to any broker, a broker's own to that
 broker. Results are per topic: one failing topic does not fail the
 others, so each function returns a mapping topic -> outcome rather than raising.
