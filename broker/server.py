@@ -88,7 +88,8 @@ ZK_RETRY_BACKOFF_S = 2.0
 #: Whether followers copy their leaders' logs. Until they do, every replica counts as in
 #: sync while holding nothing, and a preferred-leader election could hand leadership to an
 #: empty log: the controller's automatic leader rebalance stays off whatever
-#: ``auto.leader.rebalance.enable`` says. Replication turns this on.
+#: ``auto.leader.rebalance.enable`` says, and a reassignment's new replicas are declared in
+#: sync when they start instead of being waited for. Replication turns this on.
 FOLLOWERS_REPLICATE = False
 
 
@@ -369,6 +370,7 @@ class BrokerServer:
             leader_imbalance_per_broker_percentage=c.get_int(
                 "leader.imbalance.per.broker.percentage"
             ),
+            reassignment_waits_for_isr=FOLLOWERS_REPLICATE,
         )
 
     def _broker_info(self) -> BrokerInfo:
