@@ -280,9 +280,10 @@ class PartitionReassigner:
     ) -> None:
         adding = [PartitionReplica(tp, r) for r in plan.adding]
         if step is Step.BUMP_EPOCH_AND_SEND:
-            declared = not self.waits_for_isr
+            live = self.ctx.live_broker_ids()
             state = await self._bump_leader_epoch(
-                tp, (lambda isr: isr_with_added(isr, plan.adding)) if declared else None
+                tp,
+                None if self.waits_for_isr else lambda isr: isr_with_added(isr, plan.adding, live),
             )
             if state is not None:
                 self._send_leader_and_isr(batch, tp, state, plan.origin_replicas, is_new=False)

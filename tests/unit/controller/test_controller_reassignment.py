@@ -164,5 +164,6 @@ def test_leader_move_on_completion(
     assert leader_move(target, leader, alive) is move
 
 
-def test_declared_isr_appends_the_added_replicas_once() -> None:
-    assert isr_with_added((1, 2), (3, 2, 4)) == (1, 2, 3, 4)
+def test_declared_isr_appends_the_live_added_replicas_once() -> None:
+    assert isr_with_added((1, 2), (3, 2, 4), live={1, 2, 3, 4}) == (1, 2, 3, 4)
+    assert isr_with_added((1, 2), (3, 4), live={1, 2, 4}) == (1, 2, 4)
