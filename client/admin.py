@@ -103,7 +103,9 @@ async def _to_controller(client: KafkaClient, api_key: int, build: Any, timeout_
             or getattr(body, "results", None)
             or getattr(body, "responses", None)
         )
-        if results and all(r.error_code == ErrorCode.NOT_CONTROLLER for r in results):
+        if results and all(
+            getattr(r, "error_code", None) == ErrorCode.NOT_CONTROLLER for r in results
+        ):
             raise KafkaError(ErrorCode.NOT_CONTROLLER)
         return body
 
