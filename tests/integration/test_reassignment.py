@@ -51,7 +51,7 @@ def c(
         zookeeper,
         tmp_path_factory.mktemp("reassign"),
         4,
-        overrides=(("log.segment.delete.delay.ms", "500"),),
+        overrides=(("log.segment.delete.delay.ms", "500"), ("log.initial.task.delay.ms", "0")),
     )
 
 
