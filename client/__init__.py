@@ -22,6 +22,7 @@ and benchmark dependencies only.
 
 from client.admin import (
     ConfigEntry,
+    ElectionResult,
     NewTopic,
     OngoingReassignment,
     TopicResult,
@@ -33,6 +34,7 @@ from client.admin import (
     describe_log_dirs,
     describe_topic_configs,
     describe_topics,
+    elect_leaders,
     incremental_alter_configs,
     list_partition_reassignments,
 )
@@ -66,6 +68,7 @@ __all__ = [
     "ConnectionConfig",
     "ConnectionLost",
     "ConsumedRecord",
+    "ElectionResult",
     "Fetcher",
     "KafkaClient",
     "KafkaError",
@@ -89,6 +92,7 @@ __all__ = [
     "describe_log_dirs",
     "describe_topic_configs",
     "describe_topics",
+    "elect_leaders",
     "incremental_alter_configs",
     "list_offsets",
     "list_partition_reassignments",

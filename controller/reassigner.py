@@ -21,9 +21,10 @@ Where reassignments come from:
 
 Progress: each reassigning partition's state znode is watched; a change (or an ISR change
 notification naming it) re-reads its ISR, and once every target replica is in it the
-COMPLETE phase runs. Until followers replicate (``waits_for_isr`` false), the ISR is a
-declaration of the controller's, as at topic creation: the adding replicas are written
-into it when they start, and the reassignment completes on the next event.
+COMPLETE phase runs. Until leaders add caught-up followers to the ISR (``waits_for_isr``
+false), the ISR is a declaration of the controller's, as at topic creation: the live
+adding replicas are written into it when they start, and the reassignment completes on
+the next event (the new replicas then copy the log from a leader that may be gone).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from broker.apis import (
     describe_cluster,
     describe_configs,
     describe_log_dirs,
+    elect_leaders,
     fetch,
     incremental_alter_configs,
     init_producer_id,
@@ -85,6 +86,7 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments.handle,
         ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
+        ApiKey.ELECT_LEADERS: elect_leaders.handle,
     }
 )
 
