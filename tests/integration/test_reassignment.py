@@ -391,13 +391,16 @@ def test_a_partition_moves_under_load_without_losing_a_record(
                 failed.append(str(err))
 
         n = 0
-        while not stop.is_set() and n < 200_000:
+        # paced (about 10k records/s) so that records keep coming through the whole move
+        while not stop.is_set() and n < 2_000_000:
             try:
                 producer.produce(tp.topic, f"{n}".encode(), partition=0, on_delivery=delivered)
                 n += 1
             except BufferError:
                 producer.poll(0.05)
             producer.poll(0)
+            if n % 100 == 0:
+                stop.wait(0.01)
         producer.flush(60)
 
     thread = threading.Thread(target=produce, daemon=True)
@@ -407,7 +410,12 @@ def test_a_partition_moves_under_load_without_losing_a_record(
         assert alter(c, {tp: [2, 3]}).responses[0].partitions[0].error_code == ErrorCode.NONE
         complete(c, zk, tp, [2, 3])
         before = len(acked)
-        wait_until(lambda: len(acked) >= before + 2_000, 60, "records acknowledged after the move")
+
+        def more() -> bool:
+            assert not failed, failed[:3]
+            return len(acked) >= before + 2_000
+
+        wait_until(more, 60, "records acknowledged after the move")
     finally:
         stop.set()
         thread.join(90)
