@@ -92,12 +92,6 @@ ISR_PROPAGATION = PropagationTimes()
 #: how long to wait between ZooKeeper connection attempts at startup
 ZK_RETRY_BACKOFF_S = 2.0
 
-#: Whether leaders add caught-up followers to the ISR. Until they do, a reassignment's new
-#: replicas would never join it: the controller declares them in sync when they start (as
-#: topic creation declares every replica) instead of waiting for them. The leader side of
-#: replication turns this on.
-LEADERS_EXPAND_ISR = False
-
 
 def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], bool]], bool]:
     """A runner of functions on ``loop``, called from a worker thread, that waits for
@@ -423,7 +417,6 @@ class BrokerServer:
                 "leader.imbalance.per.broker.percentage"
             ),
             zookeeper_session_timeout_ms=c.get_int("zookeeper.session.timeout.ms"),
-            reassignment_waits_for_isr=LEADERS_EXPAND_ISR,
         )
 
     def _broker_info(self) -> BrokerInfo:

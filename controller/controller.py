@@ -89,7 +89,6 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     #: a reassignment waits for its new replicas to join the ISR; off only while leaders
     #: do not expand ISRs (the controller then declares them in sync, as at topic creation)
-    reassignment_waits_for_isr: bool = True
     #: zookeeper.session.timeout.ms: bounds the wait at startup for a registration that a
     #: crashed previous run of this broker left behind (0: do not wait)
     zookeeper_session_timeout_ms: int = 0
@@ -143,7 +142,6 @@ class KafkaController:
             self.replica_sm,
             self.events,
             self._send,
-            self.config.reassignment_waits_for_isr,
         )
         self._handlers = self._event_handlers()
         #: runs the periodic leader-imbalance check while we are controller (optional)

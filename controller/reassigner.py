@@ -21,10 +21,9 @@ Where reassignments come from:
 
 Progress: each reassigning partition's state znode is watched; a change (or an ISR change
 notification naming it) re-reads its ISR, and once every target replica is in it the
-COMPLETE phase runs. Until leaders add caught-up followers to the ISR (``waits_for_isr``
-false), the ISR is a declaration of the controller's, as at topic creation: the live
-adding replicas are written into it when they start, and the reassignment completes on
-the next event (the new replicas then copy the log from a leader that may be gone).
+COMPLETE phase runs. The ISR is the leaders' word: a new replica joins it once it has
+copied the log up to the high watermark, so the old replicas are never removed before the
+new ones hold every acknowledged record.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ from controller.reassignment import (
     ReassignmentError,
     ReplicaAssignment,
     Step,
-    isr_with_added,
     leader_move,
     phase_of,
     plan_reassignment,
@@ -89,7 +87,6 @@ class PartitionReassigner:
         replica_sm: ReplicaStateMachine,
         events: ev.ControllerEventManager,
         send: Callable[[ControllerRequestBatch], None],
-        waits_for_isr: bool = True,
     ) -> None:
         self.ctx = ctx
         self.zk = zk
@@ -97,7 +94,6 @@ class PartitionReassigner:
         self.replica_sm = replica_sm
         self.events = events
         self.send = send
-        self.waits_for_isr = waits_for_isr
         #: czxid of the /admin/reassign_partitions znode last acted on
         self._handled_request: int | None = None
         #: one watch callback per partition (kazoo keeps watchers in a set)
@@ -281,11 +277,7 @@ class PartitionReassigner:
     ) -> None:
         adding = [PartitionReplica(tp, r) for r in plan.adding]
         if step is Step.BUMP_EPOCH_AND_SEND:
-            live = self.ctx.live_broker_ids()
-            state = await self._bump_leader_epoch(
-                tp,
-                None if self.waits_for_isr else lambda isr: isr_with_added(isr, plan.adding, live),
-            )
+            state = await self._bump_leader_epoch(tp)
             if state is not None:
                 self._send_leader_and_isr(batch, tp, state, plan.origin_replicas, is_new=False)
                 self._send_leader_and_isr(batch, tp, state, plan.adding, is_new=True)
@@ -325,7 +317,7 @@ class PartitionReassigner:
             for failed, why in failures.items():
                 log.warning("reassignment of %s: no leader among the targets: %s", failed, why)
             return
-        state = await self._bump_leader_epoch(tp, None)
+        state = await self._bump_leader_epoch(tp)
         if state is not None:
             self._send_leader_and_isr(batch, tp, state, completed.replicas, is_new=False)
 
@@ -371,19 +363,17 @@ class PartitionReassigner:
     async def _bump_leader_epoch(
         self,
         tp: TopicPartition,
-        new_isr: Callable[[tuple[int, ...]], tuple[int, ...]] | None,
         retries: int = 2,
     ) -> LeaderIsrAndControllerEpoch | None:
-        """Write the same leader with the next leader epoch (and ``new_isr`` of the ISR,
-        when given), conditionally on the state's version; re-read on a conflict."""
+        """Write the same leader and ISR with the next leader epoch, conditionally on the
+        state's version; re-read on a conflict."""
         store = self.partition_sm.store
         for _ in range(retries + 1):
             st = self.ctx.leadership.get(tp)
             if st is None:
                 return None
             lai = st.leader_and_isr
-            isr = lai.isr if new_isr is None else new_isr(lai.isr)
-            planned: LeaderAndIsr = lai.new_leader_and_isr(lai.leader, isr)
+            planned: LeaderAndIsr = lai.new_leader_and_isr(lai.leader, lai.isr)
             results = await store.update_states(
                 {tp: planned}, self.ctx.epoch, self.ctx.epoch_zk_version
             )

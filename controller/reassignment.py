@@ -189,12 +189,3 @@ def leader_move(target: Collection[int], leader: int, leader_alive: bool) -> Lea
     if leader in target and leader_alive:
         return LeaderMove.BUMP_EPOCH
     return LeaderMove.ELECT
-
-
-def isr_with_added(
-    isr: Sequence[int], adding: Sequence[int], live: Collection[int]
-) -> tuple[int, ...]:
-    """The ISR with the live adding replicas appended (used only while leaders do not
-    expand ISRs, where the controller's ISR is a declaration, as at topic creation: a
-    replica on a broker that is down is not in sync; it is declared when it returns)."""
-    return tuple(dict.fromkeys([*isr, *(r for r in adding if r in live)]))

@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from broker.server import LEADERS_EXPAND_ISR
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -363,9 +362,6 @@ def test_a_new_controller_resumes_a_reassignment_in_progress(
     wait_until(lambda: zk.get_partition_reassignment() is None, 30, "the request znode cleared")
 
 
-@pytest.mark.skipif(
-    not LEADERS_EXPAND_ISR, reason="needs leaders that add caught-up followers to the ISR"
-)
 def test_a_partition_moves_under_load_without_losing_a_record(
     c: TestCluster, zk: KafkaZkClient
 ) -> None:

@@ -13,7 +13,6 @@ from controller.reassignment import (
     Phase,
     ReplicaAssignment,
     Step,
-    isr_with_added,
     leader_move,
     phase_of,
     plan_reassignment,
@@ -162,8 +161,3 @@ def test_leader_move_on_completion(
     target: tuple[int, ...], leader: int, alive: bool, move: LeaderMove
 ) -> None:
     assert leader_move(target, leader, alive) is move
-
-
-def test_declared_isr_appends_the_live_added_replicas_once() -> None:
-    assert isr_with_added((1, 2), (3, 2, 4), live={1, 2, 3, 4}) == (1, 2, 3, 4)
-    assert isr_with_added((1, 2), (3, 4), live={1, 2, 4}) == (1, 2, 4)
