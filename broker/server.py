@@ -12,7 +12,9 @@ Startup (Kafka's KafkaServer.startup):
 4. the Scheduler with every periodic task of ``BrokerServer.scheduled_tasks`` (the
    LogManager's housekeeping, the high-watermark checkpoint), the purgatories and the
    ReplicaManager;
-5. the SocketServer: data-plane listeners and the control-plane listener;
+5. the SocketServer: data-plane listeners and the control-plane listener; client
+   requests that arrive before the broker is registered and its metadata cache lists it
+   are held (broker.readiness), the controller's are served;
 6. the controller: it registers /brokers/ids/<id> (ephemeral) and joins the election;
    then the config change listener applies the dynamic broker configs and watches
    /config/changes (``broker.config_changes``);
@@ -46,6 +48,7 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
 from broker.producer_id_manager import ProducerIdManager
+from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import ReplicaManager
 from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
@@ -78,6 +81,7 @@ class StartedPurgatory(Protocol):
     def complete_all(self) -> int: ...
 
     async def shutdown(self) -> None: ...
+
 
 #: the topic key that sets how many replicas acks=all waits for
 _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
@@ -238,6 +242,7 @@ class BrokerServer:
             scheduler=self.scheduler,
         )
         self.apis = KafkaApis(self.ctx)
+        gate = self.apis.gate = self._readiness_gate(self.ctx)
         self.socket_server = SocketServer(
             config,
             self.apis.handle,
@@ -260,6 +265,7 @@ class BrokerServer:
         )
         self.ctx.controller = self.controller
         self.ctx.broker_epoch = await self.controller.start()
+        gate.check()  # registered; ready once the controller's metadata lists us
         self.config_changes = ConfigChangeListener(self.ctx, zk)
         await self.config_changes.start()
         self._watch_gauges()
@@ -301,6 +307,16 @@ class BrokerServer:
                 continue
             log.info("connected to ZooKeeper at %s (session 0x%x)", hosts, zk.session_id or 0)
             return zk
+
+    def _readiness_gate(self, ctx: BrokerContext) -> ReadinessGate:
+        """Client requests wait until this broker is registered and its cache lists it
+        (broker.readiness): the listeners open before either is true."""
+        cache = ctx.metadata_cache
+        return ReadinessGate(
+            lambda: not_ready_reason(ctx.broker_epoch >= 0, cache.has_alive_broker(ctx.broker_id)),
+            self.clock,
+            error_response,
+        )
 
     def _purgatory(self, name: str, _kind: type[Op]) -> DelayedOperationPurgatory[Op]:
         """A started purgatory of ``_kind`` operations (the type only types the result)."""
