@@ -367,7 +367,7 @@ class LocalCluster:
 
         client = KazooClient(hosts=self.layout.zk_connect, timeout=5.0)
         try:
-            client.start(timeout=5)
+            client.start(timeout=2)  # a ZooKeeper that is gone must not hold up the stop
             data, _stat = client.get("/controller")
             return int(json.loads(data)["brokerid"])
         except Exception:  # no controller, or no ZooKeeper: stop every broker at once

@@ -65,7 +65,7 @@ def _accepts(port: int) -> bool:
 
 
 def one_start(n: int, directory: Path, timeout_s: float) -> Outcome:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     base = _free_base(3)
     zk_port = free_port()
