@@ -266,7 +266,8 @@ class BrokerServer:
 
         port = config.get_int("metrics.port")
         if port >= 0:
-            self.metrics_server = MetricsHttpServer(self.metrics, port)
+            host = config.get_str("metrics.host") or "127.0.0.1"
+            self.metrics_server = MetricsHttpServer(self.metrics, port, host)
             await self.metrics_server.start()
         self.lag_monitor = EventLoopLagMonitor(self.metrics)
         self.lag_monitor.start()
