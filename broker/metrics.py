@@ -384,11 +384,20 @@ class BrokerMetrics:
         self.leader_count = Gauge(
             "leader_partitions", "Partitions this broker leads", namespace=ns, registry=r
         )
+        self.under_min_isr_partitions = Gauge(
+            "under_min_isr_partitions",
+            "Led partitions whose ISR is smaller than their min.insync.replicas",
+            namespace=ns,
+            registry=r,
+        )
 
-    def observe_zookeeper_state(self, state: str) -> None:
-        """Set the session-state gauge: ``state`` is kazoo's CONNECTED, SUSPENDED or LOST."""
+    def watch_zookeeper_state(self, state: Callable[[], str]) -> None:
+        """The session-state gauge, read at scrape time: ``state()`` is kazoo's CONNECTED,
+        SUSPENDED or LOST."""
         for name in ZOOKEEPER_STATES:
-            self.zookeeper_session_state.labels(state=name).set(1 if name == state else 0)
+            self.zookeeper_session_state.labels(state=name).set_function(
+                lambda name=name: 1 if state() == name else 0  # type: ignore[misc]
+            )
 
     def observe_controller_event(self, event: str, queued_s: float, handled_s: float) -> None:
         """One handled controller event: its type name, queue time and handling time."""
@@ -590,6 +599,7 @@ OPERATOR_METRICS: dict[str, tuple[str, ...]] = {
     "minikafka_partitions": (),
     "minikafka_leader_partitions": (),
     "minikafka_under_replicated_partitions": (),
+    "minikafka_under_min_isr_partitions": (),
     "minikafka_offline_partitions": (),
     "minikafka_log_size_bytes": ("topic", "partition"),
     "minikafka_log_start_offset": ("topic", "partition"),

@@ -404,11 +404,14 @@ class ReplicaManager:
                 min_insync_replicas=self.min_insync_replicas(tp.topic),
             )
         except PartitionError as exc:
+            self._count_failed_append(tp)
             return _failed(exc.error_code, str(exc)), None
         except RecordError as exc:
+            self._count_failed_append(tp, len(records) if records is not None else 0)
             return _failed(exc.error_code, str(exc)), None
         except StorageError as exc:
             log.error("%s: append failed: %s", tp, exc)
+            self._count_failed_append(tp)
             return _failed(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None
         if self.metrics is not None and not info.duplicate:
             self.metrics.topic_bytes_in.labels(topic=tp.topic).inc(info.valid_bytes)
@@ -464,10 +467,12 @@ class ReplicaManager:
                     min_one_message=min_one_message,
                 )
             except PartitionError as exc:
+                self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(exc.error_code)))
                 continue
             except StorageError as exc:
                 log.error("%s: read failed: %s", tp, exc)
+                self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)))
                 continue
             size = len(read.region) if read.region is not None else 0
@@ -487,6 +492,19 @@ class ReplicaManager:
                 )
             )
         return results
+
+    # failed appends and reads, per topic (Kafka's FailedProduceRequestsPerSec,
+    # FailedFetchRequestsPerSec and, for records refused by validation, BytesRejectedPerSec)
+
+    def _count_failed_append(self, tp: TopicPartition, rejected_bytes: int = 0) -> None:
+        if self.metrics is not None:
+            self.metrics.failed_produce_requests.labels(topic=tp.topic).inc()
+            if rejected_bytes:
+                self.metrics.topic_bytes_rejected.labels(topic=tp.topic).inc(rejected_bytes)
+
+    def _count_failed_read(self, tp: TopicPartition) -> None:
+        if self.metrics is not None:
+            self.metrics.failed_fetch_requests.labels(topic=tp.topic).inc()
 
     def _count_bytes_out(self, results: FetchResults) -> None:
         if self.metrics is None:
