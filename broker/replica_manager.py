@@ -404,7 +404,8 @@ class ReplicaManager:
                 min_insync_replicas=self.min_insync_replicas(tp.topic),
             )
         except PartitionError as exc:
-            self._count_failed_append(tp)
+            rejected = exc.error_code in _VALIDATION_ERRORS and records is not None
+            self._count_failed_append(tp, len(records) if rejected and records else 0)
             return _failed(exc.error_code, str(exc)), None
         except RecordError as exc:
             self._count_failed_append(tp, len(records) if records is not None else 0)
@@ -546,6 +547,19 @@ class ReplicaManager:
             current_leader_epoch=current_leader_epoch,
             require_leader=replica_id != DEBUGGING_REPLICA_ID,
         )
+
+
+#: append errors that refuse the records themselves (Kafka counts their bytes as rejected)
+_VALIDATION_ERRORS = frozenset(
+    {
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.INVALID_RECORD,
+        ErrorCode.INVALID_TIMESTAMP,
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    }
+)
 
 
 def _failed(error_code: int, message: str) -> ProducePartitionResult:

@@ -1,13 +1,13 @@
 """A container's health, for Docker's HEALTHCHECK: exit 0 when healthy, 1 otherwise.
 
     minikafka-healthcheck broker HOST:PORT      ApiVersions answered without error, then a
-                                                Metadata answer that lists this broker
+                                                Metadata v1 answer that lists this broker
                                                 (KAFKA_BROKER_ID): it is registered and its
                                                 metadata cache is filled
     minikafka-healthcheck zookeeper HOST:PORT   ``ruok`` answered ``imok``
 
 It runs every few seconds in every container, so it speaks the two requests itself with
-the standard library (ApiVersions v0 and Metadata v0, whose layouts are fixed) instead of
+the standard library (ApiVersions v0 and Metadata v1, whose layouts are fixed) instead of
 importing the project's protocol codec: a check costs a few milliseconds of CPU.
 """
 
@@ -23,10 +23,12 @@ API_VERSIONS, METADATA = 18, 3
 CLIENT_ID = b"minikafka-healthcheck"
 
 
-def _request(sock: socket.socket, api_key: int, correlation_id: int, body: bytes) -> bytes:
-    """Send a v0 request (header v1: key, version, correlation id, client id) and return
+def _request(
+    sock: socket.socket, api_key: int, version: int, correlation_id: int, body: bytes
+) -> bytes:
+    """Send a request with header v1 (key, version, correlation id, client id) and return
     the response body after its correlation id."""
-    header = struct.pack(">hhih", api_key, 0, correlation_id, len(CLIENT_ID)) + CLIENT_ID
+    header = struct.pack(">hhih", api_key, version, correlation_id, len(CLIENT_ID)) + CLIENT_ID
     frame = header + body
     sock.sendall(struct.pack(">i", len(frame)) + frame)
     size = struct.unpack(">i", _read(sock, 4))[0]
@@ -49,22 +51,25 @@ def _read(sock: socket.socket, n: int) -> bytes:
 
 
 def _metadata_broker_ids(body: bytes) -> list[int]:
-    """The node ids of a Metadata v0 response's brokers array (node_id, host, port)."""
+    """The node ids of a Metadata v1 response's brokers array (node_id, host, port, rack)."""
     (count,), pos, ids = struct.unpack_from(">i", body), 4, []
     for _ in range(count):
         node_id, host_len = struct.unpack_from(">ih", body, pos)
         ids.append(node_id)
         pos += 4 + 2 + host_len + 4
+        (rack_len,) = struct.unpack_from(">h", body, pos)
+        pos += 2 + max(0, rack_len)  # -1: no rack
     return ids
 
 
 def broker_healthy(host: str, port: int, broker_id: int | None) -> bool:
     with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
         sock.settimeout(TIMEOUT_S)
-        versions = _request(sock, API_VERSIONS, 1, b"")
+        versions = _request(sock, API_VERSIONS, 0, 1, b"")
         if struct.unpack_from(">h", versions)[0] != 0:
             return False
-        brokers = _metadata_broker_ids(_request(sock, METADATA, 2, struct.pack(">i", 0)))
+        # an empty topic list: the brokers only
+        brokers = _metadata_broker_ids(_request(sock, METADATA, 1, 2, struct.pack(">i", 0)))
     return bool(brokers) if broker_id is None else broker_id in brokers
 
 
