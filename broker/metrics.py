@@ -415,6 +415,15 @@ class BrokerMetrics:
         (labelled by processor name) or ``handler`` (by request plane)."""
         self.registry.register(_IdleCollector(idle))
 
+        # replication, the follower's side
+        self.replica_fetcher_max_lag = Gauge(
+            "replica_fetcher_max_lag",
+            "Largest lag of a followed partition: the leader's high watermark as last "
+            "fetched minus the local log end offset (Kafka's ReplicaFetcherManager MaxLag)",
+            namespace=ns,
+            registry=r,
+        )
+
     # gauges read at scrape time ------------------------------------------------------------
 
     def watch_request_queue(self, plane: str, size: Callable[[], int]) -> None:
@@ -427,9 +436,30 @@ class BrokerMetrics:
         """The log cleaner's numbers, read from it at scrape time."""
         self.registry.register(_CleanerCollector(cleaner))
 
+    def watch_unclean_leader_elections(self, count: Callable[[], int]) -> None:
+        """Kafka's UncleanLeaderElectionsPerSec as a counter: the unclean leader elections
+        this broker made while controller (``minikafka_unclean_leader_elections_total``)."""
+        self.registry.register(
+            _CounterFunction(
+                "unclean_leader_elections",
+                "Leaders elected outside the ISR by this broker as controller",
+                count,
+            )
+        )
+
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric of this broker."""
         return generate_latest(self.registry)
+
+
+class _CounterFunction(Collector):
+    """A counter whose value another object keeps, read at scrape time."""
+
+    def __init__(self, name: str, doc: str, value: Callable[[], int]) -> None:
+        self.name, self.doc, self.value = f"{NAMESPACE}_{name}", doc, value
+
+    def collect(self) -> Iterable[Metric]:
+        yield CounterMetricFamily(self.name, self.doc, self.value())
 
 
 class _CleanerCollector(Collector):

@@ -46,7 +46,6 @@ from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
 log = logging.getLogger(__name__)
 
 
-
 class PartitionError(Exception):
     """A request on this partition fails with ``error_code`` (a Kafka error code)."""
 
@@ -177,8 +176,9 @@ class Partition:
         return not was_leader
 
     def make_follower(self, state: PartitionStateLike, topic_id: uuid.UUID | None) -> bool:
-        """Follow ``state.leader``. The log is opened so that its data stays served once
-        this broker leads again; fetching from the leader is the replication issue's."""
+        """Follow ``state.leader``: open the log and record the leader and epoch. Nothing
+        is truncated here: the replica fetcher finds where this log and the leader's
+        agree (OffsetForLeaderEpoch) before it fetches, and cuts there."""
         changed = self.leader_id != state.leader
         self._ensure_log(topic_id if topic_id is not None else self.topic_id)
         self._apply(state, topic_id)
@@ -190,6 +190,49 @@ class Partition:
         """StopReplica without deletion: keep the log, serve nothing as leader."""
         self.leader_id = -1
         self.leader_epoch_start_offset = -1
+
+    # -- follower (the replica fetcher's side) -------------------------------------------
+
+    def _follower_log(self) -> Log:
+        """The log a fetcher may change: this broker follows and the log is usable."""
+        if self.log is None or self.is_leader:
+            raise PartitionError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"{self.tp}: broker {self.local_broker_id} is not a follower",
+            )
+        if self.log.failed is not None:
+            raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR, self.log.failed)
+        return self.log
+
+    def append_records_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches fetched from the leader with their offsets and epochs (the
+        epoch cache and producer state follow them). Raises PartitionError (role),
+        RecordError (bad batches) or StorageError (disk)."""
+        return self._follower_log().append_as_follower(records)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> int:
+        """A follower's high watermark is the leader's, as far as this log reaches."""
+        lg = self._follower_log()
+        return lg.update_high_watermark(min(leader_high_watermark, lg.log_end_offset))
+
+    def update_follower_log_start_offset(self, leader_log_start_offset: int) -> int:
+        """Follow the leader's log start (retention, DeleteRecords) up to this replica's
+        high watermark, never down."""
+        lg = self._follower_log()
+        target = min(leader_log_start_offset, lg.high_watermark)
+        if target > lg.log_start_offset:
+            lg.increment_log_start_offset(target)
+        return lg.log_start_offset
+
+    def truncate_to(self, offset: int) -> bool:
+        """Cut the follower's log at ``offset`` (records, epochs from there on, producer
+        state, recovery point); see :meth:`storage.Log.truncate_to`."""
+        return self._follower_log().truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the follower's log and start it at ``offset`` (the leader's log start,
+        when this replica fell behind it)."""
+        self._follower_log().truncate_fully_and_start_at(offset)
 
     # -- offsets -----------------------------------------------------------------------
 

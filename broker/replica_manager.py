@@ -34,7 +34,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from broker.delayed.fetch import (
     DelayedFetch,
@@ -51,6 +51,7 @@ from broker.delayed.produce import (
 )
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition, PartitionError, PartitionStateLike, topic_id_text
+from broker.replication import LeaderEndpoint, ReplicaFetcherManager, resolve_leader_endpoint
 from protocol.errors import ErrorCode
 from protocol.values import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_LEADER_EPOCH, TopicPartition
 from storage import Log, LogManager, RecordError, StorageError, TimestampOffset
@@ -74,6 +75,17 @@ class RunBlocking(Protocol):
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
+class LiveLeaderLike(Protocol):
+    """A live leader of a LeaderAndIsr request (the request's struct), read only."""
+
+    @property
+    def broker_id(self) -> int: ...
+    @property
+    def host_name(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
 async def in_thread(fn: Callable[[], T]) -> T:
     return await asyncio.to_thread(fn)
 
@@ -90,11 +102,16 @@ class ReplicaManager:
         min_insync_replicas: Callable[[str], int] = lambda topic: 1,
         is_known_partition: Callable[[str, int], bool] | None = None,
         run_blocking: RunBlocking = in_thread,
+        replica_fetchers: ReplicaFetcherManager | None = None,
+        leader_endpoint: Callable[[int], tuple[str, int] | None] = lambda broker_id: None,
     ) -> None:
         """``min_insync_replicas(topic)`` gives the topic's min.insync.replicas;
         ``is_known_partition(topic, p)`` (the metadata cache) tells a partition led
         elsewhere (NOT_LEADER_OR_FOLLOWER) from one that does not exist;
-        ``run_blocking`` runs the controller requests' disk work off the loop."""
+        ``run_blocking`` runs the controller requests' disk work off the loop;
+        ``replica_fetchers`` copies the leaders' logs into the followers (None: nothing
+        is fetched) from ``leader_endpoint(broker_id)``, the inter-broker listener's
+        address in the metadata cache."""
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.produce_purgatory = produce_purgatory
@@ -103,6 +120,8 @@ class ReplicaManager:
         self.min_insync_replicas = min_insync_replicas
         self._is_known_partition = is_known_partition
         self._run_blocking = run_blocking
+        self.replica_fetchers = replica_fetchers
+        self._leader_endpoint = leader_endpoint
         self._state_change_lock = asyncio.Lock()
         self._partitions: dict[TopicPartition, Partition] = {}
         self.controller_id = -1
@@ -155,7 +174,7 @@ class ReplicaManager:
         controller_epoch: int,
         partition_states: Iterable[PartitionStateLike],
         topic_ids: Mapping[str, uuid.UUID],
-        live_leaders: Sequence[Any] = (),
+        live_leaders: Sequence[LiveLeaderLike] = (),
     ) -> dict[TopicPartition, int]:
         """LeaderAndIsr: apply each partition state whose leader epoch is newer than
         the one known here. Per partition: NONE, STALE_CONTROLLER_EPOCH (epoch not
@@ -165,7 +184,13 @@ class ReplicaManager:
         Three steps: open the missing logs (worker thread), change roles (loop: the
         new leaders' epochs go into their caches in memory), write those caches
         (worker thread). A leader may take appends between the last two steps; the
-        log keeps that safe (see storage.log: recovery rebuilds unwritten epochs)."""
+        log keeps that safe (see storage.log: recovery rebuilds unwritten epochs).
+
+        The replica fetchers change in the same step as the roles (no await between):
+        the new leaders leave them first, the new followers join them after, in
+        TRUNCATING at their new epoch, fetching from the leader's address (the metadata
+        cache's, else the request's ``live_leaders``: ``broker_id``, ``host_name``,
+        ``port``)."""
         states = list(partition_states)
         async with self._state_change_lock:
             if self.is_stale_controller_epoch(controller_epoch):
@@ -198,9 +223,15 @@ class ReplicaManager:
             if to_open:
                 for tp in await self._run_blocking(lambda: self._open_logs(to_open)):
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            applied = [(tp, state) for tp, state, _ in accepted if errors[tp] == ErrorCode.NONE]
+            self._remove_fetchers(tp for tp, state in applied if state.leader == self.broker_id)
             for tp, state, topic_id in accepted:
                 if errors[tp] == ErrorCode.NONE:
                     errors[tp] = self._apply_partition_state(tp, state, topic_id)
+            self._add_fetchers(
+                [(tp, s) for tp, s in applied if errors[tp] == ErrorCode.NONE],
+                {ll.broker_id: (ll.host_name, ll.port) for ll in live_leaders},
+            )
             dirty = [
                 (tp, lg)
                 for tp, error in errors.items()
@@ -215,6 +246,38 @@ class ReplicaManager:
                 if error == ErrorCode.NONE:
                     self._complete_delayed(tp)
             return errors
+
+    def _remove_fetchers(self, tps: Iterable[TopicPartition]) -> None:
+        if self.replica_fetchers is not None:
+            self.replica_fetchers.remove_partitions(list(tps))
+
+    def _add_fetchers(
+        self,
+        applied: list[tuple[TopicPartition, PartitionStateLike]],
+        live_leaders: Mapping[int, tuple[str, int]],
+    ) -> None:
+        """Fetch every partition this broker now follows from its leader; one whose
+        leader is unknown or not alive stops fetching until the next LeaderAndIsr."""
+        if self.replica_fetchers is None:
+            return
+        wanted: dict[TopicPartition, tuple[Partition, LeaderEndpoint, int]] = {}
+        leaderless: list[TopicPartition] = []
+        for tp, state in applied:
+            if state.leader == self.broker_id:
+                continue
+            partition = self._partitions.get(tp)
+            endpoint = (
+                resolve_leader_endpoint(state.leader, live_leaders, self._leader_endpoint)
+                if state.leader >= 0
+                else None
+            )
+            if partition is None or endpoint is None:
+                log.warning("%s: leader %d is not available; not fetching", tp, state.leader)
+                leaderless.append(tp)
+            else:
+                wanted[tp] = (partition, endpoint, state.leader_epoch)
+        self.replica_fetchers.remove_partitions(leaderless)
+        self.replica_fetchers.add_partitions(wanted)
 
     def _check_partition_state(
         self, tp: TopicPartition, state: PartitionStateLike, topic_id: uuid.UUID | None
@@ -305,6 +368,7 @@ class ReplicaManager:
                     errors[tp] = ErrorCode.FENCED_LEADER_EPOCH
                     continue
                 errors[tp] = ErrorCode.NONE
+                self._remove_fetchers([tp])
                 if delete:
                     self._partitions.pop(tp, None)
                     to_delete.append(tp)
@@ -337,7 +401,10 @@ class ReplicaManager:
         self.produce_purgatory.check_and_complete(tp)
 
     async def shutdown(self) -> None:
-        """Stop both purgatories (waiting operations are dropped with the connections)."""
+        """Stop the replica fetchers (before the logs they append to close), then both
+        purgatories (waiting operations are dropped with the connections)."""
+        if self.replica_fetchers is not None:
+            await self.replica_fetchers.shutdown()
         await self.produce_purgatory.shutdown()
         await self.fetch_purgatory.shutdown()
 

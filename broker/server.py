@@ -47,6 +47,7 @@ from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
 from broker.producer_id_manager import ProducerIdManager
 from broker.replica_manager import ReplicaManager
+from broker.replication import FetcherConfig, ReplicaFetcherManager
 from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
@@ -80,17 +81,12 @@ class StartedPurgatory(Protocol):
 
     async def shutdown(self) -> None: ...
 
+
 #: the topic key that sets how many replicas acks=all waits for
 _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
 
 #: how long to wait between ZooKeeper connection attempts at startup
 ZK_RETRY_BACKOFF_S = 2.0
-
-#: Whether followers copy their leaders' logs. Until they do, every replica counts as in
-#: sync while holding nothing, and a preferred-leader election could hand leadership to an
-#: empty log: the controller's automatic leader rebalance stays off whatever
-#: ``auto.leader.rebalance.enable`` says. Replication turns this on.
-FOLLOWERS_REPLICATE = False
 
 
 def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], bool]], bool]:
@@ -335,6 +331,9 @@ class BrokerServer:
                 return default_min_isr
             return default_min_isr if value is None else int(value)
 
+        fetchers = ReplicaFetcherManager(self._fetcher_config(), self.clock)
+        self.metrics.replica_fetcher_max_lag.set_function(fetchers.max_lag)
+        listener = self.config.inter_broker_listener_name
         return ReplicaManager(
             self.broker_id,
             log_manager,
@@ -343,12 +342,28 @@ class BrokerServer:
             metrics=self.metrics,
             min_insync_replicas=min_insync_replicas,
             is_known_partition=lambda topic, p: cache.partition(topic, p) is not None,
+            replica_fetchers=fetchers,
+            leader_endpoint=lambda broker_id: cache.alive_endpoint(broker_id, listener),
+        )
+
+    def _fetcher_config(self) -> FetcherConfig:
+        c = self.config
+        return FetcherConfig(
+            broker_id=self.broker_id,
+            partition_max_bytes=c.get_int("replica.fetch.max.bytes"),
+            response_max_bytes=c.get_int("replica.fetch.response.max.bytes"),
+            max_wait_ms=c.get_int("replica.fetch.wait.max.ms"),
+            min_bytes=c.get_int("replica.fetch.min.bytes"),
+            backoff_ms=c.get_int("replica.fetch.backoff.ms"),
+            socket_timeout_ms=c.get_int("replica.socket.timeout.ms"),
+            num_fetchers=c.get_int("num.replica.fetchers"),
         )
 
     def scheduled_tasks(self) -> list[TaskSpec]:
         """Every periodic task the broker schedules at startup, in one table: storage's
         housekeeping (``LogManager.scheduled_tasks``), then the broker's own. The active
-        controller schedules its leader-imbalance check itself (off: FOLLOWERS_REPLICATE)."""
+        controller schedules its leader-imbalance check itself while it is active
+        (``auto.leader.rebalance.enable``)."""
         assert self.log_manager is not None
         c = self.config
         return [
@@ -363,15 +378,14 @@ class BrokerServer:
         c = self.config
         return ControllerConfig(
             unclean_leader_election_enable=c.get_bool("unclean.leader.election.enable"),
-            auto_leader_rebalance_enable=(
-                FOLLOWERS_REPLICATE and c.get_bool("auto.leader.rebalance.enable")
-            ),
+            auto_leader_rebalance_enable=c.get_bool("auto.leader.rebalance.enable"),
             leader_imbalance_check_interval_ms=(
                 c.get_int("leader.imbalance.check.interval.seconds") * 1000
             ),
             leader_imbalance_per_broker_percentage=c.get_int(
                 "leader.imbalance.per.broker.percentage"
             ),
+            zookeeper_session_timeout_ms=c.get_int("zookeeper.session.timeout.ms"),
         )
 
     def _broker_info(self) -> BrokerInfo:
@@ -393,6 +407,7 @@ class BrokerServer:
         assert controller is not None and zk is not None
         self.metrics.controller_active.set_function(lambda: 1 if controller.is_active else 0)
         self.metrics.offline_partitions.set_function(lambda: controller.offline_partition_count)
+        self.metrics.watch_unclean_leader_elections(lambda: controller.unclean_leader_elections)
         self.metrics.zookeeper_connected.set_function(lambda: 1 if zk.kazoo.connected else 0)
 
     def _watch_operator_metrics(self) -> None:
