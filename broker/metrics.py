@@ -287,6 +287,16 @@ class BrokerMetrics:
             "zookeeper_connected", "1 while the ZooKeeper session is connected",
             namespace=ns, registry=r,
         )  # fmt: skip
+
+        # replication, the follower's side
+        self.replica_fetcher_max_lag = Gauge(
+            "replica_fetcher_max_lag",
+            "Largest lag of a followed partition: the leader's high watermark as last "
+            "fetched minus the local log end offset (Kafka's ReplicaFetcherManager MaxLag)",
+            namespace=ns,
+            registry=r,
+        )
+
         self._init_operator_metrics(local)
 
     # --- the operators' set: Kafka's JMX metrics under Prometheus names ------------------------
@@ -414,15 +424,6 @@ class BrokerMetrics:
         ``idle()`` yields (family, label value, seconds), family being ``processor``
         (labelled by processor name) or ``handler`` (by request plane)."""
         self.registry.register(_IdleCollector(idle))
-
-        # replication, the follower's side
-        self.replica_fetcher_max_lag = Gauge(
-            "replica_fetcher_max_lag",
-            "Largest lag of a followed partition: the leader's high watermark as last "
-            "fetched minus the local log end offset (Kafka's ReplicaFetcherManager MaxLag)",
-            namespace=ns,
-            registry=r,
-        )
 
     # gauges read at scrape time ------------------------------------------------------------
 

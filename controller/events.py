@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -179,8 +180,9 @@ EventObserver = Callable[[str, float, float], None]
 class ControllerEventManager:
     """One asyncio queue, one consumer task. Not thread safe except ``put_threadsafe``.
 
-    Each event is queued with the time it arrived (``clock``: monotonic seconds), so an
-    ``observer`` (the broker's metrics) learns how long it waited and how long it took.
+    The time each event arrived (``clock``: monotonic seconds) is kept beside the queue,
+    in the same order, so an ``observer`` (the broker's metrics) learns how long it waited
+    and how long it took.
     """
 
     def __init__(
@@ -191,7 +193,8 @@ class ControllerEventManager:
         self._handler = handler
         self._clock = clock
         self.observer: EventObserver | None = None
-        self._queue: asyncio.Queue[tuple[ControllerEvent, float]] = asyncio.Queue()
+        self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue()
+        self._arrivals: deque[float] = deque()  # one per queued event, oldest first
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: delay before an event that hit a transient ZooKeeper error runs again
@@ -203,7 +206,8 @@ class ControllerEventManager:
         self._task = asyncio.create_task(self._run(), name="controller-events")
 
     def put(self, event: ControllerEvent) -> None:
-        self._queue.put_nowait((event, self._clock()))
+        self._arrivals.append(self._clock())
+        self._queue.put_nowait(event)
 
     def put_threadsafe(self, event: ControllerEvent) -> None:
         """From kazoo's threads: hand the event to the loop; drop it if the loop is gone."""
@@ -218,7 +222,8 @@ class ControllerEventManager:
 
     async def _run(self) -> None:
         while True:
-            event, queued_at = await self._queue.get()
+            event = await self._queue.get()
+            queued_at = self._arrivals.popleft() if self._arrivals else self._clock()
             if isinstance(event, Stop):
                 return
             started = self._clock()
@@ -248,7 +253,8 @@ class ControllerEventManager:
         """Discard queued events, let the one in progress finish (or cancel it after
         ``timeout_s``), and end the consumer task."""
         while not self._queue.empty():
-            self._queue.get_nowait()[0].discard()
+            self._queue.get_nowait().discard()
+        self._arrivals.clear()
         task, self._task = self._task, None
         if task is None:
             return
