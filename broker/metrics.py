@@ -631,6 +631,8 @@ OPERATOR_METRICS: dict[str, tuple[str, ...]] = {
     "minikafka_leader_partitions": (),
     "minikafka_under_replicated_partitions": (),
     "minikafka_under_min_isr_partitions": (),
+    "minikafka_replica_fetcher_max_lag": (),
+    "minikafka_unclean_leader_elections_total": (),
     "minikafka_offline_partitions": (),
     "minikafka_log_size_bytes": ("topic", "partition"),
     "minikafka_log_start_offset": ("topic", "partition"),

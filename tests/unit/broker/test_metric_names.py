@@ -71,6 +71,8 @@ def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     logs: list[Any] = [_Log(TopicPartition("t", 0), str(log_dir / "t-0"))]
     m.watch_logs(lambda: [str(log_dir)], lambda: logs)
     m.watch_idle(lambda: [("processor", "PLAINTEXT-0", 1.0), ("handler", "data-plane", 2.0)])
+    m.replica_fetcher_max_lag.set(0)
+    m.watch_unclean_leader_elections(lambda: 0)
     return m
 
 
