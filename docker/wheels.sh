@@ -27,6 +27,10 @@ rm -rf docker/wheels
 mkdir -p docker/wheels/deps docker/wheels/project
 # hard links when the cache is on the same file system (no copy of ~0.5 GB), else copies
 cp -l "$deps"/*.whl docker/wheels/deps/ 2>/dev/null || cp "$deps"/*.whl docker/wheels/deps/
-"$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir docker/wheels/project .
+# (the build backend's warnings are shown only when the build fails)
+log=$(mktemp)
+"$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir docker/wheels/project . >"$log" 2>&1 \
+  || { cat "$log" >&2; rm -f "$log"; exit 1; }
+rm -f "$log"
 rm -rf build ./*.egg-info
 echo "docker/wheels.sh: $(ls docker/wheels/deps | wc -l) dependency wheels, $(ls docker/wheels/project)"
