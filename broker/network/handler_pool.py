@@ -82,6 +82,11 @@ class RequestHandlerPool:
         for future in list(self._deferred):
             future.cancel()
 
+    @property
+    def waiting_count(self) -> int:
+        """Handlers waiting for a request right now."""
+        return len(self._waiting_since)
+
     def idle_seconds(self) -> float:
         """Seconds the average handler of this pool has spent waiting for a request."""
         now = self._clock()
