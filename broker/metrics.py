@@ -283,6 +283,19 @@ class BrokerMetrics:
             namespace=ns,
             registry=r,
         )
+        self.under_min_isr_partitions = Gauge(
+            "under_min_isr_partitions",
+            "Led partitions whose ISR is smaller than min.insync.replicas",
+            namespace=ns,
+            registry=r,
+        )
+        # ISR changes this broker wrote as leader (Kafka's IsrShrinksPerSec, IsrExpandsPerSec)
+        self.isr_shrinks = Counter(
+            "isr_shrinks", "ISR shrinks written by this leader", namespace=ns, registry=r
+        )
+        self.isr_expands = Counter(
+            "isr_expands", "ISR expansions written by this leader", namespace=ns, registry=r
+        )
         self.zookeeper_connected = Gauge(
             "zookeeper_connected", "1 while the ZooKeeper session is connected",
             namespace=ns, registry=r,
@@ -394,12 +407,6 @@ class BrokerMetrics:
         self.leader_count = Gauge(
             "leader_partitions", "Partitions this broker leads", namespace=ns, registry=r
         )
-        self.under_min_isr_partitions = Gauge(
-            "under_min_isr_partitions",
-            "Led partitions whose ISR is smaller than their min.insync.replicas",
-            namespace=ns,
-            registry=r,
-        )
 
     def watch_zookeeper_state(self, state: Callable[[], str]) -> None:
         """The session-state gauge, read at scrape time: ``state()`` is kazoo's CONNECTED,
@@ -433,6 +440,11 @@ class BrokerMetrics:
     def watch_purgatory(self, name: str, size: Callable[[], int]) -> None:
         self.purgatory_size.labels(purgatory=name).set_function(size)
 
+    def watch_follower_lags(self, lags: Callable[[], dict[int, list[int]]]) -> None:
+        """The followers' lag behind this leader, read at scrape time from ``lags``
+        (per follower broker id, its lag in each partition led here)."""
+        self.registry.register(_FollowerLagCollector(lags))
+
     def watch_cleaner(self, cleaner: LogCleaner) -> None:
         """The log cleaner's numbers, read from it at scrape time."""
         self.registry.register(_CleanerCollector(cleaner))
@@ -451,6 +463,39 @@ class BrokerMetrics:
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric of this broker."""
         return generate_latest(self.registry)
+
+
+class _FollowerLagCollector(Collector):
+    """How far behind this leader each follower broker is, in offsets.
+
+    Aggregated per follower rather than labelled per partition too: a broker leads
+    thousands of partitions, each with its followers, and a series per (partition,
+    follower) would make every scrape that large. A follower's largest lag says whether
+    it keeps up at all (it is the one ISR expiry looks at); the sum says how much it has
+    to copy. Per-partition detail is what the ISR itself and UnderReplicatedPartitions
+    show. Followers that have not fetched since this leadership began count as lagging
+    by the whole log."""
+
+    def __init__(self, lags: Callable[[], dict[int, list[int]]]) -> None:
+        self.lags = lags
+
+    def collect(self) -> Iterable[Metric]:
+        ns = NAMESPACE
+        largest = GaugeMetricFamily(
+            f"{ns}_follower_max_lag_messages",
+            "A follower's largest lag behind this leader over the partitions led here",
+            labels=("follower",),
+        )
+        total = GaugeMetricFamily(
+            f"{ns}_follower_lag_messages",
+            "A follower's lag behind this leader summed over the partitions led here",
+            labels=("follower",),
+        )
+        for follower, lags in sorted(self.lags().items()):
+            largest.add_metric((str(follower),), max(lags))
+            total.add_metric((str(follower),), sum(lags))
+        yield largest
+        yield total
 
 
 class _CounterFunction(Collector):
@@ -632,6 +677,8 @@ OPERATOR_METRICS: dict[str, tuple[str, ...]] = {
     "minikafka_under_replicated_partitions": (),
     "minikafka_under_min_isr_partitions": (),
     "minikafka_replica_fetcher_max_lag": (),
+    "minikafka_isr_shrinks_total": (),
+    "minikafka_isr_expands_total": (),
     "minikafka_unclean_leader_elections_total": (),
     "minikafka_offline_partitions": (),
     "minikafka_log_size_bytes": ("topic", "partition"),

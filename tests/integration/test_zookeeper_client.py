@@ -194,6 +194,28 @@ def test_partition_state_writes_are_conditional(zk: MakeZk) -> None:
     assert state.leader_and_isr == LeaderAndIsr(2, 1, (2,), 1) and state.controller_epoch == 1
 
 
+def test_leader_isr_write_is_conditional_on_its_zk_version(zk: MakeZk) -> None:
+    controller, leader = zk(), zk()
+    election = controller.try_become_controller(1, NOW)
+    tp = TopicPartition("t", 0)
+    controller.create_partition_states(
+        {tp: LeaderAndIsr(1, 3, (1, 2, 3))}, election.epoch, election.epoch_zk_version
+    )
+    # no controller epoch check: a leader is not the controller
+    shrunk = leader.update_leader_and_isr(tp, LeaderAndIsr(1, 3, (1, 2), 0), election.epoch)
+    assert shrunk == LeaderAndIsr(1, 3, (1, 2), 1)
+    state = controller.get_partition_states([tp])[tp]
+    assert state.leader_and_isr == shrunk and state.controller_epoch == election.epoch
+    # the same write sent again (a retry after a lost connection) is recognised as done
+    assert leader.update_leader_and_isr(tp, LeaderAndIsr(1, 3, (1, 2), 0), election.epoch) == shrunk
+    with pytest.raises(StateConflictError):  # another change at the old version
+        leader.update_leader_and_isr(tp, LeaderAndIsr(1, 3, (1,), 0), election.epoch)
+    with pytest.raises(StateConflictError):  # no such partition
+        leader.update_leader_and_isr(
+            TopicPartition("t", 9), LeaderAndIsr(1, 3, (1,), 0), election.epoch
+        )
+
+
 def test_zombie_controller_writes_are_fenced(zk: MakeZk) -> None:
     zombie, successor = zk(), zk()
     old = zombie.try_become_controller(1, NOW)
