@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 BROKERS ?= 3
 DIR    ?= data
 
-.PHONY: run test lint unit integration bench venv system-deps clean
+.PHONY: run test lint unit integration bench venv system-deps clean compose-wheels compose-test
 
 venv: $(STAMP)
 
@@ -51,5 +51,16 @@ integration: venv system-deps
 bench: venv
 	@for f in tests/bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
+# The wheels the Dockerfile installs (docker/wheels), built here: `docker-compose build`
+# then needs no package index from inside a container (docs/operations.md).
+compose-wheels: venv
+	bash docker/wheels.sh $(BIN)/python
+
+# The compose stack for real: build, up, kcat through 9092-9094, Prometheus targets and
+# rules (promtool), every dashboard panel's expression, a broker killed, down -v.
+# Installs Docker and the other tools it needs when run as root (tests/compose/run.sh).
+compose-test: venv
+	PYTHON=$(CURDIR)/$(BIN)/python bash tests/compose/run.sh
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache docker/wheels

@@ -17,6 +17,8 @@ import bisect
 import contextlib
 import logging
 import math
+import os
+import shutil
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
@@ -37,6 +39,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
 from storage.cleaner_manager import LogCleaner
+from storage.log import Log
 
 # Counters' and histograms' ``_created`` timestamps are an OpenMetrics detail that doubles
 # the series a scrape stores for no use here (prometheus-client's switch is process-wide).
@@ -312,6 +315,128 @@ class BrokerMetrics:
             registry=r,
         )
 
+        self._init_operator_metrics(local)
+
+    # --- the operators' set: Kafka's JMX metrics under Prometheus names ------------------------
+    #
+    # Every name here is listed in ``OPERATOR_METRICS`` below with its labels; the alert
+    # rules and the dashboard use only listed names, and a unit test scrapes a broker's
+    # registry against that list, so a renamed series fails a test instead of leaving an
+    # empty panel. Totals over all topics are ``sum without (topic)`` in PromQL (the
+    # recording rules), not series of their own.
+
+    def _init_operator_metrics(self, local: _LocalCollector) -> None:
+        r, ns = self.registry, NAMESPACE
+        # per topic, beside topic_bytes_in/out and topic_messages_in above
+        self.topic_bytes_rejected = local.counter(
+            "topic_bytes_rejected",
+            "Record bytes of produce requests refused by validation (too large, corrupt)",
+            ("topic",),
+        )
+        self.failed_produce_requests = local.counter(
+            "topic_failed_produce_requests",
+            "Partition appends answered with an error",
+            ("topic",),
+        )
+        self.failed_fetch_requests = local.counter(
+            "topic_failed_fetch_requests",
+            "Partition reads answered with an error",
+            ("topic",),
+        )
+        # a request's total time split as Kafka splits it: queue (above), local (the
+        # handler's own work), remote (waiting in a purgatory), response (from the
+        # response being ready to its last byte written)
+        self.request_local_time = local.histogram(
+            "request_local_time_seconds",
+            "Time a handler worked on a request",
+            ("api",),
+            DURATION_BUCKETS,
+        )
+        self.request_remote_time = local.histogram(
+            "request_remote_time_seconds",
+            "Time a request waited for others (a delayed produce or fetch in its purgatory)",
+            ("api",),
+            DURATION_BUCKETS,
+        )
+        self.request_response_time = local.histogram(
+            "request_response_time_seconds",
+            "Time from a response being ready to its last byte written",
+            ("api",),
+            DURATION_BUCKETS,
+        )
+        # ZooKeeper: kazoo's thread observes, so these are prometheus_client's own
+        # thread-safe types
+        self.zookeeper_request_latency = Histogram(
+            "zookeeper_request_latency_seconds",
+            "Time from a ZooKeeper request being queued to its reply",
+            namespace=ns,
+            registry=r,
+            buckets=DURATION_BUCKETS,
+        )
+        self.zookeeper_session_state = Gauge(
+            "zookeeper_session_state",
+            "1 for the ZooKeeper session's current state, 0 for the others",
+            ["state"],
+            namespace=ns,
+            registry=r,
+        )
+        # controller events (every broker runs the event manager; only the active
+        # controller handles more than the election and watch events)
+        self.controller_events = local.counter(
+            "controller_events",
+            "Controller events handled, per event type",
+            ("event",),
+        )
+        self.controller_event_queue_time = local.histogram(
+            "controller_event_queue_time_seconds",
+            "Time an event waited in the controller's queue",
+            (),
+            DURATION_BUCKETS,
+        )
+        self.controller_event_duration = local.histogram(
+            "controller_event_duration_seconds",
+            "Time the controller spent handling an event, per event type",
+            ("event",),
+            DURATION_BUCKETS,
+        )
+        self.controller_event_queue_size = Gauge(
+            "controller_event_queue_size",
+            "Events waiting in the controller's queue",
+            namespace=ns,
+            registry=r,
+        )
+        # replica counts
+        self.partition_count = Gauge(
+            "partitions", "Partitions this broker holds a replica of", namespace=ns, registry=r
+        )
+        self.leader_count = Gauge(
+            "leader_partitions", "Partitions this broker leads", namespace=ns, registry=r
+        )
+
+    def watch_zookeeper_state(self, state: Callable[[], str]) -> None:
+        """The session-state gauge, read at scrape time: ``state()`` is kazoo's CONNECTED,
+        SUSPENDED or LOST."""
+        for name in ZOOKEEPER_STATES:
+            self.zookeeper_session_state.labels(state=name).set_function(
+                lambda name=name: 1 if state() == name else 0  # type: ignore[misc]
+            )
+
+    def observe_controller_event(self, event: str, queued_s: float, handled_s: float) -> None:
+        """One handled controller event: its type name, queue time and handling time."""
+        self.controller_events.labels(event=event).inc()
+        self.controller_event_queue_time.labels().observe(queued_s)
+        self.controller_event_duration.labels(event=event).observe(handled_s)
+
+    def watch_logs(self, log_dirs: Callable[[], list[str]], logs: Callable[[], list[Log]]) -> None:
+        """Per-partition log gauges and per-directory disk usage, read at scrape time."""
+        self.registry.register(_LogCollector(log_dirs, logs))
+
+    def watch_idle(self, idle: Callable[[], Iterable[tuple[str, str, float]]]) -> None:
+        """Network processors' and request handlers' idle seconds, read at scrape time:
+        ``idle()`` yields (family, label value, seconds), family being ``processor``
+        (labelled by processor name) or ``handler`` (by request plane)."""
+        self.registry.register(_IdleCollector(idle))
+
     # gauges read at scrape time ------------------------------------------------------------
 
     def watch_request_queue(self, plane: str, size: Callable[[], int]) -> None:
@@ -423,6 +548,162 @@ class _CleanerCollector(Collector):
         for tp, ratio in sorted(c.dirty_ratios().items()):
             ratios.add_metric((tp.topic, str(tp.partition)), ratio)
         yield ratios
+
+
+# --- the operators' set, continued: collectors and the list the rules and panels rely on ---
+
+#: kazoo's connection states, each a label value of ``zookeeper_session_state``
+ZOOKEEPER_STATES = ("CONNECTED", "SUSPENDED", "LOST")
+
+
+class _LogCollector(Collector):
+    """Per-partition log gauges (Kafka's Log.Size, LogStartOffset, LogEndOffset,
+    NumLogSegments) and, per log directory, the bytes its logs hold and its file
+    system's usage. Read at scrape time; a directory whose file system cannot be read
+    (a failed disk) is left out of the usage gauges rather than failing the scrape."""
+
+    def __init__(self, log_dirs: Callable[[], list[str]], logs: Callable[[], list[Log]]) -> None:
+        self._log_dirs = log_dirs
+        self._logs = logs
+
+    def collect(self) -> Iterable[Metric]:
+        ns, tp_labels, dir_labels = NAMESPACE, ("topic", "partition"), ("log_dir",)
+        size = GaugeMetricFamily(
+            f"{ns}_log_size_bytes", "Bytes of a partition's log", labels=tp_labels
+        )
+        start = GaugeMetricFamily(
+            f"{ns}_log_start_offset", "A partition's log start offset", labels=tp_labels
+        )
+        end = GaugeMetricFamily(
+            f"{ns}_log_end_offset", "A partition's log end offset", labels=tp_labels
+        )
+        segments = GaugeMetricFamily(
+            f"{ns}_log_segments", "Segments of a partition's log", labels=tp_labels
+        )
+        dirs = {os.path.normpath(d): d for d in self._log_dirs()}
+        held = dict.fromkeys(dirs.values(), 0)
+        for log in self._logs():
+            labels = (log.tp.topic, str(log.tp.partition))
+            nbytes = log.size_in_bytes
+            size.add_metric(labels, nbytes)
+            start.add_metric(labels, log.log_start_offset)
+            end.add_metric(labels, log.log_end_offset)
+            segments.add_metric(labels, len(log.segments))
+            parent = dirs.get(os.path.normpath(os.path.dirname(log.directory)))
+            if parent is not None:
+                held[parent] += nbytes
+        yield from (size, start, end, segments)
+        logs_bytes = GaugeMetricFamily(
+            f"{ns}_log_dir_logs_bytes", "Bytes of the logs in a log directory", labels=dir_labels
+        )
+        used = GaugeMetricFamily(
+            f"{ns}_log_dir_disk_used_bytes",
+            "Used bytes of a log directory's file system",
+            labels=dir_labels,
+        )
+        free = GaugeMetricFamily(
+            f"{ns}_log_dir_disk_free_bytes",
+            "Bytes free for this broker on a log directory's file system",
+            labels=dir_labels,
+        )
+        total = GaugeMetricFamily(
+            f"{ns}_log_dir_disk_total_bytes",
+            "Size of a log directory's file system",
+            labels=dir_labels,
+        )
+        for directory, nbytes in held.items():
+            logs_bytes.add_metric((directory,), nbytes)
+            try:
+                usage = shutil.disk_usage(directory)
+            except OSError:
+                continue
+            used.add_metric((directory,), usage.used)
+            free.add_metric((directory,), usage.free)
+            total.add_metric((directory,), usage.total)
+        yield from (logs_bytes, used, free, total)  # fmt: skip
+
+
+class _IdleCollector(Collector):
+    """Idle seconds as counters: the rate of one is an idle ratio (Kafka's
+    NetworkProcessorAvgIdlePercent and RequestHandlerAvgIdlePercent, as a fraction)."""
+
+    def __init__(self, idle: Callable[[], Iterable[tuple[str, str, float]]]) -> None:
+        self._idle = idle
+
+    def collect(self) -> Iterable[Metric]:
+        ns = NAMESPACE
+        processors = CounterMetricFamily(
+            f"{ns}_network_processor_idle_seconds",
+            "Seconds a network processor had no socket to serve",
+            labels=("processor",),
+        )
+        handlers = CounterMetricFamily(
+            f"{ns}_request_handler_idle_seconds",
+            "Seconds the average request handler of a plane waited for a request",
+            labels=("plane",),
+        )
+        for family, label, seconds in self._idle():
+            target = processors if family == "processor" else handlers
+            target.add_metric((label,), seconds)
+        return [processors, handlers]
+
+
+#: Every metric the alert rules and the dashboard may use, as exposed (a counter with its
+#: ``_total``, a histogram by its base name), with its labels. tests/unit/broker's
+#: test_metric_names scrapes a broker's registry against it, and checks that the rules
+#: and the dashboard name nothing else.
+OPERATOR_METRICS: dict[str, tuple[str, ...]] = {
+    # traffic, per topic (the rules sum them for the broker's total)
+    "minikafka_topic_messages_in_total": ("topic",),
+    "minikafka_topic_bytes_in_total": ("topic",),
+    "minikafka_topic_bytes_out_total": ("topic",),
+    "minikafka_topic_bytes_rejected_total": ("topic",),
+    "minikafka_topic_failed_produce_requests_total": ("topic",),
+    "minikafka_topic_failed_fetch_requests_total": ("topic",),
+    # requests, per API
+    "minikafka_requests_total": ("api", "listener"),
+    "minikafka_request_errors_total": ("api", "error"),
+    "minikafka_request_duration_seconds": ("api",),
+    "minikafka_request_queue_time_seconds": ("api",),
+    "minikafka_request_local_time_seconds": ("api",),
+    "minikafka_request_remote_time_seconds": ("api",),
+    "minikafka_request_response_time_seconds": ("api",),
+    "minikafka_request_queue_size": ("plane",),
+    "minikafka_network_processor_idle_seconds_total": ("processor",),
+    "minikafka_request_handler_idle_seconds_total": ("plane",),
+    "minikafka_connections": ("listener",),
+    "minikafka_network_received_bytes_total": ("listener",),
+    "minikafka_network_sent_bytes_total": ("listener",),
+    "minikafka_purgatory_size": ("purgatory",),
+    "minikafka_event_loop_lag_seconds": (),
+    # partitions and logs
+    "minikafka_partitions": (),
+    "minikafka_leader_partitions": (),
+    "minikafka_under_replicated_partitions": (),
+    "minikafka_under_min_isr_partitions": (),
+    "minikafka_replica_fetcher_max_lag": (),
+    "minikafka_isr_shrinks_total": (),
+    "minikafka_isr_expands_total": (),
+    "minikafka_unclean_leader_elections_total": (),
+    "minikafka_offline_partitions": (),
+    "minikafka_log_size_bytes": ("topic", "partition"),
+    "minikafka_log_start_offset": ("topic", "partition"),
+    "minikafka_log_end_offset": ("topic", "partition"),
+    "minikafka_log_segments": ("topic", "partition"),
+    "minikafka_log_dir_logs_bytes": ("log_dir",),
+    "minikafka_log_dir_disk_used_bytes": ("log_dir",),
+    "minikafka_log_dir_disk_free_bytes": ("log_dir",),
+    "minikafka_log_dir_disk_total_bytes": ("log_dir",),
+    # controller and ZooKeeper
+    "minikafka_controller_active": (),
+    "minikafka_controller_events_total": ("event",),
+    "minikafka_controller_event_queue_time_seconds": (),
+    "minikafka_controller_event_duration_seconds": ("event",),
+    "minikafka_controller_event_queue_size": (),
+    "minikafka_zookeeper_connected": (),
+    "minikafka_zookeeper_session_state": ("state",),
+    "minikafka_zookeeper_request_latency_seconds": (),
+}
 
 
 class EventLoopLagMonitor:

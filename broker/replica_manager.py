@@ -521,11 +521,15 @@ class ReplicaManager:
                 min_insync_replicas=self.min_insync_replicas(tp.topic),
             )
         except PartitionError as exc:
+            rejected = exc.error_code in _VALIDATION_ERRORS and records is not None
+            self._count_failed_append(tp, len(records) if rejected and records else 0)
             return _failed(exc.error_code, str(exc)), None
         except RecordError as exc:
+            self._count_failed_append(tp, len(records) if records is not None else 0)
             return _failed(exc.error_code, str(exc)), None
         except StorageError as exc:
             log.error("%s: append failed: %s", tp, exc)
+            self._count_failed_append(tp)
             return _failed(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None
         if self.metrics is not None and not info.duplicate:
             self.metrics.topic_bytes_in.labels(topic=tp.topic).inc(info.valid_bytes)
@@ -591,10 +595,12 @@ class ReplicaManager:
                         last_stable_offset=partition.last_stable_offset,
                     )
             except PartitionError as exc:
+                self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(exc.error_code)))
                 continue
             except StorageError as exc:
                 log.error("%s: read failed: %s", tp, exc)
+                self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)))
                 continue
             size = len(read.region) if read.region is not None else 0
@@ -657,6 +663,19 @@ class ReplicaManager:
             self.isr_propagator.record(partition.tp)
         self._complete_delayed(partition.tp)
 
+    # failed appends and reads, per topic (Kafka's FailedProduceRequestsPerSec,
+    # FailedFetchRequestsPerSec and, for records refused by validation, BytesRejectedPerSec)
+
+    def _count_failed_append(self, tp: TopicPartition, rejected_bytes: int = 0) -> None:
+        if self.metrics is not None:
+            self.metrics.failed_produce_requests.labels(topic=tp.topic).inc()
+            if rejected_bytes:
+                self.metrics.topic_bytes_rejected.labels(topic=tp.topic).inc(rejected_bytes)
+
+    def _count_failed_read(self, tp: TopicPartition) -> None:
+        if self.metrics is not None:
+            self.metrics.failed_fetch_requests.labels(topic=tp.topic).inc()
+
     def _count_bytes_out(self, results: FetchResults) -> None:
         if self.metrics is None:
             return
@@ -697,6 +716,19 @@ class ReplicaManager:
             current_leader_epoch=current_leader_epoch,
             require_leader=replica_id != DEBUGGING_REPLICA_ID,
         )
+
+
+#: append errors that refuse the records themselves (Kafka counts their bytes as rejected)
+_VALIDATION_ERRORS = frozenset(
+    {
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.INVALID_RECORD,
+        ErrorCode.INVALID_TIMESTAMP,
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    }
+)
 
 
 def _failed(error_code: int, message: str) -> ProducePartitionResult:

@@ -72,6 +72,7 @@ from storage.meta import (
 from timer import DelayedOperation, DelayedOperationPurgatory, Scheduler
 from timer.clock import Clock, SystemClock
 from zk.client import KafkaZkClient
+from zk.latency import observe_request_latency
 from zk.model import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -276,10 +277,12 @@ class BrokerServer:
         self.config_changes = ConfigChangeListener(self.ctx, zk)
         await self.config_changes.start()
         self._watch_gauges()
+        self._watch_operator_metrics()
 
         port = config.get_int("metrics.port")
         if port >= 0:
-            self.metrics_server = MetricsHttpServer(self.metrics, port)
+            host = config.get_str("metrics.host") or "127.0.0.1"
+            self.metrics_server = MetricsHttpServer(self.metrics, port, host)
             await self.metrics_server.start()
         self.lag_monitor = EventLoopLagMonitor(self.metrics)
         self.lag_monitor.start()
@@ -461,6 +464,24 @@ class BrokerServer:
         self.metrics.offline_partitions.set_function(lambda: controller.offline_partition_count)
         self.metrics.watch_unclean_leader_elections(lambda: controller.unclean_leader_elections)
         self.metrics.zookeeper_connected.set_function(lambda: 1 if zk.kazoo.connected else 0)
+
+    def _watch_operator_metrics(self) -> None:
+        """Wire the operators' metrics (broker.metrics, "the operators' set") to what
+        they read: replica counts, logs and log directories, idle ratios, the ZooKeeper
+        session and its request latency, the controller's events."""
+        m, rm, lm = self.metrics, self.replica_manager, self.log_manager
+        zk, controller, sockets = self.zk, self.controller, self.socket_server
+        assert rm is not None and lm is not None and zk is not None
+        assert controller is not None and sockets is not None
+        m.partition_count.set_function(lambda: len(rm.all_partitions()))
+        m.leader_count.set_function(lambda: len(rm.leader_partitions()))
+        m.watch_logs(lambda: lm.log_dirs, lm.all_logs)
+        m.watch_idle(sockets.idle_seconds)
+        m.watch_zookeeper_state(lambda: str(zk.kazoo.state))
+        observe_request_latency(zk.kazoo, m.zookeeper_request_latency.observe)
+        events = controller.events
+        m.controller_event_queue_size.set_function(events.queue_size)
+        events.observer = m.observe_controller_event
 
     # -- shutdown -----------------------------------------------------------------------------
 

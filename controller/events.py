@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -214,12 +216,28 @@ class Stop(ControllerEvent):
     """Sentinel: the consumer task ends after it."""
 
 
-class ControllerEventManager:
-    """One asyncio queue, one consumer task. Not thread safe except ``put_threadsafe``."""
+#: told of each handled event: its type name, seconds queued, seconds handling it
+EventObserver = Callable[[str, float, float], None]
 
-    def __init__(self, handler: Callable[[ControllerEvent], Awaitable[None]]) -> None:
+
+class ControllerEventManager:
+    """One asyncio queue, one consumer task. Not thread safe except ``put_threadsafe``.
+
+    The time each event arrived (``clock``: monotonic seconds) is kept beside the queue,
+    in the same order, so an ``observer`` (the broker's metrics) learns how long it waited
+    and how long it took.
+    """
+
+    def __init__(
+        self,
+        handler: Callable[[ControllerEvent], Awaitable[None]],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._handler = handler
+        self._clock = clock
+        self.observer: EventObserver | None = None
         self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue()
+        self._arrivals: deque[float] = deque()  # one per queued event, oldest first
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: delay before an event that hit a transient ZooKeeper error runs again
@@ -231,6 +249,7 @@ class ControllerEventManager:
         self._task = asyncio.create_task(self._run(), name="controller-events")
 
     def put(self, event: ControllerEvent) -> None:
+        self._arrivals.append(self._clock())
         self._queue.put_nowait(event)
 
     def put_threadsafe(self, event: ControllerEvent) -> None:
@@ -239,7 +258,7 @@ class ControllerEventManager:
         if loop is None or loop.is_closed():
             return
         with contextlib.suppress(RuntimeError):  # loop closed between the check and the call
-            loop.call_soon_threadsafe(self._queue.put_nowait, event)
+            loop.call_soon_threadsafe(self.put, event)
 
     def queue_size(self) -> int:
         return self._queue.qsize()
@@ -247,8 +266,10 @@ class ControllerEventManager:
     async def _run(self) -> None:
         while True:
             event = await self._queue.get()
+            queued_at = self._arrivals.popleft() if self._arrivals else self._clock()
             if isinstance(event, Stop):
                 return
+            started = self._clock()
             try:
                 await self._handler(event)
             except asyncio.CancelledError:
@@ -261,19 +282,22 @@ class ControllerEventManager:
                 else:
                     log.exception("controller event %r failed", event)
             self.processed += 1
+            if self.observer is not None:
+                self.observer(type(event).__name__, started - queued_at, self._clock() - started)
 
     def _retry_later(self, event: ControllerEvent) -> None:
         asyncio.get_running_loop().call_later(self.retry_delay_s, self._requeue, event)
 
     def _requeue(self, event: ControllerEvent) -> None:
         if self._task is not None:  # not after shutdown
-            self._queue.put_nowait(event)
+            self.put(event)
 
     async def shutdown(self, timeout_s: float = 30.0) -> None:
         """Discard queued events, let the one in progress finish (or cancel it after
         ``timeout_s``), and end the consumer task."""
         while not self._queue.empty():
             self._queue.get_nowait().discard()
+        self._arrivals.clear()
         task, self._task = self._task, None
         if task is None:
             return

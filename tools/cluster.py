@@ -8,7 +8,9 @@ Layout (docs/architecture.md, "A local cluster"), broker i counting from 0::
     ZooKeeper           127.0.0.1:2181, tickTime=500 (embedded unless zookeeper.connect
                         is given with --override)
     files               DIR/broker-<i>/server.properties, DIR/broker-<i>/logs (log.dirs),
-                        DIR/broker-<i>/server.log (the broker's output), DIR/zookeeper/
+                        DIR/broker-<i>/server.log (the broker's output), DIR/zookeeper/,
+                        DIR/prometheus.yml (scrapes every broker: ``prometheus
+                        --config.file=DIR/prometheus.yml`` watches the cluster)
 
 Each broker is a separate ``minikafka server DIR/broker-<i>/server.properties`` process,
 so a broker can be killed, paused or restarted on its own.
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
 #: The ZooKeeper session timeout brokers ask for: a dead broker is noticed within this
 #: plus a tick (ZooKeeper with tickTime=500 grants at most 10 s anyway).
 SESSION_TIMEOUT_MS = 6000
+#: the alert and recording rules of a checkout (absent from an installed wheel)
+PROMETHEUS_RULES = Path(__file__).resolve().parents[1] / "monitoring" / "prometheus" / "rules"
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,31 @@ class ClusterLayout:
         props.update(dict(self.overrides))
         return props
 
+    def prometheus_config(self) -> str:
+        """A prometheus.yml scraping every broker's metrics, each target labelled with
+        its ``broker`` as in the compose stack, so the same rules and dashboard apply;
+        with the checkout's rules (monitoring/prometheus/rules) when they are there."""
+        lines = [
+            "# written by minikafka cluster up: prometheus --config.file=<this file>",
+            "global: {scrape_interval: 5s, evaluation_interval: 5s}",
+        ]
+        if PROMETHEUS_RULES.is_dir():
+            lines += ["rule_files:", f"  - {PROMETHEUS_RULES}/*.yml"]
+        lines += ["scrape_configs:", "  - job_name: minikafka", "    static_configs:"]
+        for i, port in enumerate(self.metrics_ports):
+            lines += [
+                f'      - targets: ["127.0.0.1:{port}"]',
+                f'        labels: {{broker: "{i}"}}',
+            ]
+        return "\n".join(lines) + "\n"
+
+    @property
+    def prometheus_config_path(self) -> Path:
+        return self.directory / "prometheus.yml"
+
     def write_configs(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.prometheus_config_path.write_text(self.prometheus_config())
         for i in range(self.brokers):
             self.broker_dir(i).mkdir(parents=True, exist_ok=True)
             lines = ["# written by minikafka cluster up", ""]
@@ -516,5 +544,9 @@ def _print_summary(layout: ClusterLayout) -> None:
             f"  broker {i}: 127.0.0.1:{layout.client_ports[i]}  metrics {layout.metrics_url(i)}"
             f"  log {layout.output_path(i)}"
         )
+    lines.append(
+        f"  prometheus config: {layout.prometheus_config_path}"
+        f" (prometheus --config.file={layout.prometheus_config_path})"
+    )
     lines.append("Ctrl-C stops the cluster.")
     print("\n".join(lines), flush=True)

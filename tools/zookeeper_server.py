@@ -8,7 +8,8 @@ The pyspark wheel carries ``zookeeper-<v>.jar`` and its dependencies in
 
 The generated ``zoo.cfg`` keeps the server private and quick:
 
-* ``clientPortAddress=127.0.0.1``: never listen beyond loopback;
+* ``clientPortAddress=127.0.0.1``: never listen beyond loopback (a container's ZooKeeper,
+  which its brokers reach over the container network, is given ``0.0.0.0``);
 * ``tickTime=500``: sessions may be as short as 2 ticks (1 s) and expire on time, which
   the failover tests and ``minikafka cluster up`` rely on;
 * ``admin.enableServer=false``: no Jetty admin server on port 8080;
@@ -100,13 +101,15 @@ def four_letter_word(host: str, port: int, word: bytes, timeout: float = 1.0) ->
     return b"".join(chunks)
 
 
-def render_config(data_dir: Path, port: int, tick_time_ms: int = 500) -> str:
+def render_config(
+    data_dir: Path, port: int, tick_time_ms: int = 500, host: str = "127.0.0.1"
+) -> str:
     return "\n".join(
         [
             f"tickTime={tick_time_ms}",
             f"dataDir={data_dir}",
             f"clientPort={port}",
-            "clientPortAddress=127.0.0.1",
+            f"clientPortAddress={host}",
             "maxClientCnxns=0",
             "admin.enableServer=false",
             "4lw.commands.whitelist=ruok,srvr,stat",
@@ -119,7 +122,7 @@ def render_config(data_dir: Path, port: int, tick_time_ms: int = 500) -> str:
 
 @dataclass
 class ZooKeeperServer:
-    """One ZooKeeper server process on 127.0.0.1.
+    """One ZooKeeper server process on ``host`` (127.0.0.1 unless told otherwise).
 
     ``start()`` returns once the server answers ``ruok`` (or raises after
     ``startup_timeout_s``); ``stop()`` terminates it (SIGTERM, then SIGKILL after a grace
@@ -132,12 +135,18 @@ class ZooKeeperServer:
     startup_timeout_s: float = 30.0
     heap_mb: int = 128
     ignore_stop_signals: bool = False
+    host: str = "127.0.0.1"
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     _log_file: IO[bytes] | None = field(default=None, init=False)
 
     @property
+    def local_host(self) -> str:
+        """Where this machine reaches the server (a wildcard bind includes loopback)."""
+        return "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+
+    @property
     def connect_string(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.local_host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -168,7 +177,7 @@ class ZooKeeperServer:
         cmd = self.command()  # resolves java and jars first: clear errors before any files
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "data").mkdir(exist_ok=True)
-        cfg = render_config(self.data_dir / "data", self.port, self.tick_time_ms)
+        cfg = render_config(self.data_dir / "data", self.port, self.tick_time_ms, self.host)
         (self.data_dir / "zoo.cfg").write_text(cfg)
         if foreground_output:
             stdout: IO[bytes] | int | None = None
@@ -196,7 +205,7 @@ class ZooKeeperServer:
 
     def is_serving(self) -> bool:
         try:
-            return four_letter_word("127.0.0.1", self.port, b"ruok") == b"imok"
+            return four_letter_word(self.local_host, self.port, b"ruok") == b"imok"
         except OSError:
             return False
 
@@ -235,9 +244,9 @@ class ZooKeeperServer:
         self.stop()
 
 
-def main_foreground(data_dir: Path, port: int) -> int:
+def main_foreground(data_dir: Path, port: int, host: str = "127.0.0.1") -> int:
     """Run ZooKeeper in the foreground until SIGINT/SIGTERM (the ``minikafka zookeeper`` body)."""
-    server = ZooKeeperServer(data_dir=data_dir, port=port)
+    server = ZooKeeperServer(data_dir=data_dir, port=port, host=host)
     stopping = False
 
     def on_signal(signum: int, _frame: object) -> None:

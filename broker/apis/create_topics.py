@@ -143,15 +143,20 @@ def respond_when_led(
     answer now, every topic marked ``timed_out`` (created, not waited for). Otherwise a
     Future, answered once each topic has leaders in this broker's cache (a
     DelayedCreateTopics) and then in every other live broker's (peer probes on the
-    request's listener), within ``timeout_ms``; a topic that misses it is marked.
-    ``respond()`` builds the response."""
+    inter-broker listener), within ``timeout_ms``; a topic that misses it is marked.
+    ``respond()`` builds the response.
+
+    Peers are probed on the inter-broker listener, not the request's: a client listener
+    may be advertised at an address only clients reach (127.0.0.1 and a port a container
+    publishes, in the compose stack), while brokers reach each other on the inter-broker
+    one by definition. A broker's metadata cache is the same whichever listener asks."""
     if not pending:
         return respond()
     if timeout_ms <= 0:
         for name in pending:
             timed_out(name)
         return respond()
-    listener = request.listener
+    listener = ctx.config.inter_broker_listener_name
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Response] = loop.create_future()
     deadline = ctx.clock.monotonic_ms() + timeout_ms

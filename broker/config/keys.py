@@ -145,8 +145,10 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("transaction.max.timeout.ms", I, 900000, "largest transaction timeout", at_least(1)),
     # --- minikafka's own
     ("metrics.port", I, 9600,
-     "minikafka: Prometheus /metrics HTTP port on 127.0.0.1; 0 picks a free port, -1 disables",
+     "minikafka: Prometheus /metrics HTTP port (on metrics.host); 0 picks a free port, -1 disables",
      between(-1, 65535)),
+    ("metrics.host", S, "127.0.0.1",
+     "minikafka: address the /metrics HTTP server binds (0.0.0.0 in a container)"),
     ("event.loop", S, "uvloop", "minikafka: asyncio event loop, uvloop or asyncio",
      one_of("uvloop", "asyncio")),
 )

@@ -54,6 +54,11 @@ class RequestHandlerPool:
         self._tasks: list[asyncio.Task[None]] = []
         self._deferred: set[asyncio.Future[Any]] = set()
         self._queue_time_by_api: dict[int, Any] = {}
+        self._times_by_api: dict[int, tuple[Any, Any]] = {}
+        # idle ratio: seconds handlers spent waiting for a request, and since when each
+        # waiting handler task (by index) has been waiting
+        self._idle_s = 0.0
+        self._waiting_since: dict[int, float] = {}
 
     @property
     def deferred_count(self) -> int:
@@ -63,7 +68,7 @@ class RequestHandlerPool:
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._tasks = [
-            loop.create_task(self._run(), name=f"{self.name}-handler-{i}")
+            loop.create_task(self._run(i), name=f"{self.name}-handler-{i}")
             for i in range(self._size)
         ]
 
@@ -77,9 +82,25 @@ class RequestHandlerPool:
         for future in list(self._deferred):
             future.cancel()
 
-    async def _run(self) -> None:
+    @property
+    def waiting_count(self) -> int:
+        """Handlers waiting for a request right now."""
+        return len(self._waiting_since)
+
+    def idle_seconds(self) -> float:
+        """Seconds the average handler of this pool has spent waiting for a request."""
+        now = self._clock()
+        waiting = sum(now - since for since in self._waiting_since.values())
+        return (self._idle_s + waiting) / max(1, self._size)
+
+    async def _run(self, index: int) -> None:
         while True:
-            request = await self._channel.receive()
+            self._waiting_since[index] = since = self._clock()
+            try:
+                request = await self._channel.receive()
+            finally:
+                del self._waiting_since[index]
+                self._idle_s += self._clock() - since
             try:
                 await self._serve(request)
             except Exception:  # loop boundary: whatever one request does, the task lives on
@@ -97,10 +118,27 @@ class RequestHandlerPool:
             log.exception("handler failed on %s", request)
             request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             return
+        request.handled_at = self._clock()
         if isinstance(result, asyncio.Future):
             self._defer(request, result)
         else:
+            self._observe_times(request)
             request.responder.respond(request, result)
+
+    def _observe_times(self, request: Request) -> None:
+        """Local time (the handler's own work) and remote time (a deferred response's
+        wait), once the response is ready."""
+        request.response_ready_at = now = self._clock()
+        children = self._times_by_api.get(request.api_key)
+        if children is None:
+            api = request.api_name
+            children = (
+                self._metrics.request_local_time.labels(api=api),
+                self._metrics.request_remote_time.labels(api=api),
+            )
+            self._times_by_api[request.api_key] = children
+        children[0].observe(request.handled_at - request.dequeued_at)
+        children[1].observe(now - request.handled_at)
 
     def _queue_time(self, request: Request) -> Any:
         child = self._queue_time_by_api.get(request.api_key)
@@ -119,6 +157,7 @@ class RequestHandlerPool:
                     log.error("deferred response to %s failed", request, exc_info=done.exception())
                 request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             else:
+                self._observe_times(request)
                 request.responder.respond(request, done.result())
 
         future.add_done_callback(deliver)

@@ -24,13 +24,14 @@ Errors stay with their connection: a bad frame, a dead peer or a failing handler
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import socket
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from broker.metrics import BrokerMetrics
 from broker.network.codec import Codec
@@ -54,6 +55,32 @@ class ProcessorSettings:
     idle_timeout_s: float = 600.0  # connections.max.idle.ms / 1000
     send_buffer: int = 102400  # socket.send.buffer.bytes; -1 keeps the OS default
     receive_buffer: int = 102400  # socket.receive.buffer.bytes
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _busy(
+    method: Callable[Concatenate[Processor, _P], _R],
+) -> Callable[Concatenate[Processor, _P], _R]:
+    """Count the time spent in ``method`` as this processor's busy time (the outermost
+    call only: a response written from inside a read is not counted twice). The
+    processor is idle for the rest: Kafka's network processor idle ratio."""
+
+    @functools.wraps(method)
+    def timed(self: Processor, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self._busy_depth:
+            return method(self, *args, **kwargs)
+        self._busy_depth = 1
+        started = self._clock()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy_depth = 0
+            self.busy_s += self._clock() - started
+
+    return timed
 
 
 class Processor:
@@ -93,6 +120,11 @@ class Processor:
         self._open = metrics.connections.labels(listener=listener)
         self._requests_by_api: dict[int, Any] = {}
         self._duration_by_api: dict[int, Any] = {}
+        # idle ratio: busy seconds (see _busy) against the time since it was made
+        self.created_at = clock()
+        self.busy_s = 0.0
+        self._busy_depth = 0
+        self._response_time_by_api: dict[int, Any] = {}
 
     # --- bookkeeping ------------------------------------------------------------------------
 
@@ -129,6 +161,7 @@ class Processor:
 
     # --- reading ------------------------------------------------------------------------------
 
+    @_busy
     def _on_readable(self, conn: Connection) -> None:
         try:
             data = conn.sock.recv(RECV_SIZE)
@@ -246,6 +279,7 @@ class Processor:
             return
         self.respond(request, response)
 
+    @_busy
     def _process_responses(self) -> None:
         self._processing_responses = True
         try:
@@ -284,6 +318,7 @@ class Processor:
         elif done is not None:
             self._loop.add_writer(conn.fd, self._on_writable, conn)
 
+    @_busy
     def _on_writable(self, conn: Connection) -> None:
         if self._write(conn):
             # unregister before finishing: finishing may start the next response
@@ -308,7 +343,10 @@ class Processor:
     def _finish_response(self, conn: Connection) -> None:
         request = conn.in_flight
         if request is not None:
-            self._duration(request).observe(self._clock() - request.received_at)
+            now = self._clock()
+            self._duration(request).observe(now - request.received_at)
+            if request.response_ready_at:
+                self._response_time(request).observe(now - request.response_ready_at)
         conn.send = None
         conn.in_flight = None
         conn.move(ConnState.READING)
@@ -402,6 +440,17 @@ class Processor:
             counter = self._metrics.requests.labels(api=request.api_name, listener=self.listener)
             self._requests_by_api[request.api_key] = counter
         counter.inc()
+
+    def idle_seconds(self) -> float:
+        """Seconds since this processor was made that it spent outside its callbacks."""
+        return max(0.0, self._clock() - self.created_at - self.busy_s)
+
+    def _response_time(self, request: Request) -> Any:
+        child = self._response_time_by_api.get(request.api_key)
+        if child is None:
+            child = self._metrics.request_response_time.labels(api=request.api_name)
+            self._response_time_by_api[request.api_key] = child
+        return child
 
     def _duration(self, request: Request) -> Any:
         child = self._duration_by_api.get(request.api_key)

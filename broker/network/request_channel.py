@@ -47,6 +47,10 @@ class Request:
     responder: Responder = field(repr=False)
     api_name: str = "Unknown"
     dequeued_at: float = 0.0
+    #: when the handler returned (its local work done), and when the response was ready
+    #: (later than that when the handler returned a future: the request waited remotely)
+    handled_at: float = 0.0
+    response_ready_at: float = 0.0
     #: the connection this came from; opaque to handlers
     connection: object = field(default=None, repr=False)
 

@@ -192,6 +192,17 @@ class SocketServer:
     def connection_count(self) -> int:
         return sum(p.connection_count for plane in self._planes for p in plane.processors)
 
+    def idle_seconds(self) -> list[tuple[str, str, float]]:
+        """Idle seconds of every network processor (``processor``, LISTENER-ID) and of
+        every plane's average request handler (``handler``, plane name), for metrics."""
+        idle = [
+            ("processor", f"{p.listener}-{p.id}", p.idle_seconds())
+            for plane in self._planes
+            for p in plane.processors
+        ]
+        idle += [("handler", plane.name, plane.pool.idle_seconds()) for plane in self._planes]
+        return idle
+
     # --- assembly -------------------------------------------------------------------------------
 
     def _plane(self, name: str, queue_size: int, handle: Handler, handlers: int) -> _Plane:

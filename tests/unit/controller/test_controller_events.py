@@ -147,3 +147,25 @@ def test_every_event_has_a_handler_in_the_controllers_table() -> None:
     # Stop never reaches the controller: the event manager ends on it
     handled = {cls for cls in ev.ControllerEvent.__subclasses__() if cls is not ev.Stop}
     assert set(controller._event_handlers()) == handled
+
+
+async def test_the_observer_learns_each_events_queue_time_and_handling_time() -> None:
+    now = [100.0]
+    observed: list[tuple[str, float, float]] = []
+
+    async def handler(event: ev.ControllerEvent) -> None:
+        now[0] += 0.25  # handling takes a quarter of a second on the injected clock
+
+    mgr = ev.ControllerEventManager(handler, clock=lambda: now[0])
+    mgr.observer = lambda name, queued, handled: observed.append((name, queued, handled))
+    mgr.put(ev.BrokerChange())
+    now[0] += 1.0  # waited a second before the consumer started
+    mgr.start()
+
+    async def handled() -> None:
+        while not observed:
+            await asyncio.sleep(0.001)
+
+    await asyncio.wait_for(handled(), 5)
+    await asyncio.wait_for(mgr.shutdown(), 5)
+    assert observed == [("BrokerChange", 1.0, 0.25)]
