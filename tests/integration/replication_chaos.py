@@ -251,10 +251,11 @@ class ChaosCluster:
             for p in wanted:
                 state = self.state(topic, p)
                 if len(state.isr) != replicas or not all(self.is_running(b) for b in state.isr):
-                    return False
+                    raise AssertionError(f"partition {p}: {state}, running {self.running()}")
                 for i in self.running():
-                    if self.leaders(topic, via=i)[p] != state.leader:
-                        return False
+                    seen = self.leaders(topic, via=i)[p]
+                    if seen != state.leader:
+                        raise AssertionError(f"partition {p}: {state}, broker {i} sees {seen}")
             return True
 
         wait_until(full, timeout, f"the ISR of {topic} {wanted} to hold {replicas} replicas")
