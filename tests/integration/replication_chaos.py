@@ -139,8 +139,12 @@ class ChaosCluster:
         return self.local.stop_broker(i, grace_s)
 
     def send_terminate(self, i: int) -> None:
-        """SIGTERM broker i without waiting for it."""
+        """SIGTERM broker i without waiting for it (see ``wait_exit``)."""
         self.local.signal_broker(i, signal.SIGTERM)
+
+    def wait_exit(self, i: int, timeout: float = 60.0) -> int:
+        """Wait for broker i to exit (after ``send_terminate``) and reap it; its status."""
+        return self.local.processes[i].wait(timeout)
 
     def restart(self, i: int, timeout: float = 60.0) -> None:
         """Start a stopped broker again and wait for its registration in ZooKeeper."""
