@@ -46,6 +46,7 @@ compete, so compare the rows of one run rather than absolute numbers.
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import subprocess
 import sys
@@ -286,6 +287,8 @@ def main() -> int:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-failover", action="store_true")
     args = parser.parse_args()
+    # kazoo reconnecting while the embedded ZooKeeper starts is not worth a console line
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     started = time.monotonic()
     healthy = True
     with (
