@@ -152,6 +152,19 @@ class ChaosCluster:
         self.local.start_broker(i)
         self.local.wait_registered([i], timeout)
 
+    def heal(self, timeout: float = 60.0) -> None:
+        """Resume every broker and start again those that are not running (after a test
+        that failed half way)."""
+        stopped = []
+        for i in self.broker_ids:
+            if self.is_running(i):
+                self.resume(i)
+            else:
+                stopped.append(i)
+        for i in stopped:
+            self.local.start_broker(i)
+        self.local.wait_registered(self.broker_ids, timeout)
+
     def registered(self) -> list[int]:
         if self._zk.exists("/brokers/ids") is None:
             return []
@@ -359,6 +372,7 @@ class _Book:
     sent: dict[int, list[int]] = field(default_factory=dict)
     acked: dict[int, list[Ack]] = field(default_factory=dict)
     failed: list[Failure] = field(default_factory=list)
+    fatal: list[str] = field(default_factory=list)
 
 
 class SequenceProducer:
@@ -395,6 +409,7 @@ class SequenceProducer:
             "reconnect.backoff.max.ms": 500,
             "topic.metadata.refresh.interval.ms": 1000,
             "log_level": 0,
+            "error_cb": self._on_error,
             **(config or {}),
         }
         self._lock = threading.Lock()
@@ -418,10 +433,25 @@ class SequenceProducer:
         """Stop producing and wait for every outstanding delivery report."""
         self._stop.set()
         self._thread.join(flush_timeout + 10)
-        if self._error is not None:
-            raise self._error
         if self._thread.is_alive():
             raise AssertionError("the producer thread did not finish flushing")
+        self.check()
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's client-level errors: a broker going away is expected here and
+        retried; a fatal one (the idempotent producer gave up) ends the producer."""
+        if err.fatal():
+            with self._lock:
+                self._book.fatal.append(str(err))
+
+    def check(self) -> None:
+        """Raise if the producer hit a fatal error or its thread died."""
+        with self._lock:
+            fatal = list(self._book.fatal)
+        if fatal:
+            raise AssertionError(f"the producer hit a fatal error: {fatal[0]}")
+        if self._error is not None:
+            raise AssertionError(f"the producer thread failed: {self._error!r}")
 
     def _value(self, n: int) -> bytes:
         text = str(n).encode()
@@ -433,7 +463,7 @@ class SequenceProducer:
         try:
             producer = Producer(self._config)
             start = time.monotonic()
-            while not self._stop.is_set():
+            while not self._stop.is_set() and not self._book.fatal:
                 n = self.next_sequence
                 ahead = n / self.rate - (time.monotonic() - start)
                 if ahead > 0:
@@ -488,12 +518,15 @@ class SequenceProducer:
             return list(self._book.failed)
 
     def acked_count(self, partition: int) -> int:
+        self.check()
         with self._lock:
             return len(self._book.acked.get(partition, ()))
 
     def first_ack_after(self, partitions: Iterable[int], since: float) -> Ack | None:
         """The first acknowledgement (by arrival) of a record enqueued at or after
-        ``since`` on any of ``partitions``; None while there is none."""
+        ``since`` on any of ``partitions``; None while there is none. Raises once the
+        producer has failed (a wait on it then reports why)."""
+        self.check()
         wanted = set(partitions)
         with self._lock:
             found = [
