@@ -79,6 +79,7 @@ class StartedPurgatory(Protocol):
 
     async def shutdown(self) -> None: ...
 
+
 #: the topic key that sets how many replicas acks=all waits for
 _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
 
@@ -308,7 +309,9 @@ class BrokerServer:
             name, clock=self.clock, broker_id=self.broker_id
         )
         purgatory.start()
-        self.metrics.watch_purgatory(name, lambda: purgatory.purgatory_size)
+        self.metrics.watch_purgatory(
+            name, lambda: purgatory.purgatory_size, lambda: purgatory.num_delayed
+        )
         self.purgatories.append(purgatory)
         return purgatory
 

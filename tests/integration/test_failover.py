@@ -53,6 +53,8 @@ OVERRIDES = (
 )
 TOPIC_CONFIGS = {"min.insync.replicas": "2"}
 REPLICAS = (0, 1, 2)
+#: fetches (the followers' long polls among them) a broker holds, not yet answered
+_WAITING_FETCHES = 'minikafka_purgatory_delayed_operations{purgatory="Fetch"}'
 #: a dead broker's session expires, then the controller elects: generous for a loaded machine
 FAILOVER_TIMEOUT_S = SESSION_TIMEOUT_S + 20
 #: a restarted broker recovers its log, registers and catches up
@@ -163,7 +165,7 @@ def test_paused_leader_is_fenced_and_its_lone_appends_truncated(chaos: ChaosClus
         chaos.pause(f)
     try:
         wait_until(
-            lambda: chaos.metric(leader, 'minikafka_purgatory_size{purgatory="Fetch"}') == 0,
+            lambda: chaos.metric(leader, _WAITING_FETCHES) == 0,
             10,
             "the paused followers' fetches to leave the leader's purgatory",
         )
