@@ -100,6 +100,7 @@ class ChaosCluster:
         self.layout = local.layout
         self._zk = KazooClient(hosts=self.layout.zk_connect, timeout=10.0)
         self._zk.start(timeout=15)
+        self._paused: set[int] = set()
 
     def close(self) -> None:
         self._zk.stop()
@@ -122,17 +123,26 @@ class ChaosCluster:
         return self.local.processes[i].poll() is None
 
     def running(self) -> list[int]:
+        """Brokers whose process exists (paused ones included)."""
         return [i for i in self.broker_ids if self.is_running(i)]
+
+    def serving(self) -> list[int]:
+        """Running brokers that are not paused: those that can answer a request."""
+        return [i for i in self.running() if i not in self._paused]
 
     def kill(self, i: int) -> None:
         """kill -9 broker i (and reap it)."""
         self.local.kill_broker(i)
 
     def pause(self, i: int) -> None:
+        """SIGSTOP broker i: it holds its sockets and its ZooKeeper session until that
+        times out, and answers nothing."""
         os.kill(self.pid(i), signal.SIGSTOP)
+        self._paused.add(i)
 
     def resume(self, i: int) -> None:
         os.kill(self.pid(i), signal.SIGCONT)
+        self._paused.discard(i)
 
     def terminate(self, i: int, grace_s: float = 60.0) -> int | None:
         """SIGTERM broker i (controlled shutdown) and wait for it to exit; its status."""
@@ -194,9 +204,9 @@ class ChaosCluster:
         asyncio.run(create())
 
     def leaders(self, topic: str, via: int | None = None) -> dict[int, int]:
-        """partition -> leader id, from the Metadata of broker ``via`` (the first running
+        """partition -> leader id, from the Metadata of broker ``via`` (the first serving
         broker by default); -1 for a partition without a leader."""
-        broker = via if via is not None else self.running()[0]
+        broker = via if via is not None else self.serving()[0]
         body = MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
             allow_auto_topic_creation=False,
@@ -245,15 +255,16 @@ class ChaosCluster:
     # -- waits ----------------------------------------------------------------------------
 
     def wait_leader_moved(self, topic: str, partition: int, old: int, timeout: float) -> int:
-        """Wait until a running broker's Metadata names a live leader other than ``old``."""
+        """Wait until every serving broker's Metadata names the same serving leader, other
+        than ``old``; that leader."""
 
         def moved() -> int | None:
-            for i in self.running():
+            for i in self.serving():
                 leader = self.leaders(topic, via=i)[partition]
                 if leader in (-1, old):
                     return None
             leader = self.leaders(topic)[partition]
-            return leader if leader not in (-1, old) and self.is_running(leader) else None
+            return leader if leader not in (-1, old) and leader in self.serving() else None
 
         return wait_until(moved, timeout, f"{topic}-{partition} to get a leader other than {old}")
 
@@ -261,15 +272,16 @@ class ChaosCluster:
         self, topic: str, partitions: Iterable[int], replicas: int, timeout: float
     ) -> None:
         """Wait until every partition's ISR in ZooKeeper holds ``replicas`` brokers, all
-        running, and every running broker's Metadata names its leader."""
+        serving, and every serving broker's Metadata names its leader."""
         wanted = list(partitions)
 
         def full() -> bool:
             for p in wanted:
                 state = self.state(topic, p)
-                if len(state.isr) != replicas or not all(self.is_running(b) for b in state.isr):
-                    raise AssertionError(f"partition {p}: {state}, running {self.running()}")
-                for i in self.running():
+                serving = self.serving()
+                if len(state.isr) != replicas or not set(state.isr) <= set(serving):
+                    raise AssertionError(f"partition {p}: {state}, serving {serving}")
+                for i in serving:
                     seen = self.leaders(topic, via=i)[p]
                     if seen != state.leader:
                         raise AssertionError(f"partition {p}: {state}, broker {i} sees {seen}")
