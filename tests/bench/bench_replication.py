@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/bench_replication.py [--seconds 10] [--cycles 10]
         [--soak-cycles 0] [--session-timeout-ms 6000] [--skip-throughput] [--skip-failover]
+        [--dir DIR]
 
 One run starts three local brokers (``LocalCluster``, the machinery of ``minikafka cluster
 up``, with an embedded ZooKeeper) and measures, on that one cluster:
@@ -265,9 +266,10 @@ def read_back(chaos: ChaosCluster, producer: SequenceProducer) -> bool:
         except AssertionError as exc:
             problems.append(str(exc))
     records = sum(len(v) for v in consumed.values())
+    unplaced = sum(1 for a in acked.values() for ack in a if ack.offset < 0)
     print(
         f"  read back {records} records of {producer.next_sequence} sent, "
-        f"{sum(len(a) for a in acked.values())} acknowledged: "
+        f"{sum(len(a) for a in acked.values())} acknowledged ({unplaced} without an offset): "
         + ("no loss, no duplicates, no gaps, replicas identical" if not problems else "PROBLEMS")
     )
     for problem in problems[:20]:
@@ -286,6 +288,11 @@ def main() -> int:
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-failover", action="store_true")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        help="keep the brokers' logs and data here (default: a temporary directory, deleted after)",
+    )
     args = parser.parse_args()
     # kazoo reconnecting while the embedded ZooKeeper starts is not worth a console line
     logging.getLogger("kazoo").setLevel(logging.ERROR)
@@ -293,7 +300,7 @@ def main() -> int:
     healthy = True
     with (
         tempfile.TemporaryDirectory(prefix="bench-replication-") as tmp,
-        three_brokers(Path(tmp), args.session_timeout_ms) as chaos,
+        three_brokers(args.dir or Path(tmp), args.session_timeout_ms) as chaos,
     ):
         if not args.skip_throughput:
             print("== throughput and cost", flush=True)

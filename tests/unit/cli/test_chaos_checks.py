@@ -105,3 +105,10 @@ def test_different_batch_boundaries_diverge() -> None:
     whole = [batch(0, 9, 0)]
     split = [batch(0, 4, 0), batch(5, 9, 0)]
     assert replica_divergence({0: whole, 1: split}, 10) is not None
+
+
+def test_an_acknowledgement_without_an_offset_needs_the_record_somewhere() -> None:
+    acked = {0: acks([(0, 0), (3, -1)])}
+    assert delivery_problems({0: [0, 3]}, acked, {0: log([0, 3])}) == []
+    (problem,) = delivery_problems({0: [0, 3]}, acked, {0: log([0])})
+    assert "record 3 acknowledged, not read" in problem
