@@ -290,10 +290,32 @@ class BrokerMetrics:
             namespace=ns,
             registry=r,
         )
+        self.under_min_isr_partitions = Gauge(
+            "under_min_isr_partitions",
+            "Led partitions whose ISR is smaller than min.insync.replicas",
+            namespace=ns,
+            registry=r,
+        )
+        # ISR changes this broker wrote as leader (Kafka's IsrShrinksPerSec, IsrExpandsPerSec)
+        self.isr_shrinks = Counter(
+            "isr_shrinks", "ISR shrinks written by this leader", namespace=ns, registry=r
+        )
+        self.isr_expands = Counter(
+            "isr_expands", "ISR expansions written by this leader", namespace=ns, registry=r
+        )
         self.zookeeper_connected = Gauge(
             "zookeeper_connected", "1 while the ZooKeeper session is connected",
             namespace=ns, registry=r,
         )  # fmt: skip
+
+        # replication, the follower's side
+        self.replica_fetcher_max_lag = Gauge(
+            "replica_fetcher_max_lag",
+            "Largest lag of a followed partition: the leader's high watermark as last "
+            "fetched minus the local log end offset (Kafka's ReplicaFetcherManager MaxLag)",
+            namespace=ns,
+            registry=r,
+        )
 
     # gauges read at scrape time ------------------------------------------------------------
 
@@ -307,13 +329,72 @@ class BrokerMetrics:
         if delayed is not None:
             self.purgatory_delayed_operations.labels(purgatory=name).set_function(delayed)
 
+    def watch_follower_lags(self, lags: Callable[[], dict[int, list[int]]]) -> None:
+        """The followers' lag behind this leader, read at scrape time from ``lags``
+        (per follower broker id, its lag in each partition led here)."""
+        self.registry.register(_FollowerLagCollector(lags))
+
     def watch_cleaner(self, cleaner: LogCleaner) -> None:
         """The log cleaner's numbers, read from it at scrape time."""
         self.registry.register(_CleanerCollector(cleaner))
 
+    def watch_unclean_leader_elections(self, count: Callable[[], int]) -> None:
+        """Kafka's UncleanLeaderElectionsPerSec as a counter: the unclean leader elections
+        this broker made while controller (``minikafka_unclean_leader_elections_total``)."""
+        self.registry.register(
+            _CounterFunction(
+                "unclean_leader_elections",
+                "Leaders elected outside the ISR by this broker as controller",
+                count,
+            )
+        )
+
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric of this broker."""
         return generate_latest(self.registry)
+
+
+class _FollowerLagCollector(Collector):
+    """How far behind this leader each follower broker is, in offsets.
+
+    Aggregated per follower rather than labelled per partition too: a broker leads
+    thousands of partitions, each with its followers, and a series per (partition,
+    follower) would make every scrape that large. A follower's largest lag says whether
+    it keeps up at all (it is the one ISR expiry looks at); the sum says how much it has
+    to copy. Per-partition detail is what the ISR itself and UnderReplicatedPartitions
+    show. Followers that have not fetched since this leadership began count as lagging
+    by the whole log."""
+
+    def __init__(self, lags: Callable[[], dict[int, list[int]]]) -> None:
+        self.lags = lags
+
+    def collect(self) -> Iterable[Metric]:
+        ns = NAMESPACE
+        largest = GaugeMetricFamily(
+            f"{ns}_follower_max_lag_messages",
+            "A follower's largest lag behind this leader over the partitions led here",
+            labels=("follower",),
+        )
+        total = GaugeMetricFamily(
+            f"{ns}_follower_lag_messages",
+            "A follower's lag behind this leader summed over the partitions led here",
+            labels=("follower",),
+        )
+        for follower, lags in sorted(self.lags().items()):
+            largest.add_metric((str(follower),), max(lags))
+            total.add_metric((str(follower),), sum(lags))
+        yield largest
+        yield total
+
+
+class _CounterFunction(Collector):
+    """A counter whose value another object keeps, read at scrape time."""
+
+    def __init__(self, name: str, doc: str, value: Callable[[], int]) -> None:
+        self.name, self.doc, self.value = f"{NAMESPACE}_{name}", doc, value
+
+    def collect(self) -> Iterable[Metric]:
+        yield CounterMetricFamily(self.name, self.doc, self.value())
 
 
 class _CleanerCollector(Collector):

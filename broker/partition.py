@@ -9,25 +9,45 @@ The offsets a reader sees (Kafka's names)::
 
     log_start_offset <= last_stable_offset <= high_watermark <= log_end_offset
 
-Replication between brokers is not built yet, so the high watermark is the leader's log
-end offset (it moves on every append) and the last stable offset equals the high
-watermark (no transactions). A follower only records who leads and at what epoch; it
-serves nothing until replica fetchers land.
+As leader, the partition tracks its followers from their fetches (``broker.isr`` has
+the rules): each follower fetch records the follower's log end offset and when it was
+last caught up (:meth:`Partition.update_follower_fetch_state`); the high watermark is
+the smallest log end offset over the maximal ISR, so a record is below it only once
+every in-sync replica holds it (consumers read below it, acks=all waits for it). The
+leader changes the ISR itself -- a follower that caught up joins
+(:meth:`Partition.maybe_expand_isr`), one that lagged more than replica.lag.time.max.ms
+leaves (:meth:`Partition.maybe_shrink_isr`) -- by writing the partition state znode
+through an :class:`~broker.isr.IsrWriter`, conditionally on the zkVersion it holds
+(the partition epoch), one write in flight at a time. A write that succeeds commits
+the new ISR and its zkVersion; one refused because the controller changed the znode
+leaves the ISR as it was, since a LeaderAndIsr carrying the controller's state follows.
+There are no transactions: the last stable offset equals the high watermark.
 
 Errors for a request leave as :class:`PartitionError` carrying the Kafka error code; the
 ReplicaManager turns them into that partition's error in the response.
 
-Not safe across tasks beyond the event loop: every method runs on the loop's thread.
+Not safe across tasks beyond the event loop: every method runs on the loop's thread
+(an IsrWriter calls back on the loop too).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from broker import isr as isr_rules
+from broker.isr import (
+    FollowerState,
+    IsrChange,
+    IsrState,
+    IsrWriteOutcome,
+    IsrWriter,
+    IsrWriteResult,
+    PendingIsrChange,
+)
 from broker.produce_records import validate_produce_records
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
@@ -42,9 +62,10 @@ from protocol.values import (
 )
 from storage import AppendInfo, FileRegion, Log, LogManager, TimestampOffset
 from storage.errors import OffsetOutOfRangeError, RecordTooLargeError
+from timer.clock import Clock, SystemClock
+from zk.model import LeaderAndIsr
 
 log = logging.getLogger(__name__)
-
 
 
 class PartitionError(Exception):
@@ -106,11 +127,30 @@ class LogReadResult:
     log_end_offset: int
 
 
+#: Told of every ISR change this leader wrote to ZooKeeper (the ReplicaManager queues
+#: the change notification and wakes the operations waiting on the partition).
+IsrChangeListener = Callable[["Partition", IsrChange], None]
+
+
 class Partition:
-    def __init__(self, tp: TopicPartition, local_broker_id: int, log_manager: LogManager) -> None:
+    def __init__(
+        self,
+        tp: TopicPartition,
+        local_broker_id: int,
+        log_manager: LogManager,
+        *,
+        clock: Clock | None = None,
+        isr_writer: IsrWriter | None = None,
+        on_isr_change: IsrChangeListener | None = None,
+    ) -> None:
+        """Without an ``isr_writer`` the leader never changes its ISR (tests of the
+        other parts; a broker always has one)."""
         self.tp = tp
         self.local_broker_id = local_broker_id
         self._log_manager = log_manager
+        self._clock: Clock = clock or SystemClock()
+        self._isr_writer = isr_writer
+        self._on_isr_change = on_isr_change
         self.log: Log | None = None
         self.topic_id: uuid.UUID | None = None
         self.leader_id = -1
@@ -119,8 +159,10 @@ class Partition:
         self.leader_epoch_start_offset = -1
         self.partition_epoch = -1
         self.controller_epoch = -1
-        self.isr: tuple[int, ...] = ()
+        self._isr_state = IsrState()
         self.replicas: tuple[int, ...] = ()
+        #: As leader: what each follower's fetches told (every assigned replica but us).
+        self.followers: dict[int, FollowerState] = {}
 
     # -- role changes (LeaderAndIsr) ---------------------------------------------------
 
@@ -129,8 +171,21 @@ class Partition:
         return self.leader_id == self.local_broker_id and self.log is not None
 
     @property
+    def isr(self) -> tuple[int, ...]:
+        """The committed ISR: as written in the partition state znode."""
+        return self._isr_state.isr
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The committed ISR with a pending expansion's new member (see broker.isr)."""
+        return self._isr_state.maximal_isr
+
+    @property
     def is_under_replicated(self) -> bool:
         return self.is_leader and len(self.isr) < len(self.replicas)
+
+    def is_under_min_isr(self, min_insync_replicas: int) -> bool:
+        return self.is_leader and len(self.isr) < min_insync_replicas
 
     @property
     def is_offline(self) -> bool:
@@ -142,7 +197,7 @@ class Partition:
         self.leader_epoch = state.leader_epoch
         self.partition_epoch = state.partition_epoch
         self.controller_epoch = state.controller_epoch
-        self.isr = tuple(state.isr)
+        self._isr_state = IsrState(tuple(state.isr))  # a write in flight no longer applies
         self.replicas = tuple(state.replicas)
         if topic_id is not None and topic_id != ZERO_UUID:
             self.topic_id = topic_id
@@ -158,6 +213,12 @@ class Partition:
         the log end in the leader-epoch cache. Returns whether this broker was not
         already leading (Kafka's isNewLeader).
 
+        Follower states restart (``broker.isr.reset_for_leadership``): a new leader
+        knows no follower's offsets yet, and counts the ISR members as caught up now; a
+        leader continuing into a new epoch keeps what it knew of the replicas still
+        assigned. The high watermark is never lowered; it moves up at once when the ISR
+        is this broker alone.
+
         No disk work when the log is already open (the ReplicaManager opens it in a
         worker thread first): the epoch changes the cache in memory, and the caller
         writes the checkpoint off the loop (``Log.flush_epoch_cache``)."""
@@ -166,6 +227,17 @@ class Partition:
         self._apply(state, topic_id)
         lg.epoch_cache.assign(state.leader_epoch, lg.log_end_offset)
         self.leader_epoch_start_offset = lg.log_end_offset
+        now_ms = self._clock.monotonic_ms()
+        self.followers = {
+            replica: isr_rules.reset_for_leadership(
+                self.followers.get(replica),
+                new_leader=not was_leader,
+                in_isr=replica in self.isr,
+                now_ms=now_ms,
+            )
+            for replica in self.replicas
+            if replica != self.local_broker_id
+        }
         self.maybe_increment_high_watermark()
         log.info(
             "%s: leader at epoch %d from offset %d, ISR %s",
@@ -177,12 +249,14 @@ class Partition:
         return not was_leader
 
     def make_follower(self, state: PartitionStateLike, topic_id: uuid.UUID | None) -> bool:
-        """Follow ``state.leader``. The log is opened so that its data stays served once
-        this broker leads again; fetching from the leader is the replication issue's."""
+        """Follow ``state.leader``: open the log and record the leader and epoch. Nothing
+        is truncated here: the replica fetcher finds where this log and the leader's
+        agree (OffsetForLeaderEpoch) before it fetches, and cuts there."""
         changed = self.leader_id != state.leader
         self._ensure_log(topic_id if topic_id is not None else self.topic_id)
         self._apply(state, topic_id)
         self.leader_epoch_start_offset = -1
+        self.followers = {}  # a follower tracks nobody
         log.info("%s: follower of %d at epoch %d", self.tp, self.leader_id, self.leader_epoch)
         return changed
 
@@ -190,6 +264,51 @@ class Partition:
         """StopReplica without deletion: keep the log, serve nothing as leader."""
         self.leader_id = -1
         self.leader_epoch_start_offset = -1
+        self.followers = {}
+        self._isr_state = IsrState(self.isr)
+
+    # -- follower (the replica fetcher's side) -------------------------------------------
+
+    def _follower_log(self) -> Log:
+        """The log a fetcher may change: this broker follows and the log is usable."""
+        if self.log is None or self.is_leader:
+            raise PartitionError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"{self.tp}: broker {self.local_broker_id} is not a follower",
+            )
+        if self.log.failed is not None:
+            raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR, self.log.failed)
+        return self.log
+
+    def append_records_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches fetched from the leader with their offsets and epochs (the
+        epoch cache and producer state follow them). Raises PartitionError (role),
+        RecordError (bad batches) or StorageError (disk)."""
+        return self._follower_log().append_as_follower(records)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> int:
+        """A follower's high watermark is the leader's, as far as this log reaches."""
+        lg = self._follower_log()
+        return lg.update_high_watermark(min(leader_high_watermark, lg.log_end_offset))
+
+    def update_follower_log_start_offset(self, leader_log_start_offset: int) -> int:
+        """Follow the leader's log start (retention, DeleteRecords) up to this replica's
+        high watermark, never down."""
+        lg = self._follower_log()
+        target = min(leader_log_start_offset, lg.high_watermark)
+        if target > lg.log_start_offset:
+            lg.increment_log_start_offset(target)
+        return lg.log_start_offset
+
+    def truncate_to(self, offset: int) -> bool:
+        """Cut the follower's log at ``offset`` (records, epochs from there on, producer
+        state, recovery point); see :meth:`storage.Log.truncate_to`."""
+        return self._follower_log().truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the follower's log and start it at ``offset`` (the leader's log start,
+        when this replica fell behind it)."""
+        self._follower_log().truncate_fully_and_start_at(offset)
 
     # -- offsets -----------------------------------------------------------------------
 
@@ -221,12 +340,157 @@ class Partition:
         return self.high_watermark
 
     def maybe_increment_high_watermark(self) -> bool:
-        """Until followers replicate, the high watermark is the leader's log end."""
+        """As leader, move the high watermark up to the smallest log end offset of the
+        maximal ISR (``broker.isr.high_watermark``). True when it moved: the caller
+        then completes the produces and fetches waiting on this partition."""
         lg = self.log
-        if lg is None or not self.is_leader or lg.high_watermark == lg.log_end_offset:
+        if lg is None or not self.is_leader:
             return False
-        lg.update_high_watermark(lg.log_end_offset)
+        follower_ends = [
+            self.followers[replica].log_end_offset
+            for replica in self.maximal_isr
+            if replica in self.followers
+        ]
+        current = lg.high_watermark
+        new = isr_rules.high_watermark(current, lg.log_end_offset, follower_ends)
+        if new <= current:
+            return False
+        lg.update_high_watermark(new)
         return True
+
+    # -- followers and the ISR (leader) ---------------------------------------------------
+
+    def check_follower(self, replica_id: int) -> None:
+        """A follower fetch must come from an assigned replica (Kafka's
+        followerReplicaOrThrow): NOT_LEADER_OR_FOLLOWER otherwise."""
+        if replica_id not in self.followers:
+            raise PartitionError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"{self.tp}: broker {replica_id} is not a follower of this leader "
+                f"(replicas {list(self.replicas)})",
+            )
+
+    def update_follower_fetch_state(
+        self,
+        replica_id: int,
+        *,
+        fetch_offset: int,
+        follower_log_start_offset: int,
+        leader_end_offset: int,
+        now_ms: int,
+    ) -> None:
+        """Record a follower's fetch at ``fetch_offset``, read when the leader's log end
+        offset was ``leader_end_offset`` (the caller read it successfully first). The
+        caller then asks :meth:`maybe_expand_isr` and :meth:`maybe_increment_high_watermark`."""
+        self.check_follower(replica_id)
+        self.followers[replica_id] = isr_rules.after_fetch(
+            self.followers[replica_id],
+            fetch_offset=fetch_offset,
+            follower_log_start_offset=follower_log_start_offset,
+            leader_end_offset=leader_end_offset,
+            now_ms=now_ms,
+        )
+
+    def maybe_expand_isr(self, replica_id: int) -> bool:
+        """Add ``replica_id`` to the ISR when it caught up (``broker.isr.may_join_isr``)
+        and no other ISR write is in flight. True when the write was submitted."""
+        state = self.followers.get(replica_id)
+        if (
+            state is None
+            or not self.is_leader
+            or self._isr_state.in_flight
+            or replica_id in self.isr
+            or not isr_rules.may_join_isr(
+                state.log_end_offset, self.high_watermark, self.leader_epoch_start_offset
+            )
+        ):
+            return False
+        return self._submit_isr(self._isr_state.expand(replica_id))
+
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> bool:
+        """Remove the ISR followers not caught up within ``max_lag_ms`` (the periodic
+        ISR expiration). True when the write was submitted."""
+        lg = self.log
+        if lg is None or not self.is_leader or self._isr_state.in_flight:
+            return False
+        out = isr_rules.out_of_sync_replicas(
+            self.isr, self.local_broker_id, self.followers, lg.log_end_offset, now_ms, max_lag_ms
+        )
+        if not out:
+            return False
+        for replica in out:
+            state = self.followers.get(replica)
+            log.info(
+                "%s: shrinking the ISR: follower %d caught up at %s (log end %s, leader's %d)",
+                self.tp,
+                replica,
+                state.last_caught_up_ms if state else "never",
+                state.log_end_offset if state else "unknown",
+                lg.log_end_offset,
+            )
+        return self._submit_isr(self._isr_state.shrink(out))
+
+    def follower_lags(self) -> dict[int, int]:
+        """As leader: per follower, how many offsets it is behind the leader's log end
+        (a follower that has not fetched since this leadership began lags by the whole
+        log)."""
+        lg = self.log
+        if lg is None or not self.is_leader:
+            return {}
+        leo, start = lg.log_end_offset, lg.log_start_offset
+        return {
+            replica: leo - (state.log_end_offset if state.log_end_offset >= 0 else start)
+            for replica, state in self.followers.items()
+        }
+
+    def _submit_isr(self, proposed: IsrState) -> bool:
+        """Make ``proposed`` (a pending change) current and write it."""
+        writer, pending = self._isr_writer, proposed.pending
+        if writer is None or pending is None:
+            return False
+        self._isr_state = proposed
+        state = LeaderAndIsr(
+            self.local_broker_id, self.leader_epoch, pending.proposed, self.partition_epoch
+        )
+
+        def done(result: IsrWriteResult) -> None:
+            self._isr_written(pending, result)
+
+        writer.submit(self.tp, state, self.controller_epoch, done)
+        return True
+
+    def _isr_written(self, pending: PendingIsrChange, result: IsrWriteResult) -> None:
+        """The write of ``pending`` ended (on the loop). It is applied only while it is
+        still the change in flight: a LeaderAndIsr since then set the state itself."""
+        current = self._isr_state.pending is pending
+        if result.outcome is IsrWriteOutcome.WRITTEN:
+            if current:
+                log.info(
+                    "%s: ISR %s -> %s (partition epoch %d)",
+                    self.tp,
+                    list(self.isr),
+                    list(pending.proposed),
+                    result.zk_version,
+                )
+                self._isr_state = IsrState(pending.proposed)
+                self.partition_epoch = result.zk_version
+                self.maybe_increment_high_watermark()
+            if self._on_isr_change is not None:  # ZooKeeper changed either way
+                self._on_isr_change(self, pending.kind)
+            return
+        if not current:
+            return
+        self._isr_state = IsrState(self.isr)
+        if result.outcome is IsrWriteOutcome.CONFLICT:
+            log.info(
+                "%s: ISR change to %s not written: the partition state is no longer at "
+                "zkVersion %d (the controller's LeaderAndIsr will follow)",
+                self.tp,
+                list(pending.proposed),
+                self.partition_epoch,
+            )
+        else:
+            log.warning("%s: ISR change to %s failed; will retry", self.tp, list(pending.proposed))
 
     # -- produce -----------------------------------------------------------------------
 

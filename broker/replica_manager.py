@@ -7,6 +7,15 @@ the controller epoch); the Kafka API handlers append (:meth:`append_records`), r
 operations watched under the partitions they touched: a DelayedFetch may now have its
 ``min_bytes``, a DelayedProduce its high watermark.
 
+Replication, leader side: a fetch with a replica id >= 0 comes from a follower. After
+reading it, the manager records the follower's position in the partition
+(``Partition.update_follower_fetch_state``), which may add the follower to the ISR and
+move the high watermark; a high watermark that moved completes the acks=all produces and
+the consumers' fetches waiting on the partition. The periodic ``isr-expiration`` task
+(:meth:`maybe_shrink_isr`, every replica.lag.time.max.ms / 2) drops lagging followers
+from the ISR. Each ISR change a leader wrote to ZooKeeper is counted and queued for the
+controller's ISR change notification (``broker.isr_zk.IsrChangePropagator``).
+
 Results come back through callbacks, as in Kafka, because acks=all produces and long-poll
 fetches finish later, in a purgatory; the callback runs synchronously when no waiting is
 needed, so a handler can tell the two cases apart and answer at once.
@@ -31,10 +40,11 @@ epoch cache, which is safe to write from another thread.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from broker.delayed.fetch import (
     DelayedFetch,
@@ -42,6 +52,7 @@ from broker.delayed.fetch import (
     FetchParams,
     FetchPartitionResult,
     FetchResults,
+    PartitionFetchInfo,
 )
 from broker.delayed.produce import (
     DelayedProduce,
@@ -49,12 +60,16 @@ from broker.delayed.produce import (
     ProducePartitionResult,
     ProducePartitionStatus,
 )
+from broker.isr import IsrChange, IsrWriter
+from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition, PartitionError, PartitionStateLike, topic_id_text
+from broker.replication import LeaderEndpoint, ReplicaFetcherManager, resolve_leader_endpoint
 from protocol.errors import ErrorCode
 from protocol.values import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_LEADER_EPOCH, TopicPartition
 from storage import Log, LogManager, RecordError, StorageError, TimestampOffset
 from timer import DelayedOperationPurgatory
+from timer.clock import Clock, SystemClock
 from zk.model import INITIAL_CONTROLLER_EPOCH
 
 log = logging.getLogger(__name__)
@@ -74,6 +89,17 @@ class RunBlocking(Protocol):
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
+class LiveLeaderLike(Protocol):
+    """A live leader of a LeaderAndIsr request (the request's struct), read only."""
+
+    @property
+    def broker_id(self) -> int: ...
+    @property
+    def host_name(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
 async def in_thread(fn: Callable[[], T]) -> T:
     return await asyncio.to_thread(fn)
 
@@ -90,11 +116,22 @@ class ReplicaManager:
         min_insync_replicas: Callable[[str], int] = lambda topic: 1,
         is_known_partition: Callable[[str, int], bool] | None = None,
         run_blocking: RunBlocking = in_thread,
+        clock: Clock | None = None,
+        isr_writer: IsrWriter | None = None,
+        isr_propagator: IsrChangePropagator | None = None,
+        replica_lag_time_max_ms: int = 30_000,
+        replica_fetchers: ReplicaFetcherManager | None = None,
+        leader_endpoint: Callable[[int], tuple[str, int] | None] = lambda broker_id: None,
     ) -> None:
         """``min_insync_replicas(topic)`` gives the topic's min.insync.replicas;
         ``is_known_partition(topic, p)`` (the metadata cache) tells a partition led
         elsewhere (NOT_LEADER_OR_FOLLOWER) from one that does not exist;
-        ``run_blocking`` runs the controller requests' disk work off the loop."""
+        ``run_blocking`` runs the controller requests' disk work off the loop;
+        ``isr_writer`` writes a leader's ISR changes (none: leaders never change their
+        ISR) and ``isr_propagator`` queues them for the controller;
+        ``replica_fetchers`` copies the leaders' logs into the followers (None: nothing
+        is fetched) from ``leader_endpoint(broker_id)``, the inter-broker listener's
+        address in the metadata cache."""
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.produce_purgatory = produce_purgatory
@@ -103,12 +140,20 @@ class ReplicaManager:
         self.min_insync_replicas = min_insync_replicas
         self._is_known_partition = is_known_partition
         self._run_blocking = run_blocking
+        self.clock: Clock = clock or SystemClock()
+        self._isr_writer = isr_writer
+        self.isr_propagator = isr_propagator
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.replica_fetchers = replica_fetchers
+        self._leader_endpoint = leader_endpoint
         self._state_change_lock = asyncio.Lock()
         self._partitions: dict[TopicPartition, Partition] = {}
         self.controller_id = -1
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         if metrics is not None:
             metrics.under_replicated_partitions.set_function(self.under_replicated_count)
+            metrics.under_min_isr_partitions.set_function(self.under_min_isr_count)
+            metrics.watch_follower_lags(self.follower_lags)
 
     # -- the partition table -------------------------------------------------------------
 
@@ -126,6 +171,23 @@ class ReplicaManager:
 
     def under_replicated_count(self) -> int:
         return sum(1 for p in self._partitions.values() if p.is_under_replicated)
+
+    def under_min_isr_count(self) -> int:
+        """Led partitions whose ISR is below min.insync.replicas (acks=all is refused)."""
+        return sum(
+            1
+            for p in self._partitions.values()
+            if p.is_leader and p.is_under_min_isr(self.min_insync_replicas(p.tp.topic))
+        )
+
+    def follower_lags(self) -> dict[int, list[int]]:
+        """Per follower broker, its lag (offsets behind the leader's log end) in each
+        partition led here."""
+        lags: dict[int, list[int]] = {}
+        for partition in self._partitions.values():
+            for follower, lag in partition.follower_lags().items():
+                lags.setdefault(follower, []).append(lag)
+        return lags
 
     def offline_replica_count(self) -> int:
         return sum(1 for p in self._partitions.values() if p.is_offline)
@@ -155,7 +217,7 @@ class ReplicaManager:
         controller_epoch: int,
         partition_states: Iterable[PartitionStateLike],
         topic_ids: Mapping[str, uuid.UUID],
-        live_leaders: Sequence[Any] = (),
+        live_leaders: Sequence[LiveLeaderLike] = (),
     ) -> dict[TopicPartition, int]:
         """LeaderAndIsr: apply each partition state whose leader epoch is newer than
         the one known here. Per partition: NONE, STALE_CONTROLLER_EPOCH (epoch not
@@ -165,7 +227,13 @@ class ReplicaManager:
         Three steps: open the missing logs (worker thread), change roles (loop: the
         new leaders' epochs go into their caches in memory), write those caches
         (worker thread). A leader may take appends between the last two steps; the
-        log keeps that safe (see storage.log: recovery rebuilds unwritten epochs)."""
+        log keeps that safe (see storage.log: recovery rebuilds unwritten epochs).
+
+        The replica fetchers change in the same step as the roles (no await between):
+        the new leaders leave them first, the new followers join them after, in
+        TRUNCATING at their new epoch, fetching from the leader's address (the metadata
+        cache's, else the request's ``live_leaders``: ``broker_id``, ``host_name``,
+        ``port``)."""
         states = list(partition_states)
         async with self._state_change_lock:
             if self.is_stale_controller_epoch(controller_epoch):
@@ -198,9 +266,15 @@ class ReplicaManager:
             if to_open:
                 for tp in await self._run_blocking(lambda: self._open_logs(to_open)):
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            applied = [(tp, state) for tp, state, _ in accepted if errors[tp] == ErrorCode.NONE]
+            self._remove_fetchers(tp for tp, state in applied if state.leader == self.broker_id)
             for tp, state, topic_id in accepted:
                 if errors[tp] == ErrorCode.NONE:
                     errors[tp] = self._apply_partition_state(tp, state, topic_id)
+            self._add_fetchers(
+                [(tp, s) for tp, s in applied if errors[tp] == ErrorCode.NONE],
+                {ll.broker_id: (ll.host_name, ll.port) for ll in live_leaders},
+            )
             dirty = [
                 (tp, lg)
                 for tp, error in errors.items()
@@ -215,6 +289,38 @@ class ReplicaManager:
                 if error == ErrorCode.NONE:
                     self._complete_delayed(tp)
             return errors
+
+    def _remove_fetchers(self, tps: Iterable[TopicPartition]) -> None:
+        if self.replica_fetchers is not None:
+            self.replica_fetchers.remove_partitions(list(tps))
+
+    def _add_fetchers(
+        self,
+        applied: list[tuple[TopicPartition, PartitionStateLike]],
+        live_leaders: Mapping[int, tuple[str, int]],
+    ) -> None:
+        """Fetch every partition this broker now follows from its leader; one whose
+        leader is unknown or not alive stops fetching until the next LeaderAndIsr."""
+        if self.replica_fetchers is None:
+            return
+        wanted: dict[TopicPartition, tuple[Partition, LeaderEndpoint, int]] = {}
+        leaderless: list[TopicPartition] = []
+        for tp, state in applied:
+            if state.leader == self.broker_id:
+                continue
+            partition = self._partitions.get(tp)
+            endpoint = (
+                resolve_leader_endpoint(state.leader, live_leaders, self._leader_endpoint)
+                if state.leader >= 0
+                else None
+            )
+            if partition is None or endpoint is None:
+                log.warning("%s: leader %d is not available; not fetching", tp, state.leader)
+                leaderless.append(tp)
+            else:
+                wanted[tp] = (partition, endpoint, state.leader_epoch)
+        self.replica_fetchers.remove_partitions(leaderless)
+        self.replica_fetchers.add_partitions(wanted)
 
     def _check_partition_state(
         self, tp: TopicPartition, state: PartitionStateLike, topic_id: uuid.UUID | None
@@ -263,7 +369,14 @@ class ReplicaManager:
         """Make the partition leader or follower (its log is open: no disk work)."""
         partition = self._partitions.get(tp)
         if partition is None:
-            partition = Partition(tp, self.broker_id, self.log_manager)
+            partition = Partition(
+                tp,
+                self.broker_id,
+                self.log_manager,
+                clock=self.clock,
+                isr_writer=self._isr_writer,
+                on_isr_change=self._isr_changed,
+            )
         try:
             if state.leader == self.broker_id:
                 partition.make_leader(state, topic_id)
@@ -305,6 +418,7 @@ class ReplicaManager:
                     errors[tp] = ErrorCode.FENCED_LEADER_EPOCH
                     continue
                 errors[tp] = ErrorCode.NONE
+                self._remove_fetchers([tp])
                 if delete:
                     self._partitions.pop(tp, None)
                     to_delete.append(tp)
@@ -337,7 +451,10 @@ class ReplicaManager:
         self.produce_purgatory.check_and_complete(tp)
 
     async def shutdown(self) -> None:
-        """Stop both purgatories (waiting operations are dropped with the connections)."""
+        """Stop the replica fetchers (before the logs they append to close), then both
+        purgatories (waiting operations are dropped with the connections)."""
+        if self.replica_fetchers is not None:
+            await self.replica_fetchers.shutdown()
         await self.produce_purgatory.shutdown()
         await self.fetch_purgatory.shutdown()
 
@@ -463,6 +580,16 @@ class ReplicaManager:
                     up_to_high_watermark=not params.is_from_follower,
                     min_one_message=min_one_message,
                 )
+                if params.is_from_follower:
+                    # after the read's role and epoch checks, as Kafka orders them
+                    partition.check_follower(params.replica_id)
+                    self._follower_fetched(partition, params.replica_id, info, read.log_end_offset)
+                    # the follower learns a high watermark this fetch may just have moved
+                    read = dataclasses.replace(
+                        read,
+                        high_watermark=partition.high_watermark,
+                        last_stable_offset=partition.last_stable_offset,
+                    )
             except PartitionError as exc:
                 results.append((tp, FetchPartitionResult(exc.error_code)))
                 continue
@@ -487,6 +614,48 @@ class ReplicaManager:
                 )
             )
         return results
+
+    def _follower_fetched(
+        self,
+        partition: Partition,
+        replica_id: int,
+        info: PartitionFetchInfo,
+        leader_end_offset: int,
+    ) -> None:
+        """Record a follower's successful fetch (Kafka's updateFollowerFetchState): its
+        position, then whether it joins the ISR and the high watermark moves."""
+        partition.update_follower_fetch_state(
+            replica_id,
+            fetch_offset=info.fetch_offset,
+            follower_log_start_offset=info.log_start_offset,
+            leader_end_offset=leader_end_offset,
+            now_ms=self.clock.monotonic_ms(),
+        )
+        partition.maybe_expand_isr(replica_id)
+        if partition.maybe_increment_high_watermark():
+            self._complete_delayed(partition.tp)
+
+    # -- the ISR ------------------------------------------------------------------------
+
+    def maybe_shrink_isr(self) -> None:
+        """The isr-expiration task: every led partition drops the followers that lagged
+        more than replica.lag.time.max.ms from its ISR (the writes finish later)."""
+        now_ms = self.clock.monotonic_ms()
+        for partition in self._partitions.values():
+            partition.maybe_shrink_isr(now_ms, self.replica_lag_time_max_ms)
+
+    def _isr_changed(self, partition: Partition, change: IsrChange) -> None:
+        """A leader wrote a new ISR to ZooKeeper: count it, queue it for the controller,
+        and wake what waits on the partition (the high watermark may have moved, or the
+        ISR fallen below min.insync.replicas)."""
+        if self.metrics is not None:
+            counter = (
+                self.metrics.isr_expands if change is IsrChange.EXPAND else self.metrics.isr_shrinks
+            )
+            counter.inc()
+        if self.isr_propagator is not None:
+            self.isr_propagator.record(partition.tp)
+        self._complete_delayed(partition.tp)
 
     def _count_bytes_out(self, results: FetchResults) -> None:
         if self.metrics is None:

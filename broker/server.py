@@ -10,8 +10,9 @@ Startup (Kafka's KafkaServer.startup):
    broker id (configured, from meta.properties, or generated from /brokers/seqid),
    then meta.properties written where missing;
 4. the Scheduler with every periodic task of ``BrokerServer.scheduled_tasks`` (the
-   LogManager's housekeeping, the high-watermark checkpoint), the purgatories and the
-   ReplicaManager;
+   LogManager's housekeeping, the high-watermark checkpoint, ISR expiration and ISR
+   change propagation), the purgatories and the ReplicaManager (with the writer of
+   its leaders' ISR changes to ZooKeeper);
 5. the SocketServer: data-plane listeners and the control-plane listener;
 6. the controller: it registers /brokers/ids/<id> (ephemeral) and joins the election;
    then the config change listener applies the dynamic broker configs and watches
@@ -42,11 +43,13 @@ from broker.context import BrokerContext
 from broker.delayed.create_topics import DelayedCreateTopics
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.isr_zk import IsrChangePropagator, PropagationTimes, ZkIsrWriter
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
 from broker.producer_id_manager import ProducerIdManager
 from broker.replica_manager import ReplicaManager
+from broker.replication import FetcherConfig, ReplicaFetcherManager
 from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
@@ -83,14 +86,11 @@ class StartedPurgatory(Protocol):
 #: the topic key that sets how many replicas acks=all waits for
 _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
 
+#: when the isr-change-propagation task writes the queued ISR changes (Kafka's timings)
+ISR_PROPAGATION = PropagationTimes()
+
 #: how long to wait between ZooKeeper connection attempts at startup
 ZK_RETRY_BACKOFF_S = 2.0
-
-#: Whether followers copy their leaders' logs. Until they do, every replica counts as in
-#: sync while holding nothing, and a preferred-leader election could hand leadership to an
-#: empty log: the controller's automatic leader rebalance stays off whatever
-#: ``auto.leader.rebalance.enable`` says. Replication turns this on.
-FOLLOWERS_REPLICATE = False
 
 
 def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], bool]], bool]:
@@ -163,6 +163,7 @@ class BrokerServer:
         self.scheduler: Scheduler | None = None
         self.purgatories: list[StartedPurgatory] = []
         self.replica_manager: ReplicaManager | None = None
+        self.isr_writer: ZkIsrWriter | None = None
         self.metadata_cache: MetadataCache | None = None
         self.ctx: BrokerContext | None = None
         self.apis: KafkaApis | None = None
@@ -322,6 +323,9 @@ class BrokerServer:
         fetch: DelayedOperationPurgatory[DelayedFetch],
         cache: MetadataCache,
     ) -> ReplicaManager:
+        zk = self.zk
+        assert zk is not None
+        self.isr_writer = ZkIsrWriter(zk)
 
         def min_insync_replicas(topic: str) -> int:
             """The topic's override, else the broker's value as it is now (a dynamic broker
@@ -335,6 +339,9 @@ class BrokerServer:
                 return default_min_isr
             return default_min_isr if value is None else int(value)
 
+        fetchers = ReplicaFetcherManager(self._fetcher_config(), self.clock)
+        self.metrics.replica_fetcher_max_lag.set_function(fetchers.max_lag)
+        listener = self.config.inter_broker_listener_name
         return ReplicaManager(
             self.broker_id,
             log_manager,
@@ -343,35 +350,75 @@ class BrokerServer:
             metrics=self.metrics,
             min_insync_replicas=min_insync_replicas,
             is_known_partition=lambda topic, p: cache.partition(topic, p) is not None,
+            clock=self.clock,
+            isr_writer=self.isr_writer,
+            isr_propagator=IsrChangePropagator(
+                self.clock,
+                lambda tps: asyncio.to_thread(zk.propagate_isr_change, tps),
+                ISR_PROPAGATION,
+            ),
+            replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms"),
+            replica_fetchers=fetchers,
+            leader_endpoint=lambda broker_id: cache.alive_endpoint(broker_id, listener),
+        )
+
+    def _fetcher_config(self) -> FetcherConfig:
+        c = self.config
+        return FetcherConfig(
+            broker_id=self.broker_id,
+            partition_max_bytes=c.get_int("replica.fetch.max.bytes"),
+            response_max_bytes=c.get_int("replica.fetch.response.max.bytes"),
+            max_wait_ms=c.get_int("replica.fetch.wait.max.ms"),
+            min_bytes=c.get_int("replica.fetch.min.bytes"),
+            backoff_ms=c.get_int("replica.fetch.backoff.ms"),
+            socket_timeout_ms=c.get_int("replica.socket.timeout.ms"),
+            num_fetchers=c.get_int("num.replica.fetchers"),
         )
 
     def scheduled_tasks(self) -> list[TaskSpec]:
         """Every periodic task the broker schedules at startup, in one table: storage's
         housekeeping (``LogManager.scheduled_tasks``), then the broker's own. The active
-        controller schedules its leader-imbalance check itself (off: FOLLOWERS_REPLICATE)."""
+        controller schedules its leader-imbalance check itself while it is active
+        (``auto.leader.rebalance.enable``). The ISR tasks start before the ReplicaManager
+        exists and do nothing until it does."""
         assert self.log_manager is not None
         c = self.config
+        lag_ms = c.get_int("replica.lag.time.max.ms")
         return [
             *self.log_manager.scheduled_tasks(),
             # replication-offset-checkpoint, read back at startup: a restarted broker's
-            # high watermarks are at most one interval old (Kafka starts it at once)
+            # high watermarks are at most one interval old (Kafka starts it at once);
+            # followers' too (their high watermarks come from the leader's fetches)
             TaskSpec("highwatermark-checkpoint", self.log_manager.checkpoint_high_watermarks,
                      0, c.get_int("replica.high.watermark.checkpoint.interval.ms"), True),
+            # leaders drop followers that lagged replica.lag.time.max.ms from their ISR
+            TaskSpec("isr-expiration", self._expire_isr, lag_ms // 2, lag_ms // 2, False),
+            TaskSpec("isr-change-propagation", self._propagate_isr_changes,
+                     ISR_PROPAGATION.check_interval_ms, ISR_PROPAGATION.check_interval_ms,
+                     False),
         ]  # fmt: skip
+
+    def _expire_isr(self) -> None:
+        if self.replica_manager is not None:
+            self.replica_manager.maybe_shrink_isr()
+
+    async def _propagate_isr_changes(self) -> None:
+        rm = self.replica_manager
+        if rm is not None and rm.isr_propagator is not None:
+            await rm.isr_propagator.maybe_propagate()
 
     def _controller_config(self) -> ControllerConfig:
         c = self.config
         return ControllerConfig(
             unclean_leader_election_enable=c.get_bool("unclean.leader.election.enable"),
-            auto_leader_rebalance_enable=(
-                FOLLOWERS_REPLICATE and c.get_bool("auto.leader.rebalance.enable")
-            ),
+            auto_leader_rebalance_enable=c.get_bool("auto.leader.rebalance.enable"),
             leader_imbalance_check_interval_ms=(
                 c.get_int("leader.imbalance.check.interval.seconds") * 1000
             ),
             leader_imbalance_per_broker_percentage=c.get_int(
                 "leader.imbalance.per.broker.percentage"
             ),
+            zookeeper_session_timeout_ms=c.get_int("zookeeper.session.timeout.ms"),
         )
 
     def _broker_info(self) -> BrokerInfo:
@@ -393,6 +440,7 @@ class BrokerServer:
         assert controller is not None and zk is not None
         self.metrics.controller_active.set_function(lambda: 1 if controller.is_active else 0)
         self.metrics.offline_partitions.set_function(lambda: controller.offline_partition_count)
+        self.metrics.watch_unclean_leader_elections(lambda: controller.unclean_leader_elections)
         self.metrics.zookeeper_connected.set_function(lambda: 1 if zk.kazoo.connected else 0)
 
     # -- shutdown -----------------------------------------------------------------------------
@@ -421,6 +469,8 @@ class BrokerServer:
             await self._step("controller", self.controller.shutdown())
         if self.replica_manager is not None:
             await self._step("replica manager", self.replica_manager.shutdown())
+        if self.isr_writer is not None:
+            await self._step("ISR writer", self.isr_writer.shutdown())
         for purgatory in self.purgatories:
             await self._step(f"purgatory {purgatory.name}", purgatory.shutdown())
         if self.log_manager is not None:

@@ -22,6 +22,7 @@ and benchmark dependencies only.
 
 from client.admin import (
     ConfigEntry,
+    ElectionResult,
     NewTopic,
     TopicResult,
     create_partitions,
@@ -31,6 +32,7 @@ from client.admin import (
     describe_log_dirs,
     describe_topic_configs,
     describe_topics,
+    elect_leaders,
     incremental_alter_configs,
 )
 from client.client import ClientConfig, KafkaClient, parse_bootstrap
@@ -63,6 +65,7 @@ __all__ = [
     "ConnectionConfig",
     "ConnectionLost",
     "ConsumedRecord",
+    "ElectionResult",
     "Fetcher",
     "KafkaClient",
     "KafkaError",
@@ -84,6 +87,7 @@ __all__ = [
     "describe_log_dirs",
     "describe_topic_configs",
     "describe_topics",
+    "elect_leaders",
     "incremental_alter_configs",
     "list_offsets",
     "murmur2",

@@ -2,7 +2,7 @@
 configs of topics and brokers (DescribeConfigs, IncrementalAlterConfigs), and each
 broker's log directories (DescribeLogDirs).
 
-CreateTopics, CreatePartitions and DeleteTopics go to the controller (a broker that is
+CreateTopics, CreatePartitions, DeleteTopics and ElectLeaders go to the controller (a broker that is
 not answers NOT_CONTROLLER, and we retry after a metadata refresh); configs of topics
 and of the cluster-wide broker default may go to any broker, a broker's own to that
 broker. Results are per topic: one failing topic does not fail the
@@ -27,6 +27,7 @@ from protocol.messages import (
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeLogDirsRequest,
+    ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
 )
 
@@ -193,6 +194,65 @@ async def delete_topics(
     }
 
 
+@dataclass(frozen=True)
+class ElectionResult:
+    """One partition's answer to ElectLeaders (error_code NONE: a new leader was elected)."""
+
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str | None = None
+
+
+async def elect_leaders(
+    client: KafkaClient,
+    election_type: int,
+    partitions: Sequence[tuple[str, int]] | None,
+    *,
+    timeout_ms: int = 30_000,
+) -> list[ElectionResult]:
+    """Ask the controller for preferred (0) or unclean (1) leader elections of
+    ``partitions`` (topic, partition), or of every partition (None: then only those
+    elected or failed are answered)."""
+
+    def build(version: int) -> Any:
+        if version == 0 and election_type != 0:
+            raise UnsupportedApi("the brokers only support preferred leader elections")
+        listed: dict[str, list[int]] = {}
+        for topic, p in partitions or ():
+            listed.setdefault(topic, []).append(p)
+        return ElectLeadersRequest(
+            election_type=election_type,
+            topic_partitions=None
+            if partitions is None
+            else [
+                ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps)
+                for t, ps in listed.items()
+            ],
+            timeout_ms=timeout_ms,
+        )
+
+    async def once() -> Any:
+        controller = client.view.controller_id
+        node = controller if controller in client.view.brokers else None
+        body = await client.request(node, ApiKey.ELECT_LEADERS, build)
+        codes = [r.error_code for t in body.replica_election_results for r in t.partition_result]
+        if body.error_code == ErrorCode.NOT_CONTROLLER or (
+            codes and all(c == ErrorCode.NOT_CONTROLLER for c in codes)
+        ):
+            raise KafkaError(ErrorCode.NOT_CONTROLLER)
+        if body.error_code != ErrorCode.NONE:
+            raise KafkaError(body.error_code)
+        return body
+
+    body = await client.retrying(once, timeout_s=timeout_ms / 1000 + 30)
+    return [
+        ElectionResult(t.topic, r.partition_id, r.error_code, r.error_message)
+        for t in body.replica_election_results
+        for r in t.partition_result
+    ]
+
+
 async def describe_topics(
     client: KafkaClient, names: Sequence[str] | None = None
 ) -> dict[str, TopicInfo]:
@@ -332,9 +392,7 @@ async def describe_log_dirs(
         )
         return DescribeLogDirsRequest(topics=wanted)
 
-    body = await client.retrying(
-        lambda: client.request(broker_id, ApiKey.DESCRIBE_LOG_DIRS, build)
-    )
+    body = await client.retrying(lambda: client.request(broker_id, ApiKey.DESCRIBE_LOG_DIRS, build))
     return [
         LogDirInfo(
             r.log_dir,

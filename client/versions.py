@@ -15,7 +15,8 @@ from protocol import ApiKey
 
 #: api key -> (min, max) this client speaks. Fetch stops at 12 (13+ name topics by id),
 #: Produce starts at 3 (RecordBatch v2 only), DeleteTopics 1-6 (6 names topics in a
-#: struct list instead of ``topic_names``).
+#: struct list instead of ``topic_names``), OffsetForLeaderEpoch starts at 3 (the first with
+#: ``replica_id``: a follower's truncation asks as a replica).
 CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.PRODUCE: (3, 9),
     ApiKey.FETCH: (4, 12),
@@ -29,6 +30,8 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (3, 4),
+    ApiKey.ELECT_LEADERS: (0, 2),
 }
 
 #: What the first ApiVersions request uses. v3 is flexible; a broker that does not know it

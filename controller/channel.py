@@ -5,6 +5,13 @@ struct) with its API key and version; the channel manager owns delivery: one que
 one connection per broker, in order, retried with backoff until the broker is removed.
 ``controller.network.TcpChannelManager`` is the real implementation;
 ``RecordingChannelManager`` below records what would be sent, for tests.
+
+Responses: ``send`` takes an optional callback, called exactly once per request on the
+event loop: with the decoded response body, or with None when the request was abandoned
+because the broker was removed (it died, or the controller resigned) before answering. A
+lost connection alone is not an outcome: the request is sent again on a new connection
+until the broker answers or is removed. The controller's callbacks only post events
+(``controller.events``), so responses are handled on its event task like everything else.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from typing import Any, Protocol
 
 from zk.model import BrokerInfo
 
-#: called with the decoded response body (never for requests abandoned by remove_broker)
+#: called once with the decoded response body, or None if the broker was removed first
 ResponseCallback = Callable[[Any | None], None]
 
 
@@ -24,7 +31,8 @@ class ControllerChannelManager(Protocol):
         """Start a queue (and a connection) for a broker that registered."""
 
     def remove_broker(self, broker_id: int) -> None:
-        """Drop a broker's queue and connection; queued requests are abandoned."""
+        """Drop a broker's queue and connection; queued requests are abandoned (their
+        callbacks get None)."""
 
     def send(
         self,
@@ -46,21 +54,39 @@ class SentRequest:
     api_key: int
     api_version: int
     body: Any
+    callback: ResponseCallback | None = field(default=None, repr=False)
+    answered: bool = False
+
+    def respond(self, body: Any | None) -> None:
+        """Play the broker's answer (or, with None, its removal) to the request's callback."""
+        if self.answered:
+            raise AssertionError(f"request {self.api_key} to {self.broker_id} answered twice")
+        self.answered = True
+        if self.callback is not None:
+            self.callback(body)
 
 
 @dataclass
 class RecordingChannelManager:
-    """A fake channel manager: remembers brokers and requests, sends nothing."""
+    """A fake channel manager: remembers brokers and requests, sends nothing. Tests answer
+    a request with ``SentRequest.respond``; removing a broker abandons its unanswered
+    requests as the real one does (callbacks get None)."""
 
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     sent: list[SentRequest] = field(default_factory=list)
+    #: every request ever recorded (``take`` does not remove from it)
+    history: list[SentRequest] = field(default_factory=list)
     closed: bool = False
 
     def add_broker(self, broker: BrokerInfo) -> None:
         self.brokers[broker.id] = broker
 
     def remove_broker(self, broker_id: int) -> None:
-        self.brokers.pop(broker_id, None)
+        if self.brokers.pop(broker_id, None) is None:
+            return
+        for request in self.history:
+            if request.broker_id == broker_id and not request.answered:
+                request.respond(None)
 
     def send(
         self,
@@ -71,7 +97,9 @@ class RecordingChannelManager:
         callback: ResponseCallback | None = None,
     ) -> None:
         if broker_id in self.brokers:
-            self.sent.append(SentRequest(broker_id, api_key, api_version, body))
+            request = SentRequest(broker_id, api_key, api_version, body, callback)
+            self.sent.append(request)
+            self.history.append(request)
 
     async def shutdown(self) -> None:
         self.closed = True

@@ -32,6 +32,9 @@ class ControllerContext:
         self.partition_states: dict[TopicPartition, PartitionState] = {}
         self.replica_states: dict[PartitionReplica, ReplicaState] = {}
         self.topics_to_delete: set[str] = set()
+        #: broker -> partitions whose replica there sits on a failed log directory
+        #: (LeaderAndIsr answered KAFKA_STORAGE_ERROR); forgotten when the broker restarts
+        self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
 
     # -- brokers --------------------------------------------------------------------------
 
@@ -43,6 +46,7 @@ class ControllerContext:
         for bid in broker_ids:
             self.live_brokers.pop(bid, None)
             self.shutting_down.discard(bid)
+            self.replicas_on_offline_dirs.pop(bid, None)
 
     def live_broker_ids(self) -> set[int]:
         """Brokers that may take leadership: registered and not shutting down."""
@@ -55,6 +59,13 @@ class ControllerContext:
         if include_shutting_down:
             return broker_id in self.live_brokers
         return broker_id in self.live_brokers and broker_id not in self.shutting_down
+
+    def eligible_replicas(self, tp: TopicPartition) -> set[int]:
+        """The brokers that may lead ``tp``: live, not shutting down, and not holding it on
+        a failed log directory."""
+        return {
+            b for b in self.live_broker_ids() if tp not in self.replicas_on_offline_dirs.get(b, ())
+        }
 
     def broker_epoch(self, broker_id: int) -> int:
         b = self.live_brokers.get(broker_id)

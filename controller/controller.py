@@ -11,7 +11,14 @@ The broker assembly uses only this::
     broker_epoch = await controller.start()      # registers /brokers/ids/<id>, joins election
     controller.is_active / .active_controller_id / .epoch / .offline_partition_count
     result = await controller.controlled_shutdown(broker_id, broker_epoch)  # ControlledShutdown
+    outcomes = await controller.elect_leaders(partitions_or_None, election_type)  # ElectLeaders
     await controller.shutdown()
+
+Responses: every request batch is sent with callbacks that post the brokers' answers as
+events (``LeaderAndIsrResponseReceived``, ``StopReplicaResponseReceived``; None when the
+broker went away first). A LeaderAndIsr answer with KAFKA_STORAGE_ERROR partitions takes
+those replicas offline, as a broker failure would for all of its replicas: leaders they
+held are elected again elsewhere, and they leave their ISRs.
 
 Threads: kazoo calls ``_on_*`` watch and state callbacks on its own thread; they only
 enqueue events. Everything else runs on the event manager's single task, and blocking
@@ -26,23 +33,28 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from controller import events as ev
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
 from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
-from controller.election import ElectionStrategy
+from controller.elect_leaders import ElectionOutcome, ElectionType, failed, triage
+from controller.election import ElectionStrategy, unclean_leader_election_enabled
+from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.rebalance import partitions_to_rebalance, preferred_candidates
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
+from controller.requests import leader_and_isr_errors, stop_replica_errors
 from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from timer.clock import Clock
 from timer.scheduler import ScheduledTask, Scheduler
+from zk import paths
 from zk.client import KafkaZkClient
 from zk.codec import ZkDataError
 from zk.errors import ControllerMovedError
@@ -71,6 +83,23 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_ms: int = 300_000
     leader_imbalance_per_broker_percentage: int = 10
+    #: zookeeper.session.timeout.ms: bounds the wait at startup for a registration that a
+    #: crashed previous run of this broker left behind (0: do not wait)
+    zookeeper_session_timeout_ms: int = 0
+
+    @property
+    def stale_registration_wait_s(self) -> float:
+        """ZooKeeper expires a dead session some time after its timeout (sessions expire
+        in tick-sized buckets, and the server may have negotiated a longer timeout than
+        asked): twice the timeout is a generous bound."""
+        return 2 * self.zookeeper_session_timeout_ms / 1000
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
 
 
 class KafkaController:
@@ -93,7 +122,10 @@ class KafkaController:
         self.ctx = ControllerContext()
         store = store or ZkPartitionStateStore(zk)
         self.partition_sm = PartitionStateMachine(
-            self.ctx, store, self.config.unclean_leader_election_enable
+            self.ctx,
+            store,
+            self.config.unclean_leader_election_enable,
+            unclean_policy=self._unclean_leader_election_enabled,
         )
         self.replica_sm = ReplicaStateMachine(self.ctx, store)
         self.events = ev.ControllerEventManager(self._process)
@@ -122,15 +154,18 @@ class KafkaController:
     def offline_partition_count(self) -> int:
         return self.ctx.offline_partition_count() if self.is_active else 0
 
+    @property
+    def unclean_leader_elections(self) -> int:
+        """Unclean leader elections this broker made as controller (a counter)."""
+        return self.partition_sm.unclean_leader_elections
+
     async def start(self) -> int:
         """Register this broker, start the event task and queue the first election.
 
         Returns the broker epoch (the registration znode's czxid).
         """
         await self._zk(self.zk.ensure_persistent_paths)
-        self.broker_epoch = await self._zk(
-            self.zk.register_broker, self.broker_info, self.clock.time_ms()
-        )
+        self.broker_epoch = await self._register()
         self.events.start()
         self.zk.kazoo.add_listener(self._on_session_state)
         self.events.put(ev.Startup())
@@ -158,6 +193,23 @@ class KafkaController:
         result = await reply
         if not isinstance(result, ControlledShutdownResult):  # discarded at shutdown
             return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
+        return result
+
+    async def elect_leaders(
+        self, partitions: list[TopicPartition] | None, election_type: ElectionType
+    ) -> dict[TopicPartition, ElectionOutcome] | None:
+        """Handle an ElectLeaders request: elect ``partitions`` (None: every partition).
+
+        Returns once the elections are written to ZooKeeper and the LeaderAndIsr and
+        UpdateMetadata requests queued (brokers learn of them shortly after); None when
+        this broker is not the controller."""
+        if self._stopped:
+            return None
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ElectLeaders(partitions, election_type, reply))
+        result = await reply
+        if not isinstance(result, dict):
+            return None
         return result
 
     # -- kazoo callbacks (kazoo's thread: enqueue only) ---------------------------------------
@@ -211,6 +263,8 @@ class KafkaController:
         finally:
             if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
                 event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
+            if isinstance(event, ev.ElectLeaders):
+                event.discard()  # not answered: not (or no longer) the controller
 
     def _event_handlers(self) -> dict[type[ev.ControllerEvent], _Handler]:
         """Which handler each event runs. Election and session events are handled on
@@ -237,6 +291,13 @@ class KafkaController:
                 lambda _: self._on_preferred_replica_election(), active_only=True
             ),
             ev.ControlledShutdown: _Handler(self._on_controlled_shutdown_event, active_only=True),
+            ev.ElectLeaders: _Handler(self._on_elect_leaders, active_only=True),
+            ev.LeaderAndIsrResponseReceived: _Handler(
+                self._on_leader_and_isr_response, active_only=True
+            ),
+            ev.StopReplicaResponseReceived: _Handler(
+                self._on_stop_replica_response, active_only=True
+            ),
         }
 
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
@@ -247,6 +308,15 @@ class KafkaController:
         if handler.active_only and not self.is_active:
             return
         await handler.run(event)
+
+    async def _register(self) -> int:
+        return await self._zk(
+            self.zk.register_broker,
+            self.broker_info,
+            self.clock.time_ms(),
+            5,
+            self.config.stale_registration_wait_s,
+        )
 
     async def _on_reelect(self) -> None:
         # /controller went away; if it is back and ours we stay, else we resign
@@ -262,9 +332,7 @@ class KafkaController:
             await self._elect()
 
     async def _on_new_session(self) -> None:
-        self.broker_epoch = await self._zk(
-            self.zk.register_broker, self.broker_info, self.clock.time_ms()
-        )
+        self.broker_epoch = await self._register()
         await self._elect()
 
     async def _on_session_state_event(self, event: ev.SessionState) -> None:
@@ -371,7 +439,71 @@ class KafkaController:
                 self.events.put(ev.PartitionModifications(topic))
 
     def _send(self, batch: ControllerRequestBatch) -> None:
-        batch.send(self.ctx, self.channel, self.broker_id)
+        batch.send(
+            self.ctx,
+            self.channel,
+            self.broker_id,
+            on_leader_and_isr_response=lambda bid, body: self.events.put(
+                ev.LeaderAndIsrResponseReceived(bid, body)
+            ),
+            on_stop_replica_response=lambda bid, body: self.events.put(
+                ev.StopReplicaResponseReceived(bid, body)
+            ),
+        )
+
+    # -- the brokers' answers ---------------------------------------------------------------
+
+    async def _on_leader_and_isr_response(self, event: ev.LeaderAndIsrResponseReceived) -> None:
+        """Kafka's handling: partitions a broker could not host because their log
+        directory failed (KAFKA_STORAGE_ERROR) go offline there; other errors are logged."""
+        bid, response = event.broker_id, event.response
+        if response is None:
+            log.debug("controller: broker %s went away before answering LeaderAndIsr", bid)
+            return
+        if response.error_code != ErrorCode.NONE:
+            log.warning(
+                "controller: broker %s refused LeaderAndIsr: %s",
+                bid,
+                _error_name(response.error_code),
+            )
+            return
+        errors = leader_and_isr_errors(self.ctx, response)
+        for tp, code in sorted(errors.items()):
+            if code not in (ErrorCode.NONE, ErrorCode.KAFKA_STORAGE_ERROR):
+                log.warning(
+                    "controller: broker %s: LeaderAndIsr %s: %s", bid, tp, _error_name(code)
+                )
+        if bid not in self.ctx.live_brokers:
+            return
+        offline_before = self.ctx.replicas_on_offline_dirs.get(bid, set())
+        offline_now = {tp for tp in offline_before if errors.get(tp) != ErrorCode.NONE}
+        offline_now |= {tp for tp, c in errors.items() if c == ErrorCode.KAFKA_STORAGE_ERROR}
+        self.ctx.replicas_on_offline_dirs[bid] = offline_now
+        new = sorted(offline_now - offline_before)
+        if new:
+            log.warning(
+                "controller: broker %s has %s on a failed log directory",
+                bid,
+                [str(tp) for tp in new],
+            )
+            await self._on_replicas_become_offline([PartitionReplica(tp, bid) for tp in new])
+
+    async def _on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
+        """Logged; topic deletion and reassignment act on these."""
+        bid, response = event.broker_id, event.response
+        if response is None:
+            log.debug("controller: broker %s went away before answering StopReplica", bid)
+            return
+        if response.error_code != ErrorCode.NONE:
+            log.warning(
+                "controller: broker %s refused StopReplica: %s",
+                bid,
+                _error_name(response.error_code),
+            )
+            return
+        for tp, code in sorted(stop_replica_errors(response).items()):
+            if code != ErrorCode.NONE:
+                log.warning("controller: broker %s: StopReplica %s: %s", bid, tp, _error_name(code))
 
     # -- brokers ----------------------------------------------------------------------------
 
@@ -412,20 +544,50 @@ class KafkaController:
         for bid in dead:
             self.channel.remove_broker(bid)
         self.ctx.remove_live_brokers(dead)
+        await self._on_replicas_become_offline(self.ctx.replicas_on_brokers(dead))
+
+    async def _on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
+        """Kafka's onReplicasBecomeOffline: partitions led by these replicas go Offline
+        and through the offline election (clean, or unclean where the topic allows it);
+        then the replicas go Offline, which takes them out of their ISRs (leader epoch
+        bumped, written fenced by the controller epoch) and tells the remaining replicas
+        (LeaderAndIsr) and every broker (UpdateMetadata)."""
         batch = ControllerRequestBatch()
+        lost = set(replicas)
         led = [
             tp
             for tp, st in sorted(self.ctx.leadership.items())
-            if st.leader_and_isr.leader in dead
+            if PartitionReplica(tp, st.leader_and_isr.leader) in lost
             and not self.ctx.is_topic_queued_for_deletion(tp.topic)
         ]
         await self.partition_sm.handle_state_changes(led, PartitionState.OFFLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
-        replicas = self.ctx.replicas_on_brokers(dead)
         await self.replica_sm.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
-        # everyone learns that the dead brokers are gone, even if no leader moved
+        # everyone learns that the replicas are gone, even if no leader moved
         batch.add_update_metadata(set(self.ctx.live_brokers), {pr.tp for pr in replicas})
         self._send(batch)
+
+    async def _unclean_leader_election_enabled(self, topic: str) -> bool:
+        """``unclean.leader.election.enable`` for ``topic``: its override in
+        /config/topics/<t> over the dynamic broker configs (cluster default, then ours)
+        over the static one. When ZooKeeper cannot answer, the static value."""
+
+        def read_layers() -> list[dict[str, str]]:
+            return [
+                self.zk.get_entity_config("brokers", paths.DEFAULT_ENTITY),
+                self.zk.get_entity_config("brokers", str(self.broker_id)),
+                self.zk.get_topic_config(topic),
+            ]
+
+        static = self.config.unclean_leader_election_enable
+        try:
+            layers = await self._zk(read_layers)
+        except (KazooException, ZkDataError) as exc:
+            log.warning(
+                "controller: cannot read the configs of %s (%s): using %s", topic, exc, static
+            )
+            return static
+        return unclean_leader_election_enabled(static, layers)
 
     # -- topics -----------------------------------------------------------------------------
 
@@ -535,6 +697,35 @@ class KafkaController:
         for tp, why in failures.items():
             log.info("preferred leader election for %s failed: %s", tp, why)
         self._send(batch)
+
+    async def _on_elect_leaders(self, event: ev.ElectLeaders) -> None:
+        """Kafka's replica leader election by an admin request: preferred elections with
+        the preferred-replica strategy, unclean ones with the offline strategy allowed to
+        go outside the ISR."""
+        kind = ElectionType(event.election_type)
+        requested = self.ctx.all_partitions() if event.partitions is None else event.partitions
+        to_elect, outcomes = triage(self.ctx, requested, kind)
+        if to_elect:
+            log.info(
+                "controller: %s leader election for %s", kind.name, [str(tp) for tp in to_elect]
+            )
+        batch = ControllerRequestBatch()
+        if kind is ElectionType.PREFERRED:
+            failures = await self.partition_sm.handle_state_changes(
+                to_elect, PartitionState.ONLINE, batch, ElectionStrategy.PREFERRED_REPLICA
+            )
+        else:
+            failures = await self.partition_sm.handle_state_changes(
+                to_elect, PartitionState.ONLINE, batch, ElectionStrategy.OFFLINE, allow_unclean=True
+            )
+        self._send(batch)
+        for tp in to_elect:
+            st = self.ctx.leadership.get(tp)
+            if tp in failures or st is None:
+                outcomes[tp] = failed(kind, failures.get(tp, "no leadership known"))
+            else:
+                outcomes[tp] = ElectionOutcome(ErrorCode.NONE, leader=st.leader_and_isr.leader)
+        event.reply.set_result(outcomes)
 
     # -- controlled shutdown ----------------------------------------------------------------
 

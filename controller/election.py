@@ -7,12 +7,17 @@ None when nobody qualifies, and the ISR to write with it. The rule they share: t
 is the first replica in assignment (AR) order that is alive and in the ISR. Only the
 offline strategy may, when allowed, fall back to an out-of-sync replica (unclean
 election), at the price of losing what the ISR had acknowledged.
+
+Whether it may is ``unclean_leader_election_enabled``: Kafka's
+``unclean.leader.election.enable``, the topic's override over the broker's value (its
+dynamic layers over its static one). The offline strategy is first run clean; only a
+partition with no live ISR member has its topic's setting looked up.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -90,3 +95,21 @@ def controlled_shutdown_leader(
     candidates = [r for r in assignment if r not in shutting_down]
     leader = _first_live_in_isr(candidates, isr, live)
     return Election(leader, tuple(r for r in isr if r not in shutting_down))
+
+
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+
+def unclean_leader_election_enabled(
+    static_value: bool, layers: Sequence[Mapping[str, str]]
+) -> bool:
+    """The effective ``unclean.leader.election.enable``: the last of ``layers`` (lowest
+    precedence first: the dynamic cluster default, this broker's dynamic config, the
+    topic's override) that sets it to a boolean, else ``static_value``. A value that is
+    not a boolean is skipped, as if unset (a broker refuses it when it is written)."""
+    enabled = static_value
+    for layer in layers:
+        value = layer.get(UNCLEAN_LEADER_ELECTION_ENABLE, "").strip().lower()
+        if value in ("true", "false"):
+            enabled = value == "true"
+    return enabled

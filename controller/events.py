@@ -2,7 +2,9 @@
 
 Everything that changes controller state arrives here as an event: ZooKeeper watches
 and session changes (enqueued from kazoo's thread with ``put_threadsafe``), requests
-from the broker (controlled shutdown), and the controller's own start and stop. One task
+from the broker (controlled shutdown, leader elections), the brokers' answers to the
+controller's own requests (posted by the channel manager's callbacks), and the
+controller's own start and stop. One task
 takes events in order and awaits the handler for each, so handlers never interleave and
 the ControllerContext needs no locks.
 """
@@ -16,6 +18,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from kazoo.exceptions import KazooException
+
+from protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
+from protocol.values import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +132,38 @@ class ControlledShutdown(ControllerEvent):
     def discard(self) -> None:
         if not self.reply.done():
             self.reply.set_result(None)  # the controller is going away: no answer
+
+
+@dataclass
+class ElectLeaders(ControllerEvent):
+    """An ElectLeaders request: elect ``partitions`` (None: all) by ``election_type``
+    (controller.elect_leaders.ElectionType); the outcomes go to ``reply`` (None when
+    this broker is not the controller)."""
+
+    partitions: list[TopicPartition] | None
+    election_type: int
+    reply: asyncio.Future[object] = field(repr=False)
+
+    def discard(self) -> None:
+        if not self.reply.done():
+            self.reply.set_result(None)
+
+
+@dataclass
+class LeaderAndIsrResponseReceived(ControllerEvent):
+    """A broker answered a LeaderAndIsr request; ``response`` None: the broker was removed
+    (it died, or this controller resigned) before it answered."""
+
+    broker_id: int
+    response: LeaderAndIsrResponse | None
+
+
+@dataclass
+class StopReplicaResponseReceived(ControllerEvent):
+    """A broker answered a StopReplica request (None: it was removed before answering)."""
+
+    broker_id: int
+    response: StopReplicaResponse | None
 
 
 @dataclass

@@ -7,7 +7,8 @@ the queued requests one at a time, in order, each at the version the controller 
 or a response does not come in time, it drops the connection, waits (exponential backoff),
 reconnects and sends the same request again, until it succeeds or the broker is removed.
 Brokers fence repeated and stale requests by controller epoch, broker epoch and leader
-epoch, so a retry is safe.
+epoch, so a retry is safe. Each request's callback gets its response, or None when the
+broker is removed with the request in flight or still queued (``_BrokerSender.stop``).
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ class _BrokerSender:
         self.queue: asyncio.Queue[_Queued] = asyncio.Queue()
         self.connection: Connection | None = None
         self.sent = 0
+        #: the request being delivered (its callback is owed an answer if we stop)
+        self.current: _Queued | None = None
         #: set by ``stop``; checked between requests, since a cancellation that races with
         #: a response can be swallowed by asyncio.wait_for on Python 3.11
         self.stopping = False
@@ -87,17 +90,13 @@ class _BrokerSender:
 
     async def _run(self) -> None:
         while not self.stopping:
-            item = await self.queue.get()
+            item = self.current = await self.queue.get()
             body = await self._deliver(item)
             if self.stopping:
-                return
+                return  # ``stop`` answers the item with None
+            self.current = None
             self.sent += 1
-            if item.callback is not None:
-                try:
-                    item.callback(body)
-                except Exception:
-                    # a callback's bug must not stop deliveries to this broker
-                    log.exception("controller response callback failed")
+            _answer(item, body)
 
     async def _deliver(self, item: _Queued) -> Any:
         """Send ``item`` until a response comes back (or the sender stops: None)."""
@@ -134,11 +133,29 @@ class _BrokerSender:
             await conn.wait_closed()
 
     async def stop(self) -> None:
+        """End the task and the connection; every request not answered (the one in
+        flight, the queued ones) gets None."""
         self.stopping = True
         self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task
         await self._close()
+        abandoned = [self.current] if self.current is not None else []
+        self.current = None
+        while not self.queue.empty():
+            abandoned.append(self.queue.get_nowait())
+        for item in abandoned:
+            _answer(item, None)
+
+
+def _answer(item: _Queued, body: Any | None) -> None:
+    if item.callback is None:
+        return
+    try:
+        item.callback(body)
+    except Exception:
+        # a callback's bug must not stop deliveries to this broker (or its removal)
+        log.exception("controller response callback failed")
 
 
 class TcpChannelManager:

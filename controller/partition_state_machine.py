@@ -4,12 +4,19 @@ It validates every transition against ``states.PARTITION_TRANSITIONS`` and, for 
 to Online, decides the leader with the election strategies (controller.election), writes
 the decision through the PartitionStateStore, then records it in the context and queues
 LeaderAndIsr for the replicas. Nothing is recorded unless the write succeeded.
+
+Unclean elections: the offline strategy runs clean first; for a partition left without
+an eligible ISR member, the election is run again allowing an out-of-sync leader when the
+caller forces it (ElectLeaders of type unclean) or when ``unclean_policy(topic)`` says the
+topic allows it (an awaitable: it reads the topic's config). Otherwise the partition
+stays Offline with its leadership untouched; ``unclean_leader_elections`` counts the
+unclean elections written.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from controller.context import ControllerContext
 from controller.election import (
@@ -32,6 +39,9 @@ log = logging.getLogger(__name__)
 #: partition -> why it could not reach the target state
 Failures = dict[TopicPartition, str]
 
+#: topic -> may its partitions elect a leader outside the ISR? (may read ZooKeeper)
+UncleanPolicy = Callable[[str], Awaitable[bool]]
+
 
 def elect(
     ctx: ControllerContext,
@@ -42,7 +52,7 @@ def elect(
 ) -> Election:
     """Run one strategy on the context's view of a partition (pure)."""
     assignment = ctx.partition_replicas(tp)
-    live = ctx.live_broker_ids()
+    live = ctx.eligible_replicas(tp)
     if strategy is ElectionStrategy.OFFLINE:
         return offline_partition_leader(assignment, current.isr, live, unclean_enabled)
     if strategy is ElectionStrategy.REASSIGN:
@@ -60,10 +70,15 @@ class PartitionStateMachine:
         ctx: ControllerContext,
         store: PartitionStateStore,
         unclean_leader_election: bool = False,
+        unclean_policy: UncleanPolicy | None = None,
     ) -> None:
         self.ctx = ctx
         self.store = store
+        #: the broker's setting, used when there is no ``unclean_policy``
         self.unclean_leader_election = unclean_leader_election
+        self.unclean_policy = unclean_policy
+        #: unclean elections written since this object was made (a controller metric)
+        self.unclean_leader_elections = 0
 
     def initialize_states(self) -> None:
         """After failover: Online if the leader is alive, New if never led, else Offline."""
@@ -93,7 +108,12 @@ class PartitionStateMachine:
         target: PartitionState,
         batch: ControllerRequestBatch,
         strategy: ElectionStrategy = ElectionStrategy.OFFLINE,
+        *,
+        allow_unclean: bool = False,
     ) -> Failures:
+        """Move ``partitions`` to ``target``; for Online, elect with ``strategy``
+        (``allow_unclean``: the offline strategy may pick an out-of-sync replica whatever
+        the topic's config says)."""
         failures: Failures = {}
         valid: list[TopicPartition] = []
         for tp in partitions:
@@ -107,7 +127,9 @@ class PartitionStateMachine:
             new_set = set(new)
             existing = [tp for tp in valid if tp not in new_set]
             failures.update(await self._initialize_leaders(new, batch))
-            failures.update(await self._elect_leaders(existing, strategy, batch))
+            failures.update(
+                await self._elect_leaders(existing, strategy, batch, allow_unclean=allow_unclean)
+            )
         else:
             for tp in valid:
                 self._set_state(tp, target)
@@ -148,9 +170,12 @@ class PartitionStateMachine:
         strategy: ElectionStrategy,
         batch: ControllerRequestBatch,
         retries: int = 1,
+        allow_unclean: bool = False,
     ) -> Failures:
         failures: Failures = {}
         planned: dict[TopicPartition, LeaderAndIsr] = {}
+        unclean: set[TopicPartition] = set()
+        policy_by_topic: dict[str, bool] = {}
         for tp in partitions:
             st = self.ctx.leadership.get(tp)
             if st is None:
@@ -160,14 +185,20 @@ class PartitionStateMachine:
             if st.controller_epoch > self.ctx.epoch:
                 # a newer controller wrote this: we are a zombie, let the write fence us
                 log.warning("%s was written by controller epoch %s", tp, st.controller_epoch)
-            election = elect(self.ctx, tp, current, strategy, self.unclean_leader_election)
+            election = elect(self.ctx, tp, current, strategy, False)
+            if (
+                election.leader is None
+                and strategy is ElectionStrategy.OFFLINE
+                and (allow_unclean or await self._unclean_allowed(tp.topic, policy_by_topic))
+            ):
+                election = elect(self.ctx, tp, current, strategy, True)
             if election.leader is None:
                 failures[tp] = f"no eligible leader ({strategy.value})"
                 if strategy is ElectionStrategy.OFFLINE:
                     self._set_state(tp, PartitionState.OFFLINE)
                 continue
             if election.unclean:
-                log.warning("unclean leader election for %s: %s", tp, election.leader)
+                unclean.add(tp)
             planned[tp] = current.new_leader_and_isr(election.leader, election.isr)
         if not planned:
             return failures
@@ -179,6 +210,14 @@ class PartitionStateMachine:
             elif isinstance(result, Exception):
                 failures[tp] = f"could not write the state znode: {result}"
             else:
+                if tp in unclean:
+                    self.unclean_leader_elections += 1
+                    log.warning(
+                        "unclean leader election for %s: %s leads, out of sync; records the "
+                        "last ISR acknowledged may be lost",
+                        tp,
+                        result.leader,
+                    )
                 self._record(tp, result, batch, is_new=False)
         if conflicts:
             # someone else (a leader changing its ISR) wrote first: re-read and re-decide
@@ -187,10 +226,23 @@ class PartitionStateMachine:
                 if tp in fresh:
                     self.ctx.put_leadership(tp, fresh[tp])
             if retries > 0:
-                failures.update(await self._elect_leaders(conflicts, strategy, batch, retries - 1))
+                failures.update(
+                    await self._elect_leaders(
+                        conflicts, strategy, batch, retries - 1, allow_unclean=allow_unclean
+                    )
+                )
             else:
                 failures.update({tp: "partition state kept changing" for tp in conflicts})
         return failures
+
+    async def _unclean_allowed(self, topic: str, cache: dict[str, bool]) -> bool:
+        """The topic's unclean.leader.election.enable, looked up once per topic per call."""
+        if topic not in cache:
+            if self.unclean_policy is None:
+                cache[topic] = self.unclean_leader_election
+            else:
+                cache[topic] = await self.unclean_policy(topic)
+        return cache[topic]
 
     def _record(
         self,

@@ -5,16 +5,27 @@ add entries here and ``send`` builds one LeaderAndIsr, one UpdateMetadata and on
 StopReplica per broker (bodies built by controller.requests from the context). Every
 LeaderAndIsr entry also queues UpdateMetadata for that partition to every live broker,
 so each broker's metadata cache learns of the new leader.
+
+Responses: ``send`` takes one callback for LeaderAndIsr responses and one for StopReplica
+responses, each called as ``callback(broker_id, response)`` once per request sent, with
+None for the response when that broker was removed before it answered (see
+controller.channel). UpdateMetadata responses carry nothing the controller acts on.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from controller.channel import ControllerChannelManager
+from controller.channel import ControllerChannelManager, ResponseCallback
 from controller.context import ControllerContext
 from protocol.values import TopicPartition
 from zk.model import LeaderIsrAndControllerEpoch
+
+#: ``(broker_id, response body or None if the broker went away)``
+BrokerResponseCallback = Callable[[int, Any | None], None]
 
 
 @dataclass(frozen=True)
@@ -66,9 +77,16 @@ class ControllerRequestBatch:
         per_broker[tp] = per_broker.get(tp, False) or delete
 
     def send(
-        self, ctx: ControllerContext, channel: ControllerChannelManager, controller_id: int
+        self,
+        ctx: ControllerContext,
+        channel: ControllerChannelManager,
+        controller_id: int,
+        *,
+        on_leader_and_isr_response: BrokerResponseCallback | None = None,
+        on_stop_replica_response: BrokerResponseCallback | None = None,
     ) -> None:
-        """Build every body from the context as it is now and hand them to ``channel``."""
+        """Build every body from the context as it is now and hand them to ``channel``;
+        the callbacks get each broker's LeaderAndIsr and StopReplica answers."""
         # imported here: controller.requests needs LeaderAndIsrEntry from this module
         import controller.requests as requests
 
@@ -76,7 +94,7 @@ class ControllerRequestBatch:
             if bid not in ctx.live_brokers:
                 continue
             key, version, body = requests.build_leader_and_isr(ctx, controller_id, bid, entries)
-            channel.send(bid, key, version, body)
+            channel.send(bid, key, version, body, _for_broker(on_leader_and_isr_response, bid))
         if self.update_metadata_brokers:
             partitions = sorted(p for p in self.update_metadata_partitions if p in ctx.leadership)
             key, version, body = requests.build_update_metadata(ctx, controller_id, partitions)
@@ -87,8 +105,12 @@ class ControllerRequestBatch:
             if bid not in ctx.live_brokers:
                 continue
             key, version, body = requests.build_stop_replica(ctx, controller_id, bid, stops)
-            channel.send(bid, key, version, body)
+            channel.send(bid, key, version, body, _for_broker(on_stop_replica_response, bid))
         self.leader_and_isr.clear()
         self.update_metadata_brokers.clear()
         self.update_metadata_partitions.clear()
         self.stop_replica.clear()
+
+
+def _for_broker(callback: BrokerResponseCallback | None, broker_id: int) -> ResponseCallback | None:
+    return None if callback is None else functools.partial(callback, broker_id)

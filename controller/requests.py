@@ -4,6 +4,9 @@ Versions: the ones that carry topic ids (LeaderAndIsr 5, UpdateMetadata 7) and t
 StopReplica version with per-partition leader epochs (3). Each builder returns
 ``(api_key, api_version, body)``; bodies are protocol.messages structs.
 
+``leader_and_isr_errors`` and ``stop_replica_errors`` read the brokers' answers back
+into error codes per partition.
+
 Leader epochs in StopReplica: the partition's current leader epoch, so a broker can
 ignore a stale request; -2 (Kafka's EpochDuringDelete) when the topic is being deleted,
 which tells the broker to delete whatever epoch it has.
@@ -18,7 +21,13 @@ import msgspec
 
 from controller.context import ControllerContext
 from protocol import ApiKey
-from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from protocol.messages import (
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+)
 from protocol.values import (
     EPOCH_DURING_DELETE,
     LEADER_DURING_DELETE,
@@ -205,3 +214,30 @@ def build_stop_replica(
         topic_states=topics,
     )
     return ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, body
+
+
+def leader_and_isr_errors(
+    ctx: ControllerContext, response: LeaderAndIsrResponse
+) -> dict[TopicPartition, int]:
+    """Each partition's error code (NONE included) in a LeaderAndIsr response: per topic
+    id from version 5 (ids the context no longer knows are skipped), per topic name
+    before."""
+    names = {topic_id: name for name, topic_id in ctx.topic_ids.items()}
+    out: dict[TopicPartition, int] = {}
+    for p in response.partition_errors or ():
+        out[TopicPartition(p.topic_name, p.partition_index)] = p.error_code
+    for topic in response.topics or ():
+        name = names.get(topic.topic_id)
+        if name is None:
+            continue
+        for p in topic.partition_errors:
+            out[TopicPartition(name, p.partition_index)] = p.error_code
+    return out
+
+
+def stop_replica_errors(response: StopReplicaResponse) -> dict[TopicPartition, int]:
+    """Each partition's error code (NONE included) in a StopReplica response."""
+    return {
+        TopicPartition(p.topic_name, p.partition_index): p.error_code
+        for p in response.partition_errors or ()
+    }

@@ -94,6 +94,7 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
 

@@ -461,6 +461,11 @@ class Log:
         if offset < 0:
             raise ValueError(f"{self._name}: cannot truncate to a negative offset {offset}")
         if offset >= self.log_end_offset:
+            # No record goes, but an epoch may start right at the log end (this broker
+            # led that epoch and appended nothing); the leader's log does not have it,
+            # and a follower that kept it would ask for the same epoch forever.
+            if self.epoch_cache.truncate_from_end(offset):
+                self._schedule_epoch_flush()
             return False
         if offset <= self.local.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)

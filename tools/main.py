@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("cluster", "run a local cluster: ZooKeeper and N brokers"),
     "topics": ("topics", "create, list, describe, alter and delete topics"),
     "configs": ("configs", "describe and alter topic and broker configs"),
+    "leader-election": ("leader_election", "elect preferred or unclean partition leaders"),
     "log-dirs": ("log_dirs", "describe each broker's log directories and partitions"),
     "console-producer": ("console_producer", "produce lines from standard input"),
     "console-consumer": ("console_consumer", "consume records to standard output"),

@@ -5,7 +5,9 @@ Flags and output follow Kafka's tool::
     minikafka topics --bootstrap-server H:P --create --topic T --partitions 3 \\
         --replication-factor 2 [--config k=v ...] [--if-not-exists]
     minikafka topics --bootstrap-server H:P --list [--topic REGEX] [--exclude-internal]
-    minikafka topics --bootstrap-server H:P --describe [--topic REGEX]
+    minikafka topics --bootstrap-server H:P --describe [--topic REGEX] \
+        [--under-replicated-partitions | --unavailable-partitions |
+         --under-min-isr-partitions | --at-min-isr-partitions]
     minikafka topics --bootstrap-server H:P --alter --topic T --partitions N
     minikafka topics --bootstrap-server H:P --delete --topic T [--if-exists]
 
@@ -16,6 +18,11 @@ indented line per partition::
         Topic: T  Partition: 0  Leader: 1  Replicas: 1,2  Isr: 1,2
 
 (separators are tabs; the partition lines start with one).
+
+The partition filters print only the partition lines, as Kafka's tool does:
+under-replicated (ISR smaller than the replicas), unavailable (no leader), under min ISR
+(no leader, or ISR smaller than the topic's ``min.insync.replicas``: its override, else
+the broker's value, as DescribeConfigs reports it) and at min ISR (ISR exactly that).
 
 Configs lists the entries whose source is not the built-in default (topic overrides and
 broker settings), as Kafka's tool does. Errors print ``Error while executing topic
@@ -86,6 +93,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--unavailable-partitions", action="store_true", help="describe: leaderless partitions only"
+    )
+    parser.add_argument(
+        "--under-min-isr-partitions",
+        action="store_true",
+        help="describe: partitions without a leader or with fewer in sync than min.insync.replicas",
+    )
+    parser.add_argument(
+        "--at-min-isr-partitions",
+        action="store_true",
+        help="describe: partitions whose ISR size equals min.insync.replicas",
     )
     parser.add_argument("--timeout-ms", type=int, default=30_000, help="admin request timeout")
 
@@ -190,24 +207,47 @@ async def _describe(client: KafkaClient, args: argparse.Namespace, out: TextIO) 
     chosen = _matching(names, args.topic)
     if args.topic and not chosen and not args.if_exists:
         raise CommandError(f"Topic '{args.topic}' does not exist as expected")
-    partition_filter = args.under_replicated_partitions or args.unavailable_partitions
+    min_isr_filter = args.under_min_isr_partitions or args.at_min_isr_partitions
+    partition_filter = (
+        args.under_replicated_partitions or args.unavailable_partitions or min_isr_filter
+    )
     configs: dict[str, list[ConfigEntry] | KafkaError] = {}
-    if not partition_filter:
+    if not partition_filter or min_isr_filter:
         # a broker without DescribeConfigs: describe the topics without their configs
         with contextlib.suppress(UnsupportedApi):
             configs = await describe_topic_configs(client, chosen)
 
     for name in chosen:
         info = topics[name]
+        entries = configs.get(name)
+        listed = entries if isinstance(entries, list) else None
         if not partition_filter:
-            entries = configs.get(name)
-            print(format_topic(info, entries if isinstance(entries, list) else None), file=out)
+            print(format_topic(info, listed), file=out)
+        min_isr = min_insync_replicas(listed)
         for p in sorted(info.partitions.values(), key=lambda p: p.partition):
             if args.under_replicated_partitions and len(p.isr) >= len(p.replicas):
                 continue
             if args.unavailable_partitions and p.leader != NO_LEADER:
                 continue
+            if args.under_min_isr_partitions and not is_under_min_isr(p, min_isr):
+                continue
+            if args.at_min_isr_partitions and len(p.isr) != min_isr:
+                continue
             print(format_partition(name, p), file=out)
+
+
+def min_insync_replicas(configs: Sequence[ConfigEntry] | None) -> int | None:
+    """The topic's effective min.insync.replicas (None when its configs are unknown)."""
+    for entry in configs or ():
+        if entry.name == "min.insync.replicas" and entry.value is not None:
+            with contextlib.suppress(ValueError):
+                return int(entry.value)
+    return None
+
+
+def is_under_min_isr(p: PartitionInfo, min_isr: int | None) -> bool:
+    """Kafka's rule: no leader, or fewer in sync than min.insync.replicas."""
+    return p.leader == NO_LEADER or (min_isr is not None and len(p.isr) < min_isr)
 
 
 async def _existing(client: KafkaClient, args: argparse.Namespace) -> list[str]:

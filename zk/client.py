@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -152,24 +154,35 @@ class KafkaZkClient:
         stat = self.kazoo.set(paths.BROKER_SEQID, b"", version=-1)
         return int(stat.version) + reserved_max_id
 
-    def register_broker(self, info: BrokerInfo, timestamp_ms: int, attempts: int = 5) -> int:
+    def register_broker(
+        self,
+        info: BrokerInfo,
+        timestamp_ms: int,
+        attempts: int = 5,
+        stale_wait_s: float = 0.0,
+    ) -> int:
         """Create the ephemeral /brokers/ids/<id>; return the broker epoch (its czxid).
 
         NodeExists is expected after a lost session: if the znode belongs to our current
         session (a retried create that had succeeded) it is ours; if it belongs to one of
-        our own expired sessions it is removed and the create retried; if another live
-        session owns it, BrokerIdInUseError.
+        our own expired sessions it is removed and the create retried. If another session
+        owns it, that may be this broker's previous process, killed so recently that
+        ZooKeeper has not expired its session yet: we wait, up to ``stale_wait_s`` in all,
+        for the znode to go (a watch wakes us), then create it. Only when it is still there
+        after that is the id taken by a live broker: BrokerIdInUseError.
         """
         path = paths.broker(info.id)
         data = codec.encode_broker(info, timestamp_ms)
         self.kazoo.ensure_path(paths.BROKER_IDS)
-        for _ in range(attempts):
+        deadline = time.monotonic() + stale_wait_s
+        while attempts > 0:
             session = self.session_id
             try:
                 self.kazoo.create(path, data, ephemeral=True)
             except NodeExistsError:
                 stat = self.kazoo.exists(path)
                 if stat is None:
+                    attempts -= 1
                     continue  # it just went away: try again
                 if stat.ephemeralOwner == session:
                     return int(stat.czxid)
@@ -177,18 +190,48 @@ class KafkaZkClient:
                     log.info("removing broker %s's registration from an expired session", info.id)
                     with contextlib.suppress(NoNodeError, BadVersionError):
                         self.kazoo.delete(path, version=stat.version)
+                    attempts -= 1
                     continue
+                if self._wait_until_gone(path, stat.ephemeralOwner, deadline):
+                    continue  # not an attempt used: the znode expired as expected
                 raise BrokerIdInUseError(
                     f"broker id {info.id} is registered by another session "
                     f"(0x{stat.ephemeralOwner:x}): is another broker using it?"
                 ) from None
             stat = self.kazoo.exists(path)
             if stat is None or stat.ephemeralOwner != self.session_id:
+                attempts -= 1
                 continue  # the session changed between create and exists: do it again
             if session is not None:
                 self._past_sessions.add(session)
             return int(stat.czxid)
-        raise BrokerIdInUseError(f"could not register broker {info.id} in {attempts} attempts")
+        raise BrokerIdInUseError(f"could not register broker {info.id}: too many attempts")
+
+    def _wait_until_gone(self, path: str, owner: int, deadline: float) -> bool:
+        """Block until the znode at ``path`` is deleted (True) or ``deadline`` passes."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        log.warning(
+            "%s is registered by session 0x%x, not ours: if it is this broker's previous run "
+            "(a crash or kill), ZooKeeper removes it when that session expires; waiting up "
+            "to %.1fs for that before registering",
+            path,
+            owner,
+            remaining,
+        )
+        gone = threading.Event()
+
+        def on_event(event: WatchedEvent) -> None:
+            gone.set()  # any change (normally the deletion): look again
+
+        if self.kazoo.exists(path, watch=on_event) is None:
+            return True
+        gone.wait(remaining)
+        if self.kazoo.exists(path) is None:
+            log.info("%s expired: registering", path)
+            return True
+        return time.monotonic() < deadline  # changed but still there: look again
 
     def deregister_broker(self, broker_id: int) -> None:
         try:
@@ -403,6 +446,47 @@ class KafkaZkClient:
             else:
                 out[tp] = states[tp].with_zk_version(int(res.version))  # res: the ZnodeStat
         return out
+
+    def update_leader_and_isr(
+        self, tp: TopicPartition, lai: LeaderAndIsr, controller_epoch: int
+    ) -> LeaderAndIsr:
+        """A leader's write of its new ISR (ZooKeeper mode): set the partition state
+        conditionally on ``lai.zk_version``, without the controller's epoch check (a
+        broker is not the controller). Returns the state with its new zkVersion.
+
+        Raises StateConflictError when the znode is at another version or gone: the
+        controller changed it. A version mismatch whose znode already holds exactly this
+        state is our own earlier write that went through before a lost connection made
+        kazoo send it again (Kafka's checkLeaderAndIsrZkData): success."""
+        path = paths.partition_state(tp.topic, tp.partition)
+        data = codec.encode_partition_state(lai, controller_epoch)
+        try:
+            stat = self.kazoo.set(path, data, version=lai.zk_version)
+        except NoNodeError:
+            raise StateConflictError(f"{tp}: no partition state") from None
+        except BadVersionError:
+            already = self._state_if_equal(tp, path, lai, controller_epoch)
+            if already is None:
+                raise StateConflictError(f"{tp}: not at zkVersion {lai.zk_version}") from None
+            return already
+        return lai.with_zk_version(int(stat.version))
+
+    def _state_if_equal(
+        self, tp: TopicPartition, path: str, lai: LeaderAndIsr, controller_epoch: int
+    ) -> LeaderAndIsr | None:
+        """The partition state at ``path`` if it is ``lai`` written by ``controller_epoch``
+        (any zkVersion), else None."""
+        found = self._get(path)
+        if found is None:
+            return None
+        try:
+            st = codec.decode_partition_state(tp, found[0], int(found[1].version))
+        except codec.ZkDataError:
+            return None
+        now = st.leader_and_isr
+        wanted = (lai.leader, lai.leader_epoch, lai.isr, controller_epoch)
+        same = (now.leader, now.leader_epoch, now.isr, st.controller_epoch) == wanted
+        return now if same else None
 
     # -- controller election ------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from broker.apis import (
     describe_cluster,
     describe_configs,
     describe_log_dirs,
+    elect_leaders,
     fetch,
     incremental_alter_configs,
     init_producer_id,
@@ -81,6 +82,7 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
         ApiKey.CREATE_PARTITIONS: create_partitions.handle,
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
+        ApiKey.ELECT_LEADERS: elect_leaders.handle,
     }
 )
 

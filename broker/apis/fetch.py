@@ -10,9 +10,18 @@ Each partition's ``records`` is the storage FileRegion itself (or empty bytes wh
 is nothing, never null): ``encode_response_parts`` emits it as its own piece and the
 network sends it with ``os.sendfile``, so record bytes never enter Python.
 
-Follower fetches (replica_id >= 0) are served minimally until replication lands: they
-read to the log end instead of the high watermark, and their position is not tracked
-(no ISR or high-watermark changes follow from them).
+Follower fetches (replica_id >= 0) read to the log end instead of the high watermark,
+and each one tells the leader where that follower is: the ReplicaManager records it, and
+ISR membership and the high watermark follow (see broker.isr). The response carries the
+leader's high watermark and log start offset, which the follower adopts. A replica id
+that is not an assigned replica of the partition is NOT_LEADER_OR_FOLLOWER.
+
+Which listener may carry them: Kafka serves a follower fetch only to a principal with
+the ClusterAction permission and answers any other TOPIC_AUTHORIZATION_FAILED on every
+partition. minikafka has no authorizer; when inter.broker.listener.name is configured,
+arriving on that listener stands for the permission, so a follower fetch on any other
+listener (a client forging a replica id) is answered the same way and never reads above
+the high watermark or moves an ISR. Without that setting every listener serves them.
 
 When fewer than ``min_bytes`` are readable and ``max_wait_ms`` > 0 the read waits in a
 DelayedFetch; the handler returns a Future and frees its handler task.
@@ -22,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.request import ApiRequest
+from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext, require
 from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
 from protocol import ErrorCode, Response, make_response
@@ -50,11 +59,45 @@ def partition_infos(body: FetchRequest) -> list[tuple[TopicPartition, PartitionF
     return [
         (
             TopicPartition(topic.topic, p.partition),
-            PartitionFetchInfo(p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch),
+            PartitionFetchInfo(
+                p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset
+            ),
         )
         for topic in body.topics
         for p in topic.partitions
     ]
+
+
+def follower_fetch_allowed(ctx: BrokerContext, listener: str) -> bool:
+    """Whether a follower fetch may arrive on ``listener`` (see the module doc)."""
+    configured = ctx.config.get_str("inter.broker.listener.name")
+    return not configured or listener.upper() == configured.upper()
+
+
+def refused_response(body: FetchRequest, error_code: int) -> FetchResponse:
+    """Every partition of the request answered ``error_code``, with no records."""
+    topics = [
+        FetchResponse.FetchableTopicResponse(
+            topic=topic.topic,
+            partitions=[
+                FetchResponse.PartitionData(
+                    partition_index=p.partition,
+                    error_code=error_code,
+                    high_watermark=-1,
+                    last_stable_offset=-1,
+                    log_start_offset=-1,
+                    aborted_transactions=None,
+                    preferred_read_replica=-1,
+                    records=b"",
+                )
+                for p in topic.partitions
+            ],
+        )
+        for topic in body.topics
+    ]
+    return FetchResponse(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics
+    )
 
 
 def build_response(
@@ -89,7 +132,7 @@ def build_response(
 
 
 async def handle(
-    ctx: BrokerContext, request: ApiRequest[FetchRequest]
+    ctx: BrokerContext, request: ListenerRequest[FetchRequest]
 ) -> Response | asyncio.Future[Response]:
     header, body = request.header, request.body
     if body.session_epoch not in FULL_FETCH_EPOCHS:
@@ -99,6 +142,9 @@ async def handle(
             session_id=0,
             responses=[],
         )
+        return make_response(header, refused)
+    if body.replica_id >= 0 and not follower_fetch_allowed(ctx, request.listener):
+        refused = refused_response(body, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         return make_response(header, refused)
     params = fetch_params(ctx, body)
     future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()

@@ -22,7 +22,6 @@ from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 log = logging.getLogger(__name__)
 
 
-
 def request_error(body: InitProducerIdRequest) -> int:
     """The error a request gets before any id is handed out (pure)."""
     if body.transactional_id is not None:

@@ -1,8 +1,9 @@
 """DelayedFetch: a fetch waiting until ``min_bytes`` are readable or ``max_wait_ms`` passes.
 
 Created when a fetch's first read found fewer than ``min_bytes`` (and no error). It is
-watched under every partition of the fetch; an append (or any high-watermark move) on one
-of them checks it again. It completes when, as Kafka decides:
+watched under every partition of the fetch; an append or a high-watermark move (a
+follower's fetch, an ISR shrink) on one of them checks it again: a consumer reads below
+the high watermark, a follower to the log end. It completes when, as Kafka decides:
 
 - a partition is gone, no longer led here, or its leader epoch moved past the one the
   request carried (the client must learn of it now, not at the timeout);
@@ -47,9 +48,13 @@ class FetchParams:
 
 @dataclass(frozen=True, slots=True)
 class PartitionFetchInfo:
+    """One partition of a fetch. ``log_start_offset`` is the fetching follower's own
+    (-1 from consumers)."""
+
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
+    log_start_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,13 @@ high watermark >= required offset       NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEN
 timeout before that                     REQUEST_TIMED_OUT (set up front, cleared above)
 =====================================  ===========================================
 
-Until replication lands the high watermark is the leader's log end, so the condition
-holds as soon as the append did and the operation completes in its first try.
+The high watermark moves when the ISR's followers fetch past the append (or when the ISR
+shrinks to the replicas that hold it), so the ReplicaManager checks the partition's key
+after every such move. min.insync.replicas is checked twice: before the append against
+the ISR then (NOT_ENOUGH_REPLICAS, nothing appended; the Partition's check), and here
+once the high watermark passed, against the ISR that acknowledged it -- a shrink during
+the wait means fewer copies than the producer asked for. An ISR of the leader alone
+moves the high watermark on the append itself: the first try completes.
 """
 
 from __future__ import annotations

@@ -409,4 +409,3 @@ class Processor:
             child = self._metrics.request_duration.labels(api=request.api_name)
             self._duration_by_api[request.api_key] = child
         return child
-

@@ -59,9 +59,7 @@ class NetworkSettings:
             queued_max_requests=config.get_int("queued.max.requests"),
             max_connections=config.get_int("max.connections"),
             max_connections_per_ip=config.get_int("max.connections.per.ip"),
-            max_connections_per_ip_overrides=tuple(
-                config.max_connections_per_ip_overrides.items()
-            ),
+            max_connections_per_ip_overrides=tuple(config.max_connections_per_ip_overrides.items()),
             listen_backlog=config.get_int("socket.listen.backlog.size"),
             processor=ProcessorSettings(
                 max_frame_size=config.get_int("socket.request.max.bytes"),

@@ -1,5 +1,6 @@
 """A real BrokerServer, started from a configuration: the periodic tasks it registers are
-exactly the rows of its table (``BrokerServer.scheduled_tasks``), with their periods."""
+exactly the rows of its table (``BrokerServer.scheduled_tasks``), with their periods, plus
+the leader-imbalance check its controller schedules once active."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ async def test_registered_tasks_are_the_brokers_table(zk_connect: str, tmp_path:
             "metrics.port": "-1",
             "replica.high.watermark.checkpoint.interval.ms": "1234",
             "auto.leader.rebalance.enable": "true",
+            "leader.imbalance.check.interval.seconds": "77",
             "controlled.shutdown.enable": "false",
         }
     )
@@ -39,9 +41,9 @@ async def test_registered_tasks_are_the_brokers_table(zk_connect: str, tmp_path:
             while not (controller.is_active and controller.events.processed):
                 await asyncio.sleep(0.05)
         registered = {t.name: t.period_ms for t in server.scheduler.scheduled()}
+        assert registered.pop("auto-leader-rebalance-task-1") == 77_000
         assert registered == {t.name: t.period_ms for t in server.scheduled_tasks()}
         assert registered["highwatermark-checkpoint"] == 1234
-        # off until followers replicate, whatever auto.leader.rebalance.enable says
-        assert not controller.config.auto_leader_rebalance_enable
+        assert controller.config.auto_leader_rebalance_enable
     finally:
         await server.shutdown()

@@ -590,3 +590,52 @@ async def test_requested_preferred_replica_election(
         return gone and st is not None and st.leader_and_isr.leader == 2
 
     await until(done, what="leader 2 and the request consumed")
+
+
+async def test_a_new_controller_carries_on_what_was_pending(
+    cluster: Cluster, admin: KafkaZkClient, zk_connect: str
+) -> None:
+    """ISR change notifications and a preferred-election request written while no
+    controller works are handled by the next one at failover, and partitions left
+    without a leader are elected."""
+    config = ControllerConfig(auto_leader_rebalance_enable=False)
+    a = await cluster(1, config=config)
+    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
+    b = await cluster(2, config=config)
+    await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
+    isr_tp, led_by_1 = TopicPartition("fo", 0), TopicPartition("fo", 1)
+    topic = TopicAssignment("fo", codec.new_topic_id(), {0: (2, 1), 1: (1, 2)})
+    await asyncio.to_thread(admin.create_topic, topic, {})
+
+    async def online() -> bool:
+        return len(await states(admin, isr_tp, led_by_1)) == 2
+
+    await until(online, what="fo online")
+    # the controller stops working but keeps /controller (a hung process)
+    await a.controller.events.shutdown(timeout_s=10)
+    # meanwhile: the leader of fo-0 shrinks its ISR and says so; an operator asks for a
+    # preferred election
+    st = (await states(admin, isr_tp))[isr_tp].leader_and_isr
+    shrunk = LeaderAndIsr(2, st.leader_epoch, (2,), st.zk_version)
+    raw = codec.encode_partition_state(shrunk, a.controller.epoch)
+    await asyncio.to_thread(admin.kazoo.set, paths.partition_state("fo", 0), raw, st.zk_version)
+    await asyncio.to_thread(admin.propagate_isr_change, [isr_tp])
+    await asyncio.to_thread(admin.request_preferred_replica_election, [isr_tp])
+    # its session ends: broker 2 takes over, and broker 1's partitions lose their leader
+    await asyncio.to_thread(expire_session, zk_connect, a.zk.kazoo)
+    await until(lambda: b.controller.is_active, what="broker 2 to take over")
+
+    async def pending_handled() -> bool:
+        notes = await asyncio.to_thread(admin.get_isr_change_notifications)
+        asked = await asyncio.to_thread(admin.get_preferred_replica_election)
+        return notes == [] and asked is None
+
+    await until(pending_handled, what="the pending znodes consumed")
+    assert b.controller.ctx.leadership[isr_tp].leader_and_isr.isr == (2,)
+
+    async def elected() -> bool:
+        st = (await states(admin, led_by_1)).get(led_by_1)
+        return st is not None and st.leader_and_isr.leader == 2
+
+    await until(elected, what="fo-1 elected at failover")
+    assert b.controller.offline_partition_count == 0

@@ -101,9 +101,7 @@ def test_a_consumer_sees_the_latest_value_per_key_after_cleaning(c: TestCluster)
     refused = produce(c, [(None, b"no key")])
     assert refused[0] is not None and refused[0].code() == KafkaError.INVALID_RECORD
 
-    wait_until(
-        lambda: (c.metric(0, "minikafka_log_cleaner_passes_total") or 0) >= 1, 30, "a pass"
-    )
+    wait_until(lambda: (c.metric(0, "minikafka_log_cleaner_passes_total") or 0) >= 1, 30, "a pass")
 
     def compacted() -> list[tuple[int, bytes | None, bytes | None]] | None:
         rows = read_all(c)

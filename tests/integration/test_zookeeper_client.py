@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.protocol.states import KazooState
@@ -75,6 +78,57 @@ def test_broker_id_owned_by_another_live_session_is_refused(zk: MakeZk) -> None:
         b.register_broker(broker(1), NOW)
 
 
+def test_a_live_sessions_registration_is_refused_after_the_wait(
+    zk: MakeZk, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = zk(), zk()
+    a.register_broker(broker(1), NOW)
+    with pytest.raises(BrokerIdInUseError, match="broker id 1"):
+        b.register_broker(broker(1), NOW, stale_wait_s=0.5)
+    assert "registered by session" in caplog.text
+    assert a.get_broker(1) is not None
+
+
+def test_registration_left_by_a_killed_process_is_waited_for(
+    zk: MakeZk, zk_connect: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broker killed with -9 leaves its ephemeral registration until ZooKeeper expires
+    its session: the next process with the same id waits for that, then registers."""
+    a = zk()
+    a.ensure_persistent_paths()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_REGISTRATION, zk_connect],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "registered"
+        stale = a.kazoo.exists(paths.broker(7))
+        assert stale is not None and stale.ephemeralOwner != a.session_id
+    finally:
+        holder.kill()  # no goodbye to ZooKeeper: the session lives on until it expires
+        holder.wait(30)
+    epoch = a.register_broker(broker(7), NOW, stale_wait_s=30)
+    _, stat = a.kazoo.get(paths.broker(7))
+    assert stat.ephemeralOwner == a.session_id and stat.czxid == epoch > stale.czxid
+    assert f"registered by session 0x{stale.ephemeralOwner:x}, not ours" in caplog.text
+
+
+#: a process that registers broker 7 with a 4 s session, says so, and waits to be killed
+_HOLD_REGISTRATION = """
+import sys, threading
+from zk.client import KafkaZkClient
+from zk.model import BrokerInfo, EndPoint
+zk = KafkaZkClient.connect(sys.argv[1], session_timeout_s=4.0)
+zk.register_broker(BrokerInfo(7, (EndPoint("127.0.0.1", 9099),)), 0)
+print("registered", flush=True)
+threading.Event().wait()
+"""
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def test_reregistration_after_session_expiry(zk: MakeZk, zk_connect: str) -> None:
     a = zk()
     first = a.register_broker(broker(1), NOW)
@@ -138,6 +192,28 @@ def test_partition_state_writes_are_conditional(zk: MakeZk) -> None:
     assert isinstance(stale[tp], StateConflictError)
     state = a.get_partition_states([tp])[tp]
     assert state.leader_and_isr == LeaderAndIsr(2, 1, (2,), 1) and state.controller_epoch == 1
+
+
+def test_leader_isr_write_is_conditional_on_its_zk_version(zk: MakeZk) -> None:
+    controller, leader = zk(), zk()
+    election = controller.try_become_controller(1, NOW)
+    tp = TopicPartition("t", 0)
+    controller.create_partition_states(
+        {tp: LeaderAndIsr(1, 3, (1, 2, 3))}, election.epoch, election.epoch_zk_version
+    )
+    # no controller epoch check: a leader is not the controller
+    shrunk = leader.update_leader_and_isr(tp, LeaderAndIsr(1, 3, (1, 2), 0), election.epoch)
+    assert shrunk == LeaderAndIsr(1, 3, (1, 2), 1)
+    state = controller.get_partition_states([tp])[tp]
+    assert state.leader_and_isr == shrunk and state.controller_epoch == election.epoch
+    # the same write sent again (a retry after a lost connection) is recognised as done
+    assert leader.update_leader_and_isr(tp, LeaderAndIsr(1, 3, (1, 2), 0), election.epoch) == shrunk
+    with pytest.raises(StateConflictError):  # another change at the old version
+        leader.update_leader_and_isr(tp, LeaderAndIsr(1, 3, (1,), 0), election.epoch)
+    with pytest.raises(StateConflictError):  # no such partition
+        leader.update_leader_and_isr(
+            TopicPartition("t", 9), LeaderAndIsr(1, 3, (1,), 0), election.epoch
+        )
 
 
 def test_zombie_controller_writes_are_fenced(zk: MakeZk) -> None:

@@ -134,7 +134,7 @@ class LocalReplicas:
 def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:
     """A replica manager for broker 0 with its logs under ``tmp_path`` (``rm_options``:
     ReplicaManager's keyword options beyond the purgatories and metrics; its disk work
-    runs :func:`inline` unless ``run_blocking`` says otherwise)."""
+    runs :func:`inline` unless ``run_blocking`` says otherwise; it reads the MockClock)."""
     rm_options.setdefault("run_blocking", inline)
     clock = MockClock()
     log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
@@ -145,6 +145,7 @@ def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:
         "Fetch", clock=clock, reaper_enabled=False
     )
     metrics = BrokerMetrics()
+    rm_options.setdefault("clock", clock)
     rm = ReplicaManager(
         0,
         log_manager,

@@ -21,7 +21,7 @@ from protocol.messages import FetchRequest
 from protocol.records import BatchBuilder, iter_batches
 from protocol.values import TopicPartition
 from storage import FileRegion
-from tests.unit.broker.broker_helpers import local_replicas, partition_state
+from tests.unit.broker.broker_helpers import HandlerRequest, local_replicas, partition_state
 from timer.clock import MockClock
 
 TOPIC = "clicks"
@@ -213,3 +213,52 @@ async def test_record_bytes_never_enter_python(
     # Only the header scan touched the file: far less than one batch of records.
     assert sum(preads) <= 2 * 8192 < len(big[0])
     assert all(isinstance(p, bytes) for p in parts if p is not regions[0])
+
+
+def follower_request(listener: str) -> HandlerRequest:
+    body = FetchRequest(
+        replica_id=1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            FetchRequest.FetchTopic(
+                topic=TOPIC,
+                partitions=[
+                    FetchRequest.FetchPartition(
+                        partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                    )
+                ],
+            )
+        ],
+    )
+    return HandlerRequest(ApiKey.FETCH, 12, body, listener)
+
+
+async def test_follower_fetch_only_on_the_inter_broker_listener(tmp_path: Path) -> None:
+    replicas = local_replicas(tmp_path)
+    replicas.become({TOPIC: uuid.uuid4()}, partition_state(A, isr=(0, 1), replicas=(0, 1)))
+    props = {
+        "listeners": "CLIENT://127.0.0.1:9092,INTERNAL://127.0.0.1:9093",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+    }
+    ctx = replicas.context(props)
+    produce(ctx, A, batch(2))
+    try:
+        forged = partitions(on_the_wire(await fetch.handle(ctx, follower_request("CLIENT"))))
+        assert forged[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert len(forged[0].records) == 0
+        partition = replicas.rm.partition_for(A)
+        assert partition is not None and partition.followers[1].log_end_offset == -1  # untouched
+        served = partitions(on_the_wire(await fetch.handle(ctx, follower_request("INTERNAL"))))
+        assert served[0].error_code == ErrorCode.NONE and len(served[0].records) > 0
+        # without inter.broker.listener.name every listener serves followers
+        anywhere = replicas.context({})
+        plain = partitions(on_the_wire(await fetch.handle(anywhere, follower_request("CLIENT"))))
+        assert plain[0].error_code == ErrorCode.NONE
+    finally:
+        replicas.log_manager.shutdown()

@@ -1,6 +1,7 @@
 """ReplicaManager: LeaderAndIsr/StopReplica with controller-epoch and leader-epoch fencing,
 appends with per-partition errors and metrics, acks=all through the produce purgatory
-(completed, timed out, leadership lost, ISR shrunk), on real logs and a MockClock timer."""
+(completed, timed out, leadership lost), on real logs and a MockClock timer. The ISR's
+part (follower fetches, shrink and expansion) is test_replica_manager_isr's."""
 
 from __future__ import annotations
 
@@ -312,20 +313,6 @@ def test_acks_all_losing_leadership_answers_not_leader(
     got = broker.produce_now({A: batch()}, acks=-1)
     broker.lead(A, leader=1, epoch=1, isr=(0, 1), replicas=(0, 1))
     assert got[0][A].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-
-
-def test_acks_all_isr_shrinking_while_waiting(
-    broker: Broker, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    broker.min_isr["orders"] = 2
-    broker.lead(A, isr=(0, 1), replicas=(0, 1))
-    stuck_high_watermark(broker, A, monkeypatch)
-    got = broker.produce_now({A: batch()}, acks=-1)
-    partition = broker.partition(A)
-    partition.isr = (0,)
-    broker.log(A).update_high_watermark(1)
-    broker.produce.check_and_complete(A)
-    assert got[0][A].error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
 
 def test_acks_all_with_every_partition_failed_answers_at_once(broker: Broker) -> None:

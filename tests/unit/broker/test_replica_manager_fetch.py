@@ -23,7 +23,7 @@ from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder
 from protocol.values import READ_COMMITTED, TopicPartition
 from storage import FileRegion, Log, LogManager
-from tests.unit.broker.broker_helpers import local_replicas, partition_state
+from tests.unit.broker.broker_helpers import local_replicas, partition_state, run_now
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -161,16 +161,20 @@ def test_errors_are_per_partition(broker: Broker) -> None:
 
 
 def test_consumers_stop_at_high_watermark_read_committed_at_lso(broker: Broker) -> None:
+    # broker 1 follows A from now on: the high watermark waits for its copy
+    state = partition_state(A, epoch=3, isr=(0, 1), replicas=(0, 1))
+    run_now(broker.rm.become_leader_or_follower(1, 1, [state], {}))
     broker.produce(A, batch())
     one = len(batch())
     broker.produce(A, batch())
-    broker.log(A).update_high_watermark(1)
+    # the follower holds the first batch (fetches from 1) and reads on to the log end
+    [[(_, follower)]] = broker.fetch_now([(A, info(1))], replica_id=1)
+    assert size(follower.records) == one
+    assert follower.high_watermark == 1
     for isolation in (0, READ_COMMITTED):
         [[(_, r)]] = broker.fetch_now([(A, info())], isolation_level=isolation)
         assert size(r.records) == one
         assert r.high_watermark == r.last_stable_offset == 1
-    [[(_, follower)]] = broker.fetch_now([(A, info())], replica_id=1)
-    assert size(follower.records) == 2 * one
 
 
 def test_bytes_out_metric(broker: Broker) -> None:

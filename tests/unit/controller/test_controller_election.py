@@ -10,6 +10,7 @@ from controller.election import (
     offline_partition_leader,
     preferred_replica_leader,
     reassign_partition_leader,
+    unclean_leader_election_enabled,
 )
 
 OFFLINE_CASES = [
@@ -85,3 +86,27 @@ def test_controlled_shutdown_leader(
     expected: Election,
 ) -> None:
     assert controlled_shutdown_leader(assignment, isr, live, shutting_down) == expected
+
+
+UNCLEAN_CONFIG_CASES = [
+    # static, layers (cluster default, this broker, topic), expected
+    (False, [], False),
+    (True, [], True),
+    (False, [{"unclean.leader.election.enable": "true"}], True),
+    (True, [{}, {}, {"unclean.leader.election.enable": "false"}], False),
+    (False, [{"unclean.leader.election.enable": "true"}, {}, {}], True),
+    (True, [{"unclean.leader.election.enable": "false"}, {"x": "y"}], False),
+    (False, [{}, {}, {"unclean.leader.election.enable": " TRUE "}], True),
+    (
+        False,
+        [{"unclean.leader.election.enable": "true"}, {}, {"unclean.leader.election.enable": "yes"}],
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(("static", "layers", "expected"), UNCLEAN_CONFIG_CASES)
+def test_unclean_leader_election_enabled(
+    static: bool, layers: list[dict[str, str]], expected: bool
+) -> None:
+    assert unclean_leader_election_enabled(static, layers) is expected

@@ -306,6 +306,20 @@ def test_truncate_to_across_segments(tmp_path: os.PathLike[str]) -> None:
     lg.close()
 
 
+def test_truncate_to_the_log_end_drops_an_epoch_that_starts_there(
+    tmp_path: os.PathLike[str],
+) -> None:
+    # A leader of epoch 3 that appended nothing: the epoch starts at the log end. As a
+    # follower of a leader that never had epoch 3 it must forget it, or it would ask
+    # the leader for epoch 3 again and again.
+    lg = open_log(str(tmp_path))
+    lg.append(make_batch(2), leader_epoch=1)
+    lg.epoch_cache.assign(3, lg.log_end_offset)
+    assert not lg.truncate_to(lg.log_end_offset)  # no record removed
+    assert lg.epoch_cache.entries == [(1, 0)]
+    lg.close()
+
+
 def test_truncate_to_a_segment_base_removes_that_segment(tmp_path: os.PathLike[str]) -> None:
     lg = open_log(str(tmp_path))
     for _ in range(40):
