@@ -1,8 +1,8 @@
 """Replication benchmark: what RF 3 costs, and how long a partition is unwritable in a failover.
 
     .venv/bin/python tests/bench/bench_replication.py [--seconds 10] [--cycles 10]
-        [--soak-cycles 0] [--session-timeout-ms 6000] [--skip-throughput] [--skip-failover]
-        [--dir DIR]
+        [--soak-cycles 0] [--session-timeout-ms 6000] [--override KEY=VALUE ...]
+        [--skip-throughput] [--skip-failover] [--dir DIR]
 
 One run starts three local brokers (``LocalCluster``, the machinery of ``minikafka cluster
 up``, with an embedded ZooKeeper) and measures, on that one cluster:
@@ -20,7 +20,9 @@ up``, with an embedded ZooKeeper) and measures, on that one cluster:
    idempotent acks=all confluent-kafka producer (500 records/s): ``--cycles`` times each,
    the leader of a partition is killed with SIGKILL, or stopped with SIGTERM (controlled
    shutdown), then restarted once its partitions have moved, and the next cycle waits for
-   a full ISR. Per cycle:
+   a full ISR. Every other cycle takes down the controller (when it leads a partition),
+   the others a leader that is not the controller: losing the controller too is a
+   different failover, and the figures are printed for each kind apart. Per cycle:
 
    - *first write*: from the signal until every partition the victim led has acknowledged
      a record enqueued after the signal (only a new leader can acknowledge those after a
@@ -80,7 +82,9 @@ REPLICAS = (0, 1, 2)
 
 
 @contextmanager
-def three_brokers(directory: Path, session_timeout_ms: int) -> Iterator[ChaosCluster]:
+def three_brokers(
+    directory: Path, session_timeout_ms: int, overrides: list[tuple[str, str]]
+) -> Iterator[ChaosCluster]:
     ports = [free_port() for _ in range(10)]
     layout = ClusterLayout(
         directory=directory,
@@ -88,7 +92,7 @@ def three_brokers(directory: Path, session_timeout_ms: int) -> Iterator[ChaosClu
         control_ports=tuple(ports[3:6]),
         metrics_ports=tuple(ports[6:9]),
         zookeeper_port=ports[9],
-        overrides=(("zookeeper.session.timeout.ms", str(session_timeout_ms)),),
+        overrides=(("zookeeper.session.timeout.ms", str(session_timeout_ms)), *overrides),
     )
     local = LocalCluster(layout)
     local.start(timeout_s=90)
@@ -179,15 +183,28 @@ def bench_throughput(chaos: ChaosCluster, seconds: float, latency_rate: float) -
 @dataclass
 class Cycle:
     victim: int
+    was_controller: bool
     partitions: list[int]
     first_write_s: float
     worst_write_s: float
 
 
+def pick_victim(leaders: set[int], controller: int | None, cycle: int) -> int:
+    """A leader to take down: in odd cycles the controller when it leads a partition, in
+    even ones a leader that is not the controller (when there is one). The two cases fail
+    over differently (the controller's death also moves the controller), so both are
+    measured whatever the placement drifts to."""
+    others = sorted(leaders - {controller})
+    if controller in leaders and (cycle % 2 == 1 or not others):
+        return controller
+    return others[cycle // 2 % len(others)]
+
+
 def one_cycle(chaos: ChaosCluster, producer: SequenceProducer, cycle: int, kind: str) -> Cycle:
     topic = producer.topic
     placement = chaos.leaders(topic)
-    victim = placement[cycle % PARTITIONS]
+    controller = chaos.controller()
+    victim = pick_victim(set(placement.values()), controller, cycle)
     led = [p for p, leader in placement.items() if leader == victim]
     signalled = time.monotonic()
     if kind == "kill":
@@ -216,7 +233,7 @@ def one_cycle(chaos: ChaosCluster, producer: SequenceProducer, cycle: int, kind:
         chaos.wait_exit(victim)
     chaos.restart(victim)
     chaos.wait_isr_full(topic, range(PARTITIONS), len(REPLICAS), 120)
-    return Cycle(victim, led, written - signalled, worst)
+    return Cycle(victim, victim == controller, led, written - signalled, worst)
 
 
 def failover_loop(chaos: ChaosCluster, topic: str, kind: str, cycles: int) -> bool:
@@ -234,21 +251,30 @@ def failover_loop(chaos: ChaosCluster, topic: str, kind: str, cycles: int) -> bo
         for cycle in range(cycles):
             result = one_cycle(chaos, producer, cycle, kind)
             results.append(result)
+            role = "controller, " if result.was_controller else ""
             print(
-                f"  {kind} #{cycle + 1}: broker {result.victim} (leader of {result.partitions}):"
-                f" first write {result.first_write_s * 1000:.0f} ms,"
+                f"  {kind} #{cycle + 1}: broker {result.victim} ({role}leader of "
+                f"{result.partitions}): first write {result.first_write_s * 1000:.0f} ms,"
                 f" worst write {result.worst_write_s * 1000:.0f} ms",
                 flush=True,
             )
+    label = "kill -9" if kind == "kill" else "SIGTERM"
+    summarise(f"{label}, all", results)
+    summarise(f"{label}, leader only", [r for r in results if not r.was_controller])
+    summarise(f"{label}, controller and leader", [r for r in results if r.was_controller])
+    return read_back(chaos, producer)
+
+
+def summarise(label: str, results: list[Cycle]) -> None:
+    if not results:
+        return
     first = [r.first_write_s * 1000 for r in results]
     worst = [r.worst_write_s * 1000 for r in results]
-    label = "kill -9" if kind == "kill" else "SIGTERM"
     print(
         f"{label}: {len(results)} cycles; first write p50 {percentile(first, 0.5):.0f} ms,"
         f" p99 {percentile(first, 0.99):.0f} ms, max {max(first):.0f} ms; worst write p50"
         f" {percentile(worst, 0.5):.0f} ms, p99 {percentile(worst, 0.99):.0f} ms"
     )
-    return read_back(chaos, producer)
 
 
 def read_back(chaos: ChaosCluster, producer: SequenceProducer) -> bool:
@@ -286,6 +312,13 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=10, help="failovers of each kind (10)")
     parser.add_argument("--soak-cycles", type=int, default=0, help="kill -9 soak cycles (0)")
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker setting for all three brokers (e.g. replica.lag.time.max.ms=10000)",
+    )
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-failover", action="store_true")
     parser.add_argument(
@@ -296,11 +329,12 @@ def main() -> int:
     args = parser.parse_args()
     # kazoo reconnecting while the embedded ZooKeeper starts is not worth a console line
     logging.getLogger("kazoo").setLevel(logging.ERROR)
+    overrides = [(k.strip(), v.strip()) for k, _, v in (o.partition("=") for o in args.override)]
     started = time.monotonic()
     healthy = True
     with (
         tempfile.TemporaryDirectory(prefix="bench-replication-") as tmp,
-        three_brokers(args.dir or Path(tmp), args.session_timeout_ms) as chaos,
+        three_brokers(args.dir or Path(tmp), args.session_timeout_ms, overrides) as chaos,
     ):
         if not args.skip_throughput:
             print("== throughput and cost", flush=True)

@@ -175,6 +175,13 @@ class ChaosCluster:
             self.local.start_broker(i)
         self.local.wait_registered(self.broker_ids, timeout)
 
+    def controller(self) -> int | None:
+        """The active controller as ZooKeeper names it; None between two controllers."""
+        if self._zk.exists("/controller") is None:
+            return None
+        data, _ = self._zk.get("/controller")
+        return int(json.loads(data)["brokerid"])
+
     def registered(self) -> list[int]:
         if self._zk.exists("/brokers/ids") is None:
             return []
