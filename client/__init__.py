@@ -24,7 +24,9 @@ from client.admin import (
     ConfigEntry,
     ElectionResult,
     NewTopic,
+    OngoingReassignment,
     TopicResult,
+    alter_partition_reassignments,
     create_partitions,
     create_topics,
     delete_topics,
@@ -34,6 +36,7 @@ from client.admin import (
     describe_topics,
     elect_leaders,
     incremental_alter_configs,
+    list_partition_reassignments,
 )
 from client.client import ClientConfig, KafkaClient, parse_bootstrap
 from client.cluster_view import BrokerNode, ClusterView, PartitionInfo, TopicInfo
@@ -70,6 +73,7 @@ __all__ = [
     "KafkaClient",
     "KafkaError",
     "NewTopic",
+    "OngoingReassignment",
     "PartitionData",
     "PartitionInfo",
     "PrebuiltRequest",
@@ -78,6 +82,7 @@ __all__ = [
     "TopicInfo",
     "TopicResult",
     "UnsupportedApi",
+    "alter_partition_reassignments",
     "count",
     "create_partitions",
     "create_topics",
@@ -90,6 +95,7 @@ __all__ = [
     "elect_leaders",
     "incremental_alter_configs",
     "list_offsets",
+    "list_partition_reassignments",
     "murmur2",
     "parse_acks",
     "parse_bootstrap",

@@ -1,9 +1,11 @@
 """Topic administration: create, add partitions, delete, describe (Metadata), the
-configs of topics and brokers (DescribeConfigs, IncrementalAlterConfigs), and each
-broker's log directories (DescribeLogDirs).
+configs of topics and brokers (DescribeConfigs, IncrementalAlterConfigs), each
+broker's log directories (DescribeLogDirs), and partition reassignments
+(AlterPartitionReassignments, ListPartitionReassignments).
 
-CreateTopics, CreatePartitions, DeleteTopics and ElectLeaders go to the controller (a broker that is
-not answers NOT_CONTROLLER, and we retry after a metadata refresh); configs of topics
+CreateTopics, CreatePartitions, DeleteTopics, ElectLeaders and the reassignment APIs go to
+the controller (a broker that is not answers NOT_CONTROLLER, and we retry after a
+metadata refresh); configs of topics
 and of the cluster-wide broker default may go to any broker, a broker's own to that
 broker. Results are per topic: one failing topic does not fail the
 others, so each function returns a mapping topic -> outcome rather than raising.
@@ -22,6 +24,7 @@ from client.cluster_view import TopicInfo
 from client.errors import KafkaError, UnsupportedApi
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
+    AlterPartitionReassignmentsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
@@ -29,7 +32,9 @@ from protocol.messages import (
     DescribeLogDirsRequest,
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
 )
+from protocol.values import TopicPartition
 
 #: ConfigResource types: a topic, a broker (name: its id, or "" for the cluster default)
 TOPIC_RESOURCE = 2
@@ -92,12 +97,16 @@ async def _to_controller(client: KafkaClient, api_key: int, build: Any, timeout_
         controller = client.view.controller_id
         node = controller if controller in client.view.brokers else None
         body = await client.request(node, api_key, build)
+        if getattr(body, "error_code", ErrorCode.NONE) == ErrorCode.NOT_CONTROLLER:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER)
         results = (
             getattr(body, "topics", None)
             or getattr(body, "results", None)
             or getattr(body, "responses", None)
         )
-        if results and all(r.error_code == ErrorCode.NOT_CONTROLLER for r in results):
+        if results and all(
+            getattr(r, "error_code", None) == ErrorCode.NOT_CONTROLLER for r in results
+        ):
             raise KafkaError(ErrorCode.NOT_CONTROLLER)
         return body
 
@@ -407,3 +416,94 @@ async def describe_log_dirs(
         )
         for r in body.results
     ]
+
+
+@dataclass(frozen=True)
+class OngoingReassignment:
+    """A partition being reassigned: its replica set now, and the replicas being added
+    and removed (the target is ``replicas`` less ``removing``)."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+def _top_level(body: Any) -> None:
+    if body.error_code != ErrorCode.NONE:
+        raise KafkaError(body.error_code, body.error_message)
+
+
+async def alter_partition_reassignments(
+    client: KafkaClient,
+    targets: Mapping[TopicPartition, Sequence[int] | None],
+    *,
+    timeout_ms: int = 30_000,
+) -> dict[TopicPartition, KafkaError | None]:
+    """Reassign each partition to its target replicas (None cancels its reassignment);
+    per partition, None when it started, else the broker's error."""
+
+    def build(version: int) -> Any:
+        by_topic: dict[str, list[AlterPartitionReassignmentsRequest.ReassignablePartition]] = {}
+        for tp, replicas in targets.items():
+            by_topic.setdefault(tp.topic, []).append(
+                AlterPartitionReassignmentsRequest.ReassignablePartition(
+                    partition_index=tp.partition,
+                    replicas=None if replicas is None else list(replicas),
+                )
+            )
+        return AlterPartitionReassignmentsRequest(
+            timeout_ms=timeout_ms,
+            topics=[
+                AlterPartitionReassignmentsRequest.ReassignableTopic(name=t, partitions=ps)
+                for t, ps in by_topic.items()
+            ],
+        )
+
+    body = await _to_controller(
+        client, ApiKey.ALTER_PARTITION_REASSIGNMENTS, build, timeout_ms / 1000 + 30
+    )
+    _top_level(body)
+    return {
+        TopicPartition(t.name, p.partition_index): (
+            None if p.error_code == ErrorCode.NONE else KafkaError(p.error_code, p.error_message)
+        )
+        for t in body.responses
+        for p in t.partitions
+    }
+
+
+async def list_partition_reassignments(
+    client: KafkaClient,
+    partitions: Sequence[TopicPartition] | None = None,
+    *,
+    timeout_ms: int = 30_000,
+) -> dict[TopicPartition, OngoingReassignment]:
+    """The reassignments in progress among ``partitions`` (None: all of them)."""
+
+    def build(version: int) -> Any:
+        if partitions is None:
+            return ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=None)
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        return ListPartitionReassignmentsRequest(
+            timeout_ms=timeout_ms,
+            topics=[
+                ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(
+                    name=t, partition_indexes=ps
+                )
+                for t, ps in by_topic.items()
+            ],
+        )
+
+    body = await _to_controller(
+        client, ApiKey.LIST_PARTITION_REASSIGNMENTS, build, timeout_ms / 1000 + 30
+    )
+    _top_level(body)
+    return {
+        TopicPartition(t.name, p.partition_index): OngoingReassignment(
+            tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas)
+        )
+        for t in body.topics
+        for p in t.partitions
+    }

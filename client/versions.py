@@ -29,6 +29,8 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (3, 4),
     ApiKey.ELECT_LEADERS: (0, 2),

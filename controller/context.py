@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 
 from controller.model import PartitionReplica
+from controller.reassignment import ReplicaAssignment
 from controller.states import PartitionState, ReplicaState
 from protocol.values import TopicPartition
 from zk.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
@@ -35,6 +36,9 @@ class ControllerContext:
         #: broker -> partitions whose replica there sits on a failed log directory
         #: (LeaderAndIsr answered KAFKA_STORAGE_ERROR); forgotten when the broker restarts
         self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
+        #: partitions being reassigned: their full assignment (``replicas`` equals the
+        #: partition's entry in ``assignments``), adding and removing replicas included
+        self.reassignments: dict[TopicPartition, ReplicaAssignment] = {}
 
     # -- brokers --------------------------------------------------------------------------
 
@@ -76,15 +80,34 @@ class ControllerContext:
     def set_topic(self, assignment: TopicAssignment) -> None:
         self.topic_ids[assignment.topic] = assignment.topic_id
         self.assignments[assignment.topic] = dict(assignment.partitions)
+        for p, replicas in assignment.partitions.items():
+            full = ReplicaAssignment(
+                replicas,
+                assignment.adding_replicas.get(p, ()),
+                assignment.removing_replicas.get(p, ()),
+            )
+            self.set_full_assignment(TopicPartition(assignment.topic, p), full)
 
     def set_partition_replicas(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
         self.assignments.setdefault(tp.topic, {})[tp.partition] = tuple(replicas)
+
+    def set_full_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        """A partition's replicas with its adding/removing replicas (a reassignment)."""
+        self.set_partition_replicas(tp, assignment.replicas)
+        if assignment.is_being_reassigned:
+            self.reassignments[tp] = assignment
+        else:
+            self.reassignments.pop(tp, None)
+
+    def full_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        return self.reassignments.get(tp) or ReplicaAssignment(self.partition_replicas(tp))
 
     def remove_topic(self, topic: str) -> None:
         """Forget a topic completely (after its deletion finished)."""
         for tp in list(self.partitions_for_topic(topic)):
             self.leadership.pop(tp, None)
             self.partition_states.pop(tp, None)
+            self.reassignments.pop(tp, None)
         for pr in [pr for pr in self.replica_states if pr.tp.topic == topic]:
             del self.replica_states[pr]
         self.assignments.pop(topic, None)

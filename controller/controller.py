@@ -11,6 +11,8 @@ The broker assembly uses only this::
     broker_epoch = await controller.start()      # registers /brokers/ids/<id>, joins election
     controller.is_active / .active_controller_id / .epoch / .offline_partition_count
     result = await controller.controlled_shutdown(broker_id, broker_epoch)  # ControlledShutdown
+    outcomes = await controller.alter_partition_reassignments({tp: replicas or None})
+    ongoing = await controller.list_partition_reassignments(partitions or None)
     outcomes = await controller.elect_leaders(partitions_or_None, election_type)  # ElectLeaders
     await controller.shutdown()
 
@@ -44,6 +46,8 @@ from controller.elect_leaders import ElectionOutcome, ElectionType, failed, tria
 from controller.election import ElectionStrategy, unclean_leader_election_enabled
 from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
+from controller.reassigner import Outcomes, PartitionReassigner
+from controller.reassignment import ReplicaAssignment
 from controller.rebalance import partitions_to_rebalance, preferred_candidates
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
@@ -83,6 +87,8 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_ms: int = 300_000
     leader_imbalance_per_broker_percentage: int = 10
+    #: a reassignment waits for its new replicas to join the ISR; off only while leaders
+    #: do not expand ISRs (the controller then declares them in sync, as at topic creation)
     #: zookeeper.session.timeout.ms: bounds the wait at startup for a registration that a
     #: crashed previous run of this broker left behind (0: do not wait)
     zookeeper_session_timeout_ms: int = 0
@@ -129,6 +135,14 @@ class KafkaController:
         )
         self.replica_sm = ReplicaStateMachine(self.ctx, store)
         self.events = ev.ControllerEventManager(self._process)
+        self.reassigner = PartitionReassigner(
+            self.ctx,
+            zk,
+            self.partition_sm,
+            self.replica_sm,
+            self.events,
+            self._send,
+        )
         self._handlers = self._event_handlers()
         #: runs the periodic leader-imbalance check while we are controller (optional)
         self.scheduler = scheduler
@@ -194,6 +208,28 @@ class KafkaController:
         if not isinstance(result, ControlledShutdownResult):  # discarded at shutdown
             return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
         return result
+
+    async def alter_partition_reassignments(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> Outcomes | None:
+        """AlterPartitionReassignments: each partition's outcome; None if not controller."""
+        if self._stopped:
+            return None
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.events.put(ev.AlterPartitionReassignments(targets, reply))
+        result = await reply
+        return result if isinstance(result, dict) else None
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment] | None:
+        """ListPartitionReassignments: the ongoing ones; None if not controller."""
+        if self._stopped:
+            return None
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self.events.put(ev.ListPartitionReassignments(partitions, reply))
+        result = await reply
+        return result if isinstance(result, dict) else None
 
     async def elect_leaders(
         self, partitions: list[TopicPartition] | None, election_type: ElectionType
@@ -265,6 +301,8 @@ class KafkaController:
                 event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
             if isinstance(event, ev.ElectLeaders):
                 event.discard()  # not answered: not (or no longer) the controller
+            if isinstance(event, ev.AlterPartitionReassignments | ev.ListPartitionReassignments):
+                event.discard()  # unanswered (not the controller, or it failed): None
 
     def _event_handlers(self) -> dict[type[ev.ControllerEvent], _Handler]:
         """Which handler each event runs. Election and session events are handled on
@@ -297,6 +335,20 @@ class KafkaController:
             ),
             ev.StopReplicaResponseReceived: _Handler(
                 self._on_stop_replica_response, active_only=True
+            ),
+            # partition reassignment (controller.reassigner)
+            ev.ZkPartitionReassignment: _Handler(
+                lambda _: self.reassigner.on_request_event(), active_only=True
+            ),
+            ev.PartitionReassignmentIsrChange: _Handler(
+                lambda e: self.reassigner.on_isr_change([e.tp]), active_only=True
+            ),
+            ev.AlterPartitionReassignments: _Handler(
+                lambda e: _answer(e.reply, self.reassigner.alter(e.targets)), active_only=True
+            ),
+            ev.ListPartitionReassignments: _Handler(
+                lambda e: _answer(e.reply, _now(self.reassigner.ongoing(e.partitions))),
+                active_only=True,
             ),
         }
 
@@ -387,6 +439,7 @@ class KafkaController:
         for bid in list(self.ctx.live_brokers):
             self.channel.remove_broker(bid)
         self.ctx.reset()
+        self.reassigner.reset()
         if self.active_controller_id == self.broker_id:
             self.active_controller_id = None
 
@@ -413,6 +466,7 @@ class KafkaController:
         await self.replica_sm.handle_state_changes(online, ReplicaState.ONLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
         self._send(batch)
+        await self.reassigner.on_controller_failover()  # also arms its watches
         await self._on_isr_change()
         await self._on_preferred_replica_election()  # also arms its watch
         self._schedule_rebalance()
@@ -437,6 +491,8 @@ class KafkaController:
             self.events.put(ev.PreferredReplicaElection())
             for topic in sorted(self.ctx.all_topics()):
                 self.events.put(ev.PartitionModifications(topic))
+            for event in self.reassigner.rearm_events():
+                self.events.put(event)
 
     def _send(self, batch: ControllerRequestBatch) -> None:
         batch.send(
@@ -538,6 +594,7 @@ class KafkaController:
         await self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
         self._send(batch)
+        await self.reassigner.resume_for_brokers(new)
 
     async def _on_broker_failure(self, dead: set[int]) -> None:
         log.info("controller: brokers failed %s", sorted(dead))
@@ -628,7 +685,8 @@ class KafkaController:
                 self.ctx.set_partition_replicas(TopicPartition(topic, p), replicas)
                 new.append(TopicPartition(topic, p))
             elif self.ctx.assignments[topic][p] != replicas:
-                log.warning("ignoring a replica change of %s-%s (no reassignment yet)", topic, p)
+                # replicas change through a reassignment (API or /admin/reassign_partitions)
+                log.warning("ignoring a replica change of %s-%s written by hand", topic, p)
         if new:
             await self._on_new_partitions(new)
 
@@ -656,6 +714,7 @@ class KafkaController:
         batch = ControllerRequestBatch()
         batch.add_update_metadata(set(self.ctx.live_brokers), set(known))
         self._send(batch)
+        await self.reassigner.on_isr_change(known)
         await self._zk(self.zk.delete_isr_change_notifications, names, self.ctx.epoch_zk_version)
 
     # -- preferred leaders ------------------------------------------------------------------
@@ -743,6 +802,16 @@ class KafkaController:
         )
         self._send(batch)
         return result
+
+
+async def _answer(reply: asyncio.Future[object], outcome: Awaitable[object]) -> None:
+    result = await outcome
+    if not reply.done():  # not cancelled by a requester that went away
+        reply.set_result(result)
+
+
+async def _now(value: T) -> T:
+    return value
 
 
 __all__ = [  # the result type is re-exported for the broker's handler

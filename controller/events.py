@@ -167,6 +167,49 @@ class StopReplicaResponseReceived(ControllerEvent):
 
 
 @dataclass
+class ZkPartitionReassignment(ControllerEvent):
+    """/admin/reassign_partitions was created, changed or deleted (controller.reassigner)."""
+
+    retriable = True
+
+
+@dataclass
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed: maybe its ISR now holds
+    every target replica."""
+
+    retriable = True
+
+    tp: TopicPartition
+
+
+@dataclass
+class AlterPartitionReassignments(ControllerEvent):
+    """The AlterPartitionReassignments API: partition -> target replicas (None cancels);
+    the per-partition outcome goes to ``reply`` (None: not the controller)."""
+
+    targets: dict[TopicPartition, tuple[int, ...] | None]
+    reply: asyncio.Future[object] = field(repr=False)
+
+    def discard(self) -> None:
+        if not self.reply.done():
+            self.reply.set_result(None)
+
+
+@dataclass
+class ListPartitionReassignments(ControllerEvent):
+    """The ListPartitionReassignments API: the ongoing reassignments among ``partitions``
+    (None: all) go to ``reply`` (None: not the controller)."""
+
+    partitions: list[TopicPartition] | None
+    reply: asyncio.Future[object] = field(repr=False)
+
+    def discard(self) -> None:
+        if not self.reply.done():
+            self.reply.set_result(None)
+
+
+@dataclass
 class Stop(ControllerEvent):
     """Sentinel: the consumer task ends after it."""
 

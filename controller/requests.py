@@ -73,6 +73,7 @@ def build_leader_and_isr(
         for tp in tps:
             entry = entries[tp]
             lai = entry.state.leader_and_isr
+            moving = ctx.reassignments.get(tp)
             leaders.add(lai.leader)
             states.append(
                 P(
@@ -83,8 +84,8 @@ def build_leader_and_isr(
                     isr=list(lai.isr),
                     partition_epoch=lai.zk_version,
                     replicas=list(entry.replicas),
-                    adding_replicas=[],
-                    removing_replicas=[],
+                    adding_replicas=list(moving.adding) if moving else [],
+                    removing_replicas=list(moving.removing) if moving else [],
                     is_new=entry.is_new,
                 )
             )

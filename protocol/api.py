@@ -92,6 +92,8 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ELECT_LEADERS: (0, 2),

@@ -117,8 +117,10 @@ def _dump_log(path: str, out: TextIO, print_data: bool) -> int:
         except InvalidBatch as exc:
             valid, reason = False, f" ({exc})"
         if expected is not None and item.header.base_offset > expected:
-            gap = f"{expected}" if item.header.base_offset == expected + 1 else (
-                f"{expected} to {item.header.base_offset - 1}"
+            gap = (
+                f"{expected}"
+                if item.header.base_offset == expected + 1
+                else (f"{expected} to {item.header.base_offset - 1}")
             )
             print(f"Offset gap: {gap} (removed by compaction)", file=out)
         expected = item.header.next_offset

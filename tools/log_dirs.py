@@ -35,12 +35,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
     )
-    parser.add_argument("--describe", action="store_true", required=True,
-                        help="describe the log directories")
-    parser.add_argument("--broker-list", default="", metavar="0,1,2",
-                        help="brokers to query (default: every live broker)")
-    parser.add_argument("--topic-list", default="", metavar="t1,t2",
-                        help="topics to show (default: every topic)")
+    parser.add_argument(
+        "--describe", action="store_true", required=True, help="describe the log directories"
+    )
+    parser.add_argument(
+        "--broker-list",
+        default="",
+        metavar="0,1,2",
+        help="brokers to query (default: every live broker)",
+    )
+    parser.add_argument(
+        "--topic-list", default="", metavar="t1,t2", help="topics to show (default: every topic)"
+    )
 
 
 def _csv(text: str) -> list[str]:
@@ -97,8 +103,10 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
             + ",".join(str(b) for b in sorted(answers)),
             file=out,
         )
-        print(json.dumps(document(answers, set(_csv(args.topic_list))), separators=(",", ":")),
-              file=out)
+        print(
+            json.dumps(document(answers, set(_csv(args.topic_list))), separators=(",", ":")),
+            file=out,
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -297,6 +297,16 @@ class KafkaZkClient:
     def get_topics(self, watch: Watch | None = None) -> list[str]:
         return self._children(paths.BROKER_TOPICS, watch)
 
+    def set_topic_assignment_as_controller(
+        self, assignment: TopicAssignment, epoch_zk_version: int
+    ) -> None:
+        """The controller rewrites a topic's assignment (a reassignment's RS and its
+        adding/removing replicas): any znode version, fenced on the controller epoch."""
+        self.controller_write(
+            [("set", paths.topic(assignment.topic), codec.encode_topic(assignment), -1)],
+            epoch_zk_version,
+        )
+
     def get_topic(
         self, topic: str, watch: Watch | None = None
     ) -> tuple[TopicAssignment, int] | None:
@@ -656,6 +666,52 @@ class KafkaZkClient:
         self.kazoo.create(
             paths.PREFERRED_REPLICA_ELECTION, codec.encode_partition_list(partitions), makepath=True
         )
+
+    # -- partition reassignment ---------------------------------------------------------
+
+    def get_partition_reassignment(
+        self, watch: Watch | None = None
+    ) -> tuple[dict[TopicPartition, tuple[int, ...]], int] | None:
+        """The targets in /admin/reassign_partitions and the znode's czxid (which tells
+        one request from the next), None when there is none; with ``watch``, armed
+        either way (so its creation is noticed). ZkDataError when it is not readable."""
+        found = self._get(paths.REASSIGN_PARTITIONS, watch)
+        if found is None:
+            return None
+        return codec.decode_reassignment(found[0]), int(found[1].czxid)
+
+    def set_partition_reassignment(
+        self, targets: Mapping[TopicPartition, Sequence[int]], epoch_zk_version: int
+    ) -> None:
+        """The controller rewrites /admin/reassign_partitions with what is left of it
+        (deleted when nothing is); fenced on the controller epoch. A znode that went
+        away meanwhile is left alone."""
+        if not targets:
+            ops: list[tuple[Any, ...]] = [("delete", paths.REASSIGN_PARTITIONS, -1)]
+        else:
+            ops = [("set", paths.REASSIGN_PARTITIONS, codec.encode_reassignment(targets), -1)]
+        results = self._controller_transactions({0: ops}, epoch_zk_version)
+        failure = results[0]
+        if isinstance(failure, Exception) and not isinstance(failure, NoNodeError):
+            raise failure
+
+    def request_partition_reassignment(
+        self, targets: Mapping[TopicPartition, Sequence[int]]
+    ) -> None:
+        """What an admin writes (the pre-API way); NodeExists while one is pending."""
+        self.kazoo.create(
+            paths.REASSIGN_PARTITIONS, codec.encode_reassignment(targets), makepath=True
+        )
+
+    def watch_partition_state(
+        self, tp: TopicPartition, watch: Watch
+    ) -> LeaderIsrAndControllerEpoch | None:
+        """A partition's state, with ``watch`` armed on its znode (a reassigning
+        partition's ISR is followed this way)."""
+        found = self._get(paths.partition_state(tp.topic, tp.partition), watch)
+        if found is None:
+            return None
+        return codec.decode_partition_state(tp, found[0], int(found[1].version))
 
     # -- producer ids -------------------------------------------------------------------
 

@@ -23,13 +23,15 @@ Shapes (Kafka writes strings for timestamps and producer-id bounds; we do the sa
   /config/changes/config_change_<seq>  {"version":2,"entity_path":"topics/<t>"}
   /isr_change_notification/isr_change_<seq>
                            {"version":1,"partitions":[{"topic":"t","partition":0}]}
+  /admin/reassign_partitions {"version":1,"partitions":[{"topic":"t","partition":0,
+                            "replicas":[1,2]}]}  (a "log_dirs" list per entry is ignored)
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -367,3 +369,32 @@ def decode_isr_change(data: bytes) -> list[TopicPartition]:
 def encode_partition_list(partitions: Iterable[TopicPartition]) -> bytes:
     """/admin/preferred_replica_election's payload."""
     return encode_isr_change(partitions)
+
+
+def encode_reassignment(targets: Mapping[TopicPartition, Sequence[int]]) -> bytes:
+    """/admin/reassign_partitions' payload: each partition's target replicas."""
+    return _dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": tp.topic, "partition": tp.partition, "replicas": list(r)}
+                for tp, r in sorted(targets.items())
+            ],
+        }
+    )
+
+
+def decode_reassignment(data: bytes) -> dict[TopicPartition, tuple[int, ...]]:
+    """The partitions and target replicas an operator wrote to /admin/reassign_partitions."""
+    what = "/admin/reassign_partitions"
+    raw = _loads(data, what).get("partitions")
+    if not isinstance(raw, list):
+        raise ZkDataError(f"{what}: no partitions in {data[:200]!r}")
+    out: dict[TopicPartition, tuple[int, ...]] = {}
+    for entry in raw:
+        try:
+            tp = TopicPartition(str(entry["topic"]), int(entry["partition"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ZkDataError(f"{what}: bad entry {entry!r}") from exc
+        out[tp] = _int_list(entry.get("replicas"), f"{what} {tp}")
+    return out

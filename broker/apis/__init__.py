@@ -30,6 +30,7 @@ import msgspec
 import protocol
 from broker.apis import (
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -43,6 +44,7 @@ from broker.apis import (
     init_producer_id,
     leader_and_isr,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_for_leader_epoch,
     produce,
@@ -81,6 +83,8 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
         ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
         ApiKey.CREATE_PARTITIONS: create_partitions.handle,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments.handle,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
         ApiKey.ELECT_LEADERS: elect_leaders.handle,
     }

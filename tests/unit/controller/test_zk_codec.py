@@ -168,3 +168,38 @@ def test_uuid_base64_round_trip_and_never_zero() -> None:
         u = codec.new_topic_id()
         assert u.int != 0
         assert codec.uuid_from_base64(uuid_to_base64(u)) == u
+
+
+def test_reassignment_request_round_trips_in_kafkas_shape() -> None:
+    targets = {TopicPartition("b", 1): (3, 4), TopicPartition("a", 0): (1, 2)}
+    data = codec.encode_reassignment(targets)
+    assert json.loads(data) == {
+        "version": 1,
+        "partitions": [
+            {"topic": "a", "partition": 0, "replicas": [1, 2]},
+            {"topic": "b", "partition": 1, "replicas": [3, 4]},
+        ],
+    }
+    assert codec.decode_reassignment(data) == targets
+
+
+def test_reassignment_request_from_kafkas_tool_with_log_dirs_decodes() -> None:
+    data = (
+        b'{"version":1,"partitions":'
+        b'[{"topic":"t","partition":2,"replicas":[1],"log_dirs":["any"]}]}'
+    )
+    assert codec.decode_reassignment(data) == {TopicPartition("t", 2): (1,)}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"not json",
+        b'{"version":1}',
+        b'{"version":1,"partitions":[{"topic":"t","replicas":[1]}]}',
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":"1"}]}',
+    ],
+)
+def test_bad_reassignment_request_is_a_zk_data_error(data: bytes) -> None:
+    with pytest.raises(ZkDataError):
+        codec.decode_reassignment(data)
