@@ -182,6 +182,11 @@ class BrokerMetrics:
 
         # requests, by API name (ApiKey names: "Produce", "Fetch", ...)
         self.requests = local.counter("requests", "Requests received", ("api", "listener"))
+        # Fetch split by sender, as Kafka's FetchConsumer / FetchFollower request metrics:
+        # since followers replicate, most Fetch requests a leader sees are theirs
+        self.fetch_requests = local.counter(
+            "fetch_requests", "Fetch requests by sender (consumer or follower)", ("sender",)
+        )
         self.request_errors = Counter(  # rarer than requests: a regular counter
             "request_errors",
             "Error codes returned, per API and error name",

@@ -13,7 +13,9 @@ Startup (Kafka's KafkaServer.startup):
    LogManager's housekeeping, the high-watermark checkpoint, ISR expiration and ISR
    change propagation), the purgatories and the ReplicaManager (with the writer of
    its leaders' ISR changes to ZooKeeper);
-5. the SocketServer: data-plane listeners and the control-plane listener;
+5. the SocketServer: data-plane listeners and the control-plane listener; client
+   requests that arrive before the broker is registered and its metadata cache lists it
+   are held (broker.readiness), the controller's are served;
 6. the controller: it registers /brokers/ids/<id> (ephemeral) and joins the election;
    then the config change listener applies the dynamic broker configs and watches
    /config/changes (``broker.config_changes``);
@@ -24,7 +26,10 @@ our leaderships away) when enabled, stop the listeners and let in-flight request
 stop the controller (resigning if active), the ReplicaManager, purgatories and
 scheduler, then flush every log and write the checkpoints and the clean-shutdown marker,
 remove the registration and close the ZooKeeper session. Each step runs even when an
-earlier one failed: a broker that is stopping must still leave its logs clean.
+earlier one failed: a broker that is stopping must still leave its logs clean. The steps
+that need ZooKeeper are skipped, or given up, the moment it is unreachable
+(broker.zk_reachability), rather than waiting out their bounds against a ZooKeeper that
+is gone.
 """
 
 from __future__ import annotations
@@ -48,8 +53,10 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
 from broker.producer_id_manager import ProducerIdManager
+from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import ReplicaManager
 from broker.replication import FetcherConfig, ReplicaFetcherManager
+from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
@@ -159,6 +166,7 @@ class BrokerServer:
         self.broker_id = -1
         self.cluster_id = ""
         self.zk: KafkaZkClient | None = None
+        self.zk_reachability: ZooKeeperReachability | None = None
         self.log_manager: LogManager | None = None
         self.scheduler: Scheduler | None = None
         self.purgatories: list[StartedPurgatory] = []
@@ -195,6 +203,7 @@ class BrokerServer:
 
         self.zk = await self._connect_zookeeper()
         zk = self.zk
+        self.zk_reachability = ZooKeeperReachability(zk.kazoo)
         await asyncio.to_thread(zk.ensure_persistent_paths)
         self.cluster_id = await asyncio.to_thread(zk.get_or_create_cluster_id, None)
         check_cluster_id(found, self.cluster_id)
@@ -240,6 +249,7 @@ class BrokerServer:
             scheduler=self.scheduler,
         )
         self.apis = KafkaApis(self.ctx)
+        gate = self.apis.gate = self._readiness_gate(self.ctx)
         self.socket_server = SocketServer(
             config,
             self.apis.handle,
@@ -262,6 +272,7 @@ class BrokerServer:
         )
         self.ctx.controller = self.controller
         self.ctx.broker_epoch = await self.controller.start()
+        gate.check()  # registered; ready once the controller's metadata lists us
         self.config_changes = ConfigChangeListener(self.ctx, zk)
         await self.config_changes.start()
         self._watch_gauges()
@@ -303,6 +314,16 @@ class BrokerServer:
                 continue
             log.info("connected to ZooKeeper at %s (session 0x%x)", hosts, zk.session_id or 0)
             return zk
+
+    def _readiness_gate(self, ctx: BrokerContext) -> ReadinessGate:
+        """Client requests wait until this broker is registered and its cache lists it
+        (broker.readiness): the listeners open before either is true."""
+        cache = ctx.metadata_cache
+        return ReadinessGate(
+            lambda: not_ready_reason(ctx.broker_epoch >= 0, cache.has_alive_broker(ctx.broker_id)),
+            self.clock,
+            error_response,
+        )
 
     def _purgatory(self, name: str, _kind: type[Op]) -> DelayedOperationPurgatory[Op]:
         """A started purgatory of ``_kind`` operations (the type only types the result)."""
@@ -452,7 +473,9 @@ class BrokerServer:
         self._shutdown_done = True
         log.info("[BrokerServer id=%d] shutting down", self.broker_id)
         if self.started and self.config.get_bool("controlled.shutdown.enable"):
-            await self._step("controlled shutdown", self._controlled_shutdown())
+            await self._step(
+                "controlled shutdown", self._controlled_shutdown(), needs_zookeeper=True
+            )
         if self.metrics_server is not None:
             await self._step("metrics server", self.metrics_server.stop())
         # Long polls and acks=all produces waiting in a purgatory are answered now with
@@ -466,7 +489,8 @@ class BrokerServer:
         if self.config_changes is not None:
             await self._step("config change listener", self.config_changes.stop())
         if self.controller is not None:
-            await self._step("controller", self.controller.shutdown())
+            reachable = self.zk_reachability is None or self.zk_reachability.reachable
+            await self._step("controller", self.controller.shutdown(zookeeper_reachable=reachable))
         if self.replica_manager is not None:
             await self._step("replica manager", self.replica_manager.shutdown())
         if self.isr_writer is not None:
@@ -485,8 +509,12 @@ class BrokerServer:
             zk = self.zk
             if self.broker_id >= 0:
                 await self._step(
-                    "deregistration", asyncio.to_thread(zk.deregister_broker, self.broker_id)
+                    "deregistration",
+                    asyncio.to_thread(zk.deregister_broker, self.broker_id),
+                    needs_zookeeper=True,
                 )
+            if self.zk_reachability is not None:
+                self.zk_reachability.close()
             await self._step("ZooKeeper session", asyncio.to_thread(zk.close))
         if self.lag_monitor is not None:
             await self._step("loop lag monitor", self.lag_monitor.stop())
@@ -507,13 +535,24 @@ class BrokerServer:
             log.warning("controlled shutdown left %d partitions led here", len(remaining))
 
     async def _step(
-        self, what: str, awaitable: Awaitable[object], timeout_s: float | None = 30.0
+        self,
+        what: str,
+        awaitable: Awaitable[object],
+        timeout_s: float | None = 30.0,
+        *,
+        needs_zookeeper: bool = False,
     ) -> None:
         """One shutdown step, bounded (except flushing logs, which must finish): a step
-        that fails or hangs is logged and the next one runs."""
+        that fails or hangs is logged and the next one runs. A step that
+        ``needs_zookeeper`` is skipped, or given up, while ZooKeeper is unreachable
+        (broker.zk_reachability): it would only wait out its bound."""
         log.info("shutdown: %s", what)
+        reachability = self.zk_reachability if needs_zookeeper else None
         try:
-            await asyncio.wait_for(awaitable, timeout_s)
+            if reachability is not None and timeout_s is not None:
+                await reachability.run_while_reachable(what, awaitable, timeout_s)
+            else:
+                await asyncio.wait_for(awaitable, timeout_s)
         except TimeoutError:
             log.error("shutdown step %r did not finish in %.0fs; moving on", what, timeout_s)
         except Exception:  # shutdown boundary: a failing step must not skip the later ones

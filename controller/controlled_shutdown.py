@@ -6,6 +6,13 @@ than one replica on that broker: if it leads, a new leader is elected with the
 controlled-shutdown strategy (first live ISR member not shutting down); if it follows, its
 replica goes Offline (StopReplica, out of the ISR). Single-replica partitions have nowhere
 to go and stay. The broker retries until nothing replicated is left that it leads.
+
+A retry can help only while some partition it still leads has a replica on another
+broker that is live and not shutting down itself: that replica may join the ISR
+meanwhile and take over. When none has (the rest of the cluster is stopping or down, as
+when a whole local cluster is stopped, its controller last), the answer carries
+ELIGIBLE_LEADERS_NOT_AVAILABLE with the partitions left, and the broker stops asking at
+once (``nowhere_to_move``).
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from protocol.values import TopicPartition
 
 @dataclass(frozen=True)
 class ControlledShutdownResult:
-    """``error_code``: NONE, BROKER_NOT_AVAILABLE, STALE_BROKER_EPOCH or NOT_CONTROLLER;
+    """``error_code``: NONE, BROKER_NOT_AVAILABLE, STALE_BROKER_EPOCH, NOT_CONTROLLER or
+    ELIGIBLE_LEADERS_NOT_AVAILABLE (no other broker could ever take ``remaining``);
     ``remaining``: partitions the broker still leads (it retries until empty)."""
 
     error_code: int
@@ -40,6 +48,17 @@ def _led_by(
         for tp in tps
         if (st := ctx.leadership.get(tp)) is not None and st.leader_and_isr.leader == broker_id
     ]
+
+
+def nowhere_to_move(
+    ctx: ControllerContext, remaining: list[TopicPartition], broker_id: int
+) -> bool:
+    """True when no partition of ``remaining`` has a replica on a broker other than
+    ``broker_id`` that is live and not shutting down: retrying cannot move any of them."""
+    candidates = ctx.live_broker_ids() - {broker_id}
+    return bool(remaining) and not any(
+        r in candidates for tp in remaining for r in ctx.partition_replicas(tp)
+    )
 
 
 async def move_leadership_off(
@@ -71,4 +90,7 @@ async def move_leadership_off(
         led, PartitionState.ONLINE, batch, ElectionStrategy.CONTROLLED_SHUTDOWN
     )
     await replica_sm.handle_state_changes(followed, ReplicaState.OFFLINE, batch)
-    return ControlledShutdownResult(ErrorCode.NONE, _led_by(ctx, replicated, broker_id))
+    remaining = _led_by(ctx, replicated, broker_id)
+    if nowhere_to_move(ctx, remaining, broker_id):
+        return ControlledShutdownResult(ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, remaining)
+    return ControlledShutdownResult(ErrorCode.NONE, remaining)

@@ -185,14 +185,16 @@ class KafkaController:
         self.events.put(ev.Startup())
         return self.broker_epoch
 
-    async def shutdown(self) -> None:
-        """Stop handling events, resign if active, close the channel manager."""
+    async def shutdown(self, zookeeper_reachable: bool = True) -> None:
+        """Stop handling events, resign if active, close the channel manager. Without
+        ZooKeeper (``zookeeper_reachable`` False) the event in progress, likely waiting
+        on it, is cancelled at once and /controller is left to the session's expiry."""
         self._stopped = True
         self.zk.kazoo.remove_listener(self._on_session_state)
-        await self.events.shutdown(timeout_s=10.0)
+        await self.events.shutdown(timeout_s=10.0 if zookeeper_reachable else 1.0)
         was_active = self.is_active
         self._resign()
-        if was_active:
+        if was_active and zookeeper_reachable:
             await self._zk(self.zk.resign_controller, self.broker_id)
         await self.channel.shutdown()
 

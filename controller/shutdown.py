@@ -6,11 +6,17 @@ without errors: ``request_controlled_shutdown`` sends ControlledShutdown to whic
 broker is controller and retries until the controller reports no partitions left (or
 the attempts run out). The controller answers through ``KafkaController.controlled_shutdown``;
 ``controlled_shutdown_response`` turns its result into the response body.
+
+What each answer leads to is ``next_step``: done when nothing is left; stop asking at
+once when the controller says no other broker could ever take what is left
+(ELIGIBLE_LEADERS_NOT_AVAILABLE: the rest of the cluster is stopping too, so a retry would
+only wait out the backoff); otherwise try again after the backoff, while attempts last.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from typing import Any
 
@@ -37,6 +43,22 @@ def controlled_shutdown_response(result: ControlledShutdownResult) -> Any:
             for tp in result.remaining
         ],
     )
+
+
+class Step(enum.Enum):
+    DONE = "done"
+    RETRY = "retry"
+    GIVE_UP = "give up"
+
+
+def next_step(error_code: int, remaining: int) -> Step:
+    """What a stopping broker does after the controller's answer (``remaining``: how many
+    partitions it still leads)."""
+    if error_code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE:
+        return Step.GIVE_UP
+    if error_code == ErrorCode.NONE and remaining == 0:
+        return Step.DONE
+    return Step.RETRY
 
 
 async def request_controlled_shutdown(
@@ -80,8 +102,16 @@ async def request_controlled_shutdown(
                 TopicPartition(p.topic_name, p.partition_index)
                 for p in response.remaining_partitions
             ]
-            if response.error_code == ErrorCode.NONE and not remaining:
+            step = next_step(response.error_code, len(remaining))
+            if step is Step.DONE:
                 return []
+            if step is Step.GIVE_UP:
+                log.warning(
+                    "controlled shutdown: no other broker can lead the %d partitions left "
+                    "(the rest of the cluster is stopping or down); not asking again",
+                    len(remaining),
+                )
+                return remaining
             log.info(
                 "controlled shutdown attempt %s: error %s, %s partitions left",
                 attempt,

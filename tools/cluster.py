@@ -11,8 +11,23 @@ Layout (docs/architecture.md, "A local cluster"), broker i counting from 0::
                         DIR/broker-<i>/server.log (the broker's output), DIR/zookeeper/
 
 Each broker is a separate ``minikafka server DIR/broker-<i>/server.properties`` process,
-so a broker can be killed, paused or restarted on its own. Ctrl-C or SIGTERM stops the
-brokers (SIGTERM: graceful, SIGKILL after a grace period) and then ZooKeeper.
+so a broker can be killed, paused or restarted on its own.
+
+Stopping (Ctrl-C, SIGTERM): the brokers that are not the controller first, together,
+then the controller, then ZooKeeper (``stop_order``; each broker gets SIGTERM, a graceful
+shutdown, and SIGKILL after a grace period). Moving leaderships and deregistering need
+ZooKeeper, and the controller must outlive the others to move their leaderships; it then
+finds nobody to hand its own to and stops asking at once. Whatever signal reaches a whole
+group of processes, this order holds:
+
+- a terminal's Ctrl-C or ``kill -- -PGID`` reaches only this process: the brokers,
+  ZooKeeper and the watchdog each run in a session of their own;
+- a signal to every process of a service (systemd's control-group kill) reaches the
+  brokers directly, and they stop at once, but ZooKeeper ignores SIGTERM and SIGINT (it
+  is started with them ignored, which the JVM keeps) and is stopped here, last, with
+  SIGHUP;
+- SIGKILL of this process: the watchdog (tools.watchdog) stops the brokers, then
+  ZooKeeper.
 
 ``LocalCluster`` is the same machinery as a class; the integration tests start their
 clusters through it (on free ports), so they run exactly what this command runs.
@@ -22,22 +37,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from tools.processes import terminate
 from tools.server import PARENT_PID_ENV
+from tools.watchdog import announcement
 
 if TYPE_CHECKING:
     from tools.zookeeper_server import ZooKeeperServer
@@ -148,19 +164,17 @@ def broker_command(config_path: Path) -> list[str]:
     return [sys.executable, "-m", "tools.main", "server", str(config_path)]
 
 
-@contextlib.contextmanager
-def _sigint_ignored_by_children() -> Iterator[None]:
-    """Start children with SIGINT ignored (the JVM then keeps it ignored), so that a
-    terminal's Ctrl-C, which reaches the whole foreground process group, does not stop
-    ZooKeeper before the brokers have shut down through it; we stop it last, by pid."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def watchdog_command(directory: Path) -> list[str]:
+    """The command that runs the cluster's watchdog (tools.watchdog)."""
+    return [sys.executable, "-m", "tools.watchdog", "--cluster-dir", str(directory)]
+
+
+def stop_order(running: Sequence[int], controller: int | None) -> list[list[int]]:
+    """The groups of brokers to stop one after the other: every broker but the
+    controller together, then the controller (all together when it is not known)."""
+    others = [i for i in running if i != controller]
+    last = [i for i in running if i == controller]
+    return [group for group in (others, last) if group]
 
 
 def port_in_use(port: int) -> bool:
@@ -186,7 +200,12 @@ class LocalCluster:
     layout: ClusterLayout
     processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     zookeeper: ZooKeeperServer | None = None
+    #: progress of ``stop`` (``cluster up`` prints it)
+    report: Callable[[str], None] = field(default=lambda _line: None)
     _outputs: dict[int, IO[bytes]] = field(default_factory=dict)
+    #: the watchdog process and our end of its pipe (tools.watchdog)
+    _watchdog: subprocess.Popen[bytes] | None = None
+    _watchdog_pipe: IO[bytes] | None = None
 
     def start(self, timeout_s: float = 90.0) -> None:
         """Start ZooKeeper (when embedded) and every broker; return once all brokers are
@@ -207,10 +226,11 @@ class LocalCluster:
                 from tools.zookeeper_server import ZooKeeperServer
 
                 zk = ZooKeeperServer(
-                    data_dir=layout.directory / "zookeeper", port=layout.zookeeper_port
+                    data_dir=layout.directory / "zookeeper",
+                    port=layout.zookeeper_port,
+                    ignore_stop_signals=True,
                 )
-                with _sigint_ignored_by_children():
-                    zk.start()
+                zk.start(on_spawn=lambda pid: self._announce("zookeeper", pid))
                 self.zookeeper = zk
             layout.write_configs()
             for i in range(layout.brokers):
@@ -238,7 +258,56 @@ class LocalCluster:
             start_new_session=True,  # a terminal's Ctrl-C reaches the brokers through us only
         )
         self.processes[i] = proc
+        self._announce("broker", proc.pid)
         return proc
+
+    def _announce(self, kind: str, pid: int | None) -> None:
+        """Tell the watchdog about a process we started (starting the watchdog first if
+        it is not running; ``pid`` None only starts it)."""
+        if self._watchdog is None or self._watchdog.poll() is not None:
+            self.layout.directory.mkdir(parents=True, exist_ok=True)
+            read_end, write_end = os.pipe()  # both close-on-exec: no child inherits them
+            try:
+                self._watchdog = subprocess.Popen(
+                    watchdog_command(self.layout.directory),
+                    stdin=read_end,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            finally:
+                os.close(read_end)
+            self._watchdog_pipe = os.fdopen(write_end, "wb", buffering=0)
+            # a new watchdog (the first, or after its predecessor died) learns of
+            # everything already running
+            zk = self.zookeeper.process if self.zookeeper is not None else None
+            if zk is not None and zk.poll() is None and zk.pid != pid:
+                self._tell_watchdog(announcement("zookeeper", zk.pid))
+            for proc in self.processes.values():
+                if proc.poll() is None and proc.pid != pid:
+                    self._tell_watchdog(announcement("broker", proc.pid))
+        if pid is not None:
+            self._tell_watchdog(announcement(kind, pid))
+
+    def _tell_watchdog(self, line: str | None) -> None:
+        if line is not None and self._watchdog_pipe is not None:
+            with contextlib.suppress(OSError):  # it died: nothing to tell
+                self._watchdog_pipe.write(line.encode())
+
+    def _dismiss_watchdog(self) -> None:
+        """Everything is stopped: tell the watchdog so, and let it exit."""
+        pipe, self._watchdog_pipe = self._watchdog_pipe, None
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.write(b"done\n")
+            pipe.close()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            try:
+                watchdog.wait(10)  # it exits once it has read "done" and end-of-file
+            except subprocess.TimeoutExpired:
+                watchdog.kill()
+                watchdog.wait(10)
 
     def registered_brokers(self) -> list[int]:
         from kazoo.client import KazooClient
@@ -291,22 +360,45 @@ class LocalCluster:
         proc = self.processes.get(i)
         return None if proc is None else terminate(proc, grace_s)
 
+    def controller_id(self) -> int | None:
+        """The active controller's broker id from /controller, None if there is none or
+        ZooKeeper cannot be asked."""
+        from kazoo.client import KazooClient
+
+        client = KazooClient(hosts=self.layout.zk_connect, timeout=5.0)
+        try:
+            client.start(timeout=2)  # a ZooKeeper that is gone must not hold up the stop
+            data, _stat = client.get("/controller")
+            return int(json.loads(data)["brokerid"])
+        except Exception:  # no controller, or no ZooKeeper: stop every broker at once
+            return None
+        finally:
+            client.stop()
+            client.close()
+
     def stop(self, grace_s: float = 60.0) -> None:
-        """Stop every broker (all SIGTERMed at once, then waited for) and ZooKeeper."""
-        for proc in self.processes.values():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGCONT)
-                    os.kill(proc.pid, signal.SIGTERM)
-        for i in list(self.processes):
-            self.stop_broker(i, grace_s)
+        """Stop every broker in ``stop_order`` (each group SIGTERMed at once, then waited
+        for), then ZooKeeper, then dismiss the watchdog."""
+        running = [i for i, proc in self.processes.items() if proc.poll() is None]
+        controller = self.controller_id() if len(running) > 1 else None
+        for group in stop_order(running, controller):
+            which = "the controller" if group == [controller] else "brokers"
+            self.report(f"stopping {which} {', '.join(map(str, group))}")
+            for i in group:
+                with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
+                    self.signal_broker(i, signal.SIGCONT)
+                    self.signal_broker(i, signal.SIGTERM)
+            for i in group:
+                self.stop_broker(i, grace_s)
         for out in self._outputs.values():
             out.close()
         self._outputs.clear()
         zk = self.zookeeper
         if zk is not None:
+            self.report("stopping ZooKeeper")
             zk.stop()
             self.zookeeper = None
+        self._dismiss_watchdog()
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -366,7 +458,7 @@ def run(args: argparse.Namespace) -> int:
         args.zookeeper_port,
         overrides,
     )
-    cluster = LocalCluster(layout)
+    cluster = LocalCluster(layout, report=_say)
     stopping = False
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -407,6 +499,10 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGINT, old_int)
         print("minikafka cluster: stopped", flush=True)
+
+
+def _say(line: str) -> None:
+    print(f"minikafka cluster: {line}", flush=True)
 
 
 def _print_summary(layout: ClusterLayout) -> None:

@@ -14,7 +14,13 @@ The generated ``zoo.cfg`` keeps the server private and quick:
 * ``admin.enableServer=false``: no Jetty admin server on port 8080;
 * ``4lw.commands.whitelist=ruok,srvr,stat``: ``ruok`` answers ``imok`` once serving.
 
-``ZooKeeperServer`` owns exactly the process it started and stops it by that pid.
+``ZooKeeperServer`` owns exactly the process it started and stops it by that pid. With
+``ignore_stop_signals`` (what ``cluster up`` uses) the JVM starts with SIGTERM and SIGINT
+ignored -- a shell sets them to "ignore" and execs java, and the JVM then leaves them so
+-- so a signal sent to every process of a service cannot stop ZooKeeper before the
+brokers that still need it; ``stop()`` then ends it with SIGHUP, which the JVM treats as
+it does SIGTERM. (Stopping ZooKeeper abruptly loses nothing: it writes every change to
+its transaction log before acknowledging it.)
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -124,6 +131,7 @@ class ZooKeeperServer:
     tick_time_ms: int = 500
     startup_timeout_s: float = 30.0
     heap_mb: int = 128
+    ignore_stop_signals: bool = False
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     _log_file: IO[bytes] | None = field(default=None, init=False)
 
@@ -137,7 +145,9 @@ class ZooKeeperServer:
 
     def command(self) -> list[str]:
         jars = find_jars_dir()
+        ignoring = ["/bin/sh", "-c", 'trap "" TERM INT; exec "$@"', "zookeeper"]
         return [
+            *(ignoring if self.ignore_stop_signals else []),
             find_java(),
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
@@ -148,7 +158,11 @@ class ZooKeeperServer:
             str(self.data_dir / "zoo.cfg"),
         ]
 
-    def start(self, foreground_output: bool = False) -> None:
+    def start(
+        self, foreground_output: bool = False, on_spawn: Callable[[int], None] | None = None
+    ) -> None:
+        """Start the server and wait until it answers; ``on_spawn(pid)`` is called as soon
+        as the process exists (before that wait)."""
         if self.process is not None:
             raise ZooKeeperLaunchError("already started")
         cmd = self.command()  # resolves java and jars first: clear errors before any files
@@ -173,6 +187,8 @@ class ZooKeeperServer:
             start_new_session=True,
         )
         try:
+            if on_spawn is not None:
+                on_spawn(self.process.pid)
             self.wait_ready(self.startup_timeout_s)
         except BaseException:
             self.stop()
@@ -204,7 +220,8 @@ class ZooKeeperServer:
 
     def stop(self, grace_s: float = 10.0) -> None:
         if self.process is not None:
-            terminate(self.process, grace_s)
+            sig = signal.SIGHUP if self.ignore_stop_signals else signal.SIGTERM
+            terminate(self.process, grace_s, sig)
             self.process = None
         if self._log_file is not None:
             self._log_file.close()

@@ -23,7 +23,7 @@ import logging
 import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -56,6 +56,9 @@ from broker.context import BrokerContext
 from protocol import ApiKey, ErrorCode, Response
 from protocol.api import api_name, response_message
 from protocol.messages import RequestHeader
+
+if TYPE_CHECKING:
+    from broker.readiness import ReadinessGate
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +189,9 @@ class KafkaApis:
         self.handlers: dict[int, ApiHandler] = dict(HANDLERS if handlers is None else handlers)
         self.advertised = advertised_versions(self.handlers)
         ctx.advertised_versions = self.advertised
+        #: holds client requests until the broker can answer them (broker.readiness);
+        #: the broker sets it, a unit test of handlers need not
+        self.gate: ReadinessGate | None = None
 
     async def handle(self, request: ListenerRequest[Any]) -> HandlerResult:
         """Route ``request`` (broker.network.Request) to its handler; unknown APIs and
@@ -200,7 +206,15 @@ class KafkaApis:
         if handler is None or not lo <= int(header.api_version) <= hi:
             log.info("unsupported request %s v%s", api_key, header.api_version)
             return error_response(header, ErrorCode.UNSUPPORTED_VERSION)
-        result = await handler(self.ctx, request)
+        if self.gate is not None:
+            return await self.gate.admit(request, self._serve)
+        return await self._serve(request)
+
+    async def _serve(self, request: ListenerRequest[Any]) -> HandlerResult:
+        api_key = int(request.header.api_key)
+        result = await self.handlers[api_key](self.ctx, request)
+        if api_key == ApiKey.UPDATE_METADATA and self.gate is not None:
+            self.gate.check()  # the cache may now list this broker
         if isinstance(result, asyncio.Future):
             result.add_done_callback(self._count_deferred_errors)
         else:

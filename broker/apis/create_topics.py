@@ -31,7 +31,9 @@ from broker.apis.request import ListenerRequest
 from broker.config import describe_topic_config
 from broker.context import BrokerContext, require
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
+from broker.metadata_cache import MetadataCache
 from protocol import ErrorCode, Response, make_response
+from protocol.api import api_name
 from protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 
 log = logging.getLogger(__name__)
@@ -175,7 +177,16 @@ def respond_when_led(
                 future.set_result(respond())
 
     def on_done(not_ready: set[str]) -> None:
-        for name in not_ready:
+        for name in sorted(not_ready):
+            log.warning(
+                "%s v%d from %r: topic %s answered REQUEST_TIMED_OUT after %d ms: %s",
+                api_name(int(request.header.api_key)),
+                request.header.api_version,
+                request.header.client_id,
+                name,
+                timeout_ms,
+                why_not_led(cache, name, pending[name]),
+            )
             timed_out(name)
         ready = {n: ps for n, ps in pending.items() if n not in not_ready}
         task = loop.create_task(confirm_with_peers(ready), name="create-topics-peers")
@@ -186,6 +197,20 @@ def respond_when_led(
     purgatory = require(ctx.create_topics_purgatory, "create-topics purgatory")
     purgatory.try_complete_else_watch(operation, [topic_key(name) for name in pending])
     return future
+
+
+def why_not_led(cache: MetadataCache, topic: str, partitions: Collection[int]) -> str:
+    """What this broker's cache lacks for ``topic`` to count as created (for the log)."""
+    controller = cache.controller_id
+    if controller is None:
+        return "no controller has sent this broker metadata yet"
+    if cache.partitions(topic) is None:
+        return f"the controller (broker {controller}) has not sent the topic's metadata yet"
+    leaderless = sorted(p for p in partitions if cache.leader(topic, p) is None)
+    return (
+        f"partitions {leaderless} have no live leader in this broker's cache "
+        f"(controller: broker {controller})"
+    )
 
 
 def _error(name: str, code: int, message: str | None) -> Result:

@@ -135,6 +135,8 @@ async def handle(
     ctx: BrokerContext, request: ListenerRequest[FetchRequest]
 ) -> Response | asyncio.Future[Response]:
     header, body = request.header, request.body
+    sender = "follower" if body.replica_id >= 0 else "consumer"
+    ctx.metrics.fetch_requests.labels(sender=sender).inc()
     if body.session_epoch not in FULL_FETCH_EPOCHS:
         refused = FetchResponse(
             throttle_time_ms=0,

@@ -126,8 +126,9 @@ def advertised(c: TestCluster, api_key: int) -> bool:
 
 
 def fetch_requests(c: TestCluster, broker: int) -> float:
-    """Fetch requests ``broker`` has received (its metrics counter)."""
-    name = 'minikafka_requests_total{api="Fetch",listener="PLAINTEXT"}'
+    """Fetch requests ``broker`` has received from consumers (its metrics counter; the
+    followers' fetches, which never stop, are counted apart)."""
+    name = 'minikafka_fetch_requests_total{sender="consumer"}'
     return c.metric(broker, name) or 0.0
 
 

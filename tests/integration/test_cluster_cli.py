@@ -110,57 +110,6 @@ def test_cluster_up_serves_and_stops_cleanly(
     assert not port_in_use(zk_port) and not port_in_use(base)
 
 
-def _pids_with(text: str) -> list[int]:
-    """Pids of live processes whose command line contains ``text`` (a path unique to the
-    test, so only processes this test started match)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:  # the process ended meanwhile
-                continue
-            if text in cmdline:
-                pids.append(int(entry.name))
-    return pids
-
-
-def test_brokers_shut_down_cleanly_when_cluster_up_is_killed(
-    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
-) -> None:
-    try:
-        find_java()
-    except Exception as exc:
-        pytest.skip(str(exc))
-    base = _free_base(3)
-    zk_port = free_port()
-    data = tmp_path / "data"
-    out = tmp_path / "cluster.out"
-    cmd = [
-        *MINIKAFKA, "cluster", "up", "--brokers", "1", "--dir", str(data),
-        "--base-port", str(base), "--control-base-port", str(base + 1),
-        "--metrics-base-port", str(base + 2), "--zookeeper-port", str(zk_port),
-    ]  # fmt: skip
-    proc = _start(cmd, out, spawned)
-    try:
-        wait_until(
-            lambda: "brokers up" in out.read_text() or proc.poll() is not None, 120, "cluster up"
-        )
-        assert proc.poll() is None, out.read_text()
-        (broker,) = _pids_with(str(data / "broker-0" / "server.properties"))
-        proc.kill()  # SIGKILL: `cluster up` cannot pass anything on to its brokers
-        proc.wait(30)
-        wait_until(lambda: broker not in _pids_with(str(data)), 60, "the broker to stop")
-        logs = data / "broker-0" / "logs"
-        assert (logs / ".kafka_cleanshutdown").exists()
-        assert "is gone: shutting down" in (data / "broker-0" / "server.log").read_text()
-    finally:
-        # ZooKeeper, also orphaned by the SIGKILL (and the broker, if it failed to stop
-        # itself), are stopped here by their pids
-        for pid in _pids_with(str(data)):
-            os.kill(pid, signal.SIGKILL)
-
-
 def _server_cmd(tmp_path: Path, *overrides: str) -> list[str]:
     config = tmp_path / "server.properties"
     port = free_port()

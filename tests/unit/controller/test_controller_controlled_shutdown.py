@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from controller.context import ControllerContext
-from controller.controlled_shutdown import move_leadership_off
+from controller.controlled_shutdown import move_leadership_off, nowhere_to_move
 from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
@@ -80,3 +80,20 @@ async def test_partitions_with_no_other_isr_member_remain() -> None:
     store.states[T0] = ctx.leadership[T0]
     result = await move_leadership_off(ctx, psm, rsm, ControllerRequestBatch(), 2, -1)
     assert (result.error_code, result.remaining) == (ErrorCode.NONE, [T0])
+
+
+async def test_nothing_left_to_hand_over_to_is_said_so_when_the_rest_is_stopping() -> None:
+    ctx, psm, rsm, _ = setup()
+    ctx.shutting_down.add(1)  # broker 1, the only other replica, is stopping too
+    result = await move_leadership_off(ctx, psm, rsm, ControllerRequestBatch(), 2, -1)
+    assert result.error_code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    assert result.remaining == [T0]
+    assert ctx.leadership[T0].leader_and_isr.leader == 2
+
+
+def test_nowhere_to_move_needs_a_live_broker_not_stopping_with_a_replica() -> None:
+    ctx, _, _, _ = setup()
+    assert not nowhere_to_move(ctx, [T0], 2)  # broker 1 may yet take it
+    assert not nowhere_to_move(ctx, [], 2)  # nothing left: nothing stuck
+    ctx.remove_live_brokers([1])
+    assert nowhere_to_move(ctx, [T0], 2)
