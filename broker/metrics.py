@@ -263,6 +263,16 @@ class BrokerMetrics:
             namespace=ns,
             registry=r,
         )
+        # PurgatorySize above counts watcher-list entries until the reaper purges them,
+        # completed ones included; this one counts only operations still pending (Kafka's
+        # NumDelayedOperations), so it drops to 0 once every long poll has been answered.
+        self.purgatory_delayed_operations = Gauge(
+            "purgatory_delayed_operations",
+            "Delayed operations not yet completed or expired, per purgatory",
+            ["purgatory"],
+            namespace=ns,
+            registry=r,
+        )
         self.event_loop_lag = Gauge(
             "event_loop_lag_seconds",
             "How late the last event-loop probe ran",
@@ -442,8 +452,12 @@ class BrokerMetrics:
     def watch_request_queue(self, plane: str, size: Callable[[], int]) -> None:
         self.request_queue_size.labels(plane=plane).set_function(size)
 
-    def watch_purgatory(self, name: str, size: Callable[[], int]) -> None:
+    def watch_purgatory(
+        self, name: str, size: Callable[[], int], delayed: Callable[[], int] | None = None
+    ) -> None:
         self.purgatory_size.labels(purgatory=name).set_function(size)
+        if delayed is not None:
+            self.purgatory_delayed_operations.labels(purgatory=name).set_function(delayed)
 
     def watch_follower_lags(self, lags: Callable[[], dict[int, list[int]]]) -> None:
         """The followers' lag behind this leader, read at scrape time from ``lags``

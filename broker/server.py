@@ -334,7 +334,9 @@ class BrokerServer:
             name, clock=self.clock, broker_id=self.broker_id
         )
         purgatory.start()
-        self.metrics.watch_purgatory(name, lambda: purgatory.purgatory_size)
+        self.metrics.watch_purgatory(
+            name, lambda: purgatory.purgatory_size, lambda: purgatory.num_delayed
+        )
         self.purgatories.append(purgatory)
         return purgatory
 

@@ -54,3 +54,11 @@ def test_each_broker_has_its_own_registry() -> None:
     assert first.registry.get_sample_value("minikafka_request_errors_total", labels) == 1
     assert second.registry.get_sample_value("minikafka_request_errors_total", labels) is None
     assert first.registry.get_sample_value("minikafka_purgatory_size", {"purgatory": "Fetch"}) == 3
+
+
+def test_a_purgatory_reports_its_entries_and_its_pending_operations_apart() -> None:
+    metrics = BrokerMetrics()
+    metrics.watch_purgatory("Fetch", lambda: 5, lambda: 2)  # 3 completed, not yet purged
+    get = metrics.registry.get_sample_value
+    assert get("minikafka_purgatory_size", {"purgatory": "Fetch"}) == 5
+    assert get("minikafka_purgatory_delayed_operations", {"purgatory": "Fetch"}) == 2

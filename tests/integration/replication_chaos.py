@@ -1,0 +1,708 @@
+"""Chaos on a local cluster: the tools the failover tests and the replication bench share.
+
+Replication is judged from the outside, the way a user would: real broker processes
+(``tools.cluster.LocalCluster``), real clients (confluent-kafka) and the brokers' own
+segment files. This module has four parts, none of them pytest-specific so that
+``tests/bench/bench_replication.py`` uses them too:
+
+- :class:`ChaosCluster`: broker processes by pid (SIGKILL, SIGSTOP/SIGCONT, SIGTERM,
+  restart) and the cluster's view of a partition: its leader as Metadata answers it, its
+  leader, epoch and ISR as ZooKeeper stores them, its high watermark as ListOffsets answers.
+- :class:`SequenceProducer`: one idempotent confluent-kafka producer in a thread of its own,
+  writing the values ``b"0", b"1", ...`` round robin over a topic's partitions at a steady
+  rate for as long as a test runs, and remembering what it sent where, what was
+  acknowledged at which offset, and when.
+- :func:`delivery_problems` (pure): what a consumed log says about those writes -- lost
+  acknowledged records, duplicates, reordering, gaps, records nobody sent.
+- :func:`replica_divergence`: whether every replica of a partition holds the same batches
+  below the high watermark, byte for byte, read from each broker's log directory.
+  Segment boundaries may differ between replicas (each rolls its own segments), so the
+  comparison is batch by batch, by offset.
+
+A write's acknowledgement time is what a failover is measured by: after a leader dies, the
+first record *enqueued after the death* that is acknowledged can only have been accepted
+by a new leader (:meth:`SequenceProducer.first_ack_after`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient
+
+import protocol
+from client import KafkaClient, NewTopic, create_topics
+from client.connection import ConnectionConfig, PrebuiltRequest, request_once
+from client.produce import produce_body
+from protocol import ApiKey, ErrorCode
+from protocol.messages import ListOffsetsRequest, MetadataRequest
+from protocol.records.builder import build_batch
+from protocol.records.record import SimpleRecord
+from storage.reader import iter_batches
+from tests.polling import wait_until
+from tools.cluster import LocalCluster
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+_SIZE = struct.Struct(">i")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), in seconds, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat
+
+
+# --- the cluster ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """A partition's state znode: who leads, in which epoch, and who is in sync."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class StoredBatch:
+    """One batch as a replica holds it on disk."""
+
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+    data: bytes
+
+
+class ChaosCluster:
+    """A running LocalCluster, its processes under our control, and views of its partitions.
+
+    Not thread safe. Every process it signals is one the LocalCluster started (by pid).
+    """
+
+    def __init__(self, local: LocalCluster) -> None:
+        self.local = local
+        self.layout = local.layout
+        self._zk = KazooClient(hosts=self.layout.zk_connect, timeout=10.0)
+        self._zk.start(timeout=15)
+        self._paused: set[int] = set()
+
+    def close(self) -> None:
+        self._zk.stop()
+        self._zk.close()
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(self.layout.brokers))
+
+    @property
+    def bootstrap(self) -> str:
+        return self.layout.bootstrap_servers
+
+    # -- processes ------------------------------------------------------------------------
+
+    def pid(self, i: int) -> int:
+        return self.local.processes[i].pid
+
+    def is_running(self, i: int) -> bool:
+        return self.local.processes[i].poll() is None
+
+    def running(self) -> list[int]:
+        """Brokers whose process exists (paused ones included)."""
+        return [i for i in self.broker_ids if self.is_running(i)]
+
+    def serving(self) -> list[int]:
+        """Running brokers that are not paused: those that can answer a request."""
+        return [i for i in self.running() if i not in self._paused]
+
+    def kill(self, i: int) -> None:
+        """kill -9 broker i (and reap it)."""
+        self.local.kill_broker(i)
+
+    def pause(self, i: int) -> None:
+        """SIGSTOP broker i: it holds its sockets and its ZooKeeper session until that
+        times out, and answers nothing."""
+        os.kill(self.pid(i), signal.SIGSTOP)
+        self._paused.add(i)
+
+    def resume(self, i: int) -> None:
+        os.kill(self.pid(i), signal.SIGCONT)
+        self._paused.discard(i)
+
+    def terminate(self, i: int, grace_s: float = 60.0) -> int | None:
+        """SIGTERM broker i (controlled shutdown) and wait for it to exit; its status."""
+        return self.local.stop_broker(i, grace_s)
+
+    def send_terminate(self, i: int) -> None:
+        """SIGTERM broker i without waiting for it (see ``wait_exit``)."""
+        self.local.signal_broker(i, signal.SIGTERM)
+
+    def wait_exit(self, i: int, timeout: float = 60.0) -> int:
+        """Wait for broker i to exit (after ``send_terminate``) and reap it; its status."""
+        return self.local.processes[i].wait(timeout)
+
+    def restart(self, i: int, timeout: float = 60.0) -> None:
+        """Start a stopped broker again and wait for its registration in ZooKeeper."""
+        assert not self.is_running(i), f"broker {i} is still running"
+        self.local.start_broker(i)
+        self.local.wait_registered([i], timeout)
+
+    def heal(self, timeout: float = 60.0) -> None:
+        """Resume every broker and start again those that are not running (after a test
+        that failed half way)."""
+        stopped = []
+        for i in self.broker_ids:
+            if self.is_running(i):
+                self.resume(i)
+            else:
+                stopped.append(i)
+        for i in stopped:
+            self.local.start_broker(i)
+        self.local.wait_registered(self.broker_ids, timeout)
+
+    def controller(self) -> int | None:
+        """The active controller as ZooKeeper names it; None between two controllers."""
+        if self._zk.exists("/controller") is None:
+            return None
+        data, _ = self._zk.get("/controller")
+        return int(json.loads(data)["brokerid"])
+
+    def registered(self) -> list[int]:
+        if self._zk.exists("/brokers/ids") is None:
+            return []
+        return sorted(int(c) for c in self._zk.get_children("/brokers/ids"))
+
+    # -- requests -------------------------------------------------------------------------
+
+    def request(self, i: int, api_key: int, version: int, body: Any, timeout: float = 15) -> Any:
+        """One request to broker i's client listener; the decoded response body."""
+        port = self.layout.client_ports[i]
+        config = ConnectionConfig("chaos", 5.0, request_timeout_s=timeout)
+        return asyncio.run(request_once("127.0.0.1", port, api_key, version, body, config))
+
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
+    ) -> None:
+        """Create a topic through whichever broker is the controller (retried while the
+        controller moves); raise unless it was created."""
+
+        async def create() -> None:
+            async with KafkaClient(self.bootstrap) as client:
+                new = NewTopic(name, partitions, replication_factor, configs=dict(configs))
+                result = (await create_topics(client, [new]))[name]
+                if result.error_code != ErrorCode.NONE:
+                    raise AssertionError(f"creating {name}: {result}")
+
+        asyncio.run(create())
+
+    def leaders(self, topic: str, via: int | None = None) -> dict[int, int]:
+        """partition -> leader id, from the Metadata of broker ``via`` (the first serving
+        broker by default); -1 for a partition without a leader."""
+        broker = via if via is not None else self.serving()[0]
+        body = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False,
+        )
+        (t,) = self.request(broker, ApiKey.METADATA, 12, body).topics
+        if t.error_code != ErrorCode.NONE:
+            raise AssertionError(f"metadata of {topic} from broker {broker}: error {t.error_code}")
+        return {p.partition_index: p.leader_id for p in t.partitions}
+
+    def state(self, topic: str, partition: int) -> PartitionState:
+        data, _ = self._zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        doc = json.loads(data)
+        return PartitionState(int(doc["leader"]), int(doc["leader_epoch"]), tuple(doc["isr"]))
+
+    def high_watermark(self, broker: int, topic: str, partition: int) -> int:
+        """The partition's high watermark as its leader ``broker`` answers ListOffsets
+        (latest, read uncommitted); raises on an error code."""
+        body = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=0,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(
+                            partition_index=partition, current_leader_epoch=-1, timestamp=-1
+                        )
+                    ],
+                )
+            ],
+        )
+        (p,) = self.request(broker, ApiKey.LIST_OFFSETS, 5, body).topics[0].partitions
+        if p.error_code != ErrorCode.NONE:
+            raise AssertionError(f"ListOffsets {topic}-{partition} on {broker}: {p.error_code}")
+        return int(p.offset)
+
+    def metric(self, i: int, name: str) -> float | None:
+        """A sample's value from broker i's /metrics (the first line starting with ``name``)."""
+        with urllib.request.urlopen(self.layout.metrics_url(i), timeout=5) as response:
+            text = response.read().decode()
+        for line in text.splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    # -- waits ----------------------------------------------------------------------------
+
+    def wait_leader_moved(self, topic: str, partition: int, old: int, timeout: float) -> int:
+        """Wait until every serving broker's Metadata names the same serving leader, other
+        than ``old``; that leader."""
+
+        def moved() -> int | None:
+            for i in self.serving():
+                leader = self.leaders(topic, via=i)[partition]
+                if leader in (-1, old):
+                    return None
+            leader = self.leaders(topic)[partition]
+            return leader if leader not in (-1, old) and leader in self.serving() else None
+
+        return wait_until(moved, timeout, f"{topic}-{partition} to get a leader other than {old}")
+
+    def wait_isr_full(
+        self, topic: str, partitions: Iterable[int], replicas: int, timeout: float
+    ) -> None:
+        """Wait until every partition's ISR in ZooKeeper holds ``replicas`` brokers, all
+        serving, and every serving broker's Metadata names its leader."""
+        wanted = list(partitions)
+
+        def full() -> bool:
+            for p in wanted:
+                state = self.state(topic, p)
+                serving = self.serving()
+                if len(state.isr) != replicas or not set(state.isr) <= set(serving):
+                    raise AssertionError(f"partition {p}: {state}, serving {serving}")
+                for i in serving:
+                    seen = self.leaders(topic, via=i)[p]
+                    if seen != state.leader:
+                        raise AssertionError(f"partition {p}: {state}, broker {i} sees {seen}")
+            return True
+
+        wait_until(full, timeout, f"the ISR of {topic} {wanted} to hold {replicas} replicas")
+
+    def wait_replicas_identical(
+        self, topic: str, partition: int, replicas: Sequence[int], timeout: float
+    ) -> None:
+        """Wait until every replica holds the same batches below the high watermark (a
+        follower may still be fetching the last ones); fail with the last difference."""
+
+        def identical() -> bool:
+            difference = self.divergence(topic, partition, replicas)
+            if difference is not None:
+                raise AssertionError(difference)
+            return True
+
+        wait_until(identical, timeout, f"identical replicas of {topic}-{partition}")
+
+    # -- what the replicas hold -------------------------------------------------------------
+
+    def replica_batches(self, broker: int, topic: str, partition: int) -> list[StoredBatch]:
+        """Every whole batch of the partition in broker's log directory, in offset order."""
+        directory = self.layout.log_dir(broker) / f"{topic}-{partition}"
+        if not directory.exists():
+            return []
+        return [
+            StoredBatch(h.base_offset, h.last_offset, h.partition_leader_epoch, data)
+            for h, data in iter_batches(str(directory))
+        ]
+
+    def divergence(self, topic: str, partition: int, replicas: Sequence[int]) -> str | None:
+        """None when every replica holds the same batches below the leader's high
+        watermark; else what differs (for a wait's report)."""
+        leader = self.state(topic, partition).leader
+        hw = self.high_watermark(leader, topic, partition)
+        held = {b: self.replica_batches(b, topic, partition) for b in replicas}
+        return replica_divergence(held, hw)
+
+
+def replica_divergence(
+    held: Mapping[int, Sequence[StoredBatch]], high_watermark: int
+) -> str | None:
+    """None when every replica's batches below ``high_watermark`` are the same bytes at the
+    same offsets with the same leader epochs, cover the same offsets, and end exactly at
+    the high watermark; else a description of the first difference. Pure."""
+    below: dict[int, list[StoredBatch]] = {
+        b: [s for s in batches if s.base_offset < high_watermark] for b, batches in held.items()
+    }
+    for broker, batches in below.items():
+        end = batches[-1].last_offset + 1 if batches else None
+        if batches and end != high_watermark:
+            return (
+                f"broker {broker}'s batches below the high watermark {high_watermark} end at {end}"
+            )
+    reference_broker, reference = next(iter(below.items()))
+    for broker, batches in below.items():
+        if len(batches) != len(reference):
+            return (
+                f"broker {broker} holds {len(batches)} batches below {high_watermark}, "
+                f"broker {reference_broker} {len(reference)}"
+            )
+        for mine, theirs in zip(batches, reference, strict=True):
+            if (mine.base_offset, mine.leader_epoch) != (theirs.base_offset, theirs.leader_epoch):
+                return (
+                    f"broker {broker} has a batch at {mine.base_offset} epoch {mine.leader_epoch}"
+                    f", broker {reference_broker} at {theirs.base_offset} epoch "
+                    f"{theirs.leader_epoch}"
+                )
+            if mine.data != theirs.data:
+                return (
+                    f"the batch at offset {mine.base_offset} differs in its bytes between "
+                    f"brokers {broker} and {reference_broker}"
+                )
+    return None
+
+
+# --- a producer that runs throughout -------------------------------------------------------------
+
+
+@dataclass
+class Ack:
+    sequence: int
+    #: -1 when the acknowledgement named no offset (librdkafka reports a batch the broker
+    #: called a duplicate of one it already holds as delivered, offset unknown)
+    offset: int
+    enqueued: float  # time.monotonic() when produce() was called
+    acknowledged: float  # time.monotonic() when the delivery report arrived
+
+
+@dataclass
+class Failure:
+    sequence: int
+    partition: int
+    error: str
+
+
+@dataclass
+class _Book:
+    sent: dict[int, list[int]] = field(default_factory=dict)
+    acked: dict[int, list[Ack]] = field(default_factory=dict)
+    failed: list[Failure] = field(default_factory=list)
+    fatal: list[str] = field(default_factory=list)
+
+
+class SequenceProducer:
+    """An idempotent acks=all confluent-kafka producer writing ``b"<n>"`` for n = 0, 1, ...
+    to partition ``n % partitions`` at ``rate`` records/s, in a thread, until stopped.
+
+    ``message.timeout.ms`` is long (a minute) and retries unbounded, as a producer that
+    must not lose data is configured: a failover then shows as a pause, never as a
+    failed delivery, unless the cluster answers with a non-retriable error.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        *,
+        rate: float = 500.0,
+        value_size: int = 0,
+        config: Mapping[str, object] | None = None,
+    ) -> None:
+        self.topic = topic
+        self.partitions = partitions
+        self.rate = rate
+        self.value_size = value_size
+        self._config: dict[str, object] = {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 60_000,
+            "retry.backoff.ms": 50,
+            "reconnect.backoff.ms": 50,
+            "reconnect.backoff.max.ms": 500,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "log_level": 0,
+            "error_cb": self._on_error,
+            **(config or {}),
+        }
+        self._lock = threading.Lock()
+        self._book = _Book()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sequence-producer", daemon=True)
+        self._error: BaseException | None = None
+        self.next_sequence = 0
+
+    def __enter__(self) -> SequenceProducer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, flush_timeout: float = 90.0) -> None:
+        """Stop producing and wait for every outstanding delivery report."""
+        self._stop.set()
+        self._thread.join(flush_timeout + 10)
+        if self._thread.is_alive():
+            raise AssertionError("the producer thread did not finish flushing")
+        self.check()
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's client-level errors: a broker going away is expected here and
+        retried; a fatal one (the idempotent producer gave up) ends the producer."""
+        if err.fatal():
+            with self._lock:
+                self._book.fatal.append(str(err))
+
+    def check(self) -> None:
+        """Raise if the producer hit a fatal error or its thread died."""
+        with self._lock:
+            fatal = list(self._book.fatal)
+        if fatal:
+            raise AssertionError(f"the producer hit a fatal error: {fatal[0]}")
+        if self._error is not None:
+            raise AssertionError(f"the producer thread failed: {self._error!r}")
+
+    def _value(self, n: int) -> bytes:
+        text = str(n).encode()
+        return text.ljust(self.value_size, b".") if self.value_size else text
+
+    def _run(self) -> None:
+        from confluent_kafka import Producer
+
+        try:
+            producer = Producer(self._config)
+            start = time.monotonic()
+            while not self._stop.is_set() and not self._book.fatal:
+                n = self.next_sequence
+                ahead = n / self.rate - (time.monotonic() - start)
+                if ahead > 0:
+                    producer.poll(min(ahead, 0.01))  # pacing: serves delivery reports meanwhile
+                    continue
+                partition = n % self.partitions
+                enqueued = time.monotonic()
+                try:
+                    producer.produce(
+                        self.topic,
+                        self._value(n),
+                        partition=partition,
+                        on_delivery=self._reporter(n, partition, enqueued),
+                    )
+                except BufferError:
+                    producer.poll(0.01)
+                    continue
+                with self._lock:
+                    self._book.sent.setdefault(partition, []).append(n)
+                self.next_sequence = n + 1
+                producer.poll(0)
+            left = producer.flush(60)
+            if left:
+                raise AssertionError(f"{left} records still undelivered after a minute's flush")
+        except BaseException as exc:  # reported by stop()
+            self._error = exc
+
+    def _reporter(self, n: int, partition: int, enqueued: float) -> Any:
+        def report(err: Any, msg: Any) -> None:
+            now = time.monotonic()
+            with self._lock:
+                if err is not None:
+                    self._book.failed.append(Failure(n, partition, str(err)))
+                else:
+                    offset = msg.offset()
+                    ack = Ack(n, -1 if offset is None or offset < 0 else offset, enqueued, now)
+                    self._book.acked.setdefault(partition, []).append(ack)
+
+        return report
+
+    # -- what happened --------------------------------------------------------------------
+
+    def sent(self) -> dict[int, list[int]]:
+        with self._lock:
+            return {p: list(v) for p, v in self._book.sent.items()}
+
+    def acked(self) -> dict[int, list[Ack]]:
+        with self._lock:
+            return {p: list(v) for p, v in self._book.acked.items()}
+
+    def failed(self) -> list[Failure]:
+        with self._lock:
+            return list(self._book.failed)
+
+    def acked_count(self, partition: int) -> int:
+        self.check()
+        with self._lock:
+            return len(self._book.acked.get(partition, ()))
+
+    def first_ack_after(self, partitions: Iterable[int], since: float) -> Ack | None:
+        """The first acknowledgement (by arrival) of a record enqueued at or after
+        ``since`` on any of ``partitions``; None while there is none. Raises once the
+        producer has failed (a wait on it then reports why)."""
+        self.check()
+        wanted = set(partitions)
+        with self._lock:
+            found = [
+                a
+                for p, acks in self._book.acked.items()
+                if p in wanted
+                for a in acks
+                if a.enqueued >= since
+            ]
+        return min(found, key=lambda a: a.acknowledged) if found else None
+
+
+# --- what the consumers see ----------------------------------------------------------------------
+
+
+def consume_all(
+    bootstrap: str, topic: str, partitions: int, ends: Mapping[int, int], timeout: float = 60
+) -> dict[int, list[tuple[int, bytes]]]:
+    """Every record (offset, value) of each partition from its start up to ``ends[p]``
+    (exclusive; the high watermarks), read with a confluent-kafka consumer."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"chaos-check-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "log_level": 0,
+        }
+    )
+    out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
+    position = {p: 0 for p in range(partitions)}
+    try:
+        consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
+
+        def caught_up() -> bool:
+            for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                if msg.error() is not None:
+                    continue
+                p, offset = msg.partition(), msg.offset()
+                if p is None or offset is None:
+                    continue
+                if offset < ends[p]:
+                    out[p].append((offset, bytes(msg.value() or b"")))
+                position[p] = max(position[p], offset + 1)
+            return all(position[p] >= ends[p] for p in range(partitions))
+
+        wait_until(caught_up, timeout, f"a consumer to read {topic} up to {dict(ends)}")
+    finally:
+        consumer.close()
+    return out
+
+
+def delivery_problems(
+    sent: Mapping[int, Sequence[int]],
+    acked: Mapping[int, Sequence[Ack]],
+    consumed: Mapping[int, Sequence[tuple[int, bytes]]],
+) -> list[str]:
+    """What is wrong with the consumed log of one producer's writes (empty: nothing). Pure.
+
+    Per partition: every acknowledged record is read back at the offset it was
+    acknowledged at, or anywhere when its acknowledgement named no offset (no loss); no
+    value is read twice (no duplicates); values are read in the order they were sent (no
+    reordering); the values read are exactly a prefix of those sent (no gaps: a record is
+    never missing while a later one is there); and nothing is read that this producer did
+    not send. Values are decimal sequence numbers,
+    possibly padded with dots.
+    """
+    problems: list[str] = []
+    for p in sorted(set(sent) | set(consumed)):
+        order = list(sent.get(p, ()))
+        records = list(consumed.get(p, ()))
+        values: list[int] = []
+        for offset, raw in records:
+            text = raw.rstrip(b".")
+            if not text.isdigit():
+                problems.append(f"partition {p} offset {offset}: a value nobody sent: {raw[:40]!r}")
+                continue
+            values.append(int(text))
+        at_offset = {offset: raw for offset, raw in records}
+        read = set(values)
+        for ack in acked.get(p, ()):
+            if ack.offset < 0:  # no offset to look at: it must be there somewhere
+                if ack.sequence not in read:
+                    problems.append(f"partition {p}: record {ack.sequence} acknowledged, not read")
+                continue
+            found = at_offset.get(ack.offset)
+            if found is None or found.rstrip(b".") != str(ack.sequence).encode():
+                problems.append(
+                    f"partition {p}: record {ack.sequence} acknowledged at offset {ack.offset}"
+                    f" reads back as {found!r}"
+                )
+        twice = sorted(v for v, n in Counter(values).items() if n > 1)
+        if twice:
+            problems.append(f"partition {p}: duplicates {twice[:10]}")
+        if values != order[: len(values)]:
+            where = next(
+                (i for i, (a, b) in enumerate(zip(values, order, strict=False)) if a != b),
+                min(len(values), len(order)),
+            )
+            problems.append(
+                f"partition {p}: read {values[where : where + 5]} at position {where} where "
+                f"{order[where : where + 5]} was sent (a gap, reorder or stranger)"
+            )
+    return problems
+
+
+# --- a request held back while a broker is paused ------------------------------------------
+
+
+class HeldProduce:
+    """A Produce request (one batch) written to a broker's socket, its answer read later.
+
+    The kernel completes a TCP connection and buffers the request even while the broker
+    process is stopped, so a request sent during SIGSTOP is the first thing the broker
+    reads when it resumes: before it can learn, from ZooKeeper or the controller, that it
+    lost its leadership meanwhile.
+    """
+
+    def __init__(
+        self, port: int, topic: str, partition: int, values: Sequence[bytes], *, acks: int
+    ) -> None:
+        now = int(time.time() * 1000)
+        batch = bytes(build_batch([SimpleRecord(None, v, (), now) for v in values]))
+        body = produce_body(topic, partition, batch, acks=acks, timeout_ms=10_000)
+        request = PrebuiltRequest.encode(ApiKey.PRODUCE, 7, "chaos-held", body)
+        self.topic = topic
+        self.partition = partition
+        self._sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self._sock.sendall(bytes(request.head_with(1)) + request.tail)
+
+    def answer(self, timeout: float = 30.0) -> tuple[int, int]:
+        """(error code, base offset) of the response; the connection is closed after."""
+        try:
+            self._sock.settimeout(timeout)
+            size = _SIZE.unpack(self._read(4))[0]
+            frame = self._read(size)
+        finally:
+            self._sock.close()
+        body = protocol.decode_response(frame, ApiKey.PRODUCE, 7).body
+        (part,) = body.responses[0].partition_responses
+        return int(part.error_code), int(part.base_offset)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+    def _read(self, n: int) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < n:
+            chunk = self._sock.recv(n - len(chunks))
+            if not chunk:
+                raise ConnectionError("the broker closed the connection before answering")
+            chunks += chunk
+        return bytes(chunks)
