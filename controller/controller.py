@@ -49,7 +49,7 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.reassigner import Outcomes, PartitionReassigner
 from controller.reassignment import ReplicaAssignment
 from controller.rebalance import partitions_to_rebalance, preferred_candidates
-from controller.replica_state_machine import ReplicaStateMachine
+from controller.replica_state_machine import ReplicaStateMachine, stranded_replicas
 from controller.request_batch import ControllerRequestBatch
 from controller.requests import leader_and_isr_errors, stop_replica_errors
 from controller.states import PartitionState, ReplicaState
@@ -456,6 +456,21 @@ class KafkaController:
         await self._zk(self.zk.get_topics, self._on_topics_watch)
         await self._zk(self.zk.get_isr_change_notifications, self._on_isr_change_watch)
         await self._load_context()
+        await self._start_state_machines()
+        await self.reassigner.on_controller_failover()  # also arms its watches
+        await self._on_isr_change()
+        await self._on_preferred_replica_election()  # also arms its watch
+        self._schedule_rebalance()
+
+    async def _start_state_machines(self) -> None:
+        """After the context is loaded: every broker learns the cluster (UpdateMetadata),
+        replicas on live brokers are told their state (LeaderAndIsr), and the replicas of
+        brokers that are not live -- dead before this election, or while it ran, so that
+        no controller saw them go -- take the path of a broker's death wherever they are
+        still in an ISR or lead: they leave the ISR with a new leader epoch, and the
+        partitions they led (or any other offline partition) are elected. Without this
+        a dead follower stayed in the ISR and held acks=all writes until its leader
+        dropped it after replica.lag.time.max.ms."""
         for b in self.ctx.live_brokers.values():
             self.channel.add_broker(b)
         batch = ControllerRequestBatch()
@@ -466,12 +481,13 @@ class KafkaController:
             pr for pr, s in sorted(self.ctx.replica_states.items()) if s is ReplicaState.ONLINE
         ]
         await self.replica_sm.handle_state_changes(online, ReplicaState.ONLINE, batch)
-        await self.partition_sm.trigger_online_partition_state_change(batch)
-        self._send(batch)
-        await self.reassigner.on_controller_failover()  # also arms its watches
-        await self._on_isr_change()
-        await self._on_preferred_replica_election()  # also arms its watch
-        self._schedule_rebalance()
+        stranded = stranded_replicas(self.ctx)
+        if stranded:
+            log.info(
+                "controller: replicas of brokers that are not live still in an ISR: %s",
+                [str(pr) for pr in stranded],
+            )
+        await self._on_replicas_become_offline(stranded, batch)
 
     async def _load_context(self) -> None:
         ids = await self._zk(self.zk.get_broker_ids)
@@ -605,13 +621,16 @@ class KafkaController:
         self.ctx.remove_live_brokers(dead)
         await self._on_replicas_become_offline(self.ctx.replicas_on_brokers(dead))
 
-    async def _on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
+    async def _on_replicas_become_offline(
+        self, replicas: list[PartitionReplica], batch: ControllerRequestBatch | None = None
+    ) -> None:
         """Kafka's onReplicasBecomeOffline: partitions led by these replicas go Offline
-        and through the offline election (clean, or unclean where the topic allows it);
-        then the replicas go Offline, which takes them out of their ISRs (leader epoch
-        bumped, written fenced by the controller epoch) and tells the remaining replicas
-        (LeaderAndIsr) and every broker (UpdateMetadata)."""
-        batch = ControllerRequestBatch()
+        and through the offline election (clean, or unclean where the topic allows it),
+        with every other New or Offline partition; then the replicas go Offline, which
+        takes them out of their ISRs (leader epoch bumped, written fenced by the
+        controller epoch) and tells the remaining replicas (LeaderAndIsr) and every
+        broker (UpdateMetadata). ``batch``: requests already queued, sent with these."""
+        batch = ControllerRequestBatch() if batch is None else batch
         lost = set(replicas)
         led = [
             tp

@@ -38,6 +38,23 @@ def without_replica(lai: LeaderAndIsr, replica: int) -> LeaderAndIsr:
     return lai.new_leader_and_isr(leader, isr)
 
 
+def stranded_replicas(ctx: ControllerContext) -> list[PartitionReplica]:
+    """Replicas on brokers that are not live but still lead their partition or share its
+    ISR with others (pure). A new controller finds these when a broker died before it
+    took over, or during its election: no broker-change event will ever name them, so it
+    takes them offline itself, as Kafka's replica state machine does at startup."""
+    found = []
+    for tp, st in sorted(ctx.leadership.items()):
+        lai = st.leader_and_isr
+        for r in ctx.partition_replicas(tp):
+            if ctx.is_replica_online(r, include_shutting_down=True):
+                continue
+            # the last ISR member of a leaderless partition stays: nothing to change
+            if r == lai.leader or (r in lai.isr and len(lai.isr) > 1):
+                found.append(PartitionReplica(tp, r))
+    return found
+
+
 class ReplicaStateMachine:
     def __init__(self, ctx: ControllerContext, store: PartitionStateStore) -> None:
         self.ctx = ctx
