@@ -265,12 +265,14 @@ class Log:
         )
         duplicate = check_producers(assigned, self.producer_state.producers, self._name)
         if duplicate is not None:
+            # The original append's answer: its offsets and, under LogAppendTime, the time
+            # it was stamped with (its max timestamp), not this retry's.
             return AppendInfo(
                 duplicate.first_offset,
                 duplicate.last_offset,
                 duplicate.timestamp,
                 duplicate.last_offset,
-                log_append_time,
+                duplicate.timestamp if log_append_time >= 0 else -1,
                 self.log_start_offset,
                 duplicate.last_offset - duplicate.first_offset + 1,
                 0,

@@ -1,9 +1,10 @@
 """The leader side of replication through the ReplicaManager, on real logs with a
 MockClock and a fake IsrWriter whose writes the test finishes by hand: follower fetches
-move the high watermark, acks=all and long polls wait for it, min.insync.replicas
-refuses before and after the append, lagging followers leave the ISR and caught-up ones
-join it, one ISR write at a time, and a fetch from a broker that is no replica is
-refused."""
+move the high watermark, acks=all and long polls wait for it (an idempotent producer's
+retry of a batch the leader holds too, answered with the batch's original offset),
+min.insync.replicas refuses before and after the append, lagging followers leave the ISR
+and caught-up ones join it, one ISR write at a time, and a fetch from a broker that is no
+replica is refused."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ Results = list[tuple[TopicPartition, FetchPartitionResult]]
 Produced = dict[TopicPartition, ProducePartitionResult]
 
 
-def batch(n: int = 1) -> bytes:
-    builder = BatchBuilder()
+def batch(n: int = 1, *, producer_id: int = -1, seq: int = -1) -> bytes:
+    builder = BatchBuilder(
+        producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1, base_sequence=seq
+    )
     for i in range(n):
         builder.append(1_000 + i, b"k", b"value")
     return bytes(builder.build())
@@ -95,11 +98,13 @@ class Leader:
         )
         assert self.r.become(TOPIC_IDS, state) == {A: ErrorCode.NONE}
 
-    def produce(self, n: int = 1, acks: int = 1, timeout_ms: int = 5000) -> list[Produced]:
+    def produce(
+        self, n: int = 1, acks: int = 1, timeout_ms: int = 5000, records: bytes | None = None
+    ) -> list[Produced]:
         got: list[Produced] = []
         self.r.rm.append_records(
-            {A: batch(n)}, required_acks=acks, timeout_ms=timeout_ms, api_version=9,
-            on_done=got.append,
+            {A: batch(n) if records is None else records}, required_acks=acks,
+            timeout_ms=timeout_ms, api_version=9, on_done=got.append,
         )  # fmt: skip
         return got
 
@@ -190,6 +195,42 @@ def test_acks_all_waits_for_every_isr_member_then_completes(leader: Leader) -> N
     leader.follower_fetch(2, 2)
     [result] = got
     assert result[A].error_code == ErrorCode.NONE and result[A].base_offset == 0
+
+
+def test_a_retried_acks_all_batch_waits_for_the_high_watermark_and_gets_its_offset(
+    leader: Leader,
+) -> None:
+    """An idempotent producer retries a batch whose first answer it never got (here: the
+    first request timed out before the followers fetched). The leader holds it already:
+    the retry is not appended again, it waits like any acks=all write for the high
+    watermark to pass the original batch, then answers its original base offset."""
+    leader.produce(2)  # others' records first: the batch does not start at 0
+    idempotent = batch(3, producer_id=9, seq=0)
+    first = leader.produce(acks=-1, timeout_ms=300, records=idempotent)
+    leader.advance(300)
+    assert first[0][A].error_code == ErrorCode.REQUEST_TIMED_OUT
+    retry = leader.produce(acks=-1, records=idempotent)
+    log = leader.r.log_manager.get_log(A)
+    assert log is not None and log.log_end_offset == 5  # not appended twice
+    assert retry == []
+    leader.follower_fetch(1, 5)
+    leader.follower_fetch(2, 4)  # the high watermark is 4: the batch ends at 5
+    assert retry == []
+    leader.follower_fetch(2, 5)
+    [result] = retry
+    assert result[A].error_code == ErrorCode.NONE
+    assert result[A].base_offset == 2
+    assert result[A].log_start_offset == 0
+
+
+def test_a_retry_of_a_committed_batch_is_answered_at_once(leader: Leader) -> None:
+    idempotent = batch(2, producer_id=9, seq=0)
+    leader.produce(acks=-1, records=idempotent)
+    leader.follower_fetch(1, 2)
+    leader.follower_fetch(2, 2)
+    [result] = leader.produce(acks=-1, records=idempotent)
+    assert result[A].error_code == ErrorCode.NONE and result[A].base_offset == 0
+    assert leader.r.produce.num_delayed == 0
 
 
 def test_acks_all_times_out_while_a_follower_does_not_fetch(leader: Leader) -> None:

@@ -3,13 +3,15 @@ snapshots on roll and close, and state rebuilt from a snapshot plus the log."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
-from storage_helpers import make_batch, open_log
+from storage_helpers import SMALL, make_batch, open_log
 
 from protocol.errors import ErrorCode
 from protocol.records.batch import read_header
+from storage.clock import MockClock
 from storage.errors import (
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
@@ -97,6 +99,58 @@ def test_log_append_answers_duplicates_with_the_original_offsets(
     with pytest.raises(InvalidProducerEpochError):
         lg.append(make_batch(1, producer_id=9, producer_epoch=-1, base_sequence=3), 0)
     assert lg.log_end_offset == 4
+    lg.close()
+
+
+def test_a_retry_of_any_of_the_last_five_batches_gets_that_batchs_answer(
+    tmp_path: os.PathLike[str],
+) -> None:
+    lg = open_log(str(tmp_path))
+    originals = [
+        lg.append(make_batch(2, producer_id=9, producer_epoch=0, base_sequence=2 * i), 0)
+        for i in range(5)
+    ]
+    lg.append(make_batch(1), leader_epoch=0)  # others write meanwhile
+    for i, original in enumerate(originals):
+        retry = lg.append(make_batch(2, producer_id=9, producer_epoch=0, base_sequence=2 * i), 0)
+        assert retry.duplicate
+        assert (retry.first_offset, retry.last_offset) == (2 * i, 2 * i + 1)
+        assert (retry.first_offset, retry.last_offset) == (
+            original.first_offset,
+            original.last_offset,
+        )
+        assert retry.log_start_offset == lg.log_start_offset
+        assert retry.log_append_time == -1  # CreateTime: no append time to report
+    assert lg.log_end_offset == 11
+    lg.close()
+
+
+def test_a_duplicate_under_log_append_time_reports_the_original_append_time(
+    tmp_path: os.PathLike[str],
+) -> None:
+    clock = MockClock(time_ms=1_000_000)
+    config = dataclasses.replace(SMALL, message_timestamp_type="LogAppendTime")
+    lg = open_log(str(tmp_path), config, clock)
+    first = lg.append(make_batch(2, producer_id=9, producer_epoch=0, base_sequence=0), 0)
+    clock.advance(5_000)
+    retry = lg.append(make_batch(2, producer_id=9, producer_epoch=0, base_sequence=0), 0)
+    assert retry.duplicate and retry.first_offset == first.first_offset == 0
+    assert retry.log_append_time == first.log_append_time == 1_000_000
+    lg.close()
+
+
+def test_a_retry_after_a_restart_gets_the_original_offsets(tmp_path: os.PathLike[str]) -> None:
+    """The producer state is rebuilt from the log (no clean-shutdown snapshot here), so a
+    retry still finds its batch."""
+    lg = open_log(str(tmp_path))
+    lg.append(make_batch(1), leader_epoch=0)
+    first = lg.append(make_batch(3, producer_id=9, producer_epoch=0, base_sequence=0), 0)
+    lg.flush()
+    lg.close_without_snapshot()  # as after a crash: no snapshot at the log end
+    lg = open_log(str(tmp_path), clean_shutdown=False)
+    retry = lg.append(make_batch(3, producer_id=9, producer_epoch=0, base_sequence=0), 0)
+    assert retry.duplicate and (retry.first_offset, retry.last_offset) == (1, 3)
+    assert (first.first_offset, first.last_offset) == (1, 3)
     lg.close()
 
 
