@@ -34,14 +34,17 @@ up``, with an embedded ZooKeeper) and measures, on that one cluster:
    p50 and p99 over the cycles are printed beside the targets (kill -9: at most the
    ZooKeeper session timeout + 2 s; SIGTERM: under 1 s). Afterwards the producer is
    flushed and everything is read back: the run reports lost acknowledged records,
-   duplicates, gaps and reorders (tests.integration.replication_chaos.delivery_problems)
-   and any difference between the replicas' batches below the high watermark.
+   acknowledgements without an offset (a write that outwaited the producer's request
+   timeout), duplicates, gaps and reorders
+   (tests.integration.replication_chaos.delivery_problems) and any difference between
+   the replicas' batches below the high watermark.
 
 3. ``--soak-cycles M``: the kill -9 loop again, M cycles on a fresh topic, with the same
    read-back checks (timings printed too).
 
 Figures are printed, never asserted; the exit status is 1 only when a read-back check
-found lost, duplicated or reordered records or diverging replicas. Everything shares the
+found lost, duplicated or reordered records, acknowledgements without an offset or
+diverging replicas. Everything shares the
 machine's cores (two here): the load generator, the producer and the three brokers
 compete, so compare the rows of one run rather than absolute numbers.
 """

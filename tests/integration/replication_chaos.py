@@ -374,8 +374,13 @@ def replica_divergence(
 @dataclass
 class Ack:
     sequence: int
-    #: -1 when the acknowledgement named no offset (librdkafka reports a batch the broker
-    #: called a duplicate of one it already holds as delivered, offset unknown)
+    #: -1 when the delivery report named no offset. librdkafka does that for an
+    #: "implicit" acknowledgement: a request of the record failed with an uncertain
+    #: outcome (REQUEST_TIMED_OUT, a lost connection) and a later batch of the same
+    #: producer was acknowledged before the retry was. The broker answers every
+    #: acknowledged write, retried duplicates too, with its offset, so this only happens
+    #: when a write waited longer than the producer's request timeout: a failover that
+    #: hung. ``delivery_problems`` reports it.
     offset: int
     enqueued: float  # time.monotonic() when produce() was called
     acknowledged: float  # time.monotonic() when the delivery report arrived
@@ -612,7 +617,8 @@ def delivery_problems(
     """What is wrong with the consumed log of one producer's writes (empty: nothing). Pure.
 
     Per partition: every acknowledged record is read back at the offset it was
-    acknowledged at, or anywhere when its acknowledgement named no offset (no loss); no
+    acknowledged at (no loss; an acknowledgement without an offset is a problem too: see
+    ``Ack.offset``, the record is then only looked for anywhere); no
     value is read twice (no duplicates); values are read in the order they were sent (no
     reordering); the values read are exactly a prefix of those sent (no gaps: a record is
     never missing while a later one is there); and nothing is read that this producer did
@@ -633,8 +639,12 @@ def delivery_problems(
         at_offset = {offset: raw for offset, raw in records}
         read = set(values)
         for ack in acked.get(p, ()):
-            if ack.offset < 0:  # no offset to look at: it must be there somewhere
-                if ack.sequence not in read:
+            if ack.offset < 0:
+                problems.append(
+                    f"partition {p}: record {ack.sequence} acknowledged without an offset "
+                    "(a request of it failed with an uncertain outcome, a timeout?)"
+                )
+                if ack.sequence not in read:  # no offset to look at: is it there at all?
                     problems.append(f"partition {p}: record {ack.sequence} acknowledged, not read")
                 continue
             found = at_offset.get(ack.offset)

@@ -107,8 +107,10 @@ def test_different_batch_boundaries_diverge() -> None:
     assert replica_divergence({0: whole, 1: split}, 10) is not None
 
 
-def test_an_acknowledgement_without_an_offset_needs_the_record_somewhere() -> None:
+def test_an_acknowledgement_without_an_offset_is_a_problem() -> None:
     acked = {0: acks([(0, 0), (3, -1)])}
-    assert delivery_problems({0: [0, 3]}, acked, {0: log([0, 3])}) == []
-    (problem,) = delivery_problems({0: [0, 3]}, acked, {0: log([0])})
-    assert "record 3 acknowledged, not read" in problem
+    (problem,) = delivery_problems({0: [0, 3]}, acked, {0: log([0, 3])})
+    assert "record 3 acknowledged without an offset" in problem
+    no_offset, lost = delivery_problems({0: [0, 3]}, acked, {0: log([0])})
+    assert "record 3 acknowledged without an offset" in no_offset
+    assert "record 3 acknowledged, not read" in lost
