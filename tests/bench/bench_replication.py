@@ -44,9 +44,9 @@ up``, with an embedded ZooKeeper) and measures, on that one cluster:
 
 Figures are printed, never asserted; the exit status is 1 only when a read-back check
 found lost, duplicated or reordered records, acknowledgements without an offset or
-diverging replicas. Everything shares the
-machine's cores (two here): the load generator, the producer and the three brokers
-compete, so compare the rows of one run rather than absolute numbers.
+diverging replicas. Everything shares the machine's cores (two here): the load
+generator, the producer and the three brokers compete, so compare the rows of one run
+rather than absolute numbers.
 """
 
 from __future__ import annotations
