@@ -36,7 +36,15 @@ BASE_TS = 1_700_000_000_000
 def cluster1(
     zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TestCluster]:
-    yield from start_cluster(zookeeper, tmp_path_factory.mktemp("spark-cluster"), 1)
+    # The records carry fixed timestamps (BASE_TS, in 2023), far older than the default
+    # retention of 7 days: the broker's first retention pass (30 s after it starts) would
+    # delete every segment holding them while the tests still read them.
+    yield from start_cluster(
+        zookeeper,
+        tmp_path_factory.mktemp("spark-cluster"),
+        1,
+        overrides=(("log.retention.ms", "-1"),),
+    )
 
 
 def bootstrap(c: TestCluster) -> str:
@@ -153,6 +161,15 @@ def test_wire_and_log_dir_give_the_same_rows(
     ]  # fmt: skip
 
 
+def alive(query: Any) -> bool:
+    """True while ``query`` runs; a query that failed fails the test at once, with its
+    error (rather than after the whole wait for progress that can no longer come)."""
+    error = query.exception()
+    if error is not None:
+        pytest.fail(f"the streaming query failed: {error}")
+    return bool(query.isActive)
+
+
 STREAM_TOPIC = "stream"
 PER_PARTITION = 60
 CAP = 7
@@ -202,16 +219,28 @@ def test_a_stream_reads_each_record_once_in_capped_batches_and_resumes(
     # a producer keeps writing while the stream reads
     producer = threading.Thread(target=write, args=(half, half))
     producer.start()
-    wait_until(lambda: rows_read(query) >= 20, timeout=120)
-    assert all(p["numInputRows"] <= CAP for p in query.recentProgress)
-    query.stop()
-    producer.join(timeout=60)
+    try:
+        wait_until(lambda: alive(query) and rows_read(query) >= 20, timeout=120, interval=0.5)
+        assert all(p["numInputRows"] <= CAP for p in query.recentProgress)
+    finally:
+        query.stop()
+        producer.join(timeout=60)
+    assert not producer.is_alive()
     resumed = start()
     try:
-        wait_until(lambda: spark.read.parquet(str(out)).count() >= 2 * PER_PARTITION, timeout=120)
         wait_until(
-            lambda: resumed.recentProgress and resumed.recentProgress[-1]["numInputRows"] == 0,
+            lambda: alive(resumed) and spark.read.parquet(str(out)).count() >= 2 * PER_PARTITION,
+            timeout=120,
+            interval=1.0,
+        )
+        wait_until(
+            lambda: (
+                alive(resumed)
+                and resumed.recentProgress
+                and resumed.recentProgress[-1]["numInputRows"] == 0
+            ),
             timeout=60,
+            interval=0.5,
         )
     finally:
         resumed.stop()
