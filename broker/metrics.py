@@ -109,7 +109,9 @@ class _LocalFamily(Generic[_Cell]):
         self._cells: dict[tuple[str, ...], _Cell] = {}
 
     def labels(self, **labels: str) -> _Cell:
-        key = tuple(labels[n] for n in self.labelnames)
+        # on every produce and fetch (per-topic counters): no generator for one label
+        names = self.labelnames
+        key = (labels[names[0]],) if len(names) == 1 else tuple([labels[n] for n in names])
         cell = self._cells.get(key)
         if cell is None:
             if len(labels) != len(self.labelnames):

@@ -40,7 +40,6 @@ epoch cache, which is safe to write from another thread.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -63,7 +62,13 @@ from broker.delayed.produce import (
 from broker.isr import IsrChange, IsrWriter
 from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
-from broker.partition import Partition, PartitionError, PartitionStateLike, topic_id_text
+from broker.partition import (
+    LogReadResult,
+    Partition,
+    PartitionError,
+    PartitionStateLike,
+    topic_id_text,
+)
 from broker.replication import LeaderEndpoint, ReplicaFetcherManager, resolve_leader_endpoint
 from protocol.errors import ErrorCode
 from protocol.values import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_LEADER_EPOCH, TopicPartition
@@ -564,13 +569,24 @@ class ReplicaManager:
         ):
             done(results)
             return
-        operation = DelayedFetch(params, infos, self.partition_for, self.read_from_local_log, done)
+        operation = DelayedFetch(params, infos, self.partition_for, self._read_on_completion, done)
         self.fetch_purgatory.try_complete_else_watch(operation, [tp for tp, _ in infos])
 
-    def read_from_local_log(self, params: FetchParams, infos: FetchInfos) -> FetchResults:
+    def _read_on_completion(self, params: FetchParams, infos: FetchInfos) -> FetchResults:
+        """A DelayedFetch's answer: a fresh read, without recording the follower's fetch
+        again (its position was recorded when the fetch arrived and has not moved; as in
+        Kafka, whose DelayedFetch reads without updating the follower's state). This read
+        runs for every waiting follower on every append, so it is kept lean."""
+        return self.read_from_local_log(params, infos, record_follower_fetch=False)
+
+    def read_from_local_log(
+        self, params: FetchParams, infos: FetchInfos, *, record_follower_fetch: bool = True
+    ) -> FetchResults:
         """Kafka's readFromLocalLog: partitions in request order share ``max_bytes``;
         until one returns data, a partition may exceed its limits by its first batch
-        (so a batch larger than every limit is still delivered)."""
+        (so a batch larger than every limit is still delivered). A follower's read
+        records its fetch (position, ISR, high watermark) unless
+        ``record_follower_fetch`` is false."""
         limit = params.max_bytes
         min_one_message = True
         results: FetchResults = []
@@ -587,13 +603,19 @@ class ReplicaManager:
                 if params.is_from_follower:
                     # after the read's role and epoch checks, as Kafka orders them
                     partition.check_follower(params.replica_id)
-                    self._follower_fetched(partition, params.replica_id, info, read.log_end_offset)
-                    # the follower learns a high watermark this fetch may just have moved
-                    read = dataclasses.replace(
-                        read,
-                        high_watermark=partition.high_watermark,
-                        last_stable_offset=partition.last_stable_offset,
-                    )
+                    if record_follower_fetch:
+                        self._follower_fetched(
+                            partition, params.replica_id, info, read.log_end_offset
+                        )
+                        # the follower learns a high watermark this fetch may just have
+                        # moved (built directly: dataclasses.replace is slow on this path)
+                        read = LogReadResult(
+                            read.region,
+                            partition.high_watermark,
+                            partition.last_stable_offset,
+                            read.log_start_offset,
+                            read.log_end_offset,
+                        )
             except PartitionError as exc:
                 self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(exc.error_code)))

@@ -101,6 +101,15 @@ def _peek_error_code(frame: bytes | memoryview) -> int | None:
     return int(struct.unpack_from(">h", frame, 4)[0])
 
 
+class _Expired(Exception):
+    """Set on a request's future when its timeout passes (never leaves this module)."""
+
+
+def _expire(fut: asyncio.Future[bytes | memoryview]) -> None:
+    if not fut.done():
+        fut.set_exception(_Expired())
+
+
 class Connection(asyncio.BufferedProtocol):
     def __init__(self, host: str, port: int, config: ConnectionConfig | None = None) -> None:
         self.host = host
@@ -245,13 +254,18 @@ class Connection(asyncio.BufferedProtocol):
         self, fut: asyncio.Future[bytes | memoryview], cid: int, timeout_s: float | None
     ) -> bytes | memoryview:
         timeout = self.config.request_timeout_s if timeout_s is None else timeout_s
+        # A timer on the future itself rather than asyncio.wait_for: wait_for wakes the
+        # caller through a second future, a loop turn later, on every response.
+        timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
         try:
-            return await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
+            return await fut
+        except _Expired:
             self._inflight.forget(cid)
             error = RequestTimedOut(f"{self}: no response within {timeout:.1f}s")
             self._fail(error)
             raise error from None
+        finally:
+            timer.cancel()
 
     async def _write(self, pieces: list[bytes | bytearray]) -> None:
         await self._wait_writable()

@@ -16,7 +16,10 @@ carries what arrived up to the moment of completion.
 
 Measuring readable bytes asks the log for the region it would send (an index lookup and
 a scan of batch headers; no record bytes), and only for partitions whose end offset has
-moved past the fetch offset.
+moved past the fetch offset. A follower's fetch with ``min_bytes`` of 1 (the replica
+fetchers' default) skips even that: below the log end there is always a whole batch to
+send, so any move of the end completes it (this is the check that runs on every append
+for every waiting follower).
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ class DelayedFetch(DelayedOperation):
         self._on_done = on_done
 
     def _readable_bytes(self, partition: Partition, info: PartitionFetchInfo) -> int | None:
-        """Bytes readable for ``info``, or None when the fetch must complete now."""
+        """Bytes readable for ``info`` (or, for a follower asking for at most one byte,
+        1 when there are some), or None when the fetch must complete now."""
         if not partition.is_leader or leader_epoch_error(
             info.current_leader_epoch, partition.leader_epoch
         ):
@@ -104,6 +108,10 @@ class DelayedFetch(DelayedOperation):
         end = lg.log_end_offset if self.params.is_from_follower else partition.high_watermark
         if end <= info.fetch_offset:
             return 0
+        if self.params.is_from_follower and self.params.min_bytes <= 1:
+            # a batch holds the offsets from fetch_offset to the log end, and the read
+            # sends at least one batch: one byte is there, all that min_bytes asks
+            return 1 if info.partition_max_bytes > 0 else 0
         result = partition.read(
             info.fetch_offset,
             info.partition_max_bytes,

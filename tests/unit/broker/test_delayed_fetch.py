@@ -1,6 +1,7 @@
 """DelayedFetch completes early when the fetch can no longer be served as asked: the
 log was truncated below the fetch offset, retention moved the log start past it, or
-the leader epoch moved past the one the request carried."""
+the leader epoch moved past the one the request carried; and a follower's fetch for at
+least one byte completes as soon as anything is appended past its offset."""
 
 from __future__ import annotations
 
@@ -45,15 +46,22 @@ def partition(tmp_path: Path) -> Iterator[Partition]:
 
 
 def waiting_fetch(
-    partition: Partition, offset: int, epoch: int = -1
+    partition: Partition,
+    offset: int,
+    epoch: int = -1,
+    *,
+    params: FetchParams | None = None,
+    partition_max_bytes: int = 1 << 20,
 ) -> tuple[DelayedOperationPurgatory[DelayedFetch], list[Results]]:
-    """A fetch at ``offset`` that needs more than there is, watched under TP."""
+    """A fetch at ``offset`` (by default one that needs more than there is), watched
+    under TP."""
     purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
         "Fetch", clock=MockClock(), reaper_enabled=False
     )
     got: list[Results] = []
-    params = FetchParams(-1, max_wait_ms=1000, min_bytes=1 << 20, max_bytes=1 << 20)
-    infos = [(TP, PartitionFetchInfo(offset, 1 << 20, epoch))]
+    if params is None:
+        params = FetchParams(-1, max_wait_ms=1000, min_bytes=1 << 20, max_bytes=1 << 20)
+    infos = [(TP, PartitionFetchInfo(offset, partition_max_bytes, epoch))]
 
     def read(params: FetchParams, infos: object) -> Results:
         return [(TP, FetchPartitionResult(ErrorCode.NONE, partition.high_watermark))]
@@ -90,3 +98,30 @@ def test_new_leader_epoch_completes(partition: Partition) -> None:
     partition.make_leader(state(2), None)
     purgatory.check_and_complete(TP)
     assert len(got) == 1
+
+
+FOLLOWER = FetchParams(1, max_wait_ms=1000, min_bytes=1, max_bytes=1 << 20)
+
+
+def append_one(partition: Partition) -> None:
+    builder = BatchBuilder()
+    builder.append(1, None, b"v")
+    partition.append_records_to_leader(
+        bytes(builder.build()), api_version=9, required_acks=1, min_insync_replicas=1
+    )
+
+
+def test_follower_fetch_at_log_end_waits_for_an_append(partition: Partition) -> None:
+    purgatory, got = waiting_fetch(partition, 3, params=FOLLOWER)
+    purgatory.check_and_complete(TP)
+    assert got == [] and purgatory.num_delayed == 1
+    append_one(partition)
+    purgatory.check_and_complete(TP)
+    assert len(got) == 1 and purgatory.num_delayed == 0
+
+
+def test_follower_fetch_of_zero_bytes_a_partition_keeps_waiting(partition: Partition) -> None:
+    purgatory, got = waiting_fetch(partition, 3, params=FOLLOWER, partition_max_bytes=0)
+    append_one(partition)
+    purgatory.check_and_complete(TP)
+    assert got == [] and purgatory.num_delayed == 1

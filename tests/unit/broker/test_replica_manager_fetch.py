@@ -249,3 +249,21 @@ def test_no_wait_or_error_answers_at_once(broker: Broker) -> None:
     assert len(broker.fetch_now([(A, info(offset=5))], max_wait_ms=500)) == 1
     assert len(broker.fetch_now([], max_wait_ms=500)) == 1
     assert broker.fetch.num_delayed == 0
+
+
+def test_follower_long_poll_records_the_fetch_once_when_it_arrives(broker: Broker) -> None:
+    state = partition_state(A, epoch=3, isr=(0, 1), replicas=(0, 1))
+    run_now(broker.rm.become_leader_or_follower(1, 1, [state], {}))
+    broker.produce(A, batch())
+    got = broker.fetch_now([(A, info(1))], replica_id=1, max_wait_ms=500)
+    partition = broker.rm.partition_for(A)
+    assert partition is not None and got == []
+    recorded = partition.followers[1]
+    assert recorded.last_fetch_leader_end_offset == 1
+    broker.clock.advance(100)
+    broker.produce(A, batch())
+    # the append answers the fetch with the new batch; the follower's position is what
+    # it reported when the fetch arrived (its next fetch reports the new one)
+    [[(_, result)]] = got
+    assert size(result.records) == len(batch())
+    assert partition.followers[1] == recorded
