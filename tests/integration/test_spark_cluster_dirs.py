@@ -52,7 +52,9 @@ UNCOMMITTED = 3
 
 
 @pytest.fixture(scope="module")
-def c(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestCluster]:
+def c(
+    zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestCluster]:
     yield from start_cluster(
         zookeeper,
         tmp_path_factory.mktemp("spark-dirs-cluster"),
