@@ -29,15 +29,12 @@ from collections.abc import Sequence
 from typing import Final, TextIO
 
 from broker.config import ConfigSource
-from client import ClientError, KafkaClient, describe_configs, incremental_alter_configs
+from client import KafkaClient, describe_configs, incremental_alter_configs
 from client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, ConfigEntry
+from tools.command import CommandError, run_command
 
 #: --entity-type -> (ConfigResource type, the word Kafka's messages use)
 ENTITY_TYPES: Final = {"topics": (TOPIC_RESOURCE, "topic"), "brokers": (BROKER_RESOURCE, "broker")}
-
-
-class CommandError(Exception):
-    pass
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -153,13 +150,9 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
 
 
 def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
-    import asyncio
-
-    try:
-        asyncio.run(main(args))
-    except (CommandError, ClientError, ValueError) as exc:
+    def report(exc: Exception) -> None:
         shown = " ".join(sys.argv[1:] if argv is None else argv)
         print(f"Error while executing config command with args '{shown}'", file=sys.stderr)
         print(str(exc) or repr(exc), file=sys.stderr)
-        return 1
-    return 0
+
+    return run_command(main(args), report, also=(ValueError,))

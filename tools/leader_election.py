@@ -26,14 +26,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from client import ClientError, ElectionResult, KafkaClient, elect_leaders
+from client import ElectionResult, KafkaClient, elect_leaders
 from protocol import ErrorCode
+from tools.command import CommandError, run_command
 
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
-
-
-class CommandError(Exception):
-    """A problem with the command line or the answer, reported on stderr (status 1)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -137,17 +134,12 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
+    async def elect() -> None:
+        failures = await main(args)
+        if failures:
+            raise CommandError(f"{failures} replica(s) could not be elected")
 
-    try:
-        failures = asyncio.run(main(args))
-    except (CommandError, ClientError, OSError) as exc:
+    def report(exc: Exception) -> None:
         print(f"Error while making request: {exc}", file=sys.stderr)
-        return 1
-    if failures:
-        print(
-            f"Error while making request: {failures} replica(s) could not be elected",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+
+    return run_command(elect(), report, also=(OSError,))

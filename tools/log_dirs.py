@@ -23,12 +23,9 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
-from client import ClientError, KafkaClient, describe_log_dirs
+from client import KafkaClient, describe_log_dirs
 from client.admin import LogDirInfo
-
-
-class CommandError(Exception):
-    pass
+from tools.command import CommandError, run_command
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -110,11 +107,4 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
-    try:
-        asyncio.run(main(args))
-    except (CommandError, ClientError) as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_command(main(args), lambda exc: print(f"Error: {exc}", file=sys.stderr))

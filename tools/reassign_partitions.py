@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import TextIO
 
 from client import (
-    ClientError,
     KafkaClient,
     OngoingReassignment,
     alter_partition_reassignments,
@@ -46,15 +45,12 @@ from client import (
 )
 from protocol import ErrorCode
 from protocol.values import TopicPartition
+from tools.command import CommandError, run_command
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 
 #: a reassignment file's partition -> target replicas
 Plan = dict[TopicPartition, list[int]]
-
-
-class CommandError(Exception):
-    """A problem with the command or its files, reported as Kafka's tool does."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -388,11 +384,4 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
-    try:
-        asyncio.run(main(args))
-    except (CommandError, ClientError) as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_command(main(args), lambda exc: print(f"Error: {exc}", file=sys.stderr))

@@ -39,7 +39,6 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from client import (
-    ClientError,
     KafkaClient,
     KafkaError,
     NewTopic,
@@ -57,6 +56,7 @@ from client.console import parse_properties
 from protocol import ErrorCode
 from protocol.uuids import uuid_to_base64
 from protocol.values import NO_LEADER
+from tools.command import CommandError, run_command
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
@@ -105,10 +105,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="describe: partitions whose ISR size equals min.insync.replicas",
     )
     parser.add_argument("--timeout-ms", type=int, default=30_000, help="admin request timeout")
-
-
-class CommandError(Exception):
-    """A problem with the command to report as Kafka's tool does."""
 
 
 def parse_assignment(text: str) -> dict[int, list[int]]:
@@ -296,11 +292,7 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
-    try:
-        asyncio.run(main(args))
-    except (CommandError, ClientError, ValueError) as exc:
+    def report(exc: Exception) -> None:
         print(f"Error while executing topic command : {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_command(main(args), report, also=(ValueError,))

@@ -6,7 +6,8 @@ import pytest
 
 from broker.config import ConfigSource
 from client.admin import ConfigEntry
-from tools.configs import CommandError, format_entry, parse_add_config
+from tools.command import CommandError
+from tools.configs import format_entry, parse_add_config
 
 
 def test_add_config_keeps_bracketed_lists_whole() -> None:

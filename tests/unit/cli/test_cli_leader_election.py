@@ -12,6 +12,7 @@ from client import ElectionResult
 from client.cluster_view import PartitionInfo
 from protocol import ErrorCode
 from tools import leader_election as le
+from tools.command import CommandError
 from tools.main import build_parser
 from tools.topics import is_under_min_isr, min_insync_replicas
 
@@ -28,25 +29,25 @@ def test_the_partitions_chosen_by_the_flags() -> None:
         args("--election-type", "UNCLEAN", "--topic", "t", "--partition", "3")
     )
     assert chosen == [("t", 3)]
-    with pytest.raises(le.CommandError, match="One and only one"):
+    with pytest.raises(CommandError, match="One and only one"):
         le.chosen_partitions(args("--election-type", "preferred"))
-    with pytest.raises(le.CommandError, match="One and only one"):
+    with pytest.raises(CommandError, match="One and only one"):
         le.chosen_partitions(
             args("--election-type", "preferred", "--topic", "t", "--all-topic-partitions")
         )
-    with pytest.raises(le.CommandError, match=r"\[partition\]"):
+    with pytest.raises(CommandError, match=r"\[partition\]"):
         le.chosen_partitions(args("--election-type", "preferred", "--topic", "t"))
 
 
 def test_the_json_file() -> None:
     text = '{"partitions": [{"topic": "a", "partition": 1}, {"topic": "b", "partition": 0}]}'
     assert le.parse_json_partitions(text) == [("a", 1), ("b", 0)]
-    with pytest.raises(le.CommandError, match="duplicate partitions: a-1"):
+    with pytest.raises(CommandError, match="duplicate partitions: a-1"):
         le.parse_json_partitions(
             '{"partitions": [{"topic": "a", "partition": 1}, {"topic": "a", "partition": 1}]}'
         )
     for bad in ("[]", "{}", '{"partitions": [{"topic": "a"}]}', "not json"):
-        with pytest.raises(le.CommandError, match="not valid"):
+        with pytest.raises(CommandError, match="not valid"):
             le.parse_json_partitions(bad)
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from client import OngoingReassignment
 from protocol.values import TopicPartition
+from tools.command import CommandError
 from tools.reassign_partitions import (
-    CommandError,
     format_reassignment,
     list_lines,
     parse_broker_list,

@@ -13,10 +13,10 @@ from client.produce import partition_for_key
 from protocol.records import Compression, read_batch
 from protocol.uuids import uuid_to_base64
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from tools.command import CommandError
 from tools.console_consumer import starting_point
 from tools.console_producer import Accumulator, ProducerSettings
 from tools.topics import (
-    CommandError,
     format_partition,
     format_topic,
     parse_assignment,
