@@ -33,7 +33,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeGuard, TypeVar
 
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
@@ -106,6 +106,32 @@ def _error_name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return f"error {code}"
+
+
+class _Answer(Protocol):
+    @property
+    def error_code(self) -> int: ...
+
+
+_A = TypeVar("_A", bound=_Answer)
+
+
+def _answered(response: _A | None, broker_id: int, api: str) -> TypeGuard[_A]:
+    """Whether a broker's answer to a controller request is there to be read per
+    partition: not when the broker went away first (None) or refused the whole request
+    (a top-level error); either is logged here."""
+    if response is None:
+        log.debug("controller: broker %s went away before answering %s", broker_id, api)
+        return False
+    if response.error_code != ErrorCode.NONE:
+        log.warning(
+            "controller: broker %s refused %s: %s",
+            broker_id,
+            api,
+            _error_name(response.error_code),
+        )
+        return False
+    return True
 
 
 class KafkaController:
@@ -531,15 +557,7 @@ class KafkaController:
         """Kafka's handling: partitions a broker could not host because their log
         directory failed (KAFKA_STORAGE_ERROR) go offline there; other errors are logged."""
         bid, response = event.broker_id, event.response
-        if response is None:
-            log.debug("controller: broker %s went away before answering LeaderAndIsr", bid)
-            return
-        if response.error_code != ErrorCode.NONE:
-            log.warning(
-                "controller: broker %s refused LeaderAndIsr: %s",
-                bid,
-                _error_name(response.error_code),
-            )
+        if not _answered(response, bid, "LeaderAndIsr"):
             return
         errors = leader_and_isr_errors(self.ctx, response)
         for tp, code in sorted(errors.items()):
@@ -565,15 +583,7 @@ class KafkaController:
     async def _on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
         """Logged; topic deletion and reassignment act on these."""
         bid, response = event.broker_id, event.response
-        if response is None:
-            log.debug("controller: broker %s went away before answering StopReplica", bid)
-            return
-        if response.error_code != ErrorCode.NONE:
-            log.warning(
-                "controller: broker %s refused StopReplica: %s",
-                bid,
-                _error_name(response.error_code),
-            )
+        if not _answered(response, bid, "StopReplica"):
             return
         for tp, code in sorted(stop_replica_errors(response).items()):
             if code != ErrorCode.NONE:
