@@ -1,0 +1,16 @@
+"""The group coordinator: consumer groups and their committed offsets.
+
+A broker is the coordinator of the groups whose offsets partition it leads (the
+partition of ``__consumer_offsets`` a group id hashes to). The package splits as Kafka's
+coordinator does:
+
+- ``model``: the shared vocabulary -- a group's state, its members, its committed offsets;
+- ``store``: the seam between the two halves below, as a Protocol;
+- the coordinator half: the classic group protocol (join, sync, heartbeat, leave) as a
+  state machine, and the checks on commits;
+- the metadata-manager half: ``__consumer_offsets`` itself -- which partition a group
+  lives in, the record formats, appending with acks=all, loading a partition's groups
+  when this broker becomes its leader and dropping them when it stops being one.
+
+Everything here runs on the broker's event loop.
+"""
