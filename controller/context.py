@@ -32,7 +32,13 @@ class ControllerContext:
         self.leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         self.partition_states: dict[TopicPartition, PartitionState] = {}
         self.replica_states: dict[PartitionReplica, ReplicaState] = {}
+        #: topics queued for deletion (/admin/delete_topics), until their deletion completes
         self.topics_to_delete: set[str] = set()
+        #: queued topics whose partitions already went Offline -> NonExistent
+        self.topics_with_deletion_started: set[str] = set()
+        #: queued topics that cannot proceed now (a replica's broker is down, or a
+        #: partition is being reassigned); deletion resumes when the obstacle goes
+        self.topics_ineligible_for_deletion: set[str] = set()
         #: broker -> partitions whose replica there sits on a failed log directory
         #: (LeaderAndIsr answered KAFKA_STORAGE_ERROR); forgotten when the broker restarts
         self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
@@ -113,6 +119,8 @@ class ControllerContext:
         self.assignments.pop(topic, None)
         self.topic_ids.pop(topic, None)
         self.topics_to_delete.discard(topic)
+        self.topics_with_deletion_started.discard(topic)
+        self.topics_ineligible_for_deletion.discard(topic)
 
     def all_topics(self) -> set[str]:
         return set(self.assignments)
@@ -151,6 +159,21 @@ class ControllerContext:
 
     def is_topic_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_delete
+
+    def replicas_for_topic(self, topic: str) -> list[PartitionReplica]:
+        return self.replicas_for_partitions(self.partitions_for_topic(topic))
+
+    def replicas_in_state(self, topic: str, state: ReplicaState) -> list[PartitionReplica]:
+        return [pr for pr in self.replicas_for_topic(topic) if self.replica_state(pr) is state]
+
+    def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return all(self.replica_state(pr) is state for pr in self.replicas_for_topic(topic))
+
+    def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return any(self.replica_state(pr) is state for pr in self.replicas_for_topic(topic))
+
+    def is_topic_being_reassigned(self, topic: str) -> bool:
+        return any(tp.topic == topic for tp in self.reassignments)
 
     # -- leadership and states ------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard, TypeVar
 
@@ -54,6 +54,11 @@ from controller.request_batch import ControllerRequestBatch
 from controller.requests import leader_and_isr_errors, stop_replica_errors
 from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
+from controller.topic_deletion import (
+    TopicDeletionManager,
+    deletion_answers,
+    topics_ineligible_at_failover,
+)
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from timer.clock import Clock
@@ -92,6 +97,8 @@ class ControllerConfig:
     #: zookeeper.session.timeout.ms: bounds the wait at startup for a registration that a
     #: crashed previous run of this broker left behind (0: do not wait)
     zookeeper_session_timeout_ms: int = 0
+    #: delete.topic.enable: with it false, topics queued for deletion are dropped
+    delete_topic_enable: bool = True
 
     @property
     def stale_registration_wait_s(self) -> float:
@@ -168,6 +175,13 @@ class KafkaController:
             self.replica_sm,
             self.events,
             self._send,
+        )
+        self.deletion = TopicDeletionManager(
+            self.ctx,
+            self.replica_sm,
+            self.partition_sm,
+            _ControllerDeletionClient(self),
+            self.config.delete_topic_enable,
         )
         self._handlers = self._event_handlers()
         #: runs the periodic leader-imbalance check while we are controller (optional)
@@ -295,6 +309,10 @@ class KafkaController:
         if event.type != EventType.NONE:
             self.events.put_threadsafe(ev.TopicChange())
 
+    def _on_topic_deletions_watch(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE:
+            self.events.put_threadsafe(ev.TopicDeletion())
+
     def _on_isr_change_watch(self, event: WatchedEvent) -> None:
         if event.type != EventType.NONE:
             self.events.put_threadsafe(ev.IsrChangeNotification())
@@ -307,7 +325,8 @@ class KafkaController:
         if topic not in self._topic_watches:
 
             def on_topic(event: WatchedEvent) -> None:
-                if event.type == EventType.CHANGED:
+                # a muted watch (its topic being deleted) is no longer the topic's
+                if event.type == EventType.CHANGED and self._topic_watches.get(topic) is on_topic:
                     self.events.put_threadsafe(ev.PartitionModifications(topic))
 
             self._topic_watches[topic] = on_topic
@@ -350,6 +369,7 @@ class KafkaController:
                 lambda e: self._on_partition_modifications(e.topic), active_only=True
             ),
             ev.IsrChangeNotification: _Handler(lambda _: self._on_isr_change(), active_only=True),
+            ev.TopicDeletion: _Handler(lambda _: self._on_topic_deletion(), active_only=True),
             ev.AutoPreferredLeaderElection: _Handler(
                 lambda _: self._on_auto_rebalance(), active_only=True
             ),
@@ -365,14 +385,17 @@ class KafkaController:
                 self._on_stop_replica_response, active_only=True
             ),
             # partition reassignment (controller.reassigner)
+            # (a finished reassignment may let a topic's deletion proceed)
             ev.ZkPartitionReassignment: _Handler(
-                lambda _: self.reassigner.on_request_event(), active_only=True
+                lambda _: self._reassigning(self.reassigner.on_request_event()), active_only=True
             ),
             ev.PartitionReassignmentIsrChange: _Handler(
-                lambda e: self.reassigner.on_isr_change([e.tp]), active_only=True
+                lambda e: self._reassigning(self.reassigner.on_isr_change([e.tp])),
+                active_only=True,
             ),
             ev.AlterPartitionReassignments: _Handler(
-                lambda e: _answer(e.reply, self.reassigner.alter(e.targets)), active_only=True
+                lambda e: self._reassigning(_answer(e.reply, self.reassigner.alter(e.targets))),
+                active_only=True,
             ),
             ev.ListPartitionReassignments: _Handler(
                 lambda e: _answer(e.reply, _now(self.reassigner.ongoing(e.partitions))),
@@ -482,7 +505,11 @@ class KafkaController:
         await self._zk(self.zk.get_topics, self._on_topics_watch)
         await self._zk(self.zk.get_isr_change_notifications, self._on_isr_change_watch)
         await self._load_context()
+        # before the first UpdateMetadata, so that it already carries the deletions
+        queued = await self._topics_queued_for_deletion()
+        await self.deletion.init(queued, topics_ineligible_at_failover(self.ctx, queued))
         await self._start_state_machines()
+        await self.deletion.try_topic_deletion()
         await self.reassigner.on_controller_failover()  # also arms its watches
         await self._on_isr_change()
         await self._on_preferred_replica_election()  # also arms its watch
@@ -504,7 +531,9 @@ class KafkaController:
         self.replica_sm.initialize_states()
         self.partition_sm.initialize_states()
         online = [
-            pr for pr, s in sorted(self.ctx.replica_states.items()) if s is ReplicaState.ONLINE
+            pr
+            for pr, s in sorted(self.ctx.replica_states.items())
+            if s is ReplicaState.ONLINE and not self.ctx.is_topic_queued_for_deletion(pr.tp.topic)
         ]
         await self.replica_sm.handle_state_changes(online, ReplicaState.ONLINE, batch)
         stranded = stranded_replicas(self.ctx)
@@ -532,6 +561,7 @@ class KafkaController:
             self.events.put(ev.BrokerChange())
             self.events.put(ev.TopicChange())
             self.events.put(ev.IsrChangeNotification())
+            self.events.put(ev.TopicDeletion())
             self.events.put(ev.PreferredReplicaElection())
             for topic in sorted(self.ctx.all_topics()):
                 self.events.put(ev.PartitionModifications(topic))
@@ -546,8 +576,8 @@ class KafkaController:
             on_leader_and_isr_response=lambda bid, body: self.events.put(
                 ev.LeaderAndIsrResponseReceived(bid, body)
             ),
-            on_stop_replica_response=lambda bid, body: self.events.put(
-                ev.StopReplicaResponseReceived(bid, body)
+            on_stop_replica_response=lambda bid, body, deleted: self.events.put(
+                ev.StopReplicaResponseReceived(bid, body, deleted)
             ),
         )
 
@@ -581,13 +611,27 @@ class KafkaController:
             await self._on_replicas_become_offline([PartitionReplica(tp, bid) for tp in new])
 
     async def _on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
-        """Logged; topic deletion and reassignment act on these."""
+        """Errors are logged; the answers for partitions of topics being deleted move
+        their replicas to ReplicaDeletionSuccessful or ReplicaDeletionIneligible. A broker
+        that went away first is not read here: its death fails its deletions."""
         bid, response = event.broker_id, event.response
-        if not _answered(response, bid, "StopReplica"):
+        if response is None:
+            _answered(response, bid, "StopReplica")
             return
-        for tp, code in sorted(stop_replica_errors(response).items()):
-            if code != ErrorCode.NONE:
-                log.warning("controller: broker %s: StopReplica %s: %s", bid, tp, _error_name(code))
+        errors = stop_replica_errors(response)
+        if _answered(response, bid, "StopReplica"):
+            for tp, code in sorted(errors.items()):
+                if code != ErrorCode.NONE:
+                    log.warning(
+                        "controller: broker %s: StopReplica %s: %s", bid, tp, _error_name(code)
+                    )
+        failed, succeeded = deletion_answers(
+            self.ctx, bid, errors, event.deleted, response.error_code
+        )
+        if failed:
+            await self.deletion.fail_replica_deletion(failed)
+        if succeeded:
+            await self.deletion.complete_replica_deletion(succeeded)
 
     # -- brokers ----------------------------------------------------------------------------
 
@@ -623,6 +667,10 @@ class KafkaController:
         await self.partition_sm.trigger_online_partition_state_change(batch)
         self._send(batch)
         await self.reassigner.resume_for_brokers(new)
+        # a replica of a topic being deleted came back: its deletion may go on
+        await self.deletion.resume_for_topics(
+            {pr.tp.topic for pr in self.ctx.replicas_on_brokers(new)}
+        )
 
     async def _on_broker_failure(self, dead: set[int]) -> None:
         log.info("controller: brokers failed %s", sorted(dead))
@@ -641,6 +689,8 @@ class KafkaController:
         controller epoch) and tells the remaining replicas (LeaderAndIsr) and every
         broker (UpdateMetadata). ``batch``: requests already queued, sent with these."""
         batch = ControllerRequestBatch() if batch is None else batch
+        deleting = [pr for pr in replicas if self.ctx.is_topic_queued_for_deletion(pr.tp.topic)]
+        replicas = [pr for pr in replicas if not self.ctx.is_topic_queued_for_deletion(pr.tp.topic)]
         lost = set(replicas)
         led = [
             tp
@@ -654,6 +704,9 @@ class KafkaController:
         # everyone learns that the replicas are gone, even if no leader moved
         batch.add_update_metadata(set(self.ctx.live_brokers), {pr.tp for pr in replicas})
         self._send(batch)
+        if deleting:
+            # a replica that cannot be deleted now holds its topic's deletion back
+            await self.deletion.fail_replica_deletion(deleting)
 
     async def _unclean_leader_election_enabled(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` for ``topic``: its override in
@@ -704,6 +757,9 @@ class KafkaController:
         return None if found is None else found[0]
 
     async def _on_partition_modifications(self, topic: str) -> None:
+        if self.ctx.is_topic_queued_for_deletion(topic):
+            log.info("controller: ignoring a change of topic %s: it is being deleted", topic)
+            return
         assignment = await self._read_topic(topic)
         if assignment is None or topic not in self.ctx.assignments:
             return
@@ -731,6 +787,48 @@ class KafkaController:
         await self.partition_sm.handle_state_changes(partitions, PartitionState.ONLINE, batch)
         await self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
         self._send(batch)
+
+    async def _topics_queued_for_deletion(self) -> set[str]:
+        """/admin/delete_topics (re-arming its watch). Entries for topics that do not
+        exist are removed, as Kafka does."""
+        queued = set(await self._zk(self.zk.get_topic_deletions, self._on_topic_deletions_watch))
+        unknown = sorted(queued - self.ctx.all_topics())
+        if unknown:
+            log.warning("controller: ignoring deletion of unknown topics %s", unknown)
+            await self._zk(self.zk.delete_topic_deletions, unknown, self.ctx.epoch_zk_version)
+        return queued - set(unknown)
+
+    async def _on_topic_deletion(self) -> None:
+        """Kafka's TopicDeletion event: queue the new entries of /admin/delete_topics (a
+        topic with a partition being reassigned is queued ineligible)."""
+        queued = await self._topics_queued_for_deletion()
+        if not self.deletion.enabled:
+            if queued:
+                log.info("controller: topic deletion is disabled: dropping %s", sorted(queued))
+                await self._zk(
+                    self.zk.delete_topic_deletions, sorted(queued), self.ctx.epoch_zk_version
+                )
+            return
+        new = queued - self.ctx.topics_to_delete
+        if not new:
+            return
+        log.info("controller: deleting topics %s", sorted(new))
+        self.deletion.mark_ineligible(
+            {t for t in new if self.ctx.is_topic_being_reassigned(t)}, "reassignment in progress"
+        )
+        await self.deletion.enqueue(new)
+
+    async def _reassigning(self, work: Awaitable[None]) -> None:
+        """Run a reassignment handler; then topics queued for deletion that it held back
+        (and that have nothing left being reassigned) may proceed."""
+        await work
+        waiting = {
+            t
+            for t in self.ctx.topics_ineligible_for_deletion
+            if not self.ctx.is_topic_being_reassigned(t)
+        }
+        if waiting:
+            await self.deletion.resume_for_topics(waiting)
 
     async def _on_isr_change(self) -> None:
         names = await self._zk(self.zk.get_isr_change_notifications, self._on_isr_change_watch)
@@ -833,6 +931,34 @@ class KafkaController:
         )
         self._send(batch)
         return result
+
+
+class _ControllerDeletionClient:
+    """The TopicDeletionManager's side effects, carried out by the controller."""
+
+    def __init__(self, controller: KafkaController) -> None:
+        self.controller = controller
+
+    async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
+        c = self.controller
+        await c._zk(c.zk.delete_topic_znodes, topic, epoch_zk_version)
+
+    async def delete_topic_deletions(self, topics: Collection[str], epoch_zk_version: int) -> None:
+        c = self.controller
+        await c._zk(c.zk.delete_topic_deletions, sorted(topics), epoch_zk_version)
+
+    def mute_partition_modifications(self, topic: str) -> None:
+        # the watch stays armed in ZooKeeper but its callback is no longer the topic's
+        self.controller._topic_watches.pop(topic, None)
+
+    def send_metadata_update(self, partitions: Collection[TopicPartition]) -> None:
+        c = self.controller
+        batch = ControllerRequestBatch()
+        batch.add_update_metadata(c.ctx.live_or_shutting_down_ids(), set(partitions))
+        c._send(batch)
+
+    def send(self, batch: ControllerRequestBatch) -> None:
+        self.controller._send(batch)
 
 
 async def _answer(reply: asyncio.Future[object], outcome: Awaitable[object]) -> None:

@@ -162,10 +162,19 @@ class LeaderAndIsrResponseReceived(ControllerEvent):
 
 @dataclass
 class StopReplicaResponseReceived(ControllerEvent):
-    """A broker answered a StopReplica request (None: it was removed before answering)."""
+    """A broker answered a StopReplica request (None: it was removed before answering);
+    ``deleted``: the partitions that request asked it to delete."""
 
     broker_id: int
     response: StopReplicaResponse | None
+    deleted: frozenset[TopicPartition] = frozenset()
+
+
+@dataclass
+class TopicDeletion(ControllerEvent):
+    """/admin/delete_topics children changed: topics queued for deletion."""
+
+    retriable = True
 
 
 @dataclass

@@ -7,9 +7,11 @@ LeaderAndIsr entry also queues UpdateMetadata for that partition to every live b
 so each broker's metadata cache learns of the new leader.
 
 Responses: ``send`` takes one callback for LeaderAndIsr responses and one for StopReplica
-responses, each called as ``callback(broker_id, response)`` once per request sent, with
-None for the response when that broker was removed before it answered (see
-controller.channel). UpdateMetadata responses carry nothing the controller acts on.
+responses, called once per request sent as ``callback(broker_id, response)`` and
+``callback(broker_id, response, deleted)`` (``deleted``: the partitions that StopReplica
+asked the broker to delete; the answer does not repeat it), with None for the response
+when that broker was removed before it answered (see controller.channel). UpdateMetadata
+responses carry nothing the controller acts on.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from zk.model import LeaderIsrAndControllerEpoch
 
 #: ``(broker_id, response body or None if the broker went away)``
 BrokerResponseCallback = Callable[[int, Any | None], None]
+#: ``(broker_id, response body or None, the partitions the request deleted)``
+StopReplicaCallback = Callable[[int, Any | None, frozenset[TopicPartition]], None]
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ class ControllerRequestBatch:
         controller_id: int,
         *,
         on_leader_and_isr_response: BrokerResponseCallback | None = None,
-        on_stop_replica_response: BrokerResponseCallback | None = None,
+        on_stop_replica_response: StopReplicaCallback | None = None,
     ) -> None:
         """Build every body from the context as it is now and hand them to ``channel``;
         the callbacks get each broker's LeaderAndIsr and StopReplica answers."""
@@ -105,7 +109,9 @@ class ControllerRequestBatch:
             if bid not in ctx.live_brokers:
                 continue
             key, version, body = requests.build_stop_replica(ctx, controller_id, bid, stops)
-            channel.send(bid, key, version, body, _for_broker(on_stop_replica_response, bid))
+            deleted = frozenset(tp for tp, delete in stops.items() if delete)
+            callback = _for_stop_replica(on_stop_replica_response, bid, deleted)
+            channel.send(bid, key, version, body, callback)
         self.leader_and_isr.clear()
         self.update_metadata_brokers.clear()
         self.update_metadata_partitions.clear()
@@ -114,3 +120,15 @@ class ControllerRequestBatch:
 
 def _for_broker(callback: BrokerResponseCallback | None, broker_id: int) -> ResponseCallback | None:
     return None if callback is None else functools.partial(callback, broker_id)
+
+
+def _for_stop_replica(
+    callback: StopReplicaCallback | None, broker_id: int, deleted: frozenset[TopicPartition]
+) -> ResponseCallback | None:
+    if callback is None:
+        return None
+
+    def on_answer(response: Any | None) -> None:
+        callback(broker_id, response, deleted)
+
+    return on_answer

@@ -28,6 +28,7 @@ from kazoo.exceptions import (
     KazooException,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     RolledBackError,
     SessionExpiredError,
 )
@@ -55,6 +56,14 @@ RESERVED_BROKER_MAX_ID = 1000
 
 class TopicExistsError(Exception):
     pass
+
+
+class TopicNotFoundError(Exception):
+    """The topic has no /brokers/topics znode."""
+
+
+class TopicAlreadyMarkedForDeletionError(Exception):
+    """/admin/delete_topics/<t> exists already: the topic's deletion is pending."""
 
 
 class ZooKeeperUnavailableError(Exception):
@@ -376,6 +385,57 @@ class KafkaZkClient:
 
     def get_topic_deletions(self, watch: Watch | None = None) -> list[str]:
         return self._children(paths.DELETE_TOPICS, watch)
+
+    def mark_topic_for_deletion(self, topic: str) -> None:
+        """Queue ``topic`` for the controller: create /admin/delete_topics/<t> (what
+        DeleteTopics writes). TopicNotFoundError when the topic does not exist,
+        TopicAlreadyMarkedForDeletionError when it is queued already."""
+        if self.kazoo.exists(paths.topic(topic)) is None:
+            raise TopicNotFoundError(topic)
+        try:
+            self.kazoo.create(paths.delete_topic(topic), b"", makepath=True)
+        except NodeExistsError:
+            raise TopicAlreadyMarkedForDeletionError(topic) from None
+
+    def delete_topic_deletions(self, topics: Sequence[str], epoch_zk_version: int) -> None:
+        """The controller drops /admin/delete_topics/<t> entries, fenced on its epoch;
+        one per multi-op, so an entry already gone fails alone (and is ignored)."""
+        if topics:
+            ops = {t: [("delete", paths.delete_topic(t), -1)] for t in topics}
+            self._controller_transactions(ops, epoch_zk_version)
+
+    def delete_topic_znodes(self, topic: str, epoch_zk_version: int, attempts: int = 3) -> None:
+        """Remove every znode of a deleted topic in one multi-op fenced on the controller
+        epoch: /brokers/topics/<t> with its partition and state znodes (children before
+        parents, as ZooKeeper deletes only leaves), /config/topics/<t> and
+        /admin/delete_topics/<t>. The tree is listed first; if it changed before the
+        multi-op ran (a znode gone, or a new child), it is listed again."""
+        for attempt in range(attempts):
+            ops: list[tuple[Any, ...]] = [
+                ("delete", p, -1) for p in self._subtree_leaves_first(paths.topic(topic))
+            ]
+            for path in (paths.topic_config(topic), paths.delete_topic(topic)):
+                if self.kazoo.exists(path) is not None:
+                    ops.append(("delete", path, -1))
+            if not ops:
+                return
+            failure = _first_failure(self.controller_write(ops, epoch_zk_version))
+            if failure is None:
+                return
+            if attempt + 1 == attempts or not isinstance(failure, NoNodeError | NotEmptyError):
+                raise failure
+
+    def _subtree_leaves_first(self, path: str) -> list[str]:
+        """``path`` and every znode under it, each listed after its children."""
+        try:
+            children = self.kazoo.get_children(path)
+        except NoNodeError:
+            return []
+        out: list[str] = []
+        for child in sorted(children):
+            out += self._subtree_leaves_first(f"{path}/{child}")
+        out.append(path)
+        return out
 
     # -- partition states ---------------------------------------------------------------
 

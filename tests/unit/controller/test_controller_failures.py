@@ -208,7 +208,7 @@ async def test_answers_and_removals_reach_the_callbacks_once() -> None:
         channel,
         1,
         on_leader_and_isr_response=lambda b, r: got.append(("lai", b, r)),
-        on_stop_replica_response=lambda b, r: got.append(("stop", b, r)),
+        on_stop_replica_response=lambda b, r, _: got.append(("stop", b, r)),
     )
     to_1, to_2 = channel.take(ApiKey.LEADER_AND_ISR)
     (stop,) = channel.take(ApiKey.STOP_REPLICA)
