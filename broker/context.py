@@ -23,7 +23,6 @@ from storage.topic_configs import TopicConfigs
 from timer.clock import Clock
 
 if TYPE_CHECKING:
-    from broker.delayed.create_topics import DelayedCreateTopics
     from broker.delayed.fetch import DelayedFetch
     from broker.delayed.produce import DelayedProduce
     from broker.metadata_cache import MetadataCache
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from broker.replica_manager import ReplicaManager
     from controller.controller import KafkaController
     from storage import LogManager
-    from timer import DelayedOperationPurgatory, Scheduler
+    from timer import DelayedOperation, DelayedOperationPurgatory, Scheduler
     from zk.client import KafkaZkClient
 
 T = TypeVar("T")
@@ -56,7 +55,9 @@ class BrokerContext:
     controller: KafkaController | None = None
     produce_purgatory: DelayedOperationPurgatory[DelayedProduce] | None = None
     fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] | None = None
-    create_topics_purgatory: DelayedOperationPurgatory[DelayedCreateTopics] | None = None
+    #: Kafka's topic purgatory: CreateTopics, CreatePartitions and DeleteTopics responses
+    #: waiting for the metadata cache, watched under ``topic_key(name)``
+    create_topics_purgatory: DelayedOperationPurgatory[DelayedOperation] | None = None
     producer_id_manager: ProducerIdManager | None = None
     scheduler: Scheduler | None = None
     broker_epoch: int = -1

@@ -45,7 +45,6 @@ from broker.apis import KafkaApis, error_response
 from broker.config import BrokerConfig, ConfigError
 from broker.config_changes import ConfigChangeListener
 from broker.context import BrokerContext
-from broker.delayed.create_topics import DelayedCreateTopics
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
 from broker.isr_zk import IsrChangePropagator, PropagationTimes, ZkIsrWriter
@@ -228,7 +227,8 @@ class BrokerServer:
             )
         produce = self._purgatory("Produce", DelayedProduce)
         fetch = self._purgatory("Fetch", DelayedFetch)
-        topics = self._purgatory("topic", DelayedCreateTopics)
+        # Kafka's topic purgatory: CreateTopics/CreatePartitions and DeleteTopics waiters
+        topics: DelayedOperationPurgatory[DelayedOperation] = self._purgatory("topic")
         cache = self.metadata_cache = MetadataCache(broker_id)
         self.replica_manager = self._replica_manager(self.log_manager, produce, fetch, cache)
 
@@ -328,8 +328,9 @@ class BrokerServer:
             error_response,
         )
 
-    def _purgatory(self, name: str, _kind: type[Op]) -> DelayedOperationPurgatory[Op]:
-        """A started purgatory of ``_kind`` operations (the type only types the result)."""
+    def _purgatory(self, name: str, _kind: type[Op] | None = None) -> DelayedOperationPurgatory[Op]:
+        """A started purgatory of ``_kind`` operations (the type only types the result; a
+        purgatory of several kinds is typed by the caller's annotation instead)."""
         purgatory: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory(
             name, clock=self.clock, broker_id=self.broker_id
         )
@@ -443,6 +444,7 @@ class BrokerServer:
                 "leader.imbalance.per.broker.percentage"
             ),
             zookeeper_session_timeout_ms=c.get_int("zookeeper.session.timeout.ms"),
+            delete_topic_enable=c.get_bool("delete.topic.enable"),
         )
 
     def _broker_info(self) -> BrokerInfo:

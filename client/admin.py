@@ -186,8 +186,7 @@ async def delete_topics(
     conn = await client.any_connection()
     if not conn.supports(ApiKey.DELETE_TOPICS):
         raise UnsupportedApi(
-            "the brokers do not support DeleteTopics yet (topic deletion is not implemented); "
-            "nothing was deleted"
+            "the brokers do not support DeleteTopics; nothing was deleted"
         )
 
     def build(version: int) -> Any:

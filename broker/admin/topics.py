@@ -1,10 +1,15 @@
-"""Topic creation and partition addition: validate, assign replicas, write to ZooKeeper.
+"""Topic creation, partition addition and deletion requests: validate, assign replicas,
+write to ZooKeeper.
 
 Any broker can create a topic (Kafka's ZooKeeper mode): it writes /config/topics/<t> and
 /brokers/topics/<t> (with a new topic id) in one multi-op; the controller sees the new
 child of /brokers/topics, creates the partition states and sends LeaderAndIsr and
 UpdateMetadata. Adding partitions rewrites the topic znode conditionally on its version;
 the controller's per-topic watch picks it up.
+
+Deleting only queues the topic under /admin/delete_topics (``queue_deletion``); the
+controller's TopicDeletionManager carries it out. While it is queued the topic's znode
+stays, so creating the same name again is TOPIC_ALREADY_EXISTS until deletion completed.
 
 ``plan_topic`` and ``plan_partitions`` are pure decisions (what to write, or which Kafka
 error to answer); ``create_topic`` and ``add_partitions`` do the blocking ZooKeeper writes
@@ -56,6 +61,8 @@ class TopicStore(Protocol):
     def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None: ...
 
     def set_topic_assignment(self, assignment: TopicAssignment, expected_version: int) -> int: ...
+
+    def mark_topic_for_deletion(self, topic: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -256,4 +263,19 @@ async def add_partitions(
         raise AdminError(
             ErrorCode.REASSIGNMENT_IN_PROGRESS,
             f"Topic '{current.topic}' changed while adding partitions; retry.",
+        ) from None
+
+
+async def queue_deletion(zk: TopicStore, topic: str) -> None:
+    """Queue ``topic`` for deletion; one queued already is not an error (the caller
+    waits for it like for its own request, as Kafka does)."""
+    from zk.client import TopicAlreadyMarkedForDeletionError, TopicNotFoundError
+
+    try:
+        await asyncio.to_thread(zk.mark_topic_for_deletion, topic)
+    except TopicAlreadyMarkedForDeletionError:
+        return
+    except TopicNotFoundError:
+        raise AdminError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
         ) from None

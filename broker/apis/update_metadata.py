@@ -45,8 +45,10 @@ async def handle(ctx: BrokerContext, request: ApiRequest[UpdateMetadataRequest])
         rm.controller_epoch = body.controller_epoch
     if deleted:
         log.info("metadata: %d partitions deleted", len(deleted))
-        # a topic re-created under the same name must not inherit the old overrides
-        for topic in {topic for topic, _ in deleted}:
+    # a topic re-created under the same name must not inherit the old overrides: forget
+    # them with the topic (also when this broker's cache never had it)
+    for topic in touched:
+        if not ctx.metadata_cache.contains_topic(topic):
             ctx.topic_configs.forget(topic)
     purgatory = ctx.create_topics_purgatory
     if purgatory is not None:

@@ -96,7 +96,8 @@ async def test_api_versions_newer_than_ours_gets_error_35_in_a_v0_body() -> None
     assert response.header.correlation_id == 11
     assert response.body.error_code == ErrorCode.UNSUPPORTED_VERSION
     listed = {e.api_key for e in response.body.api_keys}
-    assert ApiKey.API_VERSIONS in listed and ApiKey.DELETE_TOPICS not in listed
+    assert ApiKey.API_VERSIONS in listed and ApiKey.DELETE_TOPICS in listed
+    assert ApiKey.SASL_HANDSHAKE not in listed
 
 
 async def test_an_api_without_handler_gets_unsupported_version_or_close() -> None:
@@ -169,7 +170,8 @@ def test_iter_error_codes_walks_nested_lists() -> None:
 
 def test_the_table_names_the_served_apis() -> None:
     assert set(HANDLERS) >= {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA}
-    assert ApiKey.DELETE_TOPICS not in HANDLERS
+    assert ApiKey.DELETE_TOPICS in HANDLERS
+    assert ApiKey.SASL_HANDSHAKE not in HANDLERS
 
 
 @pytest.mark.parametrize("api_key", [ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE])
