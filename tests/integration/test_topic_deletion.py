@@ -7,7 +7,8 @@ broker is down while it is deleted (the deletion waits for it) and when the cont
 dies (its successor finishes). The module's cluster runs with auto.create.topics.enable
 false, so that clients still using a deleted topic see it gone; a one-broker cluster with
 the shipped default (true) shows a producer re-creating it. Files of deleted logs go
-at once (log.segment.delete.delay.ms 0); the ZooKeeper session is short so that a killed
+at once (log.segment.delete.delay.ms 0, and the delete-logs task runs from the start);
+the ZooKeeper session is short so that a killed
 controller is replaced soon. Every wait is a poll with a deadline.
 """
 
@@ -46,6 +47,7 @@ SESSION_TIMEOUT_MS = 4000
 OVERRIDES = (
     ("auto.create.topics.enable", "false"),
     ("log.segment.delete.delay.ms", "0"),
+    ("log.initial.task.delay.ms", "0"),
     ("zookeeper.session.timeout.ms", str(SESSION_TIMEOUT_MS)),
     ("replica.fetch.wait.max.ms", "200"),
 )
@@ -205,9 +207,13 @@ def test_a_replica_on_a_dead_broker_holds_the_deletion_until_it_returns(
     victim = a_non_controller(cluster)
     others = [i for i in cluster.broker_ids if i != victim]
     cluster.local.kill_broker(victim)
-    wait_until(lambda: victim not in cluster.registered(), what=f"broker {victim} to go")
+    wait_until(
+        lambda: all(victim not in {b.node_id for b in cluster.metadata(i).brokers} for i in others),
+        what=f"every live broker to see broker {victim} gone",
+    )
     try:
-        kp = KafkaAdminClient(bootstrap_servers=cluster.layout.bootstrap_servers)
+        live = [f"127.0.0.1:{cluster.layout.client_ports[i]}" for i in others]
+        kp = KafkaAdminClient(bootstrap_servers=live)
         try:
             kp.delete_topics([topic], timeout_ms=20_000)
             # the live brokers delete their replicas; the topic itself waits for the dead one
@@ -258,8 +264,14 @@ def test_clients_of_a_deleted_topic_get_errors_and_nothing_crashes(
     reader = KafkaConsumer(bootstrap_servers=cluster.layout.bootstrap_servers)
     reader.assign([KpTopicPartition(topic, 0), KpTopicPartition(topic, 1)])
     reader.seek_to_beginning()
-    read = wait_until(lambda: reader.poll(timeout_ms=500), timeout=20, what="the first records")
-    assert sum(len(records) for records in read.values()) > 0
+    read: list[object] = []
+
+    def read_all() -> bool:
+        for records in reader.poll(timeout_ms=200).values():
+            read.extend(records)
+        return len(read) == 10
+
+    wait_until(read_all, timeout=20, what="the reader to read the ten records")
     delete(cluster, topic)
     wait_gone(cluster, zk, topic)
 
