@@ -185,9 +185,7 @@ async def delete_topics(
     """Raises UnsupportedApi when the brokers do not serve DeleteTopics."""
     conn = await client.any_connection()
     if not conn.supports(ApiKey.DELETE_TOPICS):
-        raise UnsupportedApi(
-            "the brokers do not support DeleteTopics; nothing was deleted"
-        )
+        raise UnsupportedApi("the brokers do not support DeleteTopics; nothing was deleted")
 
     def build(version: int) -> Any:
         if version >= 6:

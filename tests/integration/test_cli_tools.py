@@ -116,8 +116,10 @@ def test_delete_by_name_and_by_regex(cluster: TestCluster) -> None:
     assert topics(cluster, "--delete", "--topic", "doomed-.*").returncode == 0
     # DeleteTopics answers once the controller's cache has dropped them; the others follow
     wait_until(
-        lambda: set(text(topics(cluster, "--list")).split()) & {"doomed", "doomed-a", "doomed-b"}
-        == set(),
+        lambda: (
+            set(text(topics(cluster, "--list")).split()) & {"doomed", "doomed-a", "doomed-b"}
+            == set()
+        ),
         timeout=30,
         what="the deleted topics to leave --list",
     )

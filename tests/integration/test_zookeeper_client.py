@@ -16,7 +16,12 @@ from protocol.values import TopicPartition
 from tests.integration.zk_fixtures import expire_session
 from tests.polling import wait_until
 from zk import codec, paths
-from zk.client import KafkaZkClient, TopicExistsError
+from zk.client import (
+    KafkaZkClient,
+    TopicAlreadyMarkedForDeletionError,
+    TopicExistsError,
+    TopicNotFoundError,
+)
 from zk.errors import BrokerIdInUseError, ControllerMovedError, StateConflictError
 from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment
 
@@ -240,6 +245,45 @@ def test_zombie_controller_writes_are_fenced(zk: MakeZk) -> None:
         {tp: LeaderAndIsr(2, 1, (2,), 0)}, new.epoch, new.epoch_zk_version
     )
     assert ok[tp] == LeaderAndIsr(2, 1, (2,), 1)
+
+
+def test_a_deleted_topics_znodes_go_in_one_fenced_multi_op(zk: MakeZk) -> None:
+    admin, controller, successor = zk(), zk(), zk()
+    admin.ensure_persistent_paths()
+    admin.create_topic(
+        TopicAssignment("doomed", codec.new_topic_id(), {0: (1, 2), 1: (2, 1)}),
+        {"retention.ms": "1000"},
+    )
+    admin.create_topic(TopicAssignment("kept", codec.new_topic_id(), {0: (1,)}), {})
+    old = controller.try_become_controller(1, NOW)
+    tps = {TopicPartition("doomed", p): LeaderAndIsr(1, 0, (1, 2)) for p in (0, 1)}
+    controller.create_partition_states(tps, old.epoch, old.epoch_zk_version)
+    with pytest.raises(TopicNotFoundError):
+        admin.mark_topic_for_deletion("never")
+    admin.mark_topic_for_deletion("doomed")
+    with pytest.raises(TopicAlreadyMarkedForDeletionError):
+        admin.mark_topic_for_deletion("doomed")
+    assert admin.get_topic_deletions() == ["doomed"]
+
+    # a successor took over: the old controller's delete is refused whole
+    successor.kazoo.delete(paths.CONTROLLER)
+    new = successor.try_become_controller(2, NOW)
+    with pytest.raises(ControllerMovedError):
+        controller.delete_topic_znodes("doomed", old.epoch_zk_version)
+    assert admin.kazoo.exists(paths.partition_state("doomed", 1)) is not None
+    assert admin.get_topic_config("doomed") == {"retention.ms": "1000"}
+
+    successor.delete_topic_znodes("doomed", new.epoch_zk_version)
+    for path in (paths.topic("doomed"), paths.topic_config("doomed"), paths.delete_topic("doomed")):
+        assert admin.kazoo.exists(path) is None, path
+    assert admin.get_topics() == ["kept"] and admin.get_topic_deletions() == []
+    successor.delete_topic_znodes("doomed", new.epoch_zk_version)  # nothing left: no error
+
+    admin.kazoo.create(paths.delete_topic("ghost"), b"")
+    with pytest.raises(ControllerMovedError):
+        controller.delete_topic_deletions(["ghost"], old.epoch_zk_version)
+    successor.delete_topic_deletions(["ghost", "gone-meanwhile"], new.epoch_zk_version)
+    assert admin.get_topic_deletions() == []
 
 
 def test_isr_change_notifications(zk: MakeZk) -> None:
