@@ -89,7 +89,7 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("default.replication.factor", I, 1, "replication factor of auto-created topics",
      at_least(1)),
     ("auto.create.topics.enable", B, True, "create topics on first metadata/produce request"),
-    ("delete.topic.enable", B, True, "allow DeleteTopics"),
+    ("delete.topic.enable", B, True, "allow DeleteTopics (false: refused, queued ones dropped)"),
     ("auto.leader.rebalance.enable", B, True, "move leadership back to preferred replicas"),
     ("leader.imbalance.per.broker.percentage", I, 10, "imbalance that triggers a rebalance",
      at_least(0)),
