@@ -813,10 +813,7 @@ class KafkaController:
         if not new:
             return
         log.info("controller: deleting topics %s", sorted(new))
-        self.deletion.mark_ineligible(
-            {t for t in new if self.ctx.is_topic_being_reassigned(t)}, "reassignment in progress"
-        )
-        await self.deletion.enqueue(new)
+        await self.deletion.enqueue(new, {t for t in new if self.ctx.is_topic_being_reassigned(t)})
 
     async def _reassigning(self, work: Awaitable[None]) -> None:
         """Run a reassignment handler; then topics queued for deletion that it held back

@@ -152,11 +152,13 @@ class TopicDeletionManager:
         if self.enabled:
             await self._resume_and_send()
 
-    async def enqueue(self, topics: Collection[str]) -> None:
-        """Topics newly queued under /admin/delete_topics (existing ones only)."""
+    async def enqueue(self, topics: Collection[str], ineligible: Collection[str] = ()) -> None:
+        """Topics newly queued under /admin/delete_topics (existing ones only); those in
+        ``ineligible`` (a partition being reassigned) are queued halted."""
         if not self.enabled or not topics:
             return
         self.ctx.topics_to_delete |= set(topics)
+        self.mark_ineligible(set(ineligible) & set(topics), "reassignment in progress")
         await self._resume_and_send()
 
     async def resume_for_topics(self, topics: Collection[str]) -> None:

@@ -103,3 +103,17 @@ async def test_a_deleted_topic_s_overrides_are_forgotten() -> None:
     ctx.topic_configs.set("t", {"retention.ms": "1"})
     await update_metadata.handle(ctx, Req(body(leader=-2)))  # LeaderDuringDelete
     assert not ctx.topic_configs.knows("t")
+
+
+async def test_overrides_are_forgotten_even_when_the_cache_never_had_the_topic() -> None:
+    ctx = make_ctx()
+    ctx.topic_configs.set("t", {"retention.ms": "1"})  # read by a DescribeConfigs, say
+    await update_metadata.handle(ctx, Req(body(leader=-2)))
+    assert not ctx.topic_configs.knows("t")
+
+
+async def test_a_live_topic_keeps_its_overrides() -> None:
+    ctx = make_ctx()
+    ctx.topic_configs.set("t", {"retention.ms": "1"})
+    await update_metadata.handle(ctx, Req(body()))
+    assert ctx.topic_configs.overrides("t") == {"retention.ms": "1"}

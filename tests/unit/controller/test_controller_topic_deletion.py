@@ -466,3 +466,19 @@ async def test_a_missing_answer_is_left_to_the_brokers_death(response: str | Non
     await drain(c)
     expected = R.DELETION_STARTED if response is None else R.DELETION_INELIGIBLE
     assert c.ctx.replica_state(PartitionReplica(D1, 2)) is expected
+
+
+async def test_a_topic_with_a_partition_being_reassigned_waits_for_the_reassignment() -> None:
+    c, channel, zk = make_controller()
+    c.ctx.set_full_assignment(D1, ReplicaAssignment((2, 3, 1), (1,), ()))
+    zk.queued = ["d"]
+    await c._on_topic_deletion()
+    assert c.ctx.topics_ineligible_for_deletion == {"d"}
+    assert channel.take(ApiKey.STOP_REPLICA) == []
+
+    async def reassignment_completes() -> None:
+        c.ctx.set_full_assignment(D1, ReplicaAssignment((2, 3)))
+
+    await c._reassigning(reassignment_completes())
+    assert c.ctx.topics_ineligible_for_deletion == set()
+    assert sorted(r.broker_id for r in channel.take(ApiKey.STOP_REPLICA)) == [1, 2, 3]
