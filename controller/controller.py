@@ -22,6 +22,10 @@ broker went away first). A LeaderAndIsr answer with KAFKA_STORAGE_ERROR partitio
 those replicas offline, as a broker failure would for all of its replicas: leaders they
 held are elected again elsewhere, and they leave their ISRs.
 
+Topic deletion: /admin/delete_topics is watched; its entries go to the
+TopicDeletionManager (controller.topic_deletion), which the broker-failure, broker-startup,
+reassignment and StopReplica-answer handlers keep informed.
+
 Threads: kazoo calls ``_on_*`` watch and state callbacks on its own thread; they only
 enqueue events. Everything else runs on the event manager's single task, and blocking
 ZooKeeper calls go through ``asyncio.to_thread``.
