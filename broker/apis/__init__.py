@@ -40,6 +40,7 @@ from broker.apis import (
     describe_log_dirs,
     elect_leaders,
     fetch,
+    find_coordinator,
     incremental_alter_configs,
     init_producer_id,
     leader_and_isr,
@@ -90,6 +91,7 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
         ApiKey.ELECT_LEADERS: elect_leaders.handle,
+        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
     }
 )
 
