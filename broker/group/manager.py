@@ -503,6 +503,11 @@ class GroupMetadataManager:
             return
         self._creating = self._spawn(self._create_offsets_topic(), "create-offsets-topic")
 
+    @property
+    def offsets_topic_creation(self) -> asyncio.Task[int] | None:
+        """The creation under way or last made (None before any)."""
+        return self._creating
+
     # -- cleanup: expiry, deleted topics ----------------------------------------------------
 
     async def expire_offsets(self) -> int:
