@@ -147,8 +147,8 @@ def test_a_leader_move_moves_the_coordinator_and_reloads_the_commits(c: TestClus
     if not serves(c, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH):
         pytest.skip("needs the group protocol's OffsetCommit and OffsetFetch handlers")
     from confluent_kafka import Consumer, TopicPartition
-    from confluent_kafka import NewTopic
     from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     topic, group = "gstore-moves", "gstore-mover"
     admin = AdminClient({"bootstrap.servers": c.layout.bootstrap_servers})
