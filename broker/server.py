@@ -10,9 +10,11 @@ Startup (Kafka's KafkaServer.startup):
    broker id (configured, from meta.properties, or generated from /brokers/seqid),
    then meta.properties written where missing;
 4. the Scheduler with every periodic task of ``BrokerServer.scheduled_tasks`` (the
-   LogManager's housekeeping, the high-watermark checkpoint, ISR expiration and ISR
-   change propagation), the purgatories and the ReplicaManager (with the writer of
-   its leaders' ISR changes to ZooKeeper);
+   LogManager's housekeeping, the high-watermark checkpoint, ISR expiration, ISR
+   change propagation and offsets expiry), the purgatories and the ReplicaManager (with
+   the writer of its leaders' ISR changes to ZooKeeper), then the group store
+   (``broker.group.manager``: __consumer_offsets partitions load and unload as the
+   ReplicaManager's leaderships change);
 5. the SocketServer: data-plane listeners and the control-plane listener; client
    requests that arrive before the broker is registered and its metadata cache lists it
    are held (broker.readiness), the controller's are served;
@@ -23,7 +25,8 @@ Startup (Kafka's KafkaServer.startup):
 
 Shutdown (SIGTERM; KafkaServer.shutdown): controlled shutdown (ask the controller to move
 our leaderships away) when enabled, stop the listeners and let in-flight requests finish,
-stop the controller (resigning if active), the ReplicaManager, purgatories and
+stop the group store's loads and background writes, the controller (resigning if
+active), the ReplicaManager, purgatories and
 scheduler, then flush every log and write the checkpoints and the clean-shutdown marker,
 remove the registration and close the ZooKeeper session. Each step runs even when an
 earlier one failed: a broker that is stopping must still leave its logs clean. The steps
