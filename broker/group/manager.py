@@ -578,6 +578,11 @@ class GroupMetadataManager:
         task.add_done_callback(self._background.discard)
         return task
 
+    async def drain(self) -> None:
+        """Until the background writes under way (tombstones, a topic creation) end."""
+        while self._background:
+            await asyncio.wait(list(self._background))
+
     async def shutdown(self) -> None:
         """Stop loads and background writes (the broker is stopping)."""
         tasks = [*self._loading.values(), *self._background]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from broker.admin.topics import OFFSETS_TOPIC
+from broker.apis import update_metadata
 from broker.group.manager import (
     GroupMetadataManager,
     OffsetsConfig,
@@ -20,11 +21,18 @@ from broker.group.manager import (
 )
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
 from broker.group.partitioner import partition_for
+from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages import UpdateMetadataRequest
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
 from protocol.values import TopicPartition
-from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state
+from tests.unit.broker.broker_helpers import (
+    HandlerRequest,
+    LocalReplicas,
+    local_replicas,
+    partition_state,
+)
 
 PARTITIONS = 3
 T0 = TopicPartition("t", 0)
@@ -323,6 +331,44 @@ async def test_commits_of_deleted_topics_are_tombstoned(setup: Setup) -> None:
     await setup.follow(0, epoch=1)
     await setup.lead(0, epoch=2)
     assert offsets_of(store.get_group(G0)) == {TopicPartition("u", 0): 2}
+
+
+def deleting(topic: str, partitions: int, leader: int) -> HandlerRequest:
+    """An UpdateMetadata request for ``topic`` (leader -2: the topic is being deleted)."""
+    U = UpdateMetadataRequest
+    states = [
+        U.UpdateMetadataPartitionState(
+            partition_index=p, controller_epoch=1, leader=leader, leader_epoch=0, isr=[0],
+            zk_version=0, replicas=[0], offline_replicas=[],
+        )
+        for p in range(partitions)
+    ]  # fmt: skip
+    body = U(
+        controller_id=0,
+        controller_epoch=1,
+        broker_epoch=-1,
+        topic_states=[U.UpdateMetadataTopicState(topic_name=topic, partition_states=states)],
+        live_brokers=[U.UpdateMetadataBroker(id=0, endpoints=[])],
+    )
+    return HandlerRequest(ApiKey.UPDATE_METADATA, 7, body)
+
+
+async def test_update_metadata_deleting_a_topic_drops_its_commits(setup: Setup) -> None:
+    store = setup.store
+    await setup.lead(0)
+    ctx = setup.replicas.context()
+    ctx.group_store = store
+    group = store.add_group(GroupMetadata(G0))
+    await store.store_offsets(
+        group, {T0: commit(1), T1: commit(2), TopicPartition("u", 0): commit(3)}
+    )
+    await update_metadata.handle(ctx, deleting("t", 2, 0))
+    await store.drain()
+    assert offsets_of(group) == {T0: 1, T1: 2, TopicPartition("u", 0): 3}
+    await update_metadata.handle(ctx, deleting("t", 2, -2))
+    await store.drain()
+    assert offsets_of(group) == {TopicPartition("u", 0): 3}
+    assert store.offsets_removed == 2
 
 
 async def test_lag_counts_the_partitions_held_here(setup: Setup) -> None:
