@@ -5,6 +5,7 @@ are mapped as Kafka maps them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from broker.group.manager import (
 )
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
 from broker.group.partitioner import partition_for
+from broker.server import on_loop
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import UpdateMetadataRequest
@@ -397,3 +399,45 @@ def test_partition_count_is_the_existing_topics_before_the_setting(tmp_path: Pat
     assert store.partition_count() == 7
     assert store.partition_for("my-group") == partition_for("my-group", 7)
     replicas.log_manager.shutdown()
+
+
+async def test_a_partition_compacted_by_the_log_cleaner_loads_the_same_groups(
+    tmp_path: Path,
+) -> None:
+    replicas = local_replicas(tmp_path)
+    lm = replicas.log_manager
+    # the offsets topic as created: compacted; small segments so that most can be cleaned
+    lm.topic_configs.set(OFFSETS_TOPIC, {"cleanup.policy": "compact", "segment.bytes": "400"})
+    store = GroupMetadataManager(
+        replicas.rm, replicas.clock, OffsetsConfig(num_partitions=PARTITIONS)
+    )
+    replicas.rm.on_leadership_change = store.on_leadership_change
+    setup = Setup(replicas, store, Listener(), {})
+    await setup.lead(0)
+    kept = store.add_group(stable_group(G0))
+    gone = store.add_group(stable_group(G0B))
+    await store.store_group(kept)
+    await store.store_group(gone)
+    for i in range(30):
+        await store.store_offsets(kept, {TopicPartition("t", i % 3): commit(i)})
+        await store.store_offsets(gone, {T0: commit(i)})
+    await store.delete_offsets(kept, [TopicPartition("t", 2)])
+    await store.delete_group(gone)
+    expected = offsets_of(kept)
+    lg = replicas.rm.partition_for(offsets_tp(0))
+    assert lg is not None and lg.log is not None
+    lg.log.roll()
+    before = sum(1 for _ in lg.log.iter_batch_headers())
+
+    lm.cleaner.on_owner = on_loop(asyncio.get_running_loop())
+    await asyncio.to_thread(lm.cleaner.run_until_idle)
+    assert lm.cleaner.metrics.passes >= 1
+    assert sum(1 for _ in lg.log.iter_batch_headers()) < before
+
+    await setup.follow(0, epoch=1)
+    await setup.lead(0, epoch=2)
+    loaded = store.get_group(G0)
+    assert offsets_of(loaded) == expected
+    assert loaded is not None and loaded.generation_id == 3 and "m-1" in loaded.members
+    assert store.get_group(G0B) is None
+    lm.shutdown()
