@@ -6,7 +6,7 @@ partition led elsewhere is NOT_LEADER_OR_FOLLOWER, one that does not exist
 UNKNOWN_TOPIC_OR_PARTITION). The response waits, as a DelayedDeleteRecords, until every
 live replica moved its log start there, or ``timeout_ms`` (REQUEST_TIMED_OUT), and
 carries each partition's low watermark. A partition named twice in one request is
-INVALID_REQUEST (the request would otherwise ask two things of one log).
+answered once, for the last offset named (Kafka reads the request into a map).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import asyncio
 from broker.apis.request import ApiRequest
 from broker.context import BrokerContext, require
 from broker.delayed.delete_records import DeleteRecordsPartitionResult
-from protocol import ErrorCode, Response, make_response
+from protocol import Response, make_response
 from protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse, RequestHeader
 from protocol.values import TopicPartition
 
@@ -24,21 +24,13 @@ _Partition = DeleteRecordsResponse.DeleteRecordsPartitionResult
 _Topic = DeleteRecordsResponse.DeleteRecordsTopicResult
 
 
-def requested_offsets(
-    body: DeleteRecordsRequest,
-) -> tuple[dict[TopicPartition, int], set[TopicPartition]]:
-    """The offset asked for each partition, and the partitions named more than once."""
-    offsets: dict[TopicPartition, int] = {}
-    duplicates: set[TopicPartition] = set()
-    for topic in body.topics:
-        for p in topic.partitions:
-            tp = TopicPartition(topic.name, p.partition_index)
-            if tp in offsets:
-                duplicates.add(tp)
-            offsets[tp] = p.offset
-    for tp in duplicates:
-        del offsets[tp]
-    return offsets, duplicates
+def requested_offsets(body: DeleteRecordsRequest) -> dict[TopicPartition, int]:
+    """The offset asked for each partition (the last one, for a partition named twice)."""
+    return {
+        TopicPartition(topic.name, p.partition_index): p.offset
+        for topic in body.topics
+        for p in topic.partitions
+    }
 
 
 def build_response(
@@ -56,7 +48,7 @@ def build_response(
             if tp in seen:
                 continue
             seen.add(tp)
-            r = results.get(tp, DeleteRecordsPartitionResult(ErrorCode.INVALID_REQUEST))
+            r = results[tp]
             partitions.append(
                 _Partition(
                     partition_index=tp.partition,
@@ -77,7 +69,7 @@ async def handle(
     ctx: BrokerContext, request: ApiRequest[DeleteRecordsRequest]
 ) -> Response | asyncio.Future[Response]:
     header, body = request.header, request.body
-    offsets, _duplicates = requested_offsets(body)
+    offsets = requested_offsets(body)
     future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
 
     def on_done(results: dict[TopicPartition, DeleteRecordsPartitionResult]) -> None:
