@@ -49,16 +49,16 @@ class FakeCluster:
         self.client.view = self.views.pop(0) if len(self.views) > 1 else self.views[0]
         return self.client.view
 
-    async def request(self, node: int | None, api_key: int, body: Any, **kw: Any) -> Any:
-        assert node is not None
+    async def request(self, node_id: int | None, api_key: int, body: Any, **kw: Any) -> Any:
+        assert node_id is not None
         assert api_key == ApiKey.DELETE_RECORDS and isinstance(body, DeleteRecordsRequest)
         asked = [(p.partition_index, p.offset) for t in body.topics for p in t.partitions]
-        self.sent.append((node, asked))
+        self.sent.append((node_id, asked))
         partitions = [
             R.DeleteRecordsPartitionResult(
                 partition_index=p,
-                error_code=self.answers[node][p][0],
-                low_watermark=self.answers[node][p][1],
+                error_code=self.answers[node_id][p][0],
+                low_watermark=self.answers[node_id][p][1],
             )
             for p, _ in asked
         ]
