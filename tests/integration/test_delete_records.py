@@ -163,11 +163,13 @@ def earliest(c: TestCluster, topic: str) -> int:
     return run(ask())
 
 
-def segment_bases(c: TestCluster, i: int, topic: str) -> list[int]:
-    """The base offsets of broker i's live segments of ``topic``-0 (files being deleted,
-    renamed ``.deleted``, are gone from the log)."""
+def has_segments_below(c: TestCluster, i: int, topic: str, offset: int) -> bool:
+    """Whether broker i's ``topic``-0 has a segment wholly below ``offset``: one whose
+    next segment starts at or below it (files being deleted, renamed ``.deleted``, are
+    gone from the log already)."""
     directory = c.layout.log_dir(i) / f"{topic}-0"
-    return sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
+    bases = sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
+    return len(bases) > 1 and bases[1] <= offset
 
 
 def test_the_tool_deletes_on_every_replica_and_consumers_start_there_after_leader_changes(
@@ -179,6 +181,8 @@ def test_the_tool_deletes_on_every_replica_and_consumers_start_there_after_leade
     topic = "dr-tool"
     create(admin, topic, **{"segment.bytes": SEGMENT_BYTES})
     produce(c, topic)
+    # a replica's segments roll by its appends: some broker has segments wholly below 40
+    assert any(has_segments_below(c, i, topic, 40) for i in c.broker_ids)
     offsets = tmp_path / "offsets.json"
     offsets.write_text(
         json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 40}], "version": 1})
@@ -204,14 +208,11 @@ def test_the_tool_deletes_on_every_replica_and_consumers_start_there_after_leade
         assert fetch_error(c, topic, 0) == ErrorCode.OFFSET_OUT_OF_RANGE
 
     # the retention task drops every segment wholly below 40, on every broker
-    def trimmed() -> bool:
-        for i in c.broker_ids:
-            bases = segment_bases(c, i, topic)
-            if not bases or bases[0] == 0 or (len(bases) > 1 and bases[1] <= 40):
-                return False
-        return True
-
-    wait_until(trimmed, 30, "segments below offset 40 removed on every broker")
+    wait_until(
+        lambda: not any(has_segments_below(c, i, topic, 40) for i in c.broker_ids),
+        30,
+        "segments below offset 40 removed on every broker",
+    )
 
 
 def test_confluent_kafka_admin_deletes_records_and_gets_the_low_watermark(
