@@ -16,6 +16,11 @@ the consumers' fetches waiting on the partition. The periodic ``isr-expiration``
 from the ISR. Each ISR change a leader wrote to ZooKeeper is counted and queued for the
 controller's ISR change notification (``broker.isr_zk.IsrChangePropagator``).
 
+DeleteRecords (:meth:`delete_records`) moves a led partition's log start; each follower
+fetch carries the follower's log start, and one that moved, or a follower's broker
+leaving the live brokers (:meth:`live_brokers_changed`), may complete the
+DelayedDeleteRecords waiting for every live replica to follow.
+
 Results come back through callbacks, as in Kafka, because acks=all produces and long-poll
 fetches finish later, in a purgatory; the callback runs synchronously when no waiting is
 needed, so a handler can tell the two cases apart and answer at once.
@@ -473,7 +478,7 @@ class ReplicaManager:
         self.delete_records_purgatory.check_and_complete(tp)
 
     async def shutdown(self) -> None:
-        """Stop the replica fetchers (before the logs they append to close), then both
+        """Stop the replica fetchers (before the logs they append to close), then the
         purgatories (waiting operations are dropped with the connections)."""
         if self.replica_fetchers is not None:
             await self.replica_fetchers.shutdown()
