@@ -34,6 +34,7 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (3, 4),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.DELETE_RECORDS: (0, 2),
 }
 
 #: What the first ApiVersions request uses. v3 is flexible; a broker that does not know it

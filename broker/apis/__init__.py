@@ -35,6 +35,7 @@ from broker.apis import (
     controlled_shutdown,
     create_partitions,
     create_topics,
+    delete_records,
     describe_cluster,
     describe_configs,
     describe_log_dirs,
@@ -91,6 +92,7 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
         ApiKey.ELECT_LEADERS: elect_leaders.handle,
+        ApiKey.DELETE_RECORDS: delete_records.handle,
         ApiKey.FIND_COORDINATOR: find_coordinator.handle,
     }
 )
