@@ -42,6 +42,7 @@ from broker.apis import (
     describe_log_dirs,
     elect_leaders,
     fetch,
+    find_coordinator,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
@@ -101,6 +102,7 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
         ApiKey.ELECT_LEADERS: elect_leaders.handle,
         # consumer groups (broker.group)
+        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
         ApiKey.JOIN_GROUP: join_group.handle,
         ApiKey.SYNC_GROUP: sync_group.handle,
         ApiKey.HEARTBEAT: heartbeat.handle,
