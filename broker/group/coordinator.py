@@ -398,7 +398,7 @@ class GroupCoordinator:
         its old member id is replaced (and fenced from then on). When nothing else changed
         in a Stable group, the group keeps its generation and assignment (no rebalance)."""
         runtime = self._runtime(group.group_id)
-        old = group.members.pop(old_id)
+        old = group.members[old_id]
         self._cancel_heartbeat(group.group_id, old_id)
         fenced_join = runtime.join_waiters.pop(old_id, None)
         if fenced_join is not None:
@@ -407,17 +407,12 @@ class GroupCoordinator:
         if fenced_sync is not None:
             _settle(fenced_sync, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         old_protocols = old.protocols
-        old.member_id = new_id
         old.client_id = request.client_id
         old.client_host = request.client_host
         old.rebalance_timeout_ms = request.rebalance_timeout_ms
         old.session_timeout_ms = request.session_timeout_ms
         old.protocols = list(request.protocols)
-        group.members[new_id] = old
-        assert request.group_instance_id is not None
-        group.static_members[request.group_instance_id] = new_id
-        if group.leader_id == old_id:
-            group.leader_id = new_id
+        _rename_member(group, old_id, new_id)
         state = group.state
         if (
             state is GroupState.STABLE
@@ -447,14 +442,10 @@ class GroupCoordinator:
         if error != ErrorCode.NONE:
             # put the old member back: the client retries and the old id stays valid
             if group.members.get(new_id) is member:
-                del group.members[new_id]
-                member.member_id = old_id
+                self._cancel_heartbeat(group.group_id, new_id)
                 member.protocols = old_protocols
-                group.members[old_id] = member
-                if member.group_instance_id is not None:
-                    group.static_members[member.group_instance_id] = old_id
-                if group.leader_id == new_id:
-                    group.leader_id = old_id
+                _rename_member(group, new_id, old_id)
+                self._schedule_heartbeat(group, member)
             _settle(future, JoinResult(error, member_id=UNKNOWN_MEMBER_ID))
             return
         _settle(future, self._join_result(group, new_id, with_members=False))
@@ -973,6 +964,18 @@ class GroupCoordinator:
         for group in self.store.groups():
             counts[group.state] += 1
         return counts
+
+
+def _rename_member(group: GroupMetadata, old_id: str, new_id: str) -> None:
+    """Give a static member its new member id, keeping its place in join order (which
+    decides the next leader) and its leadership."""
+    member = group.members[old_id]
+    member.member_id = new_id
+    group.members = {(new_id if k == old_id else k): m for k, m in group.members.items()}
+    if member.group_instance_id is not None:
+        group.static_members[member.group_instance_id] = new_id
+    if group.leader_id == old_id:
+        group.leader_id = new_id
 
 
 def subscribed_topics(group: GroupMetadata) -> set[str] | None:
