@@ -432,6 +432,7 @@ async def static_pair(h: Harness) -> tuple[JoinResult, JoinResult]:
 async def test_a_restarted_static_leader_keeps_its_place_and_leadership(h: Harness) -> None:
     a, b = await static_pair(h)
     rejoined = await h.join(client_id="a", instance="i-a")
+    assert rejoined.member_id != a.member_id
     group = h.store.get_group("g")
     assert group is not None
     assert list(group.members) == [rejoined.member_id, b.member_id]
