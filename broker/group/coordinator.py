@@ -207,18 +207,28 @@ class GroupCoordinator:
     def on_groups_unloaded(self, groups: Iterable[GroupMetadata]) -> None:
         """The store dropped ``groups``: parked answers get NOT_COORDINATOR, timers stop."""
         for group in groups:
-            runtime = self._runtimes.pop(group.group_id, None)
-            if runtime is None:
-                continue
-            for join in runtime.join_waiters.values():
-                _settle(join, JoinResult(ErrorCode.NOT_COORDINATOR))
-            for sync in runtime.sync_waiters.values():
-                _settle(sync, SyncResult(ErrorCode.NOT_COORDINATOR))
-            for op in runtime.heartbeats.values():
-                op.cancel()
-            if runtime.join_op is not None:
-                runtime.join_op.cancel()
-            self.join_purgatory.cancel_for_key(join_key(group.group_id))
+            self._forget(group.group_id)
+
+    def shutdown(self) -> None:
+        """The broker is stopping: every parked JoinGroup and SyncGroup is answered
+        NOT_COORDINATOR (its member looks for the group's next coordinator rather than
+        holding the broker's shutdown until its timeout), and every timer stops."""
+        for group_id in list(self._runtimes):
+            self._forget(group_id)
+
+    def _forget(self, group_id: str) -> None:
+        runtime = self._runtimes.pop(group_id, None)
+        if runtime is None:
+            return
+        for join in runtime.join_waiters.values():
+            _settle(join, JoinResult(ErrorCode.NOT_COORDINATOR))
+        for sync in runtime.sync_waiters.values():
+            _settle(sync, SyncResult(ErrorCode.NOT_COORDINATOR))
+        for member_id in runtime.heartbeats:
+            self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group_id, member_id))
+        if runtime.join_op is not None:
+            runtime.join_op.cancel()
+        self.join_purgatory.cancel_for_key(join_key(group_id))
 
     def on_groups_loaded(self, groups: Iterable[GroupMetadata]) -> None:
         """The store loaded ``groups`` from the log: their members' session timers start."""

@@ -450,3 +450,14 @@ async def test_a_static_rejoin_the_store_refuses_leaves_the_old_member_id_valid(
     assert h.heartbeat(b.member_id, 1, "i-b") == ErrorCode.NONE
     group = h.store.get_group("g")
     assert group is not None and group.static_members["i-b"] == b.member_id
+
+
+async def test_shutdown_answers_parked_requests_and_stops_every_timer(h: Harness) -> None:
+    ids = await h.stable_group("a", "b")
+    parked = h.join(ids["a"], client_id="a", protocols=(("rr", b""), ("range", b"")))
+    await settle()
+    assert not parked.done()  # waiting for b to rejoin
+    h.coordinator.shutdown()
+    assert (await parked).error == ErrorCode.NOT_COORDINATOR
+    assert h.heartbeats.num_delayed == h.joins.num_delayed == 0
+    assert h.heartbeats.num_watch_keys == h.joins.num_watch_keys == 0
