@@ -342,6 +342,13 @@ async def test_list_describe_and_delete(w: World) -> None:
     ]
 
 
+async def test_list_groups_waits_for_loading_partitions(w: World) -> None:
+    await join_and_sync(w)
+    w.store.loading = frozenset({3})
+    body = await w.call(list_groups, ApiKey.LIST_GROUPS, 4, ListGroupsRequest())
+    assert (body.error_code, body.groups) == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [])
+
+
 async def test_offset_delete_of_an_unknown_group(w: World) -> None:
     body = await w.call(
         offset_delete,
