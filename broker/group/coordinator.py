@@ -305,10 +305,7 @@ class GroupCoordinator:
             )
             return
         if member_id in runtime.pending:
-            if not self._accepts(group, member_id):
-                runtime.pending.discard(member_id)
-                future.set_result(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=member_id))
-                return
+            # its place was counted when it was handed the id (MEMBER_ID_REQUIRED)
             runtime.pending.discard(member_id)
             self._cancel_heartbeat(group.group_id, member_id)
             self._add_member_and_rebalance(group, request, member_id, future)
