@@ -24,7 +24,8 @@ Startup (Kafka's KafkaServer.startup):
 7. the metrics HTTP endpoint and the event-loop lag probe.
 
 Shutdown (SIGTERM; KafkaServer.shutdown): controlled shutdown (ask the controller to move
-our leaderships away) when enabled, stop the listeners and let in-flight requests finish,
+our leaderships away) when enabled, answer the JoinGroup/SyncGroup requests the group
+coordinator holds (NOT_COORDINATOR), stop the listeners and let in-flight requests finish,
 stop the group store's loads and background writes, the controller (resigning if
 active), the ReplicaManager, purgatories and
 scheduler, then flush every log and write the checkpoints and the clean-shutdown marker,
@@ -53,6 +54,8 @@ from broker.delayed.create_topics import DelayedCreateTopics
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.group.coordinator import GroupConfig, GroupCoordinator
+from broker.group.delayed import DelayedHeartbeat
 from broker.group.manager import GroupMetadataManager, OffsetsConfig
 from broker.group.offsets_topic import create_offsets_topic
 from broker.isr_zk import IsrChangePropagator, PropagationTimes, ZkIsrWriter
@@ -261,6 +264,7 @@ class BrokerServer:
             scheduler=self.scheduler,
         )
         self.ctx.group_store = self.group_store = self._group_store(self.ctx, cache)
+        self.ctx.group_coordinator = self._group_coordinator(self.group_store)
         self.apis = KafkaApis(self.ctx)
         gate = self.apis.gate = self._readiness_gate(self.ctx)
         self.socket_server = SocketServer(
@@ -420,6 +424,24 @@ class BrokerServer:
         self.metrics.watch_group_store(store)
         return store
 
+    def _group_coordinator(self, store: GroupMetadataManager) -> GroupCoordinator:
+        """The classic group protocol over the store's groups, with its two purgatories
+        (joins waiting for a rebalance, members' session timers); the store tells it
+        when groups load and unload."""
+        metrics = self.metrics
+        coordinator = GroupCoordinator(
+            store,
+            GroupConfig.from_values(self.config.get_int),
+            self.clock,
+            self._purgatory("Rebalance", DelayedOperation),  # type: ignore[type-abstract]
+            self._purgatory("Heartbeat", DelayedHeartbeat),
+            on_rebalance=metrics.group_rebalances.labels().inc,
+            on_offsets_committed=metrics.group_offset_commits.labels().inc,
+        )
+        store.listener = coordinator
+        metrics.watch_groups(lambda: {state.value: n for state, n in coordinator.states().items()})
+        return coordinator
+
     def _fetcher_config(self) -> FetcherConfig:
         c = self.config
         return FetcherConfig(
@@ -541,6 +563,9 @@ class BrokerServer:
             )
         if self.metrics_server is not None:
             await self._step("metrics server", self.metrics_server.stop())
+        if self.ctx is not None and self.ctx.group_coordinator is not None:
+            # parked JoinGroup/SyncGroup answers go now, before the purgatories' below
+            self.ctx.group_coordinator.shutdown()
         # Long polls and acks=all produces waiting in a purgatory are answered now with
         # what they have, so that they do not hold the socket server's drain below until
         # their own timeouts (a consumer that went away would hold it the longest).
