@@ -2,7 +2,8 @@
 console-consumer --group members sharing a topic, consumer-groups --describe (offsets,
 true lag, members, state), --reset-offsets and --delete.
 
-One 2-broker cluster (real processes, real ZooKeeper) for the module, with a small
+Records are written by confluent-kafka (in this process: quicker than a tool run). One
+2-broker cluster (real processes, real ZooKeeper) for the module, with a small
 ``__consumer_offsets`` (5 partitions, 2 replicas) and no initial rebalance delay. Every
 command runs as ``python -m tools.main ...`` with a timeout; waits are polls with
 deadlines. Each test uses its own topic and group.
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from tests.integration.cluster import TestCluster, start_cluster
 from tests.polling import wait_until
@@ -68,21 +70,16 @@ def create_topic(cluster: TestCluster, topic: str) -> None:
 
 
 def produce(cluster: TestCluster, topic: str, per_partition: int, tag: str) -> list[str]:
-    """``per_partition`` records into each partition; their values."""
+    """``per_partition`` records into each partition (confluent-kafka, acks=all); their
+    values."""
+    producer = Producer({"bootstrap.servers": cluster.layout.bootstrap_servers, "acks": "all"})
     values = []
     for p in range(PARTITIONS):
-        lines = [f"{tag}-{p}-{i}" for i in range(per_partition)]
-        proc = subprocess.run(
-            argv(cluster, "console-producer", "--topic", topic, "--partition", str(p)),
-            input="\n".join(lines) + "\n",
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=ROOT,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
-        values += lines
+        for i in range(per_partition):
+            value = f"{tag}-{p}-{i}"
+            producer.produce(topic, value=value.encode(), partition=p)
+            values.append(value)
+    assert producer.flush(30) == 0
     return values
 
 
@@ -103,10 +100,13 @@ def members(cluster: TestCluster, group: str) -> int:
 
 
 def start_member(cluster: TestCluster, topic: str, group: str) -> subprocess.Popen[str]:
-    """A console-consumer in ``group`` that stops 8 s after its last record."""
+    """A console-consumer in ``group`` that stops after 20 records (its share: two of
+    the four partitions, checked before anything is produced), or after a minute
+    without one."""
     command = argv(
         cluster, "console-consumer", "--topic", topic, "--group", group, "--from-beginning",
-        "--timeout-ms", "8000", "--consumer-property", "heartbeat.interval.ms=200",
+        "--max-messages", "20", "--timeout-ms", "60000",
+        "--consumer-property", "heartbeat.interval.ms=200",
         "--consumer-property", "auto.commit.interval.ms=500",
     )  # fmt: skip
     return subprocess.Popen(
