@@ -4,16 +4,20 @@ true lag, members, state), --reset-offsets and --delete.
 
 Records are written by confluent-kafka (in this process: quicker than a tool run). One
 2-broker cluster (real processes, real ZooKeeper) for the module, with a small
-``__consumer_offsets`` (5 partitions, 2 replicas) and no initial rebalance delay. Every
-command runs as ``python -m tools.main ...`` with a timeout; waits are polls with
+``__consumer_offsets`` (5 partitions, 2 replicas) and no initial rebalance delay. The
+console consumers run as ``python -m tools.main ...`` processes with a timeout, the
+consumer-groups commands through the same entry point in this process; waits are polls with
 deadlines. Each test uses its own topic and group.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,7 @@ from confluent_kafka import Producer
 
 from tests.integration.cluster import TestCluster, start_cluster
 from tests.polling import wait_until
+from tools.main import main
 from tools.zookeeper_server import ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(300)
@@ -48,18 +53,23 @@ def argv(cluster: TestCluster, command: str, *args: str) -> list[str]:
     ]  # fmt: skip
 
 
-def mk(cluster: TestCluster, command: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        argv(cluster, command, *args),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        check=False,
-    )
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def ok(p: subprocess.CompletedProcess[str]) -> str:
+def mk(cluster: TestCluster, command: str, *args: str) -> Ran:
+    """``minikafka <command> ...`` run in this process (the tool's own entry point, its
+    output captured): quicker than a new interpreter per command."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv(cluster, command, *args)[3:])
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
+def ok(p: Ran) -> str:
     assert p.returncode == 0, p.stderr
     return p.stdout
 
@@ -83,20 +93,22 @@ def produce(cluster: TestCluster, topic: str, per_partition: int, tag: str) -> l
     return values
 
 
-def table(out: str) -> list[dict[str, str]]:
-    """The rows of the tool's table as header -> cell (the header's cells contain no
-    space except ``COORDINATOR (ID)``, not used here)."""
+def table(out: str, first: str = "GROUP") -> list[dict[str, str]]:
+    """The rows of the tool's table as header -> cell, split at spaces (``COORDINATOR
+    (ID)`` splits in two as its cells ``host:port (id)`` do)."""
     lines = [line for line in out.splitlines() if line.strip()]
-    start = next(i for i, line in enumerate(lines) if line.startswith("GROUP"))
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
     header = lines[start].split()
     return [dict(zip(header, line.split(), strict=True)) for line in lines[start + 1 :]]
 
 
-def members(cluster: TestCluster, group: str) -> int:
+def shares(cluster: TestCluster, group: str) -> list[int]:
+    """Each member's partition count, sorted (members are listed before their
+    assignment has reached them: 0 partitions while the group completes a rebalance)."""
     out = mk(cluster, "consumer-groups", "--describe", "--group", group, "--members")
     if out.returncode != 0 or "has no active members" in out.stdout:
-        return 0
-    return len(table(out.stdout))
+        return []
+    return sorted(int(r["#PARTITIONS"]) for r in table(out.stdout))
 
 
 def start_member(cluster: TestCluster, topic: str, group: str) -> subprocess.Popen[str]:
@@ -121,15 +133,16 @@ def test_two_console_consumers_share_a_topic_and_describe_shows_the_true_lag(
     create_topic(cluster, topic)
     consumers = [start_member(cluster, topic, group) for _ in range(2)]
     try:
-        wait_until(lambda: members(cluster, group) == 2, timeout=30, what="two members")
+        wait_until(lambda: shares(cluster, group) == [2, 2], timeout=30, what="two members, 2 each")
         # reset is refused while the group has members
         refused = mk(cluster, "consumer-groups", "--reset-offsets", "--group", group,
                      "--all-topics", "--to-earliest", "--execute")  # fmt: skip
         assert refused.returncode == 1
         assert "can only be reset if the group 'sharers' is inactive" in refused.stderr
-        state = table(ok(mk(cluster, "consumer-groups", "--describe", "--group", group,
-                            "--members", "--verbose")))  # fmt: skip
-        assert sorted(int(r["#PARTITIONS"]) for r in state) == [2, 2]
+        verbose = table(ok(mk(cluster, "consumer-groups", "--describe", "--group", group,
+                              "--members", "--verbose")))  # fmt: skip
+        assigned = sorted(r["ASSIGNMENT"] for r in verbose)
+        assert assigned == [f"{topic}(0,1)", f"{topic}(2,3)"]  # range: contiguous halves
 
         sent = produce(cluster, topic, 10, "a")
         outputs = [c.communicate(timeout=90) for c in consumers]
@@ -175,6 +188,14 @@ def test_reset_offsets_of_an_inactive_group_then_delete_it(cluster: TestCluster)
 
     state = table(ok(mk(cluster, "consumer-groups", "--describe", "--group", group, "--state")))
     assert state[0]["STATE"] == "Empty" and state[0]["#MEMBERS"] == "0"
+
+    gone_offsets = ok(mk(cluster, "consumer-groups", "--delete-offsets", "--group", group,
+                         "--topic", f"{topic}:0"))  # fmt: skip
+    assert [(r["PARTITION"], r["STATUS"]) for r in table(gone_offsets, "TOPIC")] == [
+        ("0", "Successful")
+    ]
+    rows = table(ok(mk(cluster, "consumer-groups", "--describe", "--group", group)))
+    assert [r["PARTITION"] for r in rows] == ["1", "2", "3"]
 
     deleted = ok(mk(cluster, "consumer-groups", "--delete", "--group", group))
     assert "Deletion of requested consumer groups ('resetters') was successful." in deleted
