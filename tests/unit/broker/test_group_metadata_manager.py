@@ -26,6 +26,7 @@ from broker.server import on_loop
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import UpdateMetadataRequest
+from protocol.records.batch import Compression
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
 from protocol.values import TopicPartition
@@ -441,3 +442,18 @@ async def test_a_partition_compacted_by_the_log_cleaner_loads_the_same_groups(
     assert loaded is not None and loaded.generation_id == 3 and "m-1" in loaded.members
     assert store.get_group(G0B) is None
     lm.shutdown()
+
+
+async def test_records_are_compressed_with_the_offsets_topic_codec(tmp_path: Path) -> None:
+    replicas = local_replicas(tmp_path)
+    config = OffsetsConfig(num_partitions=PARTITIONS, compression=Compression.GZIP)
+    store = GroupMetadataManager(replicas.rm, replicas.clock, config)
+    replicas.rm.on_leadership_change = store.on_leadership_change
+    await Setup(replicas, store, Listener(), {}).lead(0)
+    group = store.add_group(GroupMetadata(G0))
+    assert await store.store_offsets(group, {T0: commit(4)}) == {T0: ErrorCode.NONE}
+    partition = replicas.rm.partition_for(offsets_tp(0))
+    assert partition is not None and partition.log is not None
+    headers = [h for _, _, h in partition.log.iter_batch_headers()]
+    assert [h.compression for h in headers] == [Compression.GZIP]
+    replicas.log_manager.shutdown()
