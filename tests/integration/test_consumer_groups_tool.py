@@ -189,6 +189,10 @@ def test_reset_offsets_of_an_inactive_group_then_delete_it(cluster: TestCluster)
     state = table(ok(mk(cluster, "consumer-groups", "--describe", "--group", group, "--state")))
     assert state[0]["STATE"] == "Empty" and state[0]["#MEMBERS"] == "0"
 
+    every = ok(mk(cluster, "consumer-groups", "--describe", "--all-groups"))
+    ours = [line.split() for line in every.splitlines() if line.startswith(f"{group} ")]
+    assert [(cells[1], cells[2]) for cells in ours] == [(topic, str(p)) for p in range(4)]
+
     gone_offsets = ok(mk(cluster, "consumer-groups", "--delete-offsets", "--group", group,
                          "--topic", f"{topic}:0"))  # fmt: skip
     assert [(r["PARTITION"], r["STATUS"]) for r in table(gone_offsets, "TOPIC")] == [
