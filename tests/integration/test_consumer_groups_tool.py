@@ -1,6 +1,7 @@
 """Consumer groups end to end with the project's tools on a real cluster:
 console-consumer --group members sharing a topic, consumer-groups --describe (offsets,
-true lag, members, state), --reset-offsets and --delete.
+true lag, members, state), --reset-offsets and --delete, and the members of a group of
+librdkafka consumers read by --describe.
 
 Records are written by confluent-kafka (in this process: quicker than a tool run). One
 2-broker cluster (real processes, real ZooKeeper) for the module, with a small
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from tests.integration.cluster import TestCluster, start_cluster
 from tests.polling import wait_until
@@ -206,3 +207,33 @@ def test_reset_offsets_of_an_inactive_group_then_delete_it(cluster: TestCluster)
     assert group not in ok(mk(cluster, "consumer-groups", "--list")).split()
     gone = mk(cluster, "consumer-groups", "--describe", "--group", group)
     assert "Consumer group 'resetters' does not exist." in gone.stderr
+
+
+def test_describe_reads_the_members_of_a_librdkafka_group(cluster: TestCluster) -> None:
+    topic, group = "foreign", "librdkafka-group"
+    create_topic(cluster, topic)
+    produce(cluster, topic, 1, "f")
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.layout.bootstrap_servers,
+            "group.id": group,
+            "client.id": "rdkafka-member",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        wait_until(lambda: consumer.poll(0.2) is not None, timeout=30, what="a first record")
+
+        def assigned() -> list[dict[str, str]] | None:
+            out = ok(mk(cluster, "consumer-groups", "--describe", "--group", group,
+                        "--members", "--verbose"))  # fmt: skip
+            return [r for r in table(out) if r["#PARTITIONS"] != "0"] or None
+
+        rows = wait_until(assigned, timeout=30, what="the member's assignment")
+        assert [(r["CLIENT-ID"], r["ASSIGNMENT"]) for r in rows] == [
+            ("rdkafka-member", f"{topic}(0,1,2,3)")
+        ]
+    finally:
+        consumer.close()
