@@ -38,14 +38,18 @@ from typing import Any
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     DescribeGroupsRequest,
+    FetchRequest,
     FindCoordinatorRequest,
     ListOffsetsRequest,
     OffsetFetchRequest,
 )
+from protocol.records.batch import iter_batches
+from protocol.records.builder import read_records
 from tests.integration.cluster import TestCluster
 from tests.polling import wait_until
 
 KCAT = shutil.which("kcat")
+OFFSETS_TOPIC = "__consumer_offsets"
 #: how often members heartbeat: a rebalance reaches every member within about this long
 HEARTBEAT_MS = 200
 #: the members' session timeout (the brokers' group.min.session.timeout.ms must allow it)
@@ -524,6 +528,31 @@ def end_offsets(c: TestCluster, topic: str, partitions: int) -> dict[int, int]:
         assert answer.error_code == ErrorCode.NONE
         out[p] = answer.offset
     return out
+
+
+def offsets_topic_records(
+    c: TestCluster, partition: int
+) -> list[tuple[bytes | None, bytes | None]]:
+    """(key, value) of every record of a partition of the offsets topic, in offset order,
+    read raw from its leader (a fetch of up to 4 MiB: the tests' partitions are small)."""
+    from tests.integration.roundtrip import leader_of
+
+    body = FetchRequest(
+        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 22, isolation_level=0,
+        session_id=0, session_epoch=-1, forgotten_topics_data=[],
+        topics=[FetchRequest.FetchTopic(topic=OFFSETS_TOPIC, partitions=[
+            FetchRequest.FetchPartition(partition=partition, fetch_offset=0,
+                                        partition_max_bytes=1 << 22)])],
+    )  # fmt: skip
+    response = c.request(leader_of(c, OFFSETS_TOPIC, partition), ApiKey.FETCH, 12, body)
+    (data,) = response.responses[0].partitions
+    assert data.error_code == ErrorCode.NONE
+    records = bytes(data.records)
+    return [
+        (r.key, r.value)
+        for position, header in iter_batches(records, allow_partial=False)
+        for r in read_records(records[position : position + header.size])
+    ]
 
 
 def produce_values(

@@ -44,13 +44,12 @@ from pathlib import Path
 import pytest
 
 from protocol import ApiKey, ErrorCode
-from protocol.messages import CreateTopicsRequest, FetchRequest, FindCoordinatorRequest
-from protocol.records.batch import iter_batches
-from protocol.records.builder import read_records
+from protocol.messages import CreateTopicsRequest, FindCoordinatorRequest
 from spark_jobs.offsets_topic import decode_commit
 from tests.integration.cluster import TestCluster, start_cluster
 from tests.integration.group_clients import (
     KCAT,
+    OFFSETS_TOPIC,
     ConfluentMember,
     KafkaPythonMember,
     KcatMember,
@@ -62,6 +61,7 @@ from tests.integration.group_clients import (
     describe,
     end_offsets,
     member_of,
+    offsets_topic_records,
     produce_values,
     split_assignment,
     stable_with,
@@ -75,7 +75,6 @@ from tools.zookeeper_server import ZooKeeperServer
 pytestmark = pytest.mark.timeout(300)
 
 ROOT = Path(__file__).resolve().parents[2]
-OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_PARTITIONS = 6
 PARTITIONS = 6
 OVERRIDES = (
@@ -435,24 +434,12 @@ def kafka_partition(group: str) -> int:
 
 def commits_in(c: TestCluster, partition: int) -> set[tuple[str, str, int, int | None]]:
     """(group, topic, partition, offset) of every commit record in a partition of the
-    offsets topic, read raw from its leader."""
-    body = FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 22, isolation_level=0,
-        session_id=0, session_epoch=-1, forgotten_topics_data=[],
-        topics=[FetchRequest.FetchTopic(topic=OFFSETS_TOPIC, partitions=[
-            FetchRequest.FetchPartition(partition=partition, fetch_offset=0,
-                                        partition_max_bytes=1 << 22)])],
-    )  # fmt: skip
-    response = c.request(leader_of(c, OFFSETS_TOPIC, partition), ApiKey.FETCH, 12, body)
-    (data,) = response.responses[0].partitions
-    assert data.error_code == ErrorCode.NONE
+    offsets topic."""
     found: set[tuple[str, str, int, int | None]] = set()
-    records = bytes(data.records)
-    for position, header in iter_batches(records, allow_partial=False):
-        for record in read_records(records[position : position + header.size]):
-            commit = decode_commit(record.key, record.value)
-            if commit is not None:
-                found.add((commit.group, commit.topic, commit.partition, commit.offset))
+    for key, value in offsets_topic_records(c, partition):
+        commit = decode_commit(key, value)
+        if commit is not None:
+            found.add((commit.group, commit.topic, commit.partition, commit.offset))
     return found
 
 
