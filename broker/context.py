@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from broker.delayed.create_topics import DelayedCreateTopics
     from broker.delayed.fetch import DelayedFetch
     from broker.delayed.produce import DelayedProduce
+    from broker.group.coordinator import GroupCoordinator
     from broker.metadata_cache import MetadataCache
     from broker.producer_id_manager import ProducerIdManager
     from broker.replica_manager import ReplicaManager
@@ -64,6 +65,8 @@ class BrokerContext:
     advertised_versions: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: the topics' overrides (/config/topics/<t>) as read; the LogManager shares it
     topic_configs: TopicConfigs = field(default_factory=TopicConfigs)
+    #: the classic group protocol over the groups this broker coordinates
+    group_coordinator: GroupCoordinator | None = None
 
 
 def require(service: T | None, name: str) -> T:

@@ -19,7 +19,7 @@ import logging
 import math
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
 from prometheus_client import (
@@ -417,6 +417,20 @@ class BrokerMetrics:
             namespace=ns,
             registry=r,
         )
+        # consumer groups: the coordinator counts, the groups are read at scrape time
+        self.group_rebalances = local.counter(
+            "group_rebalances", "Rebalances started by this broker's group coordinator", ()
+        )
+        self.group_offset_commits = local.counter(
+            "group_offset_commits", "Offsets committed to the groups coordinated here", ()
+        )
+        self.groups = Gauge(
+            "groups",
+            "Groups coordinated by this broker, per state",
+            ["state"],
+            namespace=ns,
+            registry=r,
+        )
         # replica counts
         self.partition_count = Gauge(
             "partitions", "Partitions this broker holds a replica of", namespace=ns, registry=r
@@ -431,6 +445,14 @@ class BrokerMetrics:
         for name in ZOOKEEPER_STATES:
             self.zookeeper_session_state.labels(state=name).set_function(
                 lambda name=name: 1 if state() == name else 0  # type: ignore[misc]
+            )
+
+    def watch_groups(self, states: Callable[[], Mapping[str, int]]) -> None:
+        """The groups-by-state gauge, read at scrape time: ``states()`` counts the groups
+        in each state (by name: Empty, Stable, ...); a state it leaves out has none."""
+        for name in GROUP_STATES:
+            self.groups.labels(state=name).set_function(
+                lambda name=name: states().get(name, 0)  # type: ignore[misc]
             )
 
     def observe_controller_event(self, event: str, queued_s: float, handled_s: float) -> None:
@@ -567,6 +589,9 @@ class _CleanerCollector(Collector):
 
 
 # --- the operators' set, continued: collectors and the list the rules and panels rely on ---
+
+#: the classic group protocol's states, each a label value of ``groups``
+GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 
 #: kazoo's connection states, each a label value of ``zookeeper_session_state``
 ZOOKEEPER_STATES = ("CONNECTED", "SUSPENDED", "LOST")
@@ -719,6 +744,10 @@ OPERATOR_METRICS: dict[str, tuple[str, ...]] = {
     "minikafka_zookeeper_connected": (),
     "minikafka_zookeeper_session_state": ("state",),
     "minikafka_zookeeper_request_latency_seconds": (),
+    # consumer groups
+    "minikafka_group_rebalances_total": (),
+    "minikafka_group_offset_commits_total": (),
+    "minikafka_groups": ("state",),
 }
 
 

@@ -123,6 +123,8 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("group.max.session.timeout.ms", I, 1800000, "largest consumer session timeout"),
     ("group.initial.rebalance.delay.ms", I, 3000, "wait for more members of a new group"),
     ("group.max.size", I, INT_MAX, "members per group", at_least(1)),
+    ("offset.metadata.max.bytes", I, 4096, "metadata of one committed offset, at most",
+     at_least(0)),
     ("offsets.topic.replication.factor", SH, 3, "replication of __consumer_offsets",
      at_least(1)),
     ("offsets.topic.num.partitions", I, 50, "partitions of __consumer_offsets", at_least(1)),

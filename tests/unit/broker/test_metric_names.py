@@ -73,6 +73,9 @@ def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     m.watch_idle(lambda: [("processor", "PLAINTEXT-0", 1.0), ("handler", "data-plane", 2.0)])
     m.replica_fetcher_max_lag.set(0)
     m.watch_unclean_leader_elections(lambda: 0)
+    m.group_rebalances.labels().inc()
+    m.group_offset_commits.labels().inc()
+    m.watch_groups(lambda: {"Stable": 1})
     return m
 
 
