@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from broker.delayed.fetch import DelayedFetch
     from broker.delayed.produce import DelayedProduce
     from broker.group.coordinator import GroupCoordinator
+    from broker.group.manager import GroupMetadataManager
     from broker.metadata_cache import MetadataCache
     from broker.producer_id_manager import ProducerIdManager
     from broker.replica_manager import ReplicaManager
@@ -67,6 +68,8 @@ class BrokerContext:
     topic_configs: TopicConfigs = field(default_factory=TopicConfigs)
     #: the classic group protocol over the groups this broker coordinates
     group_coordinator: GroupCoordinator | None = None
+    #: __consumer_offsets: where groups live, their records, loading (broker.group)
+    group_store: GroupMetadataManager | None = None
 
 
 def require(service: T | None, name: str) -> T:

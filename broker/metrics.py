@@ -20,7 +20,7 @@ import math
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from prometheus_client import (
     CollectorRegistry,
@@ -503,6 +503,12 @@ class BrokerMetrics:
             )
         )
 
+    def watch_group_store(self, store: GroupStoreStats) -> None:
+        """The group coordinator's store: groups by state, committed offsets, commits
+        written, expired and deleted, and each group's lag, read from it at scrape
+        time."""
+        self.registry.register(_GroupCollector(store))
+
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric of this broker."""
         return generate_latest(self.registry)
@@ -539,6 +545,71 @@ class _FollowerLagCollector(Collector):
             total.add_metric((str(follower),), sum(lags))
         yield largest
         yield total
+
+
+class GroupStoreStats(Protocol):
+    """What the group metrics read of broker.group.manager.GroupMetadataManager."""
+
+    offset_commits: int
+    offsets_expired: int
+    offsets_removed: int
+
+    def groups_by_state(self) -> dict[str, int]: ...
+
+    def committed_offset_count(self) -> int: ...
+
+    def lags(self) -> dict[tuple[str, str], int]: ...
+
+
+class _GroupCollector(Collector):
+    """Kafka's GroupMetadataManager metrics (NumGroups per state, NumOffsets,
+    OffsetCommits, OffsetExpired, OffsetDeletions) and a consumer lag per group and
+    topic, as lag exporters report it (kafka_exporter's consumergroup_lag_sum).
+
+    The lag is summed over a topic's partitions rather than labelled per partition (a
+    group of a thousand-partition topic would otherwise add a thousand series), and
+    counts only the partitions this broker holds a replica of: their high watermarks
+    are known here, the others' are not; the coordinator usually leads few of them, so
+    a dashboard sums the lag over brokers."""
+
+    def __init__(self, store: GroupStoreStats) -> None:
+        self.store = store
+
+    def collect(self) -> Iterable[Metric]:
+        ns, store = NAMESPACE, self.store
+        states = GaugeMetricFamily(
+            f"{ns}_group_coordinator_groups",
+            "Groups this broker coordinates, per state",
+            labels=("state",),
+        )
+        for state, count in sorted(store.groups_by_state().items()):
+            states.add_metric((state,), count)
+        yield states
+        yield GaugeMetricFamily(
+            f"{ns}_group_coordinator_offsets",
+            "Committed offsets held by the groups this broker coordinates",
+            store.committed_offset_count(),
+        )
+        # offset commits are counted by the coordinator (group_offset_commits)
+        yield CounterMetricFamily(
+            f"{ns}_group_offsets_expired",
+            "Committed offsets removed by offsets.retention.minutes",
+            store.offsets_expired,
+        )
+        yield CounterMetricFamily(
+            f"{ns}_group_offsets_deleted",
+            "Committed offsets deleted (OffsetDelete, or their topic deleted)",
+            store.offsets_removed,
+        )
+        lag = GaugeMetricFamily(
+            f"{ns}_group_lag_messages",
+            "Messages between a group's commits and the high watermarks of a topic's "
+            "partitions held here",
+            labels=("group", "topic"),
+        )
+        for (group, topic), value in sorted(store.lags().items()):
+            lag.add_metric((group, topic), value)
+        yield lag
 
 
 class _CounterFunction(Collector):
@@ -748,6 +819,12 @@ OPERATOR_METRICS: dict[str, tuple[str, ...]] = {
     "minikafka_group_rebalances_total": (),
     "minikafka_group_offset_commits_total": (),
     "minikafka_groups": ("state",),
+    # consumer groups (the coordinator's store)
+    "minikafka_group_coordinator_groups": ("state",),
+    "minikafka_group_coordinator_offsets": (),
+    "minikafka_group_offsets_expired_total": (),
+    "minikafka_group_offsets_deleted_total": (),
+    "minikafka_group_lag_messages": ("group", "topic"),
 }
 
 

@@ -109,6 +109,13 @@ async def in_thread(fn: Callable[[], T]) -> T:
     return await asyncio.to_thread(fn)
 
 
+#: Told, after a LeaderAndIsr or StopReplica, which partitions this broker now leads and
+#: which it now follows or deleted, each with its leader epoch (-1 when a StopReplica gave
+#: none): Kafka's onLeadershipChange, by which the group coordinator loads and unloads its
+#: offsets partitions.
+LeadershipChange = Callable[[Mapping[TopicPartition, int], Mapping[TopicPartition, int]], None]
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -155,6 +162,7 @@ class ReplicaManager:
         self._partitions: dict[TopicPartition, Partition] = {}
         self.controller_id = -1
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
+        self.on_leadership_change: LeadershipChange | None = None
         if metrics is not None:
             metrics.under_replicated_partitions.set_function(self.under_replicated_count)
             metrics.under_min_isr_partitions.set_function(self.under_min_isr_count)
@@ -293,6 +301,12 @@ class ReplicaManager:
             for tp, error in errors.items():
                 if error == ErrorCode.NONE:
                     self._complete_delayed(tp)
+            if self.on_leadership_change is not None:
+                done = [(tp, s) for tp, s in applied if errors[tp] == ErrorCode.NONE]
+                self.on_leadership_change(
+                    {tp: s.leader_epoch for tp, s in done if s.leader == self.broker_id},
+                    {tp: s.leader_epoch for tp, s in done if s.leader != self.broker_id},
+                )
             return errors
 
     def _remove_fetchers(self, tps: Iterable[TopicPartition]) -> None:
@@ -434,6 +448,16 @@ class ReplicaManager:
             for tp, error in errors.items():
                 if error != ErrorCode.FENCED_LEADER_EPOCH:
                     self._complete_delayed(tp)
+            if self.on_leadership_change is not None and to_delete:
+                epochs = leader_epochs or {}
+                self.on_leadership_change(
+                    {},
+                    {
+                        tp: epochs.get(tp, NO_LEADER_EPOCH)
+                        for tp in to_delete
+                        if errors[tp] == ErrorCode.NONE
+                    },
+                )
             return errors
 
     def _delete_logs(self, tps: list[TopicPartition]) -> list[TopicPartition]:

@@ -41,6 +41,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import KafkaApis, error_response
 from broker.config import BrokerConfig, ConfigError
 from broker.config_changes import ConfigChangeListener
@@ -48,6 +49,8 @@ from broker.context import BrokerContext
 from broker.delayed.create_topics import DelayedCreateTopics
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.group.manager import GroupMetadataManager, OffsetsConfig
+from broker.group.offsets_topic import create_offsets_topic
 from broker.isr_zk import IsrChangePropagator, PropagationTimes, ZkIsrWriter
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
@@ -181,6 +184,7 @@ class BrokerServer:
         self.metrics_server: MetricsHttpServer | None = None
         self.lag_monitor: EventLoopLagMonitor | None = None
         self.config_changes: ConfigChangeListener | None = None
+        self.group_store: GroupMetadataManager | None = None
         self.started = False
         self._shutdown_done = False
 
@@ -249,6 +253,7 @@ class BrokerServer:
             producer_id_manager=ProducerIdManager(broker_id, zk),
             scheduler=self.scheduler,
         )
+        self.ctx.group_store = self.group_store = self._group_store(self.ctx, cache)
         self.apis = KafkaApis(self.ctx)
         gate = self.apis.gate = self._readiness_gate(self.ctx)
         self.socket_server = SocketServer(
@@ -386,6 +391,25 @@ class BrokerServer:
             leader_endpoint=lambda broker_id: cache.alive_endpoint(broker_id, listener),
         )
 
+    def _group_store(self, ctx: BrokerContext, cache: MetadataCache) -> GroupMetadataManager:
+        """The group coordinator's store: ``__consumer_offsets`` partitions load and
+        unload as the ReplicaManager's leaderships change; the topic is created on
+        first use with the broker's settings as they are then."""
+        rm, zk = self.replica_manager, self.zk
+        assert rm is not None and zk is not None
+        store = GroupMetadataManager(
+            rm,
+            self.clock,
+            OffsetsConfig.from_broker(self.config),
+            topic_partition_count=lambda: cache.num_partitions(OFFSETS_TOPIC),
+            create_offsets_topic=lambda: create_offsets_topic(
+                zk, ctx.config, cache.alive_broker_ids()
+            ),
+        )
+        rm.on_leadership_change = store.on_leadership_change
+        self.metrics.watch_group_store(store)
+        return store
+
     def _fetcher_config(self) -> FetcherConfig:
         c = self.config
         return FetcherConfig(
@@ -420,11 +444,19 @@ class BrokerServer:
             TaskSpec("isr-change-propagation", self._propagate_isr_changes,
                      ISR_PROPAGATION.check_interval_ms, ISR_PROPAGATION.check_interval_ms,
                      False),
+            # committed offsets of empty groups expire (broker.group.expiry)
+            TaskSpec("delete-expired-group-metadata", self._expire_group_offsets,
+                     c.get_int("offsets.retention.check.interval.ms"),
+                     c.get_int("offsets.retention.check.interval.ms"), False),
         ]  # fmt: skip
 
     def _expire_isr(self) -> None:
         if self.replica_manager is not None:
             self.replica_manager.maybe_shrink_isr()
+
+    async def _expire_group_offsets(self) -> None:
+        if self.group_store is not None:
+            await self.group_store.expire_offsets()
 
     async def _propagate_isr_changes(self) -> None:
         rm = self.replica_manager
@@ -507,6 +539,8 @@ class BrokerServer:
         if self.socket_server is not None:
             # in-flight requests get 20 s to finish, within the step's own 30 s bound
             await self._step("socket server", self.socket_server.stop(timeout_s=20))
+        if self.group_store is not None:
+            await self._step("group store", self.group_store.shutdown())
         if self.config_changes is not None:
             await self._step("config change listener", self.config_changes.stop())
         if self.controller is not None:

@@ -42,6 +42,7 @@ from broker.apis import (
     describe_log_dirs,
     elect_leaders,
     fetch,
+    find_coordinator,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
@@ -111,6 +112,7 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
         ApiKey.DELETE_GROUPS: delete_groups.handle,
         ApiKey.OFFSET_DELETE: offset_delete.handle,
+        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
     }
 )
 

@@ -4,6 +4,8 @@ After fencing (broker epoch, controller epoch as the ReplicaManager last accepte
 the MetadataCache applies the body and the request's controller epoch becomes the newest
 seen; then the create-topics purgatory is poked for each
 topic the update mentioned, since a DelayedCreateTopics may now see all its leaders.
+Partitions the update deleted take their topic's overrides and the groups' commits of
+them (the group store writes the tombstones) with them.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ async def handle(ctx: BrokerContext, request: ApiRequest[UpdateMetadataRequest])
         # a topic re-created under the same name must not inherit the old overrides
         for topic in {topic for topic, _ in deleted}:
             ctx.topic_configs.forget(topic)
+        if ctx.group_store is not None:  # commits go with their partitions
+            ctx.group_store.on_partitions_deleted(deleted)
     purgatory = ctx.create_topics_purgatory
     if purgatory is not None:
         for topic in touched:
