@@ -137,8 +137,6 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("offsets.commit.timeout.ms", I, 5000, "offset commit wait for replication", at_least(1)),
     ("offsets.commit.required.acks", SH, -1, "acks of offset commits"),
     ("offsets.load.buffer.size", I, 5242880, "read size when loading offsets", at_least(1)),
-    ("offset.metadata.max.bytes", I, 4096, "largest metadata string of an offset commit",
-     at_least(0)),
     ("transaction.state.log.replication.factor", SH, 3, "replication of __transaction_state",
      at_least(1)),
     ("transaction.state.log.num.partitions", I, 50, "partitions of __transaction_state",
