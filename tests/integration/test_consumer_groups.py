@@ -217,8 +217,9 @@ def test_members_leaving_and_joining_resume_from_committed_offsets(c: TestCluste
         wait_delivered(members, values)
 
         joiner.start()
-        values += produce_values(c, topic, PARTITIONS, 10, "resume-3")
+        values += produce_values(c, topic, PARTITIONS, 5, "resume-3")  # while it joins
         wait_split(c, group, [a, b, joiner])
+        values += produce_values(c, topic, PARTITIONS, 5, "resume-4")  # once it has joined
         wait_delivered(members, values)
         wait_committed(c, group, topic, dict.fromkeys(range(PARTITIONS), 30))
     finally:
@@ -346,14 +347,16 @@ def test_static_members_rejoin_without_a_rebalance(c: TestCluster) -> None:
         goes.close()  # a static member sends no LeaveGroup: the group keeps its place
         values += produce_values(c, topic, PARTITIONS, 5, "static-2")
         back.start()
-        wait_until(lambda: back.assignment() or None, REBALANCE_TIMEOUT_S, "the returning member")
+        returned = wait_until(
+            lambda: back.assignment() or None, REBALANCE_TIMEOUT_S, "the returning member"
+        )
         wait_delivered(members, values)
         described = describe(c, group)
     finally:
         close_all(members)
     assert back.generation() == generation == stays.generation()
     assert stays.assignments() == assignments, "the member that stayed saw a rebalance"
-    assert back.assignment() == split[goes.name]
+    assert returned == split[goes.name]
     assert described.group_state == "Stable"
     assert sorted(m.group_instance_id for m in described.members) == [
         "instance-goes", "instance-stays",
