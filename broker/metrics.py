@@ -504,10 +504,9 @@ class BrokerMetrics:
         )
 
     def watch_group_store(self, store: GroupStoreStats) -> None:
-        """The group coordinator's store: groups by state, committed offsets, commits
-        written, expired and deleted, and each group's lag, read from it at scrape
-        time."""
-        self.registry.register(_GroupCollector(store))
+        """The group coordinator's store: committed offsets held, expired and deleted,
+        and each group's lag, read from it at scrape time."""
+        self.registry.register(_GroupStoreCollector(store))
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric of this broker."""
@@ -550,47 +549,36 @@ class _FollowerLagCollector(Collector):
 class GroupStoreStats(Protocol):
     """What the group metrics read of broker.group.manager.GroupMetadataManager."""
 
-    offset_commits: int
     offsets_expired: int
     offsets_removed: int
-
-    def groups_by_state(self) -> dict[str, int]: ...
 
     def committed_offset_count(self) -> int: ...
 
     def lags(self) -> dict[tuple[str, str], int]: ...
 
 
-class _GroupCollector(Collector):
-    """Kafka's GroupMetadataManager metrics (NumGroups per state, NumOffsets,
-    OffsetCommits, OffsetExpired, OffsetDeletions) and a consumer lag per group and
-    topic, as lag exporters report it (kafka_exporter's consumergroup_lag_sum).
+class _GroupStoreCollector(Collector):
+    """The offsets side of Kafka's GroupMetadataManager metrics (NumOffsets,
+    OffsetExpired, OffsetDeletions; the group protocol's side counts groups, rebalances
+    and commits) and a consumer lag per group and topic, as lag exporters report it
+    (kafka_exporter's consumergroup_lag_sum).
 
     The lag is summed over a topic's partitions rather than labelled per partition (a
     group of a thousand-partition topic would otherwise add a thousand series), and
     counts only the partitions this broker holds a replica of: their high watermarks
-    are known here, the others' are not; the coordinator usually leads few of them, so
-    a dashboard sums the lag over brokers."""
+    are known here, the others' are not; a dashboard sums it over the brokers that
+    hold the group's commits."""
 
     def __init__(self, store: GroupStoreStats) -> None:
         self.store = store
 
     def collect(self) -> Iterable[Metric]:
         ns, store = NAMESPACE, self.store
-        states = GaugeMetricFamily(
-            f"{ns}_group_coordinator_groups",
-            "Groups this broker coordinates, per state",
-            labels=("state",),
-        )
-        for state, count in sorted(store.groups_by_state().items()):
-            states.add_metric((state,), count)
-        yield states
         yield GaugeMetricFamily(
-            f"{ns}_group_coordinator_offsets",
+            f"{ns}_group_committed_offsets",
             "Committed offsets held by the groups this broker coordinates",
             store.committed_offset_count(),
         )
-        # offset commits are counted by the coordinator (group_offset_commits)
         yield CounterMetricFamily(
             f"{ns}_group_offsets_expired",
             "Committed offsets removed by offsets.retention.minutes",
@@ -819,9 +807,8 @@ OPERATOR_METRICS: dict[str, tuple[str, ...]] = {
     "minikafka_group_rebalances_total": (),
     "minikafka_group_offset_commits_total": (),
     "minikafka_groups": ("state",),
-    # consumer groups (the coordinator's store)
-    "minikafka_group_coordinator_groups": ("state",),
-    "minikafka_group_coordinator_offsets": (),
+    # consumer groups: the offsets (the coordinator's store)
+    "minikafka_group_committed_offsets": (),
     "minikafka_group_offsets_expired_total": (),
     "minikafka_group_offsets_deleted_total": (),
     "minikafka_group_lag_messages": ("group", "topic"),

@@ -10,9 +10,11 @@ Startup (Kafka's KafkaServer.startup):
    broker id (configured, from meta.properties, or generated from /brokers/seqid),
    then meta.properties written where missing;
 4. the Scheduler with every periodic task of ``BrokerServer.scheduled_tasks`` (the
-   LogManager's housekeeping, the high-watermark checkpoint, ISR expiration and ISR
-   change propagation), the purgatories and the ReplicaManager (with the writer of
-   its leaders' ISR changes to ZooKeeper);
+   LogManager's housekeeping, the high-watermark checkpoint, ISR expiration, ISR
+   change propagation and offsets expiry), the purgatories and the ReplicaManager (with
+   the writer of its leaders' ISR changes to ZooKeeper), then the group store
+   (``broker.group.manager``: __consumer_offsets partitions load and unload as the
+   ReplicaManager's leaderships change);
 5. the SocketServer: data-plane listeners and the control-plane listener; client
    requests that arrive before the broker is registered and its metadata cache lists it
    are held (broker.readiness), the controller's are served;
@@ -23,7 +25,8 @@ Startup (Kafka's KafkaServer.startup):
 
 Shutdown (SIGTERM; KafkaServer.shutdown): controlled shutdown (ask the controller to move
 our leaderships away) when enabled, stop the listeners and let in-flight requests finish,
-stop the controller (resigning if active), the ReplicaManager, purgatories and
+stop the group store's loads and background writes, the controller (resigning if
+active), the ReplicaManager, purgatories and
 scheduler, then flush every log and write the checkpoints and the clean-shutdown marker,
 remove the registration and close the ZooKeeper session. Each step runs even when an
 earlier one failed: a broker that is stopping must still leave its logs clean. The steps
@@ -49,6 +52,8 @@ from broker.context import BrokerContext
 from broker.delayed.create_topics import DelayedCreateTopics
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.group.coordinator import GroupConfig, GroupCoordinator
+from broker.group.delayed import DelayedHeartbeat
 from broker.group.manager import GroupMetadataManager, OffsetsConfig
 from broker.group.offsets_topic import create_offsets_topic
 from broker.isr_zk import IsrChangePropagator, PropagationTimes, ZkIsrWriter
@@ -254,6 +259,7 @@ class BrokerServer:
             scheduler=self.scheduler,
         )
         self.ctx.group_store = self.group_store = self._group_store(self.ctx, cache)
+        self.ctx.group_coordinator = self._group_coordinator(self.group_store)
         self.apis = KafkaApis(self.ctx)
         gate = self.apis.gate = self._readiness_gate(self.ctx)
         self.socket_server = SocketServer(
@@ -409,6 +415,24 @@ class BrokerServer:
         rm.on_leadership_change = store.on_leadership_change
         self.metrics.watch_group_store(store)
         return store
+
+    def _group_coordinator(self, store: GroupMetadataManager) -> GroupCoordinator:
+        """The classic group protocol over the store's groups, with its two purgatories
+        (joins waiting for a rebalance, members' session timers); the store tells it
+        when groups load and unload."""
+        metrics = self.metrics
+        coordinator = GroupCoordinator(
+            store,
+            GroupConfig.from_values(self.config.get_int),
+            self.clock,
+            self._purgatory("Rebalance", DelayedOperation),  # type: ignore[type-abstract]
+            self._purgatory("Heartbeat", DelayedHeartbeat),
+            on_rebalance=metrics.group_rebalances.labels().inc,
+            on_offsets_committed=metrics.group_offset_commits.labels().inc,
+        )
+        store.listener = coordinator
+        metrics.watch_groups(lambda: {state.value: n for state, n in coordinator.states().items()})
+        return coordinator
 
     def _fetcher_config(self) -> FetcherConfig:
         c = self.config

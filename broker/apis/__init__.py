@@ -102,6 +102,7 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
         ApiKey.ELECT_LEADERS: elect_leaders.handle,
         # consumer groups (broker.group)
+        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
         ApiKey.JOIN_GROUP: join_group.handle,
         ApiKey.SYNC_GROUP: sync_group.handle,
         ApiKey.HEARTBEAT: heartbeat.handle,
@@ -112,7 +113,6 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
         ApiKey.DELETE_GROUPS: delete_groups.handle,
         ApiKey.OFFSET_DELETE: offset_delete.handle,
-        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
     }
 )
 

@@ -30,7 +30,6 @@ from broker.admin.topics import (
 )
 from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext, require
-from broker.group.offsets_topic import creation_error
 from broker.metadata_cache import MetadataCache
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import MetadataRequest, MetadataResponse
@@ -143,9 +142,8 @@ def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int) -> 
 
 async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[Topic]:
     """Create each unknown topic with the broker defaults (Kafka's auto.create.topics);
-    __consumer_offsets with its own settings, and not while fewer brokers are alive than
-    its replication factor (COORDINATOR_NOT_AVAILABLE); __transaction_state never
-    (transactions are not offered)."""
+    __consumer_offsets with its own settings; __transaction_state never (transactions are
+    not offered)."""
     results = []
     try:
         existing = set(await existing_topics(require(ctx.zk, "ZooKeeper client")))
@@ -158,9 +156,6 @@ async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[To
         configs: dict[str, str] = {}
         if name == OFFSETS_TOPIC:
             partitions, factor, configs = offsets_topic_settings(ctx.config)
-            alive = len(ctx.metadata_cache.alive_broker_ids())
-            if creation_error(alive, factor) != ErrorCode.NONE:
-                error = ErrorCode.COORDINATOR_NOT_AVAILABLE  # too few brokers, as Kafka
         elif name in INTERNAL_TOPICS:
             error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         creatable = error == ErrorCode.LEADER_NOT_AVAILABLE

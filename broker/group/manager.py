@@ -215,8 +215,7 @@ class GroupMetadataManager:
         self._epochs: dict[int, int] = {}
         self._background: set[asyncio.Task[object]] = set()
         self._creating: asyncio.Task[int] | None = None
-        # counters read by the metrics
-        self.offset_commits = 0
+        # counters read by the metrics (the coordinator counts the commits)
         self.offsets_expired = 0
         self.offsets_removed = 0
 
@@ -307,8 +306,6 @@ class GroupMetadataManager:
                     group.offsets[tp] = committed
                     self._positions[group_id, tp] = position
             errors[tp] = code
-        if code == ErrorCode.NONE:
-            self.offset_commits += len(valid)
         return errors
 
     async def delete_offsets(
@@ -503,6 +500,11 @@ class GroupMetadataManager:
             return
         self._creating = self._spawn(self._create_offsets_topic(), "create-offsets-topic")
 
+    @property
+    def offsets_topic_creation(self) -> asyncio.Task[int] | None:
+        """The creation under way or last made (None before any)."""
+        return self._creating
+
     # -- cleanup: expiry, deleted topics ----------------------------------------------------
 
     async def expire_offsets(self) -> int:
@@ -574,12 +576,6 @@ class GroupMetadataManager:
         self._loading.clear()
 
     # -- what the metrics read ----------------------------------------------------------------
-
-    def groups_by_state(self) -> dict[str, int]:
-        counts = dict.fromkeys((s.value for s in GroupState), 0)
-        for group in self._groups.values():
-            counts[group.state.value] += 1
-        return counts
 
     def committed_offset_count(self) -> int:
         return sum(len(g.offsets) for g in self._groups.values())

@@ -36,15 +36,11 @@ class _Log:
 
 
 class _GroupStore:
-    """What the group metrics read of the coordinator's store: one Stable group with a
-    commit 5 messages behind."""
+    """What the group metrics read of the coordinator's store: one commit, 5 messages
+    behind."""
 
-    offset_commits = 3
     offsets_expired = 1
     offsets_removed = 1
-
-    def groups_by_state(self) -> dict[str, int]:
-        return {"Stable": 1, "Empty": 0}
 
     def committed_offset_count(self) -> int:
         return 1
@@ -170,6 +166,5 @@ def test_log_gauges_and_disk_usage_come_from_the_logs_and_their_directory(
     assert samples[("minikafka_log_dir_disk_total_bytes", log_dir)] > 0
     assert samples[("minikafka_zookeeper_session_state", (("state", "CONNECTED"),))] == 1
     assert samples[("minikafka_zookeeper_session_state", (("state", "LOST"),))] == 0
-    assert samples[("minikafka_group_coordinator_groups", (("state", "Stable"),))] == 1
     assert samples[("minikafka_group_lag_messages", (("group", "g"), ("topic", "t")))] == 5
-    assert samples[("minikafka_group_offset_commits_total", ())] == 3
+    assert samples[("minikafka_group_committed_offsets", ())] == 1
