@@ -207,6 +207,8 @@ class GroupMetadataManager:
         self._run_in_thread = run_in_thread
         self.listener: GroupLoadListener | None = None
         self._groups: dict[str, GroupMetadata] = {}
+        #: the offsets partition of each group here, as it was when the group arrived
+        self._partition_of: dict[str, int] = {}
         #: log offset of the record each commit in force came from, per (group, tp)
         self._positions: dict[tuple[str, TopicPartition], int] = {}
         self._owned: set[int] = set()
@@ -248,7 +250,7 @@ class GroupMetadataManager:
         """Until the load of ``partition`` under way (if any) ends (tests, tools)."""
         task = self._loading.get(partition)
         if task is not None:
-            await asyncio.shield(task)
+            await asyncio.wait([task])
 
     # -- the groups -------------------------------------------------------------------------
 
@@ -256,7 +258,12 @@ class GroupMetadataManager:
         return self._groups.get(group_id)
 
     def add_group(self, group: GroupMetadata) -> GroupMetadata:
-        return self._groups.setdefault(group.group_id, group)
+        existing = self._groups.get(group.group_id)
+        if existing is not None:
+            return existing
+        self._groups[group.group_id] = group
+        self._partition_of[group.group_id] = self.partition_for(group.group_id)
+        return group
 
     def groups(self) -> list[GroupMetadata]:
         return list(self._groups.values())
@@ -264,6 +271,7 @@ class GroupMetadataManager:
     def _forget(self, group: GroupMetadata) -> None:
         if self._groups.get(group.group_id) is group:
             del self._groups[group.group_id]
+            self._partition_of.pop(group.group_id, None)
         for tp in list(group.offsets):
             self._positions.pop((group.group_id, tp), None)
 
@@ -416,7 +424,7 @@ class GroupMetadataManager:
         self._owned.discard(partition)
         if not was_owned:
             return
-        gone = [g for g in self._groups.values() if self.partition_for(g.group_id) == partition]
+        gone = [g for g in self._groups.values() if self._partition_of.get(g.group_id) == partition]
         for group in gone:
             self._forget(group)
         log.info("%s-%d: unloaded %d groups", OFFSETS_TOPIC, partition, len(gone))
@@ -471,7 +479,8 @@ class GroupMetadataManager:
             before = loader.next_offset
             await self._run_in_thread(lambda data=data: loader.add_batches(data))  # type: ignore[misc]
             if loader.next_offset <= before:
-                break  # nothing whole was read: the rest is not there yet
+                # a read returns at least its first whole batch: no progress is damage
+                raise StorageError(f"{tp}: no whole batch at offset {before}")
         return loader.result()
 
     def _install(self, partition: int, loaded: LoadedGroups) -> None:
@@ -482,9 +491,11 @@ class GroupMetadataManager:
                 log.warning("group %s was already here when its partition loaded", group_id)
                 continue
             self._groups[group_id] = group
+            self._partition_of[group_id] = partition
             installed.append(group)
+        ids = {g.group_id for g in installed}
         for (group_id, tp), position in loaded.positions.items():
-            if self._groups.get(group_id) in installed:
+            if group_id in ids:
                 self._positions[group_id, tp] = position
         if installed and self.listener is not None:
             self.listener.on_groups_loaded(installed)
@@ -566,6 +577,11 @@ class GroupMetadataManager:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+    async def drain(self) -> None:
+        """Until the background writes under way (tombstones, a topic creation) end."""
+        while self._background:
+            await asyncio.wait(list(self._background))
 
     async def shutdown(self) -> None:
         """Stop loads and background writes (the broker is stopping)."""

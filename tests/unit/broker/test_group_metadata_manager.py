@@ -5,6 +5,7 @@ are mapped as Kafka maps them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from broker.admin.topics import OFFSETS_TOPIC
+from broker.apis import update_metadata
 from broker.group.manager import (
     GroupMetadataManager,
     OffsetsConfig,
@@ -20,11 +22,20 @@ from broker.group.manager import (
 )
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
 from broker.group.partitioner import partition_for
+from broker.server import on_loop
+from protocol.api import ApiKey
 from protocol.errors import ErrorCode
+from protocol.messages import UpdateMetadataRequest
+from protocol.records.batch import Compression
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
 from protocol.values import TopicPartition
-from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state
+from tests.unit.broker.broker_helpers import (
+    HandlerRequest,
+    LocalReplicas,
+    local_replicas,
+    partition_state,
+)
 
 PARTITIONS = 3
 T0 = TopicPartition("t", 0)
@@ -325,6 +336,44 @@ async def test_commits_of_deleted_topics_are_tombstoned(setup: Setup) -> None:
     assert offsets_of(store.get_group(G0)) == {TopicPartition("u", 0): 2}
 
 
+def deleting(topic: str, partitions: int, leader: int) -> HandlerRequest:
+    """An UpdateMetadata request for ``topic`` (leader -2: the topic is being deleted)."""
+    U = UpdateMetadataRequest
+    states = [
+        U.UpdateMetadataPartitionState(
+            partition_index=p, controller_epoch=1, leader=leader, leader_epoch=0, isr=[0],
+            zk_version=0, replicas=[0], offline_replicas=[],
+        )
+        for p in range(partitions)
+    ]  # fmt: skip
+    body = U(
+        controller_id=0,
+        controller_epoch=1,
+        broker_epoch=-1,
+        topic_states=[U.UpdateMetadataTopicState(topic_name=topic, partition_states=states)],
+        live_brokers=[U.UpdateMetadataBroker(id=0, endpoints=[])],
+    )
+    return HandlerRequest(ApiKey.UPDATE_METADATA, 7, body)
+
+
+async def test_update_metadata_deleting_a_topic_drops_its_commits(setup: Setup) -> None:
+    store = setup.store
+    await setup.lead(0)
+    ctx = setup.replicas.context()
+    ctx.group_store = store
+    group = store.add_group(GroupMetadata(G0))
+    await store.store_offsets(
+        group, {T0: commit(1), T1: commit(2), TopicPartition("u", 0): commit(3)}
+    )
+    await update_metadata.handle(ctx, deleting("t", 2, 0))
+    await store.drain()
+    assert offsets_of(group) == {T0: 1, T1: 2, TopicPartition("u", 0): 3}
+    await update_metadata.handle(ctx, deleting("t", 2, -2))
+    await store.drain()
+    assert offsets_of(group) == {TopicPartition("u", 0): 3}
+    assert store.offsets_removed == 2
+
+
 async def test_lag_counts_the_partitions_held_here(setup: Setup) -> None:
     store, replicas = setup.store, setup.replicas
     await setup.lead(0)
@@ -350,4 +399,61 @@ def test_partition_count_is_the_existing_topics_before_the_setting(tmp_path: Pat
     count[0] = 7
     assert store.partition_count() == 7
     assert store.partition_for("my-group") == partition_for("my-group", 7)
+    replicas.log_manager.shutdown()
+
+
+async def test_a_partition_compacted_by_the_log_cleaner_loads_the_same_groups(
+    tmp_path: Path,
+) -> None:
+    replicas = local_replicas(tmp_path)
+    lm = replicas.log_manager
+    # the offsets topic as created: compacted; small segments so that most can be cleaned
+    lm.topic_configs.set(OFFSETS_TOPIC, {"cleanup.policy": "compact", "segment.bytes": "400"})
+    store = GroupMetadataManager(
+        replicas.rm, replicas.clock, OffsetsConfig(num_partitions=PARTITIONS)
+    )
+    replicas.rm.on_leadership_change = store.on_leadership_change
+    setup = Setup(replicas, store, Listener(), {})
+    await setup.lead(0)
+    kept = store.add_group(stable_group(G0))
+    gone = store.add_group(stable_group(G0B))
+    await store.store_group(kept)
+    await store.store_group(gone)
+    for i in range(30):
+        await store.store_offsets(kept, {TopicPartition("t", i % 3): commit(i)})
+        await store.store_offsets(gone, {T0: commit(i)})
+    await store.delete_offsets(kept, [TopicPartition("t", 2)])
+    await store.delete_group(gone)
+    expected = offsets_of(kept)
+    lg = replicas.rm.partition_for(offsets_tp(0))
+    assert lg is not None and lg.log is not None
+    lg.log.roll()
+    before = sum(1 for _ in lg.log.iter_batch_headers())
+
+    lm.cleaner.on_owner = on_loop(asyncio.get_running_loop())
+    await asyncio.to_thread(lm.cleaner.run_until_idle)
+    assert lm.cleaner.metrics.passes >= 1
+    assert sum(1 for _ in lg.log.iter_batch_headers()) < before
+
+    await setup.follow(0, epoch=1)
+    await setup.lead(0, epoch=2)
+    loaded = store.get_group(G0)
+    assert offsets_of(loaded) == expected
+    assert loaded is not None and loaded.generation_id == 3 and "m-1" in loaded.members
+    assert store.get_group(G0B) is None
+    lm.shutdown()
+
+
+async def test_records_are_compressed_with_the_offsets_topic_codec(tmp_path: Path) -> None:
+    replicas = local_replicas(tmp_path)
+    config = OffsetsConfig(num_partitions=PARTITIONS, compression=Compression.GZIP)
+    store = GroupMetadataManager(replicas.rm, replicas.clock, config)
+    replicas.rm.on_leadership_change = store.on_leadership_change
+    await Setup(replicas, store, Listener(), {}).lead(0)
+    group = store.add_group(GroupMetadata(G0))
+    assert await store.store_offsets(group, {T0: commit(4)}) == {T0: ErrorCode.NONE}
+    partition = replicas.rm.partition_for(offsets_tp(0))
+    assert partition is not None and partition.log is not None
+    headers = [h for _, _, h in partition.log.iter_batch_headers()]
+    assert [h.compression for h in headers] == [Compression.GZIP]
     replicas.log_manager.shutdown()
