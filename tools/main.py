@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "leader-election": ("leader_election", "elect preferred or unclean partition leaders"),
     "log-dirs": ("log_dirs", "describe each broker's log directories and partitions"),
     "reassign-partitions": ("reassign_partitions", "move partitions to other brokers"),
+    "consumer-groups": ("consumer_groups", "list, describe, reset and delete consumer groups"),
     "console-producer": ("console_producer", "produce lines from standard input"),
     "console-consumer": ("console_consumer", "consume records to standard output"),
     "api-versions": ("api_versions", "print the API versions minikafka (or a broker) supports"),
