@@ -397,11 +397,6 @@ def test_lag_is_log_end_minus_committed_over_the_wire(c: TestCluster) -> None:
     }
 
 
-def consumer_groups_tool() -> bool:
-    return (ROOT / "tools" / "consumer_groups.py").exists()
-
-
-@pytest.mark.skipif(not consumer_groups_tool(), reason="minikafka consumer-groups not merged yet")
 def test_consumer_groups_tool_describe_shows_the_true_lag(c: TestCluster) -> None:
     topic = new_topic(c, "lag-tool")
     group = "lag-tool"
