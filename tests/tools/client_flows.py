@@ -204,8 +204,8 @@ def confluent_flow(bootstrap: str, prefix: str) -> None:
             admin.list_offsets(
                 {
                     TopicPartition(t1, 0): OffsetSpec.latest(),  # type: ignore[no-untyped-call]
-                    TopicPartition(t1, 1): OffsetSpec.max_timestamp(),
-                },  # type: ignore[no-untyped-call]
+                    TopicPartition(t1, 1): OffsetSpec.max_timestamp(),  # type: ignore[no-untyped-call]
+                },
                 request_timeout=STEP_TIMEOUT,
             )
         ),
