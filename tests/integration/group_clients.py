@@ -13,7 +13,8 @@ process. Each keeps, under a lock, what a test needs to know from the client sid
 Commits are the client's own: confluent-kafka commits each record synchronously as soon
 as it has it, kafka-python and aiokafka commit after each batch, kcat auto-commits every
 100 ms and on revocation. ``close`` leaves the group the way the client does on a clean
-shutdown; ``kill`` (kcat only) stops a member without a word to the coordinator.
+shutdown; ``freeze`` and ``kill`` (kcat only) stop a member without a word to the
+coordinator.
 
 The broker side is read over the wire with the project's protocol package, from the
 group's coordinator as FindCoordinator names it: DescribeGroups (state, protocol,
@@ -396,8 +397,14 @@ class KcatMember(Member):
     def close(self) -> None:
         self._end(signal.SIGTERM)
 
+    def freeze(self) -> None:
+        """SIGSTOP: the member stops heartbeating, its connections stay open, and it
+        says nothing to the coordinator (``kill`` ends it after)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
     def kill(self) -> None:
-        """kill -9: the member stops heartbeating without leaving the group."""
+        """kill -9 (a frozen member too): it leaves the group without a word."""
         self._end(signal.SIGKILL)
 
     def _end(self, sig: int) -> None:

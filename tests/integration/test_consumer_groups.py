@@ -15,9 +15,10 @@ the coordinator says over the wire (DescribeGroups, OffsetFetch, FindCoordinator
 - A group of confluent-kafka [range, roundrobin] and kafka-python [roundrobin, range]
   members chooses its protocol by vote: the majority's roundrobin, although the group's
   leader (the first to join, a confluent-kafka member) prefers range.
-- A member killed with SIGKILL (kcat) is removed after its session timeout and its
-  partitions go to the others; static members (group.instance.id) restarting get their
-  partitions back in the same generation, without a rebalance.
+- A member frozen with SIGSTOP (kcat: its connections stay open, its heartbeats stop)
+  is removed after its session timeout and its partitions go to the others; static
+  members (group.instance.id) restarting get their partitions back in the same
+  generation, without a rebalance.
 - The lag (log end offset minus committed offset) over the wire, and as
   `minikafka consumer-groups --describe` prints it.
 - "polygenelubricants", whose Java hashCode is Integer.MIN_VALUE, lives in partition 0 of
@@ -310,9 +311,13 @@ def test_a_member_that_stops_heartbeating_is_removed_after_its_session_timeout(
         wait_split(c, group, [survivor, victim])
         (victim_id,) = [m.member_id for m in describe(c, group).members
                         if m.client_id == victim.name]  # fmt: skip
-        victim.kill()  # no LeaveGroup: only the missing heartbeats tell
-        wait_split(c, group, [survivor])
-        remaining = describe(c, group).members
+        # no LeaveGroup, and its connections stay open: only the missing heartbeats tell
+        victim.freeze()
+        try:
+            wait_split(c, group, [survivor])
+            remaining = describe(c, group).members
+        finally:
+            victim.kill()
         values = produce_values(c, topic, PARTITIONS, 5, group)
         wait_delivered([survivor], values)
     assert [m.client_id for m in remaining] == [survivor.name]
