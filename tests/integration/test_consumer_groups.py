@@ -161,11 +161,9 @@ def assert_delivered_once_but_failed_commits(members: list[Member], values: list
     deliveries = all_deliveries(members)
     seen = Counter(d.value for d in deliveries)
     assert set(values) <= set(seen), "records never delivered"
-    failed = "".join(e for m in members for e in m.errors())
-    twice = {
-        (d.partition, d.offset) for d in deliveries if seen[d.value] > 1
-    }  # fmt: skip
-    assert all(f"{p}@{o}" in failed for p, o in twice), f"read twice: {sorted(twice)}"
+    failed = "\n".join(e for m in members for e in m.errors())
+    twice = {(d.partition, d.offset) for d in deliveries if seen[d.value] > 1}
+    assert all(f"commit of {p}@{o}:" in failed for p, o in twice), f"read twice: {sorted(twice)}"
 
 
 # -- a group of one client --------------------------------------------------------------------
