@@ -57,12 +57,6 @@ HEARTBEAT_MS = 200
 SESSION_MS = 6000
 #: a member's thread or process must end this soon after ``close``
 CLOSE_TIMEOUT_S = 30.0
-#: the retriable answers of a coordinator that is moving or loading
-MOVING = (
-    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_COORDINATOR,
-)
 
 
 @dataclass(frozen=True, slots=True)
