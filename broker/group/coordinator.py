@@ -66,8 +66,6 @@ T = TypeVar("T")
 
 #: the member id of a member that has none yet (first JoinGroup)
 UNKNOWN_MEMBER_ID = ""
-#: the generation of commits from consumers outside any group protocol (assign())
-NO_GENERATION = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -815,10 +813,21 @@ class GroupCoordinator:
         generation_id: int,
         offsets: Mapping[TopicPartition, CommittedOffset],
     ) -> asyncio.Future[dict[TopicPartition, int]]:
-        """OffsetCommit: check the committer (see ``commit_error``), then store."""
-        return asyncio.ensure_future(
-            self._commit(group_id, member_id, group_instance_id, generation_id, offsets)
-        )
+        """OffsetCommit: check the committer now (see ``commit_error``), then store; the
+        errors per partition once the store acknowledged."""
+        future: asyncio.Future[dict[TopicPartition, int]]
+        group = self.store.get_group(group_id)
+        error = self.commit_error(group, member_id, group_instance_id, generation_id)
+        if error != ErrorCode.NONE:
+            future = asyncio.get_running_loop().create_future()
+            future.set_result({tp: error for tp in offsets})
+            return future
+        if group is None:
+            group = self.store.add_group(GroupMetadata(group_id))
+        member = group.members.get(member_id)
+        if member is not None:
+            self._schedule_heartbeat(group, member)
+        return asyncio.ensure_future(self._store_commits(group, offsets))
 
     def commit_error(
         self,
@@ -845,23 +854,9 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    async def _commit(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        offsets: Mapping[TopicPartition, CommittedOffset],
+    async def _store_commits(
+        self, group: GroupMetadata, offsets: Mapping[TopicPartition, CommittedOffset]
     ) -> dict[TopicPartition, int]:
-        group = self.store.get_group(group_id)
-        error = self.commit_error(group, member_id, group_instance_id, generation_id)
-        if error != ErrorCode.NONE:
-            return {tp: error for tp in offsets}
-        if group is None:
-            group = self.store.add_group(GroupMetadata(group_id))
-        member = group.members.get(member_id)
-        if member is not None:
-            self._schedule_heartbeat(group, member)
         limit = self.config.offset_metadata_max_bytes
         results: dict[TopicPartition, int] = {}
         valid: dict[TopicPartition, CommittedOffset] = {}

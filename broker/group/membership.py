@@ -94,12 +94,10 @@ def accepts_member(
     join phase ends. A member already counted always has room.
     """
     state = group.state
-    if state in (GroupState.EMPTY, GroupState.DEAD):
-        return True
+    if state in (GroupState.EMPTY, GroupState.DEAD) or member_id in pending:
+        return True  # a pending member was counted when it was handed its id
     if state is GroupState.PREPARING_REBALANCE:
-        if member_id in awaiting_join or member_id in pending:
-            return True
-        return len(awaiting_join) + len(pending) < max_size
+        return member_id in awaiting_join or len(awaiting_join) + len(pending) < max_size
     return member_id in group.members or len(group.members) + len(pending) < max_size
 
 

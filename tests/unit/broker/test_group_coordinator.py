@@ -306,10 +306,16 @@ async def test_join_checks(h: Harness) -> None:
 
 
 async def test_a_full_group_refuses_a_new_member() -> None:
-    h = Harness(max_size=1)
+    h = Harness(max_size=2)
     await h.stable_group("a")
-    refused = await h.join(client_id="b")
+    first = await h.join(client_id="b")  # takes the last place, held while it rejoins
+    assert first.error == ErrorCode.MEMBER_ID_REQUIRED
+    refused = await h.join(client_id="c")
     assert refused.error == ErrorCode.GROUP_MAX_SIZE_REACHED
+    admitted = h.join(first.member_id, client_id="b")
+    await settle()
+    assert not admitted.done()  # in, waiting for the rebalance it started
+    assert h.state() is GroupState.PREPARING_REBALANCE
 
 
 async def test_commit_checks_generation_member_and_phase(h: Harness) -> None:
