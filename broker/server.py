@@ -50,6 +50,7 @@ from broker.config import BrokerConfig, ConfigError
 from broker.config_changes import ConfigChangeListener
 from broker.context import BrokerContext
 from broker.delayed.create_topics import DelayedCreateTopics
+from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
 from broker.group.coordinator import GroupConfig, GroupCoordinator
@@ -238,8 +239,11 @@ class BrokerServer:
         produce = self._purgatory("Produce", DelayedProduce)
         fetch = self._purgatory("Fetch", DelayedFetch)
         topics = self._purgatory("topic", DelayedCreateTopics)
+        delete_records = self._purgatory("DeleteRecords", DelayedDeleteRecords)
         cache = self.metadata_cache = MetadataCache(broker_id)
-        self.replica_manager = self._replica_manager(self.log_manager, produce, fetch, cache)
+        self.replica_manager = self._replica_manager(
+            self.log_manager, produce, fetch, delete_records, cache
+        )
 
         self.ctx = BrokerContext(
             broker_id=broker_id,
@@ -356,6 +360,7 @@ class BrokerServer:
         log_manager: LogManager,
         produce: DelayedOperationPurgatory[DelayedProduce],
         fetch: DelayedOperationPurgatory[DelayedFetch],
+        delete_records: DelayedOperationPurgatory[DelayedDeleteRecords],
         cache: MetadataCache,
     ) -> ReplicaManager:
         zk = self.zk
@@ -395,6 +400,8 @@ class BrokerServer:
             replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms"),
             replica_fetchers=fetchers,
             leader_endpoint=lambda broker_id: cache.alive_endpoint(broker_id, listener),
+            delete_records_purgatory=delete_records,
+            is_alive_broker=cache.has_alive_broker,
         )
 
     def _group_store(self, ctx: BrokerContext, cache: MetadataCache) -> GroupMetadataManager:

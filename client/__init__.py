@@ -9,7 +9,7 @@ Modules, one concept each:
 - :mod:`.cluster_view` brokers, topics, leaders from a MetadataResponse (pure)
 - :mod:`.client`       ``KafkaClient``: bootstrap, a connection per broker, metadata
                        refresh, bounded retries
-- :mod:`.admin`        create/alter/delete/describe topics, topic configs
+- :mod:`.admin`        create/alter/delete/describe topics, topic configs, DeleteRecords
 - :mod:`.produce`      produce a pre-built batch; Kafka's murmur2 key partitioner
 - :mod:`.fetch`        Fetch and ListOffsets; records decoded or only counted
 - :mod:`.console`      the console tools' line and record formats (pure)
@@ -22,6 +22,7 @@ and benchmark dependencies only.
 
 from client.admin import (
     ConfigEntry,
+    DeleteRecordsResult,
     ElectionResult,
     NewTopic,
     OngoingReassignment,
@@ -29,6 +30,7 @@ from client.admin import (
     alter_partition_reassignments,
     create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
     describe_configs,
     describe_log_dirs,
@@ -68,6 +70,7 @@ __all__ = [
     "ConnectionConfig",
     "ConnectionLost",
     "ConsumedRecord",
+    "DeleteRecordsResult",
     "ElectionResult",
     "Fetcher",
     "KafkaClient",
@@ -87,6 +90,7 @@ __all__ = [
     "create_partitions",
     "create_topics",
     "decode",
+    "delete_records",
     "delete_topics",
     "describe_configs",
     "describe_log_dirs",

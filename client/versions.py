@@ -48,6 +48,7 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 5),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DELETE_RECORDS: (0, 2),
 }
 
 #: What the first ApiVersions request uses. v3 is flexible; a broker that does not know it

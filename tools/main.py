@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "configs": ("configs", "describe and alter topic and broker configs"),
     "leader-election": ("leader_election", "elect preferred or unclean partition leaders"),
     "log-dirs": ("log_dirs", "describe each broker's log directories and partitions"),
+    "delete-records": ("delete_records", "delete partitions' records below an offset"),
     "reassign-partitions": ("reassign_partitions", "move partitions to other brokers"),
     "consumer-groups": ("consumer_groups", "list, describe, reset and delete consumer groups"),
     "console-producer": ("console_producer", "produce lines from standard input"),

@@ -36,6 +36,7 @@ from broker.apis import (
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -101,6 +102,7 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
         ApiKey.ELECT_LEADERS: elect_leaders.handle,
+        ApiKey.DELETE_RECORDS: delete_records.handle,
         # consumer groups (broker.group)
         ApiKey.FIND_COORDINATOR: find_coordinator.handle,
         ApiKey.JOIN_GROUP: join_group.handle,
