@@ -12,6 +12,11 @@ Modules, one concept each:
 - :mod:`.admin`        create/alter/delete/describe topics, topic configs, DeleteRecords
 - :mod:`.produce`      produce a pre-built batch; Kafka's murmur2 key partitioner
 - :mod:`.fetch`        Fetch and ListOffsets; records decoded or only counted
+- :mod:`.assignors`    range and roundrobin; the consumer protocol's bytes (pure)
+- :mod:`.coordinator`  finding a group's coordinator; calling it with retries
+- :mod:`.group`        ``GroupMember``: join, sync, heartbeat, commit, leave
+- :mod:`.group_session` a one-topic consumer's positions, commits and rejoins in a group
+- :mod:`.group_admin`  list, describe and delete groups; read and alter their offsets
 - :mod:`.console`      the console tools' line and record formats (pure)
 - :mod:`.loadgen`      pre-built batches and requests for ``perf produce`` (pure)
 - :mod:`.stats`        perf figures and Kafka's report lines (pure)

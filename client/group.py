@@ -40,6 +40,7 @@ from typing import Any, Final
 from client.assignors import (
     ASSIGNORS,
     CONSUMER_PROTOCOL_TYPE,
+    Assignment,
     MemberAssignment,
     Subscription,
     decode_assignment,
@@ -232,7 +233,7 @@ class GroupMember:
         check(synced.error_code, f"SyncGroup {cfg.group_id}")
         return decode_assignment(synced.assignment)
 
-    async def _assign(self, subscriptions: Mapping[str, Subscription]) -> dict[str, Any]:
+    async def _assign(self, subscriptions: Mapping[str, Subscription]) -> Assignment:
         """The leader's job: every member's partitions, by the chosen assignor."""
         topics = sorted({t for s in subscriptions.values() for t in s.topics})
         view = await self.client.refresh_metadata(topics)

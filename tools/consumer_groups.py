@@ -259,6 +259,13 @@ def _groups(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(args.group))
 
 
+def _one_group(args: argparse.Namespace) -> str:
+    groups = _groups(args)
+    if len(groups) > 1:
+        raise CommandError("This action takes one --group")
+    return groups[0]
+
+
 async def _log_ends(
     client: KafkaClient, partitions: Sequence[TopicPartition]
 ) -> dict[TopicPartition, int]:
@@ -347,7 +354,7 @@ async def _reset_partitions(
 async def reset_offsets(
     client: KafkaClient, args: argparse.Namespace, out: TextIO, clock: Clock
 ) -> dict[TopicPartition, int]:
-    (group_id,) = _groups(args)[:1]
+    group_id = _one_group(args)
     spec: ResetSpec = parse_spec(
         {k: getattr(args, k.replace("-", "_")) for k in KINDS}, clock.time_ms()
     )
@@ -414,7 +421,7 @@ async def _delete(client: KafkaClient, args: argparse.Namespace, out: TextIO) ->
 
 
 async def _delete_offsets(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:
-    (group_id,) = _groups(args)[:1]
+    group_id = _one_group(args)
     if not args.topic:
         raise CommandError("Option --delete-offsets needs --topic")
     partitions: list[TopicPartition] = []
