@@ -24,7 +24,8 @@ Startup (Kafka's KafkaServer.startup):
 7. the metrics HTTP endpoint and the event-loop lag probe.
 
 Shutdown (SIGTERM; KafkaServer.shutdown): controlled shutdown (ask the controller to move
-our leaderships away) when enabled, stop the listeners and let in-flight requests finish,
+our leaderships away) when enabled, answer the JoinGroup/SyncGroup requests the group
+coordinator holds (NOT_COORDINATOR), stop the listeners and let in-flight requests finish,
 stop the group store's loads and background writes, the controller (resigning if
 active), the ReplicaManager, purgatories and
 scheduler, then flush every log and write the checkpoints and the clean-shutdown marker,
@@ -562,6 +563,9 @@ class BrokerServer:
             )
         if self.metrics_server is not None:
             await self._step("metrics server", self.metrics_server.stop())
+        if self.ctx is not None and self.ctx.group_coordinator is not None:
+            # parked JoinGroup/SyncGroup answers go now, before the purgatories' below
+            self.ctx.group_coordinator.shutdown()
         # Long polls and acks=all produces waiting in a purgatory are answered now with
         # what they have, so that they do not hold the socket server's drain below until
         # their own timeouts (a consumer that went away would hold it the longest).

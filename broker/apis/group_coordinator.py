@@ -2,18 +2,22 @@
 
 Every group API is served by ``ctx.group_coordinator`` (broker.group.coordinator) after
 the store says this broker coordinates the group (``coordinator_error``). Answers that
-wait (a parked JoinGroup, a commit waiting for acks=all) are returned as a Task, which
-the network treats as any deferred response: the handler's slot is freed meanwhile.
+wait (a parked JoinGroup, a commit waiting for acks=all) are returned as a Future
+(``once``, or ``later`` for a handler's own coroutine), which the network treats as any
+deferred response: the handler's slot is freed meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from broker.context import BrokerContext, require
 from broker.group.coordinator import GroupCoordinator
 from protocol import Response
+
+R = TypeVar("R")
 
 
 def coordinator(ctx: BrokerContext) -> GroupCoordinator:
@@ -28,6 +32,30 @@ def group_error(ctx: BrokerContext, group_id: str) -> int:
 def later(answer: Awaitable[Response]) -> asyncio.Future[Response]:
     """A response that is ready once ``answer`` is."""
     return asyncio.ensure_future(answer)
+
+
+def once(
+    result: asyncio.Future[R], respond: Callable[[R], Response]
+) -> Response | asyncio.Future[Response]:
+    """``respond(result)``: now when the coordinator answered at once (most requests),
+    else a Future of it, completed when ``result`` is."""
+    if result.done():
+        return respond(result.result())
+    response: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+    def deliver(done: asyncio.Future[R]) -> None:
+        if response.done():
+            return
+        if done.cancelled():
+            response.cancel()
+            return
+        try:
+            response.set_result(respond(done.result()))
+        except Exception as exc:  # handed to the network, which answers with an error
+            response.set_exception(exc)
+
+    result.add_done_callback(deliver)
+    return response
 
 
 def client_host(request: object) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.group_coordinator import client_host, coordinator, group_error, later
+from broker.apis.group_coordinator import client_host, coordinator, group_error, once
 from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext
 from broker.group.coordinator import JoinRequest, JoinResult
@@ -39,12 +39,10 @@ async def handle(
         protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
         require_known_member_id=version >= 4,
     )
-    result = coordinator(ctx).join_group(join)
-
-    async def answer() -> Response:
-        return make_response(request.header, _response(await result, version))
-
-    return later(answer())
+    return once(
+        coordinator(ctx).join_group(join),
+        lambda result: make_response(request.header, _response(result, version)),
+    )
 
 
 def _response(result: JoinResult, version: int) -> JoinGroupResponse:

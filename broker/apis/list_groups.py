@@ -2,6 +2,8 @@
 
 Each broker lists only its own groups (those of the offsets partitions it leads); the
 admin client asks every broker and merges. A state filter matches names in any case.
+While any offsets partition is still loading the answer is COORDINATOR_LOAD_IN_PROGRESS
+with no groups, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ from protocol.messages import ListGroupsRequest, ListGroupsResponse
 
 async def handle(ctx: BrokerContext, request: ListenerRequest[ListGroupsRequest]) -> Response:
     states = request.body.states_filter if int(request.header.api_version) >= 4 else []
+    if coordinator(ctx).store.loading_partitions:
+        # a partial list would hide groups: the client asks again
+        response = ListGroupsResponse(
+            throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, groups=[]
+        )
+        return make_response(request.header, response)
     groups = [
         ListGroupsResponse.ListedGroup(
             group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.group_coordinator import coordinator, group_error, later
+from broker.apis.group_coordinator import coordinator, group_error, once
 from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext
 from broker.group.model import CommittedOffset
@@ -62,12 +62,11 @@ async def handle(
         offsets,
     )
 
-    async def answer() -> Response:
-        results.update(await stored)
-        ordered = {tp: results[tp] for tp, _ in requested}
-        return make_response(request.header, _response(ordered))
+    def respond(errors: dict[TopicPartition, int]) -> Response:
+        results.update(errors)
+        return make_response(request.header, _response({tp: results[tp] for tp, _ in requested}))
 
-    return later(answer())
+    return once(stored, respond)
 
 
 def _response(errors: dict[TopicPartition, int]) -> OffsetCommitResponse:

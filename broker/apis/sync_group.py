@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.group_coordinator import coordinator, group_error, later
+from broker.apis.group_coordinator import coordinator, group_error, once
 from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext
 from broker.group.coordinator import SyncResult
@@ -34,11 +34,7 @@ async def handle(
         body.protocol_name if version >= 5 else None,
         {a.member_id: bytes(a.assignment) for a in body.assignments},
     )
-
-    async def answer() -> Response:
-        return make_response(request.header, _response(await result))
-
-    return later(answer())
+    return once(result, lambda answer: make_response(request.header, _response(answer)))
 
 
 def _response(result: SyncResult) -> SyncGroupResponse:

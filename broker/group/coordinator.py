@@ -207,18 +207,28 @@ class GroupCoordinator:
     def on_groups_unloaded(self, groups: Iterable[GroupMetadata]) -> None:
         """The store dropped ``groups``: parked answers get NOT_COORDINATOR, timers stop."""
         for group in groups:
-            runtime = self._runtimes.pop(group.group_id, None)
-            if runtime is None:
-                continue
-            for join in runtime.join_waiters.values():
-                _settle(join, JoinResult(ErrorCode.NOT_COORDINATOR))
-            for sync in runtime.sync_waiters.values():
-                _settle(sync, SyncResult(ErrorCode.NOT_COORDINATOR))
-            for op in runtime.heartbeats.values():
-                op.cancel()
-            if runtime.join_op is not None:
-                runtime.join_op.cancel()
-            self.join_purgatory.cancel_for_key(join_key(group.group_id))
+            self._forget(group.group_id)
+
+    def shutdown(self) -> None:
+        """The broker is stopping: every parked JoinGroup and SyncGroup is answered
+        NOT_COORDINATOR (its member looks for the group's next coordinator rather than
+        holding the broker's shutdown until its timeout), and every timer stops."""
+        for group_id in list(self._runtimes):
+            self._forget(group_id)
+
+    def _forget(self, group_id: str) -> None:
+        runtime = self._runtimes.pop(group_id, None)
+        if runtime is None:
+            return
+        for join in runtime.join_waiters.values():
+            _settle(join, JoinResult(ErrorCode.NOT_COORDINATOR))
+        for sync in runtime.sync_waiters.values():
+            _settle(sync, SyncResult(ErrorCode.NOT_COORDINATOR))
+        for member_id in runtime.heartbeats:
+            self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group_id, member_id))
+        if runtime.join_op is not None:
+            runtime.join_op.cancel()
+        self.join_purgatory.cancel_for_key(join_key(group_id))
 
     def on_groups_loaded(self, groups: Iterable[GroupMetadata]) -> None:
         """The store loaded ``groups`` from the log: their members' session timers start."""
@@ -295,10 +305,7 @@ class GroupCoordinator:
             )
             return
         if member_id in runtime.pending:
-            if not self._accepts(group, member_id):
-                runtime.pending.discard(member_id)
-                future.set_result(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=member_id))
-                return
+            # its place was counted when it was handed the id (MEMBER_ID_REQUIRED)
             runtime.pending.discard(member_id)
             self._cancel_heartbeat(group.group_id, member_id)
             self._add_member_and_rebalance(group, request, member_id, future)
@@ -398,7 +405,7 @@ class GroupCoordinator:
         its old member id is replaced (and fenced from then on). When nothing else changed
         in a Stable group, the group keeps its generation and assignment (no rebalance)."""
         runtime = self._runtime(group.group_id)
-        old = group.members.pop(old_id)
+        old = group.members[old_id]
         self._cancel_heartbeat(group.group_id, old_id)
         fenced_join = runtime.join_waiters.pop(old_id, None)
         if fenced_join is not None:
@@ -407,17 +414,12 @@ class GroupCoordinator:
         if fenced_sync is not None:
             _settle(fenced_sync, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         old_protocols = old.protocols
-        old.member_id = new_id
         old.client_id = request.client_id
         old.client_host = request.client_host
         old.rebalance_timeout_ms = request.rebalance_timeout_ms
         old.session_timeout_ms = request.session_timeout_ms
         old.protocols = list(request.protocols)
-        group.members[new_id] = old
-        assert request.group_instance_id is not None
-        group.static_members[request.group_instance_id] = new_id
-        if group.leader_id == old_id:
-            group.leader_id = new_id
+        _rename_member(group, old_id, new_id)
         state = group.state
         if (
             state is GroupState.STABLE
@@ -447,14 +449,10 @@ class GroupCoordinator:
         if error != ErrorCode.NONE:
             # put the old member back: the client retries and the old id stays valid
             if group.members.get(new_id) is member:
-                del group.members[new_id]
-                member.member_id = old_id
+                self._cancel_heartbeat(group.group_id, new_id)
                 member.protocols = old_protocols
-                group.members[old_id] = member
-                if member.group_instance_id is not None:
-                    group.static_members[member.group_instance_id] = old_id
-                if group.leader_id == new_id:
-                    group.leader_id = old_id
+                _rename_member(group, new_id, old_id)
+                self._schedule_heartbeat(group, member)
             _settle(future, JoinResult(error, member_id=UNKNOWN_MEMBER_ID))
             return
         _settle(future, self._join_result(group, new_id, with_members=False))
@@ -973,6 +971,18 @@ class GroupCoordinator:
         for group in self.store.groups():
             counts[group.state] += 1
         return counts
+
+
+def _rename_member(group: GroupMetadata, old_id: str, new_id: str) -> None:
+    """Give a static member its new member id, keeping its place in join order (which
+    decides the next leader) and its leadership."""
+    member = group.members[old_id]
+    member.member_id = new_id
+    group.members = {(new_id if k == old_id else k): m for k, m in group.members.items()}
+    if member.group_instance_id is not None:
+        group.static_members[member.group_instance_id] = new_id
+    if group.leader_id == old_id:
+        group.leader_id = new_id
 
 
 def subscribed_topics(group: GroupMetadata) -> set[str] | None:

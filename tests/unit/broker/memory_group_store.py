@@ -22,6 +22,7 @@ class MemoryGroupStore:
         #: (group id, generation, {member id: assignment}) per store_group call
         self.stored_groups: list[tuple[str, int, dict[str, bytes]]] = []
         self.error = ErrorCode.NONE
+        self.loading: frozenset[int] = frozenset()
         self._gate: asyncio.Event | None = None
 
     def hold(self) -> None:
@@ -47,6 +48,10 @@ class MemoryGroupStore:
 
     def add_group(self, group: GroupMetadata) -> GroupMetadata:
         return self.groups_by_id.setdefault(group.group_id, group)
+
+    @property
+    def loading_partitions(self) -> frozenset[int]:
+        return self.loading
 
     def groups(self) -> Iterable[GroupMetadata]:
         return list(self.groups_by_id.values())

@@ -342,6 +342,24 @@ async def test_list_describe_and_delete(w: World) -> None:
     ]
 
 
+@pytest.mark.parametrize("version", [0, 3])
+async def test_old_versions_of_list_and_describe(w: World, version: int) -> None:
+    await join_and_sync(w)
+    listed = await w.call(list_groups, ApiKey.LIST_GROUPS, version, ListGroupsRequest())
+    assert [(g.group_id, g.protocol_type) for g in listed.groups] == [("g", "consumer")]
+    described = await w.call(
+        describe_groups, ApiKey.DESCRIBE_GROUPS, version, DescribeGroupsRequest(groups=["g"])
+    )
+    assert described.groups[0].group_state == "Stable"
+
+
+async def test_list_groups_waits_for_loading_partitions(w: World) -> None:
+    await join_and_sync(w)
+    w.store.loading = frozenset({3})
+    body = await w.call(list_groups, ApiKey.LIST_GROUPS, 4, ListGroupsRequest())
+    assert (body.error_code, body.groups) == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [])
+
+
 async def test_offset_delete_of_an_unknown_group(w: World) -> None:
     body = await w.call(
         offset_delete,

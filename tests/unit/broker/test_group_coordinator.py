@@ -284,11 +284,7 @@ async def test_a_static_member_rejoining_with_a_new_id_keeps_the_generation(h: H
 
 
 async def test_a_static_member_with_another_protocol_rebalances(h: Harness) -> None:
-    joins = [h.join(client_id=c, instance=f"i-{c}") for c in ("a", "b")]
-    await h.end_initial_delay()
-    a, b = [await j for j in joins]
-    for m in (a, b):
-        await h.coordinator.sync_group("g", 1, m.member_id, None, None, None, {})
+    await static_pair(h)
     h.join(client_id="b", instance="i-b", protocols=(("rr", b""), ("range", b"")))
     assert h.state() is GroupState.STABLE  # range still wins the vote: no rebalance
     h.join(client_id="a", instance="i-a", protocols=(("rr", b""), ("range", b"")))
@@ -421,3 +417,47 @@ async def test_describe_and_list_report_states_and_members(h: Harness) -> None:
     assert [g.group_id for g in h.coordinator.list_groups(["stable"])] == ["g"]
     assert h.coordinator.list_groups(["Empty"]) == []
     assert h.coordinator.states()[GroupState.STABLE] == 1
+
+
+async def static_pair(h: Harness) -> tuple[JoinResult, JoinResult]:
+    """Static members a (the leader) and b, joined and synced: generation 1, Stable."""
+    joins = [h.join(client_id=c, instance=f"i-{c}") for c in ("a", "b")]
+    await h.end_initial_delay()
+    a, b = [await j for j in joins]
+    for m in (a, b):
+        await h.coordinator.sync_group("g", 1, m.member_id, None, None, None, {})
+    return a, b
+
+
+async def test_a_restarted_static_leader_keeps_its_place_and_leadership(h: Harness) -> None:
+    a, b = await static_pair(h)
+    rejoined = await h.join(client_id="a", instance="i-a")
+    assert rejoined.member_id != a.member_id
+    group = h.store.get_group("g")
+    assert group is not None
+    assert list(group.members) == [rejoined.member_id, b.member_id]
+    assert group.leader_id == rejoined.member_id == rejoined.leader_id
+
+
+async def test_a_static_rejoin_the_store_refuses_leaves_the_old_member_id_valid(
+    h: Harness,
+) -> None:
+    _, b = await static_pair(h)
+    h.store.error = ErrorCode.NOT_COORDINATOR
+    refused = await h.join(client_id="b", instance="i-b")
+    assert refused.error == ErrorCode.NOT_COORDINATOR
+    h.store.error = ErrorCode.NONE
+    assert h.heartbeat(b.member_id, 1, "i-b") == ErrorCode.NONE
+    group = h.store.get_group("g")
+    assert group is not None and group.static_members["i-b"] == b.member_id
+
+
+async def test_shutdown_answers_parked_requests_and_stops_every_timer(h: Harness) -> None:
+    ids = await h.stable_group("a", "b")
+    parked = h.join(ids["a"], client_id="a", protocols=(("rr", b""), ("range", b"")))
+    await settle()
+    assert not parked.done()  # waiting for b to rejoin
+    h.coordinator.shutdown()
+    assert (await parked).error == ErrorCode.NOT_COORDINATOR
+    assert h.heartbeats.num_delayed == h.joins.num_delayed == 0
+    assert h.heartbeats.num_watch_keys == h.joins.num_watch_keys == 0

@@ -22,3 +22,5 @@ class Recorder(TimerTask):
 
     def run(self) -> None:
         self.log.append((self.name, self.clock.monotonic_ms(), self.expiration_ms))
+
+
