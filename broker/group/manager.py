@@ -60,7 +60,7 @@ from broker.group.records import build_records, group_key, group_value, offset_k
 from broker.partition import Partition
 from protocol.errors import ErrorCode
 from protocol.records.batch import Compression
-from protocol.values import TopicPartition
+from protocol.values import EPOCH_DURING_DELETE, TopicPartition
 from storage import StorageError
 from storage.errors import OffsetOutOfRangeError
 from timer.clock import Clock
@@ -390,7 +390,10 @@ class GroupMetadataManager:
     def _newer_epoch(self, partition: int, epoch: int) -> bool:
         """Record ``epoch`` for ``partition`` unless an older one; whether it applies."""
         current = self._epochs.get(partition)
-        if epoch < 0:  # a StopReplica without an epoch, or deleting the topic
+        if epoch == EPOCH_DURING_DELETE:  # the topic is deleted: a new one starts over
+            self._epochs.pop(partition, None)
+            return True
+        if epoch < 0:  # a StopReplica without an epoch
             return True
         if current is not None and epoch < current:
             log.info(

@@ -17,8 +17,10 @@ from broker.group.offsets_topic import creation_error
 from broker.group.partitioner import partition_for
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
+from broker.partition import Partition
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FindCoordinatorRequest, UpdateMetadataRequest
+from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
 
@@ -69,6 +71,16 @@ def feed(cache: MetadataCache, leaders: Sequence[int] | None) -> None:
     )
 
 
+class NoReplicas:
+    """FindCoordinator never reads or appends a log: a store on top of this proves it."""
+
+    def partition_for(self, tp: TopicPartition) -> Partition | None:
+        raise AssertionError("FindCoordinator read a partition")
+
+    def append_records(self, *args: object, **kwargs: object) -> None:
+        raise AssertionError("FindCoordinator appended")
+
+
 class Creations:
     def __init__(self) -> None:
         self.count = 0
@@ -82,7 +94,7 @@ def make_ctx(leaders: Sequence[int] | None, creations: Creations) -> BrokerConte
     cache = MetadataCache(0)
     feed(cache, leaders)
     store = GroupMetadataManager(
-        replicas=None,  # type: ignore[arg-type]  # FindCoordinator never appends
+        replicas=NoReplicas(),
         clock=MockClock(),
         config=OffsetsConfig(num_partitions=50),
         topic_partition_count=lambda: cache.num_partitions(OFFSETS_TOPIC),

@@ -457,3 +457,12 @@ async def test_records_are_compressed_with_the_offsets_topic_codec(tmp_path: Pat
     headers = [h for _, _, h in partition.log.iter_batch_headers()]
     assert [h.compression for h in headers] == [Compression.GZIP]
     replicas.log_manager.shutdown()
+
+
+async def test_a_deleted_offsets_topic_s_epochs_do_not_fence_its_successor(setup: Setup) -> None:
+    await setup.lead(0, epoch=5)
+    setup.store.on_resign(0, -2)  # StopReplica of a topic being deleted
+    assert setup.store.owned_partitions == frozenset()
+    setup.store.on_become_leader(0, 0)  # the re-created topic starts at epoch 0
+    assert setup.store.loading_partitions == {0}
+    await setup.store.wait_loaded(0)
