@@ -25,6 +25,8 @@ from timer.clock import Clock
 if TYPE_CHECKING:
     from broker.delayed.fetch import DelayedFetch
     from broker.delayed.produce import DelayedProduce
+    from broker.group.coordinator import GroupCoordinator
+    from broker.group.manager import GroupMetadataManager
     from broker.metadata_cache import MetadataCache
     from broker.producer_id_manager import ProducerIdManager
     from broker.replica_manager import ReplicaManager
@@ -65,6 +67,10 @@ class BrokerContext:
     advertised_versions: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: the topics' overrides (/config/topics/<t>) as read; the LogManager shares it
     topic_configs: TopicConfigs = field(default_factory=TopicConfigs)
+    #: the classic group protocol over the groups this broker coordinates
+    group_coordinator: GroupCoordinator | None = None
+    #: __consumer_offsets: where groups live, their records, loading (broker.group)
+    group_store: GroupMetadataManager | None = None
 
 
 def require(service: T | None, name: str) -> T:

@@ -19,8 +19,8 @@ import logging
 import math
 import os
 import shutil
-from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Generic, Protocol, TypeVar
 
 from prometheus_client import (
     CollectorRegistry,
@@ -417,6 +417,20 @@ class BrokerMetrics:
             namespace=ns,
             registry=r,
         )
+        # consumer groups: the coordinator counts, the groups are read at scrape time
+        self.group_rebalances = local.counter(
+            "group_rebalances", "Rebalances started by this broker's group coordinator", ()
+        )
+        self.group_offset_commits = local.counter(
+            "group_offset_commits", "Offsets committed to the groups coordinated here", ()
+        )
+        self.groups = Gauge(
+            "groups",
+            "Groups coordinated by this broker, per state",
+            ["state"],
+            namespace=ns,
+            registry=r,
+        )
         # replica counts
         self.partition_count = Gauge(
             "partitions", "Partitions this broker holds a replica of", namespace=ns, registry=r
@@ -431,6 +445,14 @@ class BrokerMetrics:
         for name in ZOOKEEPER_STATES:
             self.zookeeper_session_state.labels(state=name).set_function(
                 lambda name=name: 1 if state() == name else 0  # type: ignore[misc]
+            )
+
+    def watch_groups(self, states: Callable[[], Mapping[str, int]]) -> None:
+        """The groups-by-state gauge, read at scrape time: ``states()`` counts the groups
+        in each state (by name: Empty, Stable, ...); a state it leaves out has none."""
+        for name in GROUP_STATES:
+            self.groups.labels(state=name).set_function(
+                lambda name=name: states().get(name, 0)  # type: ignore[misc]
             )
 
     def observe_controller_event(self, event: str, queued_s: float, handled_s: float) -> None:
@@ -481,6 +503,11 @@ class BrokerMetrics:
             )
         )
 
+    def watch_group_store(self, store: GroupStoreStats) -> None:
+        """The group coordinator's store: committed offsets held, expired and deleted,
+        and each group's lag, read from it at scrape time."""
+        self.registry.register(_GroupStoreCollector(store))
+
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric of this broker."""
         return generate_latest(self.registry)
@@ -517,6 +544,60 @@ class _FollowerLagCollector(Collector):
             total.add_metric((str(follower),), sum(lags))
         yield largest
         yield total
+
+
+class GroupStoreStats(Protocol):
+    """What the group metrics read of broker.group.manager.GroupMetadataManager."""
+
+    offsets_expired: int
+    offsets_removed: int
+
+    def committed_offset_count(self) -> int: ...
+
+    def lags(self) -> dict[tuple[str, str], int]: ...
+
+
+class _GroupStoreCollector(Collector):
+    """The offsets side of Kafka's GroupMetadataManager metrics (NumOffsets,
+    OffsetExpired, OffsetDeletions; the group protocol's side counts groups, rebalances
+    and commits) and a consumer lag per group and topic, as lag exporters report it
+    (kafka_exporter's consumergroup_lag_sum).
+
+    The lag is summed over a topic's partitions rather than labelled per partition (a
+    group of a thousand-partition topic would otherwise add a thousand series), and
+    counts only the partitions this broker holds a replica of: their high watermarks
+    are known here, the others' are not; a dashboard sums it over the brokers that
+    hold the group's commits."""
+
+    def __init__(self, store: GroupStoreStats) -> None:
+        self.store = store
+
+    def collect(self) -> Iterable[Metric]:
+        ns, store = NAMESPACE, self.store
+        yield GaugeMetricFamily(
+            f"{ns}_group_committed_offsets",
+            "Committed offsets held by the groups this broker coordinates",
+            store.committed_offset_count(),
+        )
+        yield CounterMetricFamily(
+            f"{ns}_group_offsets_expired",
+            "Committed offsets removed by offsets.retention.minutes",
+            store.offsets_expired,
+        )
+        yield CounterMetricFamily(
+            f"{ns}_group_offsets_deleted",
+            "Committed offsets deleted (OffsetDelete, or their topic deleted)",
+            store.offsets_removed,
+        )
+        lag = GaugeMetricFamily(
+            f"{ns}_group_lag_messages",
+            "Messages between a group's commits and the high watermarks of a topic's "
+            "partitions held here",
+            labels=("group", "topic"),
+        )
+        for (group, topic), value in sorted(store.lags().items()):
+            lag.add_metric((group, topic), value)
+        yield lag
 
 
 class _CounterFunction(Collector):
@@ -567,6 +648,9 @@ class _CleanerCollector(Collector):
 
 
 # --- the operators' set, continued: collectors and the list the rules and panels rely on ---
+
+#: the classic group protocol's states, each a label value of ``groups``
+GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 
 #: kazoo's connection states, each a label value of ``zookeeper_session_state``
 ZOOKEEPER_STATES = ("CONNECTED", "SUSPENDED", "LOST")
@@ -719,6 +803,15 @@ OPERATOR_METRICS: dict[str, tuple[str, ...]] = {
     "minikafka_zookeeper_connected": (),
     "minikafka_zookeeper_session_state": ("state",),
     "minikafka_zookeeper_request_latency_seconds": (),
+    # consumer groups
+    "minikafka_group_rebalances_total": (),
+    "minikafka_group_offset_commits_total": (),
+    "minikafka_groups": ("state",),
+    # consumer groups: the offsets (the coordinator's store)
+    "minikafka_group_committed_offsets": (),
+    "minikafka_group_offsets_expired_total": (),
+    "minikafka_group_offsets_deleted_total": (),
+    "minikafka_group_lag_messages": ("group", "topic"),
 }
 
 

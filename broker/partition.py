@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from broker import delete_records
 from broker import isr as isr_rules
 from broker.isr import (
     FollowerState,
@@ -491,6 +492,33 @@ class Partition:
             )
         else:
             log.warning("%s: ISR change to %s failed; will retry", self.tp, list(pending.proposed))
+
+    # -- DeleteRecords (leader) ----------------------------------------------------------
+
+    def delete_records_on_leader(self, requested_offset: int) -> int:
+        """Move the leader's log start up to ``requested_offset`` (-1: the high
+        watermark) by the rules of :mod:`broker.delete_records`; returns the offset the
+        log start must reach on every live replica. Raises PartitionError (role, policy,
+        range) or StorageError (disk)."""
+        lg = self._leader_log(NO_LEADER_EPOCH)
+        try:
+            offset = delete_records.deletion_offset(
+                self.tp.topic,
+                requested_offset,
+                high_watermark=lg.high_watermark,
+                deletes=lg.config.deletes,
+            )
+        except delete_records.DeletionRefused as exc:
+            raise PartitionError(exc.error_code, f"{self.tp}: {exc}") from None
+        lg.increment_log_start_offset(offset)
+        return offset
+
+    def low_watermark(self, is_alive: Callable[[int], bool]) -> int:
+        """As leader: the smallest log start over this replica and the followers on live
+        brokers (``is_alive(broker_id)``); NOT_LEADER_OR_FOLLOWER otherwise."""
+        lg = self._leader_log(NO_LEADER_EPOCH)
+        starts = {replica: state.log_start_offset for replica, state in self.followers.items()}
+        return delete_records.low_watermark(lg.log_start_offset, starts, is_alive)
 
     # -- produce -----------------------------------------------------------------------
 

@@ -16,6 +16,11 @@ the consumers' fetches waiting on the partition. The periodic ``isr-expiration``
 from the ISR. Each ISR change a leader wrote to ZooKeeper is counted and queued for the
 controller's ISR change notification (``broker.isr_zk.IsrChangePropagator``).
 
+DeleteRecords (:meth:`delete_records`) moves a led partition's log start; each follower
+fetch carries the follower's log start, and one that moved, or a follower's broker
+leaving the live brokers (:meth:`live_brokers_changed`), may complete the
+DelayedDeleteRecords waiting for every live replica to follow.
+
 Results come back through callbacks, as in Kafka, because acks=all produces and long-poll
 fetches finish later, in a purgatory; the callback runs synchronously when no waiting is
 needed, so a handler can tell the two cases apart and answer at once.
@@ -45,6 +50,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
+from broker.delayed.delete_records import (
+    DelayedDeleteRecords,
+    DeleteRecordsCallback,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsPartitionStatus,
+)
 from broker.delayed.fetch import (
     DelayedFetch,
     FetchInfos,
@@ -109,6 +120,13 @@ async def in_thread(fn: Callable[[], T]) -> T:
     return await asyncio.to_thread(fn)
 
 
+#: Told, after a LeaderAndIsr or StopReplica, which partitions this broker now leads and
+#: which it now follows or deleted, each with its leader epoch (-1 when a StopReplica gave
+#: none): Kafka's onLeadershipChange, by which the group coordinator loads and unloads its
+#: offsets partitions.
+LeadershipChange = Callable[[Mapping[TopicPartition, int], Mapping[TopicPartition, int]], None]
+
+
 class ReplicaManager:
     def __init__(
         self,
@@ -127,6 +145,8 @@ class ReplicaManager:
         replica_lag_time_max_ms: int = 30_000,
         replica_fetchers: ReplicaFetcherManager | None = None,
         leader_endpoint: Callable[[int], tuple[str, int] | None] = lambda broker_id: None,
+        delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] | None = None,
+        is_alive_broker: Callable[[int], bool] = lambda broker_id: True,
     ) -> None:
         """``min_insync_replicas(topic)`` gives the topic's min.insync.replicas;
         ``is_known_partition(topic, p)`` (the metadata cache) tells a partition led
@@ -136,7 +156,9 @@ class ReplicaManager:
         ISR) and ``isr_propagator`` queues them for the controller;
         ``replica_fetchers`` copies the leaders' logs into the followers (None: nothing
         is fetched) from ``leader_endpoint(broker_id)``, the inter-broker listener's
-        address in the metadata cache."""
+        address in the metadata cache. DeleteRecords responses wait in
+        ``delete_records_purgatory`` (default: one without a reaper, for tests) for the
+        followers on the brokers that are ``is_alive_broker`` (the metadata cache)."""
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.produce_purgatory = produce_purgatory
@@ -151,10 +173,17 @@ class ReplicaManager:
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.replica_fetchers = replica_fetchers
         self._leader_endpoint = leader_endpoint
+        self.delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = (
+            delete_records_purgatory
+            if delete_records_purgatory is not None
+            else DelayedOperationPurgatory("DeleteRecords", clock=clock, reaper_enabled=False)
+        )
+        self.is_alive_broker = is_alive_broker
         self._state_change_lock = asyncio.Lock()
         self._partitions: dict[TopicPartition, Partition] = {}
         self.controller_id = -1
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
+        self.on_leadership_change: LeadershipChange | None = None
         if metrics is not None:
             metrics.under_replicated_partitions.set_function(self.under_replicated_count)
             metrics.under_min_isr_partitions.set_function(self.under_min_isr_count)
@@ -293,6 +322,12 @@ class ReplicaManager:
             for tp, error in errors.items():
                 if error == ErrorCode.NONE:
                     self._complete_delayed(tp)
+            if self.on_leadership_change is not None:
+                done = [(tp, s) for tp, s in applied if errors[tp] == ErrorCode.NONE]
+                self.on_leadership_change(
+                    {tp: s.leader_epoch for tp, s in done if s.leader == self.broker_id},
+                    {tp: s.leader_epoch for tp, s in done if s.leader != self.broker_id},
+                )
             return errors
 
     def _remove_fetchers(self, tps: Iterable[TopicPartition]) -> None:
@@ -434,6 +469,16 @@ class ReplicaManager:
             for tp, error in errors.items():
                 if error != ErrorCode.FENCED_LEADER_EPOCH:
                     self._complete_delayed(tp)
+            if self.on_leadership_change is not None and to_delete:
+                epochs = leader_epochs or {}
+                self.on_leadership_change(
+                    {},
+                    {
+                        tp: epochs.get(tp, NO_LEADER_EPOCH)
+                        for tp in to_delete
+                        if errors[tp] == ErrorCode.NONE
+                    },
+                )
             return errors
 
     def _delete_logs(self, tps: list[TopicPartition]) -> list[TopicPartition]:
@@ -454,14 +499,16 @@ class ReplicaManager:
     def _complete_delayed(self, tp: TopicPartition) -> None:
         self.fetch_purgatory.check_and_complete(tp)
         self.produce_purgatory.check_and_complete(tp)
+        self.delete_records_purgatory.check_and_complete(tp)
 
     async def shutdown(self) -> None:
-        """Stop the replica fetchers (before the logs they append to close), then both
+        """Stop the replica fetchers (before the logs they append to close), then the
         purgatories (waiting operations are dropped with the connections)."""
         if self.replica_fetchers is not None:
             await self.replica_fetchers.shutdown()
         await self.produce_purgatory.shutdown()
         await self.fetch_purgatory.shutdown()
+        await self.delete_records_purgatory.shutdown()
 
     # -- produce ------------------------------------------------------------------------
 
@@ -651,7 +698,9 @@ class ReplicaManager:
         leader_end_offset: int,
     ) -> None:
         """Record a follower's successful fetch (Kafka's updateFollowerFetchState): its
-        position, then whether it joins the ISR and the high watermark moves."""
+        position, then whether it joins the ISR and the high watermark moves. A follower
+        reporting a higher log start may complete a waiting DeleteRecords."""
+        before = partition.followers.get(replica_id)
         partition.update_follower_fetch_state(
             replica_id,
             fetch_offset=info.fetch_offset,
@@ -662,6 +711,8 @@ class ReplicaManager:
         partition.maybe_expand_isr(replica_id)
         if partition.maybe_increment_high_watermark():
             self._complete_delayed(partition.tp)
+        elif before is None or before.log_start_offset != info.log_start_offset:
+            self.delete_records_purgatory.check_and_complete(partition.tp)
 
     # -- the ISR ------------------------------------------------------------------------
 
@@ -704,6 +755,58 @@ class ReplicaManager:
         for tp, result in results:
             if result.records is not None:
                 self.metrics.topic_bytes_out.labels(topic=tp.topic).inc(len(result.records))
+
+    # -- DeleteRecords ------------------------------------------------------------------
+
+    async def delete_records(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: int,
+        on_done: DeleteRecordsCallback,
+    ) -> None:
+        """DeleteRecords (Kafka's deleteRecords): move each partition's log start as
+        leader (``broker.delete_records`` has the rules), write the log-start-offset
+        checkpoint (a worker thread) so that a restart keeps the new starts, then call
+        ``on_done`` with every partition's result: at once when every low watermark is
+        there already (or nothing moved), else from a DelayedDeleteRecords once the live
+        followers followed, or at ``timeout_ms``."""
+        results: dict[TopicPartition, DeleteRecordsPartitionResult] = {}
+        required: dict[TopicPartition, int] = {}
+        for tp, offset in offsets.items():
+            try:
+                partition = self._leader_or_error(tp)
+                required[tp] = partition.delete_records_on_leader(offset)
+                lw = partition.low_watermark(self.is_alive_broker)
+            except PartitionError as exc:
+                results[tp] = DeleteRecordsPartitionResult(exc.error_code)
+                continue
+            except StorageError as exc:
+                log.error("%s: deleting records failed: %s", tp, exc)
+                results[tp] = DeleteRecordsPartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)
+                continue
+            results[tp] = DeleteRecordsPartitionResult(ErrorCode.NONE, lw)
+            log.info("%s: log start offset moved to %d by DeleteRecords", tp, required[tp])
+        if required:
+            await self._run_blocking(self.log_manager.checkpoint_log_start_offsets)
+        if all(results[tp].low_watermark >= offset for tp, offset in required.items()):
+            on_done(results)
+            return
+        statuses = {
+            tp: DeleteRecordsPartitionStatus(required.get(tp, -1), result, tp in required)
+            for tp, result in results.items()
+        }
+        operation = DelayedDeleteRecords(
+            timeout_ms, statuses, self.partition_for, self.is_alive_broker, on_done
+        )
+        self.delete_records_purgatory.try_complete_else_watch(operation, list(required))
+
+    def live_brokers_changed(self) -> None:
+        """The metadata cache's live brokers changed: a follower on a broker that died no
+        longer holds back the low watermark of the DeleteRecords waiting on its leader."""
+        if self.delete_records_purgatory.num_delayed:
+            for partition in self.leader_partitions():
+                self.delete_records_purgatory.check_and_complete(partition.tp)
 
     # -- offsets ------------------------------------------------------------------------
 

@@ -10,9 +10,11 @@ Startup (Kafka's KafkaServer.startup):
    broker id (configured, from meta.properties, or generated from /brokers/seqid),
    then meta.properties written where missing;
 4. the Scheduler with every periodic task of ``BrokerServer.scheduled_tasks`` (the
-   LogManager's housekeeping, the high-watermark checkpoint, ISR expiration and ISR
-   change propagation), the purgatories and the ReplicaManager (with the writer of
-   its leaders' ISR changes to ZooKeeper);
+   LogManager's housekeeping, the high-watermark checkpoint, ISR expiration, ISR
+   change propagation and offsets expiry), the purgatories and the ReplicaManager (with
+   the writer of its leaders' ISR changes to ZooKeeper), then the group store
+   (``broker.group.manager``: __consumer_offsets partitions load and unload as the
+   ReplicaManager's leaderships change);
 5. the SocketServer: data-plane listeners and the control-plane listener; client
    requests that arrive before the broker is registered and its metadata cache lists it
    are held (broker.readiness), the controller's are served;
@@ -22,8 +24,10 @@ Startup (Kafka's KafkaServer.startup):
 7. the metrics HTTP endpoint and the event-loop lag probe.
 
 Shutdown (SIGTERM; KafkaServer.shutdown): controlled shutdown (ask the controller to move
-our leaderships away) when enabled, stop the listeners and let in-flight requests finish,
-stop the controller (resigning if active), the ReplicaManager, purgatories and
+our leaderships away) when enabled, answer the JoinGroup/SyncGroup requests the group
+coordinator holds (NOT_COORDINATOR), stop the listeners and let in-flight requests finish,
+stop the group store's loads and background writes, the controller (resigning if
+active), the ReplicaManager, purgatories and
 scheduler, then flush every log and write the checkpoints and the clean-shutdown marker,
 remove the registration and close the ZooKeeper session. Each step runs even when an
 earlier one failed: a broker that is stopping must still leave its logs clean. The steps
@@ -41,12 +45,18 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import KafkaApis, error_response
 from broker.config import BrokerConfig, ConfigError
 from broker.config_changes import ConfigChangeListener
 from broker.context import BrokerContext
+from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.group.coordinator import GroupConfig, GroupCoordinator
+from broker.group.delayed import DelayedHeartbeat
+from broker.group.manager import GroupMetadataManager, OffsetsConfig
+from broker.group.offsets_topic import create_offsets_topic
 from broker.isr_zk import IsrChangePropagator, PropagationTimes, ZkIsrWriter
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
@@ -180,6 +190,7 @@ class BrokerServer:
         self.metrics_server: MetricsHttpServer | None = None
         self.lag_monitor: EventLoopLagMonitor | None = None
         self.config_changes: ConfigChangeListener | None = None
+        self.group_store: GroupMetadataManager | None = None
         self.started = False
         self._shutdown_done = False
 
@@ -228,9 +239,12 @@ class BrokerServer:
         produce = self._purgatory("Produce", DelayedProduce)
         fetch = self._purgatory("Fetch", DelayedFetch)
         # Kafka's topic purgatory: CreateTopics/CreatePartitions and DeleteTopics waiters
-        topics: DelayedOperationPurgatory[DelayedOperation] = self._purgatory("topic")
+        topics = self._purgatory("topic", DelayedOperation)  # type: ignore[type-abstract]
+        delete_records = self._purgatory("DeleteRecords", DelayedDeleteRecords)
         cache = self.metadata_cache = MetadataCache(broker_id)
-        self.replica_manager = self._replica_manager(self.log_manager, produce, fetch, cache)
+        self.replica_manager = self._replica_manager(
+            self.log_manager, produce, fetch, delete_records, cache
+        )
 
         self.ctx = BrokerContext(
             broker_id=broker_id,
@@ -249,6 +263,8 @@ class BrokerServer:
             producer_id_manager=ProducerIdManager(broker_id, zk),
             scheduler=self.scheduler,
         )
+        self.ctx.group_store = self.group_store = self._group_store(self.ctx, cache)
+        self.ctx.group_coordinator = self._group_coordinator(self.group_store)
         self.apis = KafkaApis(self.ctx)
         gate = self.apis.gate = self._readiness_gate(self.ctx)
         self.socket_server = SocketServer(
@@ -328,9 +344,8 @@ class BrokerServer:
             error_response,
         )
 
-    def _purgatory(self, name: str, _kind: type[Op] | None = None) -> DelayedOperationPurgatory[Op]:
-        """A started purgatory of ``_kind`` operations (the type only types the result; a
-        purgatory of several kinds is typed by the caller's annotation instead)."""
+    def _purgatory(self, name: str, _kind: type[Op]) -> DelayedOperationPurgatory[Op]:
+        """A started purgatory of ``_kind`` operations (the type only types the result)."""
         purgatory: DelayedOperationPurgatory[Op] = DelayedOperationPurgatory(
             name, clock=self.clock, broker_id=self.broker_id
         )
@@ -346,6 +361,7 @@ class BrokerServer:
         log_manager: LogManager,
         produce: DelayedOperationPurgatory[DelayedProduce],
         fetch: DelayedOperationPurgatory[DelayedFetch],
+        delete_records: DelayedOperationPurgatory[DelayedDeleteRecords],
         cache: MetadataCache,
     ) -> ReplicaManager:
         zk = self.zk
@@ -385,7 +401,46 @@ class BrokerServer:
             replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms"),
             replica_fetchers=fetchers,
             leader_endpoint=lambda broker_id: cache.alive_endpoint(broker_id, listener),
+            delete_records_purgatory=delete_records,
+            is_alive_broker=cache.has_alive_broker,
         )
+
+    def _group_store(self, ctx: BrokerContext, cache: MetadataCache) -> GroupMetadataManager:
+        """The group coordinator's store: ``__consumer_offsets`` partitions load and
+        unload as the ReplicaManager's leaderships change; the topic is created on
+        first use with the broker's settings as they are then."""
+        rm, zk = self.replica_manager, self.zk
+        assert rm is not None and zk is not None
+        store = GroupMetadataManager(
+            rm,
+            self.clock,
+            OffsetsConfig.from_broker(self.config),
+            topic_partition_count=lambda: cache.num_partitions(OFFSETS_TOPIC),
+            create_offsets_topic=lambda: create_offsets_topic(
+                zk, ctx.config, cache.alive_broker_ids()
+            ),
+        )
+        rm.on_leadership_change = store.on_leadership_change
+        self.metrics.watch_group_store(store)
+        return store
+
+    def _group_coordinator(self, store: GroupMetadataManager) -> GroupCoordinator:
+        """The classic group protocol over the store's groups, with its two purgatories
+        (joins waiting for a rebalance, members' session timers); the store tells it
+        when groups load and unload."""
+        metrics = self.metrics
+        coordinator = GroupCoordinator(
+            store,
+            GroupConfig.from_values(self.config.get_int),
+            self.clock,
+            self._purgatory("Rebalance", DelayedOperation),  # type: ignore[type-abstract]
+            self._purgatory("Heartbeat", DelayedHeartbeat),
+            on_rebalance=metrics.group_rebalances.labels().inc,
+            on_offsets_committed=metrics.group_offset_commits.labels().inc,
+        )
+        store.listener = coordinator
+        metrics.watch_groups(lambda: {state.value: n for state, n in coordinator.states().items()})
+        return coordinator
 
     def _fetcher_config(self) -> FetcherConfig:
         c = self.config
@@ -421,11 +476,19 @@ class BrokerServer:
             TaskSpec("isr-change-propagation", self._propagate_isr_changes,
                      ISR_PROPAGATION.check_interval_ms, ISR_PROPAGATION.check_interval_ms,
                      False),
+            # committed offsets of empty groups expire (broker.group.expiry)
+            TaskSpec("delete-expired-group-metadata", self._expire_group_offsets,
+                     c.get_int("offsets.retention.check.interval.ms"),
+                     c.get_int("offsets.retention.check.interval.ms"), False),
         ]  # fmt: skip
 
     def _expire_isr(self) -> None:
         if self.replica_manager is not None:
             self.replica_manager.maybe_shrink_isr()
+
+    async def _expire_group_offsets(self) -> None:
+        if self.group_store is not None:
+            await self.group_store.expire_offsets()
 
     async def _propagate_isr_changes(self) -> None:
         rm = self.replica_manager
@@ -501,6 +564,9 @@ class BrokerServer:
             )
         if self.metrics_server is not None:
             await self._step("metrics server", self.metrics_server.stop())
+        if self.ctx is not None and self.ctx.group_coordinator is not None:
+            # parked JoinGroup/SyncGroup answers go now, before the purgatories' below
+            self.ctx.group_coordinator.shutdown()
         # Long polls and acks=all produces waiting in a purgatory are answered now with
         # what they have, so that they do not hold the socket server's drain below until
         # their own timeouts (a consumer that went away would hold it the longest).
@@ -509,6 +575,8 @@ class BrokerServer:
         if self.socket_server is not None:
             # in-flight requests get 20 s to finish, within the step's own 30 s bound
             await self._step("socket server", self.socket_server.stop(timeout_s=20))
+        if self.group_store is not None:
+            await self._step("group store", self.group_store.shutdown())
         if self.config_changes is not None:
             await self._step("config change listener", self.config_changes.stop())
         if self.controller is not None:

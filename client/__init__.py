@@ -9,9 +9,14 @@ Modules, one concept each:
 - :mod:`.cluster_view` brokers, topics, leaders from a MetadataResponse (pure)
 - :mod:`.client`       ``KafkaClient``: bootstrap, a connection per broker, metadata
                        refresh, bounded retries
-- :mod:`.admin`        create/alter/delete/describe topics, topic configs
+- :mod:`.admin`        create/alter/delete/describe topics, topic configs, DeleteRecords
 - :mod:`.produce`      produce a pre-built batch; Kafka's murmur2 key partitioner
 - :mod:`.fetch`        Fetch and ListOffsets; records decoded or only counted
+- :mod:`.assignors`    range and roundrobin; the consumer protocol's bytes (pure)
+- :mod:`.coordinator`  finding a group's coordinator; calling it with retries
+- :mod:`.group`        ``GroupMember``: join, sync, heartbeat, commit, leave
+- :mod:`.group_session` a one-topic consumer's positions, commits and rejoins in a group
+- :mod:`.group_admin`  list, describe and delete groups; read and alter their offsets
 - :mod:`.console`      the console tools' line and record formats (pure)
 - :mod:`.loadgen`      pre-built batches and requests for ``perf produce`` (pure)
 - :mod:`.stats`        perf figures and Kafka's report lines (pure)
@@ -22,6 +27,7 @@ and benchmark dependencies only.
 
 from client.admin import (
     ConfigEntry,
+    DeleteRecordsResult,
     ElectionResult,
     NewTopic,
     OngoingReassignment,
@@ -29,6 +35,7 @@ from client.admin import (
     alter_partition_reassignments,
     create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
     describe_configs,
     describe_log_dirs,
@@ -68,6 +75,7 @@ __all__ = [
     "ConnectionConfig",
     "ConnectionLost",
     "ConsumedRecord",
+    "DeleteRecordsResult",
     "ElectionResult",
     "Fetcher",
     "KafkaClient",
@@ -87,6 +95,7 @@ __all__ = [
     "create_partitions",
     "create_topics",
     "decode",
+    "delete_records",
     "delete_topics",
     "describe_configs",
     "describe_log_dirs",

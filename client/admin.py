@@ -1,7 +1,8 @@
 """Topic administration: create, add partitions, delete, describe (Metadata), the
 configs of topics and brokers (DescribeConfigs, IncrementalAlterConfigs), each
-broker's log directories (DescribeLogDirs), and partition reassignments
-(AlterPartitionReassignments, ListPartitionReassignments).
+broker's log directories (DescribeLogDirs), partition reassignments
+(AlterPartitionReassignments, ListPartitionReassignments), and the deletion of records
+below an offset (DeleteRecords, to each partition's leader).
 
 CreateTopics, CreatePartitions, DeleteTopics, ElectLeaders and the reassignment APIs go to
 the controller (a broker that is not answers NOT_CONTROLLER, and we retry after a
@@ -13,6 +14,7 @@ others, so each function returns a mapping topic -> outcome rather than raising.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import uuid
 from collections.abc import Mapping, Sequence
@@ -21,12 +23,13 @@ from typing import Any
 
 from client.client import KafkaClient
 from client.cluster_view import TopicInfo
-from client.errors import KafkaError, UnsupportedApi
+from client.errors import ClientError, KafkaError, UnsupportedApi
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     AlterPartitionReassignmentsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeLogDirsRequest,
@@ -504,3 +507,99 @@ async def list_partition_reassignments(
         for t in body.topics
         for p in t.partitions
     }
+
+
+@dataclass(frozen=True)
+class DeleteRecordsResult:
+    """One partition's answer to DeleteRecords: its low watermark (the log start every
+    live replica has reached) when error_code is NONE."""
+
+    topic: str
+    partition: int
+    low_watermark: int
+    error_code: int = ErrorCode.NONE
+
+
+#: DeleteRecords errors retried after a metadata refresh: the leader moved
+_LEADERSHIP_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE})
+
+
+async def delete_records(
+    client: KafkaClient,
+    offsets: Mapping[TopicPartition, int],
+    *,
+    timeout_ms: int = 30_000,
+) -> dict[TopicPartition, DeleteRecordsResult]:
+    """Delete the records below ``offsets[tp]`` (-1: the high watermark) in each
+    partition: one DeleteRecords request per leader, each waiting up to ``timeout_ms``
+    for the replicas. A partition whose leader moved is sent again to the new one after
+    a metadata refresh, within the client's retries and operation timeout; a partition
+    of an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION."""
+    pending = dict(offsets)
+    results: dict[TopicPartition, DeleteRecordsResult] = {}
+    #: why a pending partition is not done yet (its answer if the retries run out)
+    last_error = dict.fromkeys(offsets, int(ErrorCode.LEADER_NOT_AVAILABLE))
+    deadline_ms = client.clock.monotonic_ms() + int(client.config.operation_timeout_s * 1000)
+    attempt = 0
+
+    def final(tp: TopicPartition, error_code: int, low_watermark: int = -1) -> None:
+        results[tp] = DeleteRecordsResult(tp.topic, tp.partition, low_watermark, error_code)
+        pending.pop(tp, None)
+
+    async def send(leader: int, tps: list[TopicPartition]) -> None:
+        by_topic: dict[str, list[DeleteRecordsRequest.DeleteRecordsPartition]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, []).append(
+                DeleteRecordsRequest.DeleteRecordsPartition(
+                    partition_index=tp.partition, offset=pending[tp]
+                )
+            )
+        body = DeleteRecordsRequest(
+            topics=[
+                DeleteRecordsRequest.DeleteRecordsTopic(name=t, partitions=ps)
+                for t, ps in by_topic.items()
+            ],
+            timeout_ms=timeout_ms,
+        )
+        try:
+            response = await client.request(
+                leader, ApiKey.DELETE_RECORDS, body, timeout_s=timeout_ms / 1000 + 30
+            )
+        except ClientError as exc:
+            if not exc.retriable:
+                raise
+            for tp in tps:  # they stay pending
+                last_error[tp] = getattr(exc, "error_code", ErrorCode.REQUEST_TIMED_OUT)
+            return
+        for t in response.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if tp not in pending:
+                    continue
+                if p.error_code in _LEADERSHIP_ERRORS:
+                    last_error[tp] = p.error_code
+                else:
+                    final(tp, p.error_code, p.low_watermark)
+
+    await client.refresh_metadata(sorted({tp.topic for tp in offsets}))
+    while True:
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in list(pending):
+            topic = client.view.topics.get(tp.topic)
+            if topic is None or tp.partition not in topic.partitions:
+                final(tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            leader = client.view.leader(tp.topic, tp.partition)
+            if leader >= 0:
+                by_leader.setdefault(leader, []).append(tp)
+        await asyncio.gather(*(send(leader, tps) for leader, tps in by_leader.items()))
+        attempt += 1
+        remaining_ms = deadline_ms - client.clock.monotonic_ms()
+        if not pending or attempt > client.config.retries or remaining_ms <= 0:
+            break
+        backoff_s = min(client.config.retry_backoff_s * 2 ** (attempt - 1), 1.0)
+        await asyncio.sleep(min(backoff_s, remaining_ms / 1000))
+        await client.refresh_metadata(sorted({tp.topic for tp in pending}))
+    for tp in list(pending):
+        final(tp, last_error[tp])
+    return results

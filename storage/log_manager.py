@@ -120,6 +120,8 @@ class LogManager:
         self.topic_configs.listen(self._apply_topic_config)
         self._to_delete: list[tuple[int, str, Log | None]] = []
         self._lock = threading.Lock()
+        #: one writer of a checkpoint file at a time (they share its temporary file)
+        self._checkpoint_lock = threading.Lock()
         self._own_background = background is None
         self._background = background or ThreadPoolExecutor(1, thread_name_prefix="log-flush")
         #: Directories that failed at load, with the reason (their logs are offline).
@@ -471,9 +473,10 @@ class LogManager:
         return [lg for lg in self.all_logs() if os.path.dirname(lg.directory) == d]
 
     def _write_checkpoint(self, d: str, name: str, value: Callable[[Log], int]) -> None:
-        offsets = {lg.tp: value(lg) for lg in self._logs_in(d)}
         try:
-            write_offset_checkpoint(os.path.join(d, name), offsets)
+            with self._checkpoint_lock:  # read and written together: never an older copy
+                offsets = {lg.tp: value(lg) for lg in self._logs_in(d)}
+                write_offset_checkpoint(os.path.join(d, name), offsets)
         except StorageError as exc:
             log.error("writing %s in %s failed: %s", name, d, exc)
 

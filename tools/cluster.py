@@ -151,6 +151,10 @@ class ClusterLayout:
             "controlled.shutdown.retry.backoff.ms": "500",
             "num.network.threads": "2",
             "num.io.threads": "4",
+            # __consumer_offsets on a cluster of one or two brokers: Kafka's default of 3
+            # replicas would refuse to create it (consumer groups would never find a
+            # coordinator)
+            "offsets.topic.replication.factor": str(min(3, self.brokers)),
         }
         props.update(dict(self.overrides))
         return props

@@ -3,11 +3,23 @@
     minikafka console-consumer --bootstrap-server H:P --topic T [--partition N]
         [--offset earliest|latest|N] [--from-beginning] [--max-messages N]
         [--timeout-ms N] [--property print.key=true --property print.timestamp=true ...]
+        [--group G [--consumer-property auto.commit.interval.ms=N ...]]
 
-No consumer group: the tool assigns itself every partition of the topic (or the one
+Without ``--group`` the tool assigns itself every partition of the topic (or the one
 ``--partition`` names) and starts each at ``--offset`` (default latest;
 ``--from-beginning`` is earliest). A numeric offset needs ``--partition``, as in Kafka's
-tool. Output format and properties: :mod:`client.console`. It stops after
+tool.
+
+With ``--group G`` it joins the consumer group G (:mod:`client.group_session`): the
+group's assignor gives it its partitions, each starts at the group's committed offset,
+and ``--from-beginning`` only says where a partition the group never committed starts
+(auto.offset.reset=earliest; latest otherwise), as in Kafka. It commits every
+``auto.commit.interval.ms`` (5000) and on exit, then leaves the group. ``--partition``
+and ``--offset`` do not go with ``--group``. Consumer properties read here:
+``session.timeout.ms``, ``heartbeat.interval.ms``, ``partition.assignment.strategy``
+(range, roundrobin), ``group.instance.id``, ``auto.commit.interval.ms``.
+
+Output format and properties: :mod:`client.console`. It stops after
 ``--max-messages`` records, after ``--timeout-ms`` without a new record, or on Ctrl-C,
 and then prints ``Processed a total of N messages`` on stderr.
 
@@ -27,6 +39,8 @@ from typing import BinaryIO
 from client import ClientError, KafkaClient, KafkaError, decode, list_offsets
 from client.console import RecordFormat, parse_properties
 from client.fetch import Fetcher, PartitionData
+from client.group import GroupConfig, GroupMember
+from client.group_session import GroupSession
 from protocol import ErrorCode
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_COMMITTED, READ_UNCOMMITTED
 from timer.clock import Clock, SystemClock
@@ -69,7 +83,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="consumer setting (fetch.max.wait.ms, max.partition.fetch.bytes, isolation.level)",
     )
-    parser.add_argument("--group", help="not supported: the tool assigns partitions itself")
+    parser.add_argument("--group", help="join this consumer group (commits as it consumes)")
 
 
 def starting_point(offset: str | None, from_beginning: bool, partition: int | None) -> int:
@@ -104,8 +118,10 @@ class ConsoleConsumer:
         max_messages: int | None,
         timeout_ms: int | None,
         clock: Clock,
+        group: GroupSession | None = None,
     ) -> None:
         self.client = client
+        self.group = group
         self.fetcher = fetcher
         self.fmt = fmt
         self.out = out
@@ -127,12 +143,19 @@ class ConsoleConsumer:
                     return
                 self.fetcher.max_wait_ms = max(1, min(500, left))
             before = self.count
+            if self.group is not None and await self.group.ensure_joined():
+                self.fetcher.positions = self.group.positions
             await self._round()
+            if self.group is not None:
+                await self.group.maybe_commit()
             if self.count > before:
                 last_record_ms = self.clock.monotonic_ms()
 
     async def _round(self) -> None:
         leaders = self.fetcher.leaders()
+        if not leaders:
+            await asyncio.sleep(0.2)  # a member given no partition waits for a rebalance
+            return
         if any(leader < 0 for leader in leaders):
             await asyncio.sleep(0.2)  # backoff while the cluster elects a leader
             await self.client.refresh_metadata([self.fetcher.topic])
@@ -191,9 +214,26 @@ class ConsoleConsumer:
         return False
 
 
+def group_config(group_id: str, props: dict[str, str]) -> GroupConfig:
+    """The group settings among the --consumer-property values (Kafka's names)."""
+    defaults = GroupConfig(group_id)
+    strategies = props.get("partition.assignment.strategy")
+    return GroupConfig(
+        group_id,
+        session_timeout_ms=int(props.get("session.timeout.ms", defaults.session_timeout_ms)),
+        heartbeat_interval_ms=int(
+            props.get("heartbeat.interval.ms", defaults.heartbeat_interval_ms)
+        ),
+        assignors=tuple(s.strip() for s in strategies.split(",") if s.strip())
+        if strategies
+        else defaults.assignors,
+        group_instance_id=props.get("group.instance.id") or None,
+    )
+
+
 async def main(args: argparse.Namespace, out: BinaryIO) -> int:
-    if args.group:
-        raise ValueError("--group is not supported yet: partitions are assigned by the tool")
+    if args.group and (args.partition is not None or args.offset is not None):
+        raise ValueError("Options group and partition/offset cannot be specified together.")
     fmt = RecordFormat.from_properties(parse_properties(args.property))
     props = parse_properties(args.consumer_property, "--consumer-property")
     start = starting_point(args.offset, args.from_beginning, args.partition)
@@ -209,7 +249,13 @@ async def main(args: argparse.Namespace, out: BinaryIO) -> int:
             if args.partition not in info.partitions:
                 raise ValueError(f"topic {args.topic} has no partition {args.partition}")
             partitions = [args.partition]
-        if start in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
+        group: GroupSession | None = None
+        if args.group:
+            member = GroupMember(client, group_config(args.group, props), [args.topic])
+            interval = int(props.get("auto.commit.interval.ms", 5000))
+            group = GroupSession(client, member, args.topic, start, interval, SystemClock())
+            positions: dict[int, int] = {}
+        elif start in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
             positions = await list_offsets(client, args.topic, dict.fromkeys(partitions, start))
         else:
             positions = {partitions[0]: start}
@@ -222,11 +268,14 @@ async def main(args: argparse.Namespace, out: BinaryIO) -> int:
             isolation_level=READ_COMMITTED if isolation == "read_committed" else READ_UNCOMMITTED,
         )
         consumer = ConsoleConsumer(
-            client, fetcher, fmt, out, args.max_messages, args.timeout_ms, SystemClock()
+            client, fetcher, fmt, out, args.max_messages, args.timeout_ms, SystemClock(), group
         )
         try:
             await consumer.run()
         finally:
+            if group is not None:
+                with contextlib.suppress(ClientError):
+                    await group.close()
             with contextlib.suppress(BrokenPipeError):
                 out.flush()
             print(f"Processed a total of {consumer.count} messages", file=sys.stderr)

@@ -6,9 +6,8 @@ Each API has one module here (``broker/apis/<api>.py``) exposing::
 
 (``ListenerRequest`` for the handlers that need the listener; see ``broker.apis.request``).
 ``HANDLERS`` registers each of them explicitly: an API that is not in it is neither
-advertised by ApiVersions nor dispatched. Deliberately left out: DeleteTopics (until the
-deletion manager lands, clients should see UNSUPPORTED_VERSION rather than hang) and the
-SASL APIs (until security lands).
+advertised by ApiVersions nor dispatched. Deliberately left out: the SASL APIs (until
+security lands).
 
 Advertised versions are the codec's ``SUPPORTED_VERSIONS`` for the APIs in the table.
 Produce is advertised from v0 (librdkafka probes compression support against v0) and its
@@ -35,21 +34,33 @@ from broker.apis import (
     controlled_shutdown,
     create_partitions,
     create_topics,
+    delete_groups,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
     describe_log_dirs,
     elect_leaders,
     fetch,
+    find_coordinator,
+    heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    join_group,
     leader_and_isr,
+    leave_group,
+    list_groups,
     list_offsets,
     list_partition_reassignments,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
     stop_replica,
+    sync_group,
     update_metadata,
 )
 from broker.apis.request import HandlerResult, ListenerRequest
@@ -92,6 +103,19 @@ HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
         ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
         ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
         ApiKey.ELECT_LEADERS: elect_leaders.handle,
+        ApiKey.DELETE_RECORDS: delete_records.handle,
+        # consumer groups (broker.group)
+        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
+        ApiKey.JOIN_GROUP: join_group.handle,
+        ApiKey.SYNC_GROUP: sync_group.handle,
+        ApiKey.HEARTBEAT: heartbeat.handle,
+        ApiKey.LEAVE_GROUP: leave_group.handle,
+        ApiKey.OFFSET_COMMIT: offset_commit.handle,
+        ApiKey.OFFSET_FETCH: offset_fetch.handle,
+        ApiKey.LIST_GROUPS: list_groups.handle,
+        ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
+        ApiKey.DELETE_GROUPS: delete_groups.handle,
+        ApiKey.OFFSET_DELETE: offset_delete.handle,
     }
 )
 

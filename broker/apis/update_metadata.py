@@ -3,7 +3,11 @@
 After fencing (broker epoch, controller epoch as the ReplicaManager last accepted it),
 the MetadataCache applies the body and the request's controller epoch becomes the newest
 seen; then the create-topics purgatory is poked for each
-topic the update mentioned, since a DelayedCreateTopics may now see all its leaders.
+topic the update mentioned, since a DelayedCreateTopics may now see all its leaders,
+and the ReplicaManager told that the live brokers may have changed (a DeleteRecords
+waiting on a follower whose broker died may now complete). Partitions the update deleted
+take their topic's overrides and the groups' commits of them (the group store writes the
+tombstones) with them.
 """
 
 from __future__ import annotations
@@ -50,8 +54,12 @@ async def handle(ctx: BrokerContext, request: ApiRequest[UpdateMetadataRequest])
     for topic in touched:
         if not ctx.metadata_cache.contains_topic(topic):
             ctx.topic_configs.forget(topic)
+    if deleted and ctx.group_store is not None:  # commits go with their partitions
+        ctx.group_store.on_partitions_deleted(deleted)
     purgatory = ctx.create_topics_purgatory
     if purgatory is not None:
         for topic in touched:
             purgatory.check_and_complete(topic_key(topic))
+    if rm is not None:
+        rm.live_brokers_changed()  # a dead follower no longer holds a DeleteRecords back
     return make_response(request.header, UpdateMetadataResponse(error_code=ErrorCode.NONE))

@@ -9,8 +9,10 @@ coordinator does:
 - the coordinator half: the classic group protocol (join, sync, heartbeat, leave) as a
   state machine, and the checks on commits;
 - the metadata-manager half: ``__consumer_offsets`` itself -- which partition a group
-  lives in, the record formats, appending with acks=all, loading a partition's groups
-  when this broker becomes its leader and dropping them when it stops being one.
+  lives in (``partitioner``), the record formats (``records``), creating the topic
+  (``offsets_topic``), appending with acks=all, loading a partition's groups when this
+  broker becomes its leader (``load``) and dropping them when it stops being one
+  (``manager``), expiring old commits (``expiry``).
 
 Everything here runs on the broker's event loop.
 """

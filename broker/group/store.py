@@ -41,6 +41,12 @@ class GroupStore(Protocol):
         it first)."""
         ...
 
+    @property
+    def loading_partitions(self) -> frozenset[int]:
+        """The offsets partitions whose groups are being loaded (ListGroups answers
+        COORDINATOR_LOAD_IN_PROGRESS while there are any: its list would be partial)."""
+        ...
+
     def groups(self) -> Iterable[GroupMetadata]:
         """Every group of every partition this broker has loaded."""
         ...

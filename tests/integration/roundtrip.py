@@ -13,10 +13,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import pytest
-
 from protocol import ApiKey
-from protocol.messages import ApiVersionsRequest, FetchRequest
+from protocol.messages import FetchRequest
 from protocol.records.batch import BatchHeader, iter_batches
 from tests.integration.cluster import TestCluster
 from tests.polling import wait_until
@@ -30,12 +28,6 @@ CODEC_IDS: dict[str | None, int] = {
 }  # fmt: skip
 #: the consumer's fetch max wait in the long-poll tests; the record must come well before
 MAX_WAIT_MS = 10_000
-#: librdkafka ties its LZ4 feature to FindCoordinator v0 in ApiVersions (a Kafka 0.8.2-era
-#: probe): without it, it sends lz4 batches uncompressed, and the round trip still holds
-LZ4_NEEDS_FIND_COORDINATOR = (
-    "librdkafka compresses with lz4 only when the broker advertises FindCoordinator, "
-    "which minikafka does not serve yet (the group coordinator); batches went uncompressed"
-)
 
 
 def sample(tag: str, base_ts: int, n: int = 5) -> list[Row]:
@@ -106,23 +98,12 @@ def checked_batches(
     return batches
 
 
-def assert_compressed(
-    c: TestCluster, batches: list[BatchHeader], codec: str | None, librdkafka: bool = False
-) -> None:
+def assert_compressed(batches: list[BatchHeader], codec: str | None) -> None:
     """Every batch is compressed with ``codec``: a codec the client quietly dropped shows
-    here. librdkafka's lz4 waits on a FindCoordinator the brokers do not advertise yet:
-    then its batches must be uncompressed, and the test is an expected failure."""
-    if librdkafka and codec == "lz4" and not advertised(c, ApiKey.FIND_COORDINATOR):
-        assert {b.compression for b in batches} == {CODEC_IDS["none"]}
-        pytest.xfail(LZ4_NEEDS_FIND_COORDINATOR)
+    here. (librdkafka ties its lz4 feature to FindCoordinator in ApiVersions, a Kafka
+    0.8.2-era probe: the brokers must advertise it, or librdkafka's lz4 batches go out
+    uncompressed and fail this.)"""
     assert {b.compression for b in batches} == {CODEC_IDS[codec]}
-
-
-def advertised(c: TestCluster, api_key: int) -> bool:
-    """Whether broker 0's ApiVersions lists ``api_key``."""
-    body = ApiVersionsRequest(client_software_name="test", client_software_version="1")
-    response = c.request(0, ApiKey.API_VERSIONS, 3, body)
-    return any(k.api_key == api_key for k in response.api_keys)
 
 
 def fetch_requests(c: TestCluster, broker: int) -> float:

@@ -180,7 +180,7 @@ async def test_produce_and_consume_every_codec_and_acks(
     batches = await asyncio.to_thread(
         checked_batches, c, ROUNDTRIP, partition, len(rows), idempotent
     )
-    assert_compressed(c, batches, codec)
+    assert_compressed(batches, codec)
 
 
 async def test_seek_to_earliest_and_latest(c: TestCluster) -> None:

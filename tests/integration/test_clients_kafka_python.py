@@ -185,7 +185,7 @@ def test_produce_and_consume_every_codec_and_acks(
     assert got == rows
 
     batches = checked_batches(c, ROUNDTRIP, partition, len(rows), idempotent=acks == "all")
-    assert_compressed(c, batches, codec)
+    assert_compressed(batches, codec)
 
 
 def test_seek_to_earliest_and_latest(c: TestCluster, consumer: KafkaConsumer) -> None:

@@ -193,7 +193,7 @@ def test_produce_and_consume_every_codec_and_acks(c: TestCluster, codec: str, ac
 
     batches = checked_batches(c, ROUNDTRIP, partition, len(lines))
     assert [m["ts"] for m in got][-1] == batches[-1].max_timestamp
-    assert_compressed(c, batches, codec, librdkafka=True)
+    assert_compressed(batches, codec)
 
 
 def test_consume_from_earliest_and_latest(c: TestCluster) -> None:

@@ -87,6 +87,7 @@ KEEP_FIRST = 2
 
 # -- the mock cluster -----------------------------------------------------------------------
 
+
 def start_mock() -> tuple[Any, tuple[str, int], str]:
     """A one-broker librdkafka mock cluster; it lives as long as the returned handle."""
     from confluent_kafka import Producer
@@ -104,8 +105,7 @@ async def probe_mock_versions(address: tuple[str, int]) -> dict[int, tuple[int, 
     reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), IO_TIMEOUT)
     try:
         writer.write(bytes(req.encode(header=True, framed=True)))
-        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4),
-                                                             IO_TIMEOUT))
+        (size,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), IO_TIMEOUT))
         frame = await asyncio.wait_for(reader.readexactly(size), IO_TIMEOUT)
     finally:
         writer.close()
@@ -114,6 +114,7 @@ async def probe_mock_versions(address: tuple[str, int]) -> dict[int, tuple[int, 
 
 
 # -- routing and rewriting --------------------------------------------------------------------
+
 
 class Session:
     """One client's capture: mock + fake + proxy."""
@@ -131,9 +132,15 @@ class Session:
         self._mock_handle, mock_address, cluster_id = start_mock()
         self.mock_versions = await probe_mock_versions(mock_address)
         fake = FakeBroker(ADVERTISED, mock_address, cluster_id, lambda: self.port)
-        self.proxy = RecordingProxy(mock_address, self.route, fake.handle, self.rewrite,
-                                    self.recorder, io_timeout=60.0,
-                                    rewrite_request=self.rewrite_request)
+        self.proxy = RecordingProxy(
+            mock_address,
+            self.route,
+            fake.handle,
+            self.rewrite,
+            self.recorder,
+            io_timeout=60.0,
+            rewrite_request=self.rewrite_request,
+        )
         await self.proxy.start()
         return f"127.0.0.1:{self.port}"
 
@@ -187,7 +194,6 @@ class Session:
             body.api_keys = build(cls, version, {"api_keys": api_table(ADVERTISED)}).api_keys
         return bytes(kp.encode_response(body, kp.read_response_correlation_id(frame), version))
 
-
     def rewrite_request(self, header: kp.FrameHeader, frame: bytes) -> bytes | None:
         """For the epoch-bumped client: drop leader fencing on its way to the mock.
 
@@ -197,8 +203,11 @@ class Session:
         carry it are forwarded with current_leader_epoch -1 (no check); what the client
         sent is still what gets recorded.
         """
-        if not (header.client_id or "").endswith(EPOCH_CLIENT_SUFFIX) or \
-                header.api_key not in (1, 2, 23):
+        if not (header.client_id or "").endswith(EPOCH_CLIENT_SUFFIX) or header.api_key not in (
+            1,
+            2,
+            23,
+        ):
             return None
         request = kp.decode_request(frame)
         for topic in request.topics:
@@ -210,11 +219,16 @@ class Session:
 
 # -- running the clients ----------------------------------------------------------------------
 
+
 async def run_process(argv: list[str], timeout: float, stdin: bytes | None = None) -> str:
     """Run one client process; kill it (by its pid) when it outlives its deadline."""
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, cwd=REPO)
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=REPO,
+    )
     try:
         _, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
     except TimeoutError:
@@ -234,22 +248,51 @@ async def run_kcat(bootstrap: str, prefix: str, deadline: float) -> list[str]:
     lines = b"".join(f"k{i}:{f'golden-{i} ' * 30}\n".encode() for i in range(3))
     runs: list[tuple[list[str], bytes | None]] = [([*base, "-L"], None)]
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"]:
-        runs.append(([*base, "-P", "-t", topic, "-p", "0", "-K", ":", "-z", codec,
-                      "-X", "acks=all"], lines))
+        runs.append(
+            ([*base, "-P", "-t", topic, "-p", "0", "-K", ":", "-z", codec, "-X", "acks=all"], lines)
+        )
     for acks in ("0", "1"):
         runs.append(([*base, "-P", "-t", topic, "-p", "1", "-X", f"acks={acks}"], b"m\n"))
-    runs.append(([*base, "-P", "-t", topic, "-p", "2", "-X", "enable.idempotence=true"],
-                 b"idem\n"))
-    runs.append(([*base, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-c", "6"],
-                 None))
+    runs.append(([*base, "-P", "-t", topic, "-p", "2", "-X", "enable.idempotence=true"], b"idem\n"))
+    runs.append(([*base, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-c", "6"], None))
     # Twice: the second run finds the first one's committed offsets.
     for _ in range(2):
-        runs.append(([*base, "-G", group, "-e", "-X", "auto.offset.reset=earliest",
-                      "-X", "heartbeat.interval.ms=300", "-X", "session.timeout.ms=6000",
-                      topic], None))
+        runs.append(
+            (
+                [
+                    *base,
+                    "-G",
+                    group,
+                    "-e",
+                    "-X",
+                    "auto.offset.reset=earliest",
+                    "-X",
+                    "heartbeat.interval.ms=300",
+                    "-X",
+                    "session.timeout.ms=6000",
+                    topic,
+                ],
+                None,
+            )
+        )
     runs.append(([*base, "-Q", "-t", f"{topic}:0:-1"], None))
-    runs.append(([*base, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
-                  "-X", "sasl.username=golden", "-X", "sasl.password=golden", "-L"], None))
+    runs.append(
+        (
+            [
+                *base,
+                "-X",
+                "security.protocol=SASL_PLAINTEXT",
+                "-X",
+                "sasl.mechanisms=PLAIN",
+                "-X",
+                "sasl.username=golden",
+                "-X",
+                "sasl.password=golden",
+                "-L",
+            ],
+            None,
+        )
+    )
     logs = []
     for argv, stdin in runs:
         left = deadline - time.monotonic()
@@ -278,6 +321,7 @@ async def capture_client(client: str) -> tuple[Session, list[str]]:
 
 # -- selecting and writing --------------------------------------------------------------------
 
+
 def consumed_length(frame: bytes, api_key: int, version: int, request: bool = False) -> int:
     """How many bytes kafka-python's decoder reads from a frame.
 
@@ -293,12 +337,16 @@ def consumed_length(frame: bytes, api_key: int, version: int, request: bool = Fa
     stream = io.BytesIO(frame)
     cls.parse_header(stream, version=version)
     pos = stream.tell()
-    if not request and api_key == kp.API_VERSIONS_KEY and \
-            struct.unpack_from(">h", frame, pos)[0] != 0:
+    if (
+        not request
+        and api_key == kp.API_VERSIONS_KEY
+        and struct.unpack_from(">h", frame, pos)[0] != 0
+    ):
         version = 0
     flexible = cls.flexible_version_q(version)
-    decode = cls._struct.compiled_decode_from(version, compact=flexible, tagged=flexible,
-                                              data_class=cls[None])
+    decode = cls._struct.compiled_decode_from(
+        version, compact=flexible, tagged=flexible, data_class=cls[None]
+    )
     _, end = decode(memoryview(frame), pos)
     return int(end)
 
@@ -350,10 +398,16 @@ def write_client(out: Path, client: str, selected: list[Exchange]) -> list[dict[
         req_name = f"{client}/{stem}_request.bin"
         (out / req_name).write_bytes(ex.request)
         entry: dict[str, Any] = {
-            "client": client, "api_key": h.api_key, "api_name": kp.api_name(h.api_key),
-            "api_version": h.api_version, "correlation_id": h.correlation_id,
-            "client_id": h.client_id, "request": req_name, "response": None,
-            "upstream": ex.upstream, "response_rewritten_for_client": ex.rewritten,
+            "client": client,
+            "api_key": h.api_key,
+            "api_name": kp.api_name(h.api_key),
+            "api_version": h.api_version,
+            "correlation_id": h.correlation_id,
+            "client_id": h.client_id,
+            "request": req_name,
+            "response": None,
+            "upstream": ex.upstream,
+            "response_rewritten_for_client": ex.rewritten,
             "variant": variant(ex) or None,
         }
         extra = len(ex.request) - consumed_length(ex.request, h.api_key, h.api_version, True)
@@ -379,8 +433,10 @@ def summarize(client: str, exchanges: list[Exchange]) -> str:
     seen: dict[tuple[int, int, str], int] = defaultdict(int)
     for ex in exchanges:
         seen[(ex.header.api_key, ex.header.api_version, ex.upstream)] += 1
-    parts = [f"{kp.api_name(k)}v{v}{'*' if up == FAKE else ''}x{n}"
-             for (k, v, up), n in sorted(seen.items())]
+    parts = [
+        f"{kp.api_name(k)}v{v}{'*' if up == FAKE else ''}x{n}"
+        for (k, v, up), n in sorted(seen.items())
+    ]
     return f"{client}: " + " ".join(parts)
 
 
@@ -396,12 +452,14 @@ def client_versions() -> dict[str, str]:
         proc = subprocess.run(["kcat", "-V"], capture_output=True, timeout=10, text=True)
         for line in proc.stdout.splitlines():
             if line.startswith("Version"):
-                kcat = line.split("(")[0].strip() + " " + line[line.find("librdkafka"):][:17]
-    return {"kcat": kcat,
-            "confluent": f"confluent-kafka {confluent_kafka.version()[0]} "
-                         f"(librdkafka {confluent_kafka.libversion()[0]})",
-            "kafka-python": f"kafka-python {kafka.__version__}",
-            "aiokafka": f"aiokafka {aiokafka.__version__}"}
+                kcat = line.split("(")[0].strip() + " " + line[line.find("librdkafka") :][:17]
+    return {
+        "kcat": kcat,
+        "confluent": f"confluent-kafka {confluent_kafka.version()[0]} "
+        f"(librdkafka {confluent_kafka.libversion()[0]})",
+        "kafka-python": f"kafka-python {kafka.__version__}",
+        "aiokafka": f"aiokafka {aiokafka.__version__}",
+    }
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -422,8 +480,13 @@ async def main_async(args: argparse.Namespace) -> int:
             print("\n".join(logs))
         else:
             for log in logs:
-                failed = [ln for ln in log.splitlines() if "FAILED" in ln or "TIMEOUT" in ln
-                          or (ln.startswith("rc=") and not ln.startswith("rc=0"))]
+                failed = [
+                    ln
+                    for ln in log.splitlines()
+                    if "FAILED" in ln
+                    or "TIMEOUT" in ln
+                    or (ln.startswith("rc=") and not ln.startswith("rc=0"))
+                ]
                 if failed:
                     print("   ", "\n    ".join(failed))
         if args.explore:
@@ -433,14 +496,18 @@ async def main_async(args: argparse.Namespace) -> int:
     if args.explore:
         return 0
     index["frames"].sort(key=lambda e: (CLIENTS.index(e["client"]), e["request"]))
-    index["clients"] = {**index.get("clients", {}), **{
-        c: v for c, v in client_versions().items() if c in clients}}
+    index["clients"] = {
+        **index.get("clients", {}),
+        **{c: v for c, v in client_versions().items() if c in clients},
+    }
     index["advertised"] = {str(k): list(v) for k, v in sorted(ADVERTISED.items())}
     index["mock_api_versions"] = {str(k): list(v) for k, v in sorted(mock_versions.items())}
     index["group_upstream"] = GROUP_UPSTREAM
-    index["about"] = ("Frames without the int32 size prefix. upstream 'mock' = librdkafka "
-                      "mock cluster (confluent-kafka test.mock.num.brokers), 'fake' = "
-                      "tests/tools/fake_broker.py. Made by tests/tools/capture_golden.py.")
+    index["about"] = (
+        "Frames without the int32 size prefix. upstream 'mock' = librdkafka "
+        "mock cluster (confluent-kafka test.mock.num.brokers), 'fake' = "
+        "tests/tools/fake_broker.py. Made by tests/tools/capture_golden.py."
+    )
     out.mkdir(parents=True, exist_ok=True)
     index_path.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
@@ -452,11 +519,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--out", default=str(REPO / "tests" / "golden"))
-    parser.add_argument("--explore", action="store_true",
-                        help="run the flows and print what was sent; write nothing")
+    parser.add_argument(
+        "--explore",
+        action="store_true",
+        help="run the flows and print what was sent; write nothing",
+    )
     parser.add_argument("--verbose", action="store_true")
-    parser.add_argument("--group-upstream", choices=["mock", "fake"],
-                        help="override GROUP_UPSTREAM for every client (exploring)")
+    parser.add_argument(
+        "--group-upstream",
+        choices=["mock", "fake"],
+        help="override GROUP_UPSTREAM for every client (exploring)",
+    )
     args = parser.parse_args()
     if args.group_upstream:
         for units in GROUP_UPSTREAM.values():

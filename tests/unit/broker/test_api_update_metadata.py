@@ -22,9 +22,13 @@ class FakeReplicaManager(ReplicaManager):
 
     def __init__(self) -> None:
         self.controller_epoch = 5
+        self.live_broker_checks = 0
 
     def is_stale_controller_epoch(self, epoch: int) -> bool:
         return epoch < self.controller_epoch
+
+    def live_brokers_changed(self) -> None:
+        self.live_broker_checks += 1
 
 
 class Req:
@@ -74,6 +78,9 @@ async def test_update_feeds_the_cache_and_completes_waiting_creations() -> None:
     assert response.body.error_code == ErrorCode.NONE
     assert ctx.metadata_cache.leader("t", 0) == 0
     assert done == [set()]
+    # the live brokers may have changed: waiting DeleteRecords are checked again
+    assert isinstance(ctx.replica_manager, FakeReplicaManager)
+    assert ctx.replica_manager.live_broker_checks == 1
 
 
 async def test_a_newer_controller_epoch_fences_the_older_controller() -> None:

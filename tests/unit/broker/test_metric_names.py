@@ -35,6 +35,20 @@ class _Log:
     segments: list[object] = field(default_factory=lambda: [object()])
 
 
+class _GroupStore:
+    """What the group metrics read of the coordinator's store: one commit, 5 messages
+    behind."""
+
+    offsets_expired = 1
+    offsets_removed = 1
+
+    def committed_offset_count(self) -> int:
+        return 1
+
+    def lags(self) -> dict[tuple[str, str], int]:
+        return {("g", "t"): 5}
+
+
 def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     """A registry in which every family has a child, as on a broker that has served
     each kind of request once."""
@@ -73,6 +87,10 @@ def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     m.watch_idle(lambda: [("processor", "PLAINTEXT-0", 1.0), ("handler", "data-plane", 2.0)])
     m.replica_fetcher_max_lag.set(0)
     m.watch_unclean_leader_elections(lambda: 0)
+    m.group_rebalances.labels().inc()
+    m.group_offset_commits.labels().inc()
+    m.watch_groups(lambda: {"Stable": 1})
+    m.watch_group_store(_GroupStore())
     return m
 
 
@@ -148,3 +166,5 @@ def test_log_gauges_and_disk_usage_come_from_the_logs_and_their_directory(
     assert samples[("minikafka_log_dir_disk_total_bytes", log_dir)] > 0
     assert samples[("minikafka_zookeeper_session_state", (("state", "CONNECTED"),))] == 1
     assert samples[("minikafka_zookeeper_session_state", (("state", "LOST"),))] == 0
+    assert samples[("minikafka_group_lag_messages", (("group", "g"), ("topic", "t")))] == 5
+    assert samples[("minikafka_group_committed_offsets", ())] == 1

@@ -133,8 +133,9 @@ def _check_request(entry: dict[str, Any], body: Any) -> None:
         deleted = [t.name for t in body.topics] if version >= 6 else list(body.topic_names)
         assert deleted == [k.t2]
     elif key == 21:  # DeleteRecords
-        assert [(t.name, [(p.partition_index, p.offset) for p in t.partitions])
-                for t in body.topics] == [(k.t1, [(1, 1)])]
+        assert [
+            (t.name, [(p.partition_index, p.offset) for p in t.partitions]) for t in body.topics
+        ] == [(k.t1, [(1, 1)])]
     elif key == 22:  # InitProducerId
         assert body.transactional_id is None
     elif key == 23:  # OffsetForLeaderEpoch: positions fetched under epoch 0
@@ -159,7 +160,11 @@ def test_request_round_trip(entry: dict[str, Any]) -> None:
     request = protocol.decode_request(frame)
     header = request.header
     assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (
-        entry["api_key"], entry["api_version"], entry["correlation_id"], entry["client_id"])
+        entry["api_key"],
+        entry["api_version"],
+        entry["correlation_id"],
+        entry["client_id"],
+    )
     assert header.client_id in Known(entry).client_ids
     encoded = protocol.encode_request(request)
     if request.body is None:
@@ -214,8 +219,9 @@ def _check_response(entry: dict[str, Any], body: Any) -> None:
             assert (API_VERSIONS, 0, 3) in ranges
         else:
             assert body.error_code == 0
-            table = INDEX["advertised"] if entry["upstream"] == "fake" else \
-                INDEX["mock_api_versions"]
+            table = (
+                INDEX["advertised"] if entry["upstream"] == "fake" else INDEX["mock_api_versions"]
+            )
             assert ranges == {(int(api), lo, hi) for api, (lo, hi) in table.items()}
     elif key == 19:  # CreateTopics
         assert {(t.name, t.error_code) for t in body.topics} == {(k.t1, 0), (k.t2, 0)}
@@ -227,8 +233,10 @@ def _check_response(entry: dict[str, Any], body: Any) -> None:
     elif key == 23:  # OffsetForLeaderEpoch
         for topic in body.topics:
             assert topic.topic == k.t1
-            assert all(p.error_code == 0 and p.leader_epoch == 0 and p.end_offset >= 0
-                       for p in topic.partitions)
+            assert all(
+                p.error_code == 0 and p.leader_epoch == 0 and p.end_offset >= 0
+                for p in topic.partitions
+            )
     elif key == 32:  # DescribeConfigs
         assert {r.resource_name for r in body.results} <= {k.t1, "1"}
         assert all(r.error_code == 0 and r.configs for r in body.results)
@@ -277,13 +285,18 @@ def test_every_client_produced_idempotently_and_fetched_records() -> None:
                 continue
             if entry["api_key"] == 0:
                 body = protocol.decode_request(_frame(entry["request"])).body
-                producer_ids += [int.from_bytes(bytes(p.records)[43:51], "big", signed=True)
-                                 for t in body.topic_data for p in t.partition_data]
+                producer_ids += [
+                    int.from_bytes(bytes(p.records)[43:51], "big", signed=True)
+                    for t in body.topic_data
+                    for p in t.partition_data
+                ]
             elif entry["api_key"] == 1:
                 body = protocol.decode_response(
-                    _frame(entry["response"]), 1, entry["api_version"]).body
-                fetched += [bytes(p.records) for t in body.responses for p in t.partitions
-                            if p.records]
+                    _frame(entry["response"]), 1, entry["api_version"]
+                ).body
+                fetched += [
+                    bytes(p.records) for t in body.responses for p in t.partitions if p.records
+                ]
         assert any(pid >= 0 for pid in producer_ids), client
         assert fetched, client
         assert all(records[16] == 2 for records in fetched), client
@@ -295,5 +308,6 @@ def test_capture_advertised_what_the_codec_supports() -> None:
     (.venv/bin/python -m tests.tools.capture_golden)."""
     advertised = {int(api): tuple(r) for api, r in INDEX["advertised"].items()}
     inter_broker = {4, 5, 6, 7}
-    assert advertised == {api: tuple(r) for api, r in protocol.SUPPORTED_VERSIONS.items()
-                          if api not in inter_broker}
+    assert advertised == {
+        api: tuple(r) for api, r in protocol.SUPPORTED_VERSIONS.items() if api not in inter_broker
+    }

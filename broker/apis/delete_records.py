@@ -1,0 +1,83 @@
+"""DeleteRecords (21), versions 0-2: move partitions' log start offsets forward.
+
+Each partition goes to its leader (``broker.delete_records`` has the rules: -1 means the
+high watermark, above it OFFSET_OUT_OF_RANGE, a compact-only topic POLICY_VIOLATION; a
+partition led elsewhere is NOT_LEADER_OR_FOLLOWER, one that does not exist
+UNKNOWN_TOPIC_OR_PARTITION). The response waits, as a DelayedDeleteRecords, until every
+live replica moved its log start there, or ``timeout_ms`` (REQUEST_TIMED_OUT), and
+carries each partition's low watermark. A partition named twice in one request is
+answered once, for the last offset named (Kafka reads the request into a map).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.apis.request import ApiRequest
+from broker.context import BrokerContext, require
+from broker.delayed.delete_records import DeleteRecordsPartitionResult
+from protocol import Response, make_response
+from protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse, RequestHeader
+from protocol.values import TopicPartition
+
+_Partition = DeleteRecordsResponse.DeleteRecordsPartitionResult
+_Topic = DeleteRecordsResponse.DeleteRecordsTopicResult
+
+
+def requested_offsets(body: DeleteRecordsRequest) -> dict[TopicPartition, int]:
+    """The offset asked for each partition (the last one, for a partition named twice)."""
+    return {
+        TopicPartition(topic.name, p.partition_index): p.offset
+        for topic in body.topics
+        for p in topic.partitions
+    }
+
+
+def build_response(
+    header: RequestHeader,
+    body: DeleteRecordsRequest,
+    results: dict[TopicPartition, DeleteRecordsPartitionResult],
+) -> Response:
+    """Topics and partitions in request order (a duplicate once), each with its result."""
+    topics: dict[str, list[_Partition]] = {}
+    seen: set[TopicPartition] = set()
+    for topic in body.topics:
+        partitions = topics.setdefault(topic.name, [])
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            if tp in seen:
+                continue
+            seen.add(tp)
+            r = results[tp]
+            partitions.append(
+                _Partition(
+                    partition_index=tp.partition,
+                    low_watermark=r.low_watermark,
+                    error_code=r.error_code,
+                )
+            )
+    return make_response(
+        header,
+        DeleteRecordsResponse(
+            throttle_time_ms=0,
+            topics=[_Topic(name=name, partitions=ps) for name, ps in topics.items()],
+        ),
+    )
+
+
+async def handle(
+    ctx: BrokerContext, request: ApiRequest[DeleteRecordsRequest]
+) -> Response | asyncio.Future[Response]:
+    header, body = request.header, request.body
+    offsets = requested_offsets(body)
+    future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+    def on_done(results: dict[TopicPartition, DeleteRecordsPartitionResult]) -> None:
+        if not future.done():  # the connection may have gone (future cancelled)
+            future.set_result(build_response(header, body, results))
+
+    rm = require(ctx.replica_manager, "replica manager")
+    await rm.delete_records(offsets, timeout_ms=body.timeout_ms, on_done=on_done)
+    if future.done():
+        return future.result()
+    return future

@@ -1,0 +1,66 @@
+"""DescribeGroups (15), v0-5: each group's state, protocol and members.
+
+Members' metadata and assignments are reported only while the group is Stable (in the
+middle of a rebalance they are not settled). A group this broker coordinates but does
+not know is reported Dead with no error, as Kafka does; a group it does not coordinate
+carries the coordinator error. v3+ report the authorized operations when asked (every
+group operation: there are no ACLs), -2^31 otherwise; v4 adds ``group_instance_id``.
+"""
+
+from __future__ import annotations
+
+from broker.apis.group_coordinator import coordinator, group_error
+from broker.apis.request import ListenerRequest
+from broker.context import BrokerContext
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.values import AUTHORIZED_OPERATIONS_OMITTED
+
+Described = DescribeGroupsResponse.DescribedGroup
+Member = DescribeGroupsResponse.DescribedGroupMember
+
+#: Kafka's ACL operations that apply to a group, as a bit set: READ (3), DELETE (6),
+#: DESCRIBE (8)
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+async def handle(ctx: BrokerContext, request: ListenerRequest[DescribeGroupsRequest]) -> Response:
+    body = request.body
+    operations = (
+        GROUP_OPERATIONS if body.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
+    )
+    described = []
+    for group_id in body.groups:
+        error = group_error(ctx, group_id)
+        if error != ErrorCode.NONE:
+            described.append(
+                Described(error_code=error, group_id=group_id, group_state="", protocol_type="",
+                          protocol_data="", members=[],
+                          authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+            )  # fmt: skip
+            continue
+        summary = coordinator(ctx).describe_group(group_id)
+        described.append(
+            Described(
+                error_code=ErrorCode.NONE,
+                group_id=group_id,
+                group_state=summary.state.value,
+                protocol_type=summary.protocol_type,
+                protocol_data=summary.protocol_name,
+                members=[
+                    Member(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in summary.members
+                ],
+                authorized_operations=operations,
+            )
+        )
+    return make_response(
+        request.header, DescribeGroupsResponse(throttle_time_ms=0, groups=described)
+    )

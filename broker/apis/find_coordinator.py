@@ -1,0 +1,92 @@
+"""FindCoordinator (10), v0-4: which broker coordinates a group.
+
+A group's coordinator is the leader of its ``__consumer_offsets`` partition
+(broker.group.partitioner), answered as that broker's endpoint on the listener the request
+came in on (as Metadata lists brokers). v0-3 ask for one key; v4 for a batch
+(``coordinator_keys``), each answered in ``coordinators`` with its own error.
+
+Per key:
+
+- key type 0 (group): the leader of the group's partition; COORDINATOR_NOT_AVAILABLE
+  while the offsets topic does not exist (its creation is started: see
+  broker.group.offsets_topic), or the partition has no live leader;
+- key type 1 (transaction): TRANSACTIONAL_ID_AUTHORIZATION_FAILED -- transactions are
+  not offered, and clients give up at once on that error rather than retrying;
+- any other key type: INVALID_REQUEST.
+
+The answer does not wait for the coordinator to have loaded the group: the client's next
+request to it gets COORDINATOR_LOAD_IN_PROGRESS until then, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from broker.admin.topics import OFFSETS_TOPIC
+from broker.apis.request import ListenerRequest
+from broker.context import BrokerContext, require
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+#: the first version that batches keys
+BATCHED_VERSION = 4
+
+Coordinator = FindCoordinatorResponse.Coordinator
+
+
+def no_node(key: str, error: int, message: str) -> Coordinator:
+    """An answer without a coordinator (Kafka's Node.noNode: id -1, no host, port -1)."""
+    return Coordinator(
+        key=key, node_id=-1, host="", port=-1, error_code=error, error_message=message
+    )
+
+
+def find(ctx: BrokerContext, key: str, key_type: int, listener: str) -> Coordinator:
+    """The coordinator of one key, or why there is none."""
+    if key_type == TRANSACTION_KEY_TYPE:
+        return no_node(
+            key,
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactions are not supported by this broker",
+        )
+    if key_type != GROUP_KEY_TYPE:
+        return no_node(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    store = require(ctx.group_store, "group store")
+    cache = ctx.metadata_cache
+    if not cache.contains_topic(OFFSETS_TOPIC):
+        store.request_offsets_topic()
+        return no_node(
+            key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is being created"
+        )
+    partition = store.partition_for(key)
+    leader = cache.leader(OFFSETS_TOPIC, partition)
+    endpoint = cache.alive_endpoint(leader, listener) if leader is not None else None
+    if leader is None or endpoint is None:
+        return no_node(
+            key,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            f"{OFFSETS_TOPIC}-{partition} has no leader on listener {listener}",
+        )
+    host, port = endpoint
+    return Coordinator(key=key, node_id=leader, host=host, port=port, error_code=ErrorCode.NONE)
+
+
+async def handle(ctx: BrokerContext, request: ListenerRequest[FindCoordinatorRequest]) -> Response:
+    body = request.body
+    listener = request.listener.upper()
+    if request.header.api_version >= BATCHED_VERSION:
+        coordinators = [find(ctx, key, body.key_type, listener) for key in body.coordinator_keys]
+        return make_response(
+            request.header, FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+        )
+    found = find(ctx, body.key, body.key_type, listener)
+    response = FindCoordinatorResponse(
+        throttle_time_ms=0,
+        error_code=found.error_code,
+        error_message=found.error_message,
+        node_id=found.node_id,
+        host=found.host,
+        port=found.port,
+    )
+    return make_response(request.header, response)

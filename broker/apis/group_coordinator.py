@@ -1,0 +1,64 @@
+"""What the group handlers share: reaching the coordinator, and answering later.
+
+Every group API is served by ``ctx.group_coordinator`` (broker.group.coordinator) after
+the store says this broker coordinates the group (``coordinator_error``). Answers that
+wait (a parked JoinGroup, a commit waiting for acks=all) are returned as a Future
+(``once``, or ``later`` for a handler's own coroutine), which the network treats as any
+deferred response: the handler's slot is freed meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from broker.context import BrokerContext, require
+from broker.group.coordinator import GroupCoordinator
+from protocol import Response
+
+R = TypeVar("R")
+
+
+def coordinator(ctx: BrokerContext) -> GroupCoordinator:
+    return require(ctx.group_coordinator, "group coordinator")
+
+
+def group_error(ctx: BrokerContext, group_id: str) -> int:
+    """NONE when this broker coordinates ``group_id`` (loaded); else the error to answer."""
+    return coordinator(ctx).store.coordinator_error(group_id)
+
+
+def later(answer: Awaitable[Response]) -> asyncio.Future[Response]:
+    """A response that is ready once ``answer`` is."""
+    return asyncio.ensure_future(answer)
+
+
+def once(
+    result: asyncio.Future[R], respond: Callable[[R], Response]
+) -> Response | asyncio.Future[Response]:
+    """``respond(result)``: now when the coordinator answered at once (most requests),
+    else a Future of it, completed when ``result`` is."""
+    if result.done():
+        return respond(result.result())
+    response: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+    def deliver(done: asyncio.Future[R]) -> None:
+        if response.done():
+            return
+        if done.cancelled():
+            response.cancel()
+            return
+        try:
+            response.set_result(respond(done.result()))
+        except Exception as exc:  # handed to the network, which answers with an error
+            response.set_exception(exc)
+
+    result.add_done_callback(deliver)
+    return response
+
+
+def client_host(request: object) -> str:
+    """The client's address as Kafka reports it ("/127.0.0.1"), when the network knows it."""
+    host = getattr(request, "client_host", "")
+    return f"/{host}" if isinstance(host, str) and host else ""

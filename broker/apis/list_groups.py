@@ -1,0 +1,33 @@
+"""ListGroups (16), v0-4: the groups this broker coordinates; v4 filters by state.
+
+Each broker lists only its own groups (those of the offsets partitions it leads); the
+admin client asks every broker and merges. A state filter matches names in any case.
+While any offsets partition is still loading the answer is COORDINATOR_LOAD_IN_PROGRESS
+with no groups, as Kafka answers.
+"""
+
+from __future__ import annotations
+
+from broker.apis.group_coordinator import coordinator
+from broker.apis.request import ListenerRequest
+from broker.context import BrokerContext
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import ListGroupsRequest, ListGroupsResponse
+
+
+async def handle(ctx: BrokerContext, request: ListenerRequest[ListGroupsRequest]) -> Response:
+    states = request.body.states_filter if int(request.header.api_version) >= 4 else []
+    if coordinator(ctx).store.loading_partitions:
+        # a partial list would hide groups: the client asks again
+        response = ListGroupsResponse(
+            throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, groups=[]
+        )
+        return make_response(request.header, response)
+    groups = [
+        ListGroupsResponse.ListedGroup(
+            group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value
+        )
+        for g in coordinator(ctx).list_groups(states)
+    ]
+    response = ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=groups)
+    return make_response(request.header, response)

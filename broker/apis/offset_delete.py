@@ -1,0 +1,47 @@
+"""OffsetDelete (47), v0: delete a group's committed offsets of some partitions.
+
+Allowed for an Empty group, and in a consumer group for the topics none of its members
+subscribes to (GROUP_SUBSCRIBED_TO_TOPIC per partition otherwise); a group with another
+protocol type and members is NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.apis.group_coordinator import coordinator, group_error, later
+from broker.apis.request import ListenerRequest
+from broker.context import BrokerContext
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.values import TopicPartition
+
+Partition = OffsetDeleteResponse.OffsetDeleteResponsePartition
+Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
+
+
+async def handle(
+    ctx: BrokerContext, request: ListenerRequest[OffsetDeleteRequest]
+) -> Response | asyncio.Future[Response]:
+    body = request.body
+    error = ErrorCode.INVALID_GROUP_ID if not body.group_id else group_error(ctx, body.group_id)
+    if error != ErrorCode.NONE:
+        return make_response(request.header, OffsetDeleteResponse(error_code=error, topics=[]))
+    partitions = list(
+        dict.fromkeys(
+            TopicPartition(t.name, p.partition_index) for t in body.topics for p in t.partitions
+        )
+    )
+
+    async def answer() -> Response:
+        top, results = await coordinator(ctx).delete_offsets(body.group_id, partitions)
+        by_topic: dict[str, list[Partition]] = {}
+        for tp, partition_error in results.items():
+            by_topic.setdefault(tp.topic, []).append(
+                Partition(partition_index=tp.partition, error_code=partition_error)
+            )
+        topics = [Topic(name=name, partitions=ps) for name, ps in by_topic.items()]
+        response = OffsetDeleteResponse(error_code=top, throttle_time_ms=0, topics=topics)
+        return make_response(request.header, response)
+
+    return later(answer())

@@ -1,0 +1,103 @@
+"""OffsetFetch (9), v1-8: a group's committed offsets.
+
+v1-7 ask for one group, v8 for several (each answered with its own error). Null topics
+(v2+) mean every partition the group has a commit for. A partition without a commit
+answers offset -1 with no error. v1 reports a group-level error on every partition; v2-7
+at top level. ``require_stable`` (v7+) needs no waiting: there are no transactional
+commits to wait for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from broker.apis.group_coordinator import coordinator, group_error
+from broker.apis.request import ListenerRequest
+from broker.context import BrokerContext
+from broker.group.model import CommittedOffset
+from protocol import ErrorCode, Response, make_response
+from protocol.messages import OffsetFetchRequest, OffsetFetchResponse
+from protocol.values import TopicPartition
+
+T = TypeVar("T")
+P = TypeVar("P")
+
+Partition = OffsetFetchResponse.OffsetFetchResponsePartition
+Topic = OffsetFetchResponse.OffsetFetchResponseTopic
+Partitions = OffsetFetchResponse.OffsetFetchResponsePartitions
+Topics = OffsetFetchResponse.OffsetFetchResponseTopics
+
+
+async def handle(ctx: BrokerContext, request: ListenerRequest[OffsetFetchRequest]) -> Response:
+    body = request.body
+    version = int(request.header.api_version)
+    if version >= 8:
+        groups = []
+        for group in body.groups:
+            wanted = _partitions(group.topics)
+            error, offsets = _fetch(ctx, group.group_id, wanted)
+            groups.append(
+                OffsetFetchResponse.OffsetFetchResponseGroup(
+                    group_id=group.group_id,
+                    topics=_topics(offsets, Topics, Partitions),
+                    error_code=error,
+                )
+            )
+        return make_response(request.header, OffsetFetchResponse(throttle_time_ms=0, groups=groups))
+    wanted = _partitions(body.topics)
+    error, offsets = _fetch(ctx, body.group_id, wanted)
+    if error != ErrorCode.NONE and version < 2:
+        # no top-level error before v2: every partition carries it
+        partitions = wanted or []
+        by_topic: dict[str, list[Partition]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(
+                Partition(partition_index=tp.partition, committed_offset=-1, metadata="",
+                          error_code=error)
+            )  # fmt: skip
+        topics = [Topic(name=n, partitions=ps) for n, ps in by_topic.items()]
+        return make_response(request.header, OffsetFetchResponse(throttle_time_ms=0, topics=topics))
+    response = OffsetFetchResponse(
+        throttle_time_ms=0, topics=_topics(offsets, Topic, Partition), error_code=error
+    )
+    return make_response(request.header, response)
+
+
+def _partitions(
+    topics: Sequence[OffsetFetchRequest.OffsetFetchRequestTopic]
+    | Sequence[OffsetFetchRequest.OffsetFetchRequestTopics]
+    | None,
+) -> list[TopicPartition] | None:
+    if topics is None:
+        return None
+    return [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+
+
+def _fetch(
+    ctx: BrokerContext, group_id: str, wanted: list[TopicPartition] | None
+) -> tuple[int, dict[TopicPartition, CommittedOffset | None]]:
+    error = group_error(ctx, group_id)
+    if error != ErrorCode.NONE:
+        return error, {}
+    return ErrorCode.NONE, coordinator(ctx).fetch_offsets(group_id, wanted)
+
+
+def _topics(
+    offsets: dict[TopicPartition, CommittedOffset | None],
+    topic_cls: Callable[..., T],
+    partition_cls: Callable[..., P],
+) -> list[T]:
+    """The answer's topics (v1-7 and v8 have twin classes of the same shape)."""
+    by_topic: dict[str, list[P]] = {}
+    for tp, committed in offsets.items():
+        by_topic.setdefault(tp.topic, []).append(
+            partition_cls(
+                partition_index=tp.partition,
+                committed_offset=-1 if committed is None else committed.offset,
+                committed_leader_epoch=-1 if committed is None else committed.leader_epoch,
+                metadata="" if committed is None else committed.metadata,
+                error_code=ErrorCode.NONE,
+            )
+        )
+    return [topic_cls(name=name, partitions=partitions) for name, partitions in by_topic.items()]

@@ -1,0 +1,88 @@
+"""Creating ``__consumer_offsets`` on first use.
+
+The topic is made the first time a client looks for a group coordinator (FindCoordinator)
+or names it in a Metadata request, by whichever broker is asked, through the same path as
+any auto-created topic (broker.admin.topics: plan, then one ZooKeeper multi-op); the
+controller then elects its leaders, and their LeaderAndIsr makes each leader load its
+partitions' groups.
+
+Its shape comes from the broker's ``offsets.topic.*`` settings at that moment:
+``offsets.topic.num.partitions`` partitions, ``offsets.topic.replication.factor``
+replicas, ``cleanup.policy=compact`` and ``offsets.topic.segment.bytes`` segments. As in
+Kafka, it is not created while fewer brokers are alive than its replication factor asks
+for -- a topic with fewer replicas than configured would stay under-replicated for good --
+and the client is answered COORDINATOR_NOT_AVAILABLE (retriable) meanwhile; so is it
+while the topic is being created and its leaders elected.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Collection, Sequence
+
+from broker.admin.topics import (
+    OFFSETS_TOPIC,
+    AdminError,
+    TopicStore,
+    create_topic,
+    existing_topics,
+    offsets_topic_settings,
+    plan_topic,
+)
+from broker.config import BrokerConfig
+from protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+
+def creation_error(alive_brokers: int, replication_factor: int) -> int:
+    """NONE when the topic may be created with ``alive_brokers`` alive, else
+    COORDINATOR_NOT_AVAILABLE (too few brokers for its replication factor)."""
+    if alive_brokers < replication_factor:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE
+
+
+async def create_offsets_topic(
+    zk: TopicStore, config: BrokerConfig, live_brokers: Sequence[int]
+) -> int:
+    """Create the topic unless it exists: NONE once written (or already there),
+    COORDINATOR_NOT_AVAILABLE when too few brokers are alive, or the AdminError's code
+    of a refused plan. Raises what ZooKeeper raises (the caller logs it)."""
+    partitions, factor, configs = offsets_topic_settings(config)
+    error = creation_error(len(live_brokers), factor)
+    if error != ErrorCode.NONE:
+        log.error(
+            "not creating %s: %d brokers are alive, offsets.topic.replication.factor is %d",
+            OFFSETS_TOPIC,
+            len(live_brokers),
+            factor,
+        )
+        return error
+    existing: Collection[str] = set(await existing_topics(zk))
+    if OFFSETS_TOPIC in existing:
+        return ErrorCode.NONE
+    try:
+        plan = plan_topic(
+            OFFSETS_TOPIC,
+            partitions,
+            factor,
+            {},
+            configs,
+            live_brokers=live_brokers,
+            existing_topics=existing,
+            default_partitions=partitions,
+            default_replication_factor=factor,
+            rng=random.Random(),
+        )
+        await create_topic(zk, plan)
+    except AdminError as exc:
+        if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
+            return ErrorCode.NONE
+        log.error("creating %s failed: %s", OFFSETS_TOPIC, exc.message)
+        return exc.error_code
+    log.info(
+        "created %s with %d partitions, replication factor %d", OFFSETS_TOPIC, partitions, factor
+    )
+    return ErrorCode.NONE
