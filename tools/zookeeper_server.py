@@ -180,7 +180,9 @@ class ZooKeeperServer:
         cfg = render_config(self.data_dir / "data", self.port, self.tick_time_ms, self.host)
         (self.data_dir / "zoo.cfg").write_text(cfg)
         if foreground_output:
-            stdout: IO[bytes] | int | None = None
+            # the JVM's log lines go to our stderr: stdout carries only our own "serving"
+            # line, which scripts (and the tests) read as the sign it is up
+            stdout: IO[bytes] | int | None = sys.stderr.fileno()
         else:
             self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
             stdout = self._log_file
