@@ -395,6 +395,21 @@ async def test_a_full_group_refuses_a_new_member() -> None:
     assert h.state() is GroupState.PREPARING_REBALANCE
 
 
+async def test_members_starting_together_fill_an_empty_group_only_to_its_size() -> None:
+    h = Harness(max_size=2)
+    firsts = [await h.join(client_id=c) for c in ("a", "b", "c")]
+    assert [f.error for f in firsts] == [
+        ErrorCode.MEMBER_ID_REQUIRED,
+        ErrorCode.MEMBER_ID_REQUIRED,
+        ErrorCode.GROUP_MAX_SIZE_REACHED,
+    ]
+    parked = [h.join(f.member_id, client_id=c) for f, c in zip(firsts[:2], "ab", strict=True)]
+    await h.end_initial_delay()
+    a, b = [await p for p in parked]
+    assert (a.error, b.error) == (ErrorCode.NONE, ErrorCode.NONE)
+    assert len(a.members) == 2
+
+
 async def test_commit_checks_generation_member_and_phase(h: Harness) -> None:
     offsets = {TP0: CommittedOffset(5)}
     ids = await h.stable_group("a", "b")
