@@ -2,7 +2,10 @@
 
 Allowed for an Empty group, and in a consumer group for the topics none of its members
 subscribes to (GROUP_SUBSCRIBED_TO_TOPIC per partition otherwise); a group with another
-protocol type and members is NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND.
+protocol type and members is NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND. A
+partition this broker's metadata does not know (a deleted topic, a partition beyond its
+count) is UNKNOWN_TOPIC_OR_PARTITION and not handed to the coordinator, as Kafka answers;
+the group error, when there is one, still wins over every partition's.
 """
 
 from __future__ import annotations
@@ -27,16 +30,21 @@ async def handle(
     error = ErrorCode.INVALID_GROUP_ID if not body.group_id else group_error(ctx, body.group_id)
     if error != ErrorCode.NONE:
         return make_response(request.header, OffsetDeleteResponse(error_code=error, topics=[]))
-    partitions = list(
+    requested = list(
         dict.fromkeys(
             TopicPartition(t.name, p.partition_index) for t in body.topics for p in t.partitions
         )
     )
+    cache = ctx.metadata_cache
+    known = [tp for tp in requested if cache.partition(tp.topic, tp.partition) is not None]
 
     async def answer() -> Response:
-        top, results = await coordinator(ctx).delete_offsets(body.group_id, partitions)
+        top, results = await coordinator(ctx).delete_offsets(body.group_id, known)
+        if top != ErrorCode.NONE:
+            return make_response(request.header, OffsetDeleteResponse(error_code=top, topics=[]))
         by_topic: dict[str, list[Partition]] = {}
-        for tp, partition_error in results.items():
+        for tp in requested:
+            partition_error = results.get(tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             by_topic.setdefault(tp.topic, []).append(
                 Partition(partition_index=tp.partition, error_code=partition_error)
             )

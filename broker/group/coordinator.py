@@ -16,7 +16,10 @@ A rebalance, in the order things happen:
    group is CompletingRebalance (or Empty and stored as such when nobody is left);
 3. the members send SyncGroup; the followers' answers are parked until the leader's
    assignment has been stored with ``GroupStore.store_group``; then every member gets its
-   share and the group is Stable.
+   share and the group is Stable. A DelayedSync bounds this phase: members of the new
+   generation that have not sent their SyncGroup one rebalance timeout after the join
+   phase ended are removed and the group rebalances (they may still be heartbeating, so
+   their session timers alone would never end the wait).
 
 Every member has a session timer (DelayedHeartbeat): a member that neither heartbeats nor
 joins nor syncs within its session timeout is removed, which starts a rebalance. A
@@ -47,9 +50,11 @@ from broker.group import membership
 from broker.group.delayed import (
     DelayedHeartbeat,
     DelayedJoin,
+    DelayedSync,
     InitialDelayedJoin,
     heartbeat_key,
     join_key,
+    sync_key,
 )
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
 from broker.group.states import transition
@@ -166,6 +171,9 @@ class _Runtime:
     #: a member was added since the InitialDelayedJoin last looked
     new_member_added: bool = False
     join_op: DelayedOperation | None = None
+    #: members of the current generation that have not sent their SyncGroup yet
+    pending_sync: set[str] = field(default_factory=set)
+    sync_op: DelayedOperation | None = None
     heartbeats: dict[str, DelayedHeartbeat] = field(default_factory=dict)
 
 
@@ -228,7 +236,10 @@ class GroupCoordinator:
             self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group_id, member_id))
         if runtime.join_op is not None:
             runtime.join_op.cancel()
+        if runtime.sync_op is not None:
+            runtime.sync_op.cancel()
         self.join_purgatory.cancel_for_key(join_key(group_id))
+        self.join_purgatory.cancel_for_key(sync_key(group_id))
 
     def on_groups_loaded(self, groups: Iterable[GroupMetadata]) -> None:
         """The store loaded ``groups`` from the log: their members' session timers start."""
@@ -419,7 +430,7 @@ class GroupCoordinator:
         old.rebalance_timeout_ms = request.rebalance_timeout_ms
         old.session_timeout_ms = request.session_timeout_ms
         old.protocols = list(request.protocols)
-        _rename_member(group, old_id, new_id)
+        self._rename(group, old_id, new_id)
         state = group.state
         if (
             state is GroupState.STABLE
@@ -451,11 +462,19 @@ class GroupCoordinator:
             if group.members.get(new_id) is member:
                 self._cancel_heartbeat(group.group_id, new_id)
                 member.protocols = old_protocols
-                _rename_member(group, new_id, old_id)
+                self._rename(group, new_id, old_id)
                 self._schedule_heartbeat(group, member)
             _settle(future, JoinResult(error, member_id=UNKNOWN_MEMBER_ID))
             return
         _settle(future, self._join_result(group, new_id, with_members=False))
+
+    def _rename(self, group: GroupMetadata, old_id: str, new_id: str) -> None:
+        """``_rename_member``, and a SyncGroup the old id owed is owed by the new one."""
+        _rename_member(group, old_id, new_id)
+        pending = self._runtime(group.group_id).pending_sync
+        if old_id in pending:
+            pending.discard(old_id)
+            pending.add(new_id)
 
     # -- the join phase ---------------------------------------------------------------------
 
@@ -473,6 +492,8 @@ class GroupCoordinator:
         runtime = self._runtime(group.group_id)
         if group.state is GroupState.COMPLETING_REBALANCE:
             self._fail_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        runtime.pending_sync.clear()
+        self.join_purgatory.check_and_complete(sync_key(group.group_id))
         was_empty = group.state is GroupState.EMPTY
         transition(group, GroupState.PREPARING_REBALANCE, self.clock.time_ms())
         self._on_rebalance()
@@ -560,6 +581,50 @@ class GroupCoordinator:
                 continue
             _settle(future, self._join_result(group, member_id))
             self._schedule_heartbeat(group, member)
+        self._schedule_pending_sync(group)
+
+    def _schedule_pending_sync(self, group: GroupMetadata) -> None:
+        """Every member of the generation just formed owes a SyncGroup; a DelayedSync
+        waits for them at most the rebalance timeout (see the module doc)."""
+        runtime = self._runtime(group.group_id)
+        runtime.pending_sync = set(group.members)
+        generation = group.generation_id
+
+        def settled() -> bool:
+            return not runtime.pending_sync or not self._in_generation(group, generation)
+
+        def expired() -> None:
+            self._expire_pending_syncs(group, generation)
+
+        timeout = max(m.rebalance_timeout_ms for m in group.members.values())
+        op = DelayedSync(timeout, settled, expired)
+        runtime.sync_op = op
+        self.join_purgatory.try_complete_else_watch(op, [sync_key(group.group_id)])
+
+    def _in_generation(self, group: GroupMetadata, generation_id: int) -> bool:
+        """``group`` is still here, in ``generation_id``, past its join phase."""
+        return (
+            self.store.get_group(group.group_id) is group
+            and group.generation_id == generation_id
+            and group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
+        )
+
+    def _expire_pending_syncs(self, group: GroupMetadata, generation_id: int) -> None:
+        runtime = self._runtimes.get(group.group_id)
+        if runtime is None or not self._in_generation(group, generation_id):
+            return
+        late = [m for m in group.members if m in runtime.pending_sync]
+        runtime.pending_sync.clear()
+        if not late:
+            return
+        log.info(
+            "group %s: members %s did not sync within the rebalance timeout; removed",
+            group.group_id,
+            late,
+        )
+        for member_id in late:
+            self._remove_member(group, member_id)
+        self._prepare_rebalance(group, f"members {late} did not sync in time")
 
     def _join_result(
         self, group: GroupMetadata, member_id: str, *, with_members: bool = True
@@ -623,10 +688,12 @@ class GroupCoordinator:
         elif state is GroupState.PREPARING_REBALANCE:
             future.set_result(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         elif state is GroupState.STABLE:
+            self._synced(group, member_id)
             self._schedule_heartbeat(group, member)
             future.set_result(self._sync_result(group, member))
         else:  # CompletingRebalance
             runtime = self._runtime(group_id)
+            self._synced(group, member_id)
             runtime.sync_waiters[member_id] = future
             self._schedule_heartbeat(group, member)
             if member_id == group.leader_id:
@@ -634,6 +701,13 @@ class GroupCoordinator:
                     m.assignment = assignments.get(m.member_id, b"")
                 self._spawn(self._store_assignment(group, group.generation_id))
         return future
+
+    def _synced(self, group: GroupMetadata, member_id: str) -> None:
+        """``member_id`` sent its SyncGroup of this generation."""
+        runtime = self._runtime(group.group_id)
+        if member_id in runtime.pending_sync:
+            runtime.pending_sync.discard(member_id)
+            self.join_purgatory.check_and_complete(sync_key(group.group_id))
 
     async def _store_assignment(self, group: GroupMetadata, generation_id: int) -> None:
         error = await self.store.store_group(group)
@@ -791,6 +865,7 @@ class GroupCoordinator:
         sync = runtime.sync_waiters.pop(member_id, None)
         if sync is not None:
             _settle(sync, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        runtime.pending_sync.discard(member_id)
         if group.leader_id == member_id:
             group.leader_id = membership.next_leader(list(group.members), None)
 

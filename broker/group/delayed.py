@@ -7,6 +7,12 @@
   ``group.initial.rebalance.delay.ms`` and, while new members keep arriving, again (at
   most the rebalance timeout in all), so that a group of consumers starting together
   gets one generation instead of one per member. Only its timeout completes it.
+- ``DelayedSync`` waits, watched under the group's sync key, after a join phase ended:
+  every member of the new generation must send its SyncGroup within the rebalance
+  timeout. It completes quietly once all did (or the group moved on); at the timeout the
+  coordinator removes the members that never synced and rebalances, so that one member
+  that joined and then went silent (while still heartbeating) cannot hold the group in
+  CompletingRebalance for ever. Kafka 3.x does the same with its pending-sync set.
 - ``DelayedHeartbeat`` is one member's session timer in the heartbeat purgatory. Each
   heartbeat (or join, or sync) cancels the member's timer and starts a new one; a timer
   that runs out expires the member. Only the timeout counts: a timer completed by force
@@ -26,6 +32,11 @@ from timer import DelayedOperation
 def join_key(group_id: str) -> Hashable:
     """The join purgatory's watch key of a group."""
     return ("join", group_id)
+
+
+def sync_key(group_id: str) -> Hashable:
+    """The join purgatory's watch key of a group's pending syncs."""
+    return ("sync", group_id)
 
 
 def heartbeat_key(group_id: str, member_id: str) -> Hashable:
@@ -80,6 +91,34 @@ class InitialDelayedJoin(DelayedOperation):
 
     def on_expiration(self) -> None:
         pass
+
+
+class DelayedSync(DelayedOperation):
+    """Completes when ``settled()`` holds (everyone synced, or the generation is over);
+    ``on_expired()`` runs when the rebalance timeout came first."""
+
+    __slots__ = ("_on_expired", "_settled")
+
+    def __init__(
+        self,
+        rebalance_timeout_ms: int,
+        settled: Callable[[], bool],
+        on_expired: Callable[[], None],
+    ) -> None:
+        super().__init__(rebalance_timeout_ms)
+        self._settled = settled
+        self._on_expired = on_expired
+
+    def try_complete(self) -> bool:
+        if self._settled():
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self._on_expired()
 
 
 class DelayedHeartbeat(DelayedOperation):

@@ -91,11 +91,16 @@ def accepts_member(
 
     During a rebalance only the members that rejoined (``awaiting_join``) and those told
     to rejoin with their new id (``pending``) count: the others will be dropped when the
-    join phase ends. A member already counted always has room.
+    join phase ends. A member already counted always has room. An Empty group has no
+    members, but the ids it handed out count: consumers starting together all get their
+    id from the Empty group, and without counting those the group would fill past the
+    limit when they rejoin.
     """
     state = group.state
-    if state in (GroupState.EMPTY, GroupState.DEAD) or member_id in pending:
+    if state is GroupState.DEAD or member_id in pending:
         return True  # a pending member was counted when it was handed its id
+    if state is GroupState.EMPTY:
+        return len(pending) < max_size
     if state is GroupState.PREPARING_REBALANCE:
         return member_id in awaiting_join or len(awaiting_join) + len(pending) < max_size
     return member_id in group.members or len(group.members) + len(pending) < max_size

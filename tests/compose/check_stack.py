@@ -4,7 +4,9 @@ From the host, as a user would:
 
 1. kcat produces and consumes through each broker's external listener, 127.0.0.1:9092-9094;
    then a record over message.max.bytes and a fetch past the log end, so the rejected and
-   failed-request series have something to count;
+   failed-request series have something to count; and a consumer group whose offsets are
+   reset to the earliest (``minikafka consumer-groups --reset-offsets``), so the consumer
+   lag panels have a group lagging by every record;
 2. every Prometheus target is up;
 3. every expression of every dashboard panel returns at least one series from the real
    Prometheus (``$__rate_interval`` read as 1m), so no panel is empty;
@@ -36,6 +38,7 @@ DASHBOARD = ROOT / "monitoring/grafana/dashboards/minikafka.json"
 PROMETHEUS = "http://127.0.0.1:9090"
 BOOTSTRAPS = ("127.0.0.1:9092", "127.0.0.1:9093", "127.0.0.1:9094")
 TOPIC = "compose-test"
+LAGGING_GROUP = "compose-test-lagging"
 PARTITIONS = 3
 RECORDS_PER_BROKER = 20
 #: a record over the brokers' message.max.bytes (1 MiB and a little)
@@ -133,6 +136,14 @@ def check_clients() -> None:
         raise SystemExit(f"compose-test FAILED: an oversized record was not refused: {big!r}")
     kcat("-C", "-b", BOOTSTRAPS[0], "-t", TOPIC, "-p", "0", "-o", "1000000", "-e", "-q",
          "-X", "auto.offset.reset=error", timeout_s=30)  # fmt: skip
+    # a group that committed the earliest offsets: it lags by every record
+    subprocess.run(
+        [sys.executable, "-m", "tools.main", "consumer-groups", "--bootstrap-server",
+         BOOTSTRAPS[0], "--reset-offsets", "--group", LAGGING_GROUP, "--topic", TOPIC,
+         "--to-earliest", "--execute"],
+        cwd=ROOT, check=True, timeout=60, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    say(f"consumer group {LAGGING_GROUP}: offsets reset to the earliest of {TOPIC}")
 
 
 # --- 2. and 3. Prometheus -------------------------------------------------------------------

@@ -18,7 +18,12 @@ the coordinator says over the wire (DescribeGroups, OffsetFetch, FindCoordinator
 - A member frozen with SIGSTOP (kcat: its connections stay open, its heartbeats stop)
   is removed after its session timeout and its partitions go to the others; static
   members (group.instance.id) restarting get their partitions back in the same
-  generation, without a rebalance.
+  generation, without a rebalance; a second consumer started with a running one's
+  group.instance.id takes its place in the same generation, and the first's member id is
+  fenced (FENCED_INSTANCE_ID).
+- ``group.max.size``: once the group's places are taken (members handed an id by
+  MEMBER_ID_REQUIRED hold one), a new member gets GROUP_MAX_SIZE_REACHED; the places come
+  free when those members' session timeouts pass without them rejoining.
 - The lag (log end offset minus committed offset) over the wire, and as
   `minikafka consumer-groups --describe` prints it.
 - "polygenelubricants", whose Java hashCode is Integer.MIN_VALUE, lives in partition 0 of
@@ -45,7 +50,12 @@ from pathlib import Path
 import pytest
 
 from protocol import ApiKey, ErrorCode
-from protocol.messages import CreateTopicsRequest, FindCoordinatorRequest
+from protocol.messages import (
+    CreateTopicsRequest,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+)
 from spark_jobs.offsets_topic import decode_commit
 from tests.integration.cluster import TestCluster, start_cluster
 from tests.integration.group_clients import (
@@ -82,7 +92,10 @@ OVERRIDES = (
     ("offsets.topic.num.partitions", str(OFFSETS_PARTITIONS)),
     ("group.initial.rebalance.delay.ms", "100"),
     ("group.min.session.timeout.ms", "1000"),
+    ("group.max.size", str(5)),
 )
+#: group.max.size above: more than any test's group holds at once
+MAX_GROUP_SIZE = 5
 CLIENTS = ("kcat", "confluent-kafka", "kafka-python", "aiokafka")
 #: a rebalance: every member notices (heartbeat), rejoins, and the leader assigns
 REBALANCE_TIMEOUT_S = 45.0
@@ -366,6 +379,90 @@ def test_static_members_rejoin_without_a_rebalance(c: TestCluster) -> None:
     ]  # fmt: skip
     assert_exactly_once(members, values)
     assert fatal_errors(members) == []
+
+
+def test_a_second_consumer_with_the_same_instance_id_fences_the_first(c: TestCluster) -> None:
+    topic = new_topic(c, "fenced")
+    group = "fenced"
+    bootstrap = c.layout.bootstrap_servers
+    static = {"group.instance.id": "twin", "session.timeout.ms": 30_000}
+    first = ConfluentMember("fenced-first", group, topic, bootstrap, **static)
+    second = ConfluentMember("fenced-second", group, topic, bootstrap, **static)
+    members: list[Member] = [first, second]
+    try:
+        first.start()
+        wait_split(c, group, [first])
+        generation = first.generation()
+        (first_id,) = [m.member_id for m in describe(c, group).members]
+        second.start()
+        wait_until(
+            lambda: describe(c, group).members[0].client_id == second.name,
+            REBALANCE_TIMEOUT_S,
+            "the second consumer to take the instance's place",
+        )
+        # the first's member id is fenced: what its next heartbeat is answered
+        fenced = c.request(
+            coordinator(c, group),
+            ApiKey.HEARTBEAT,
+            4,
+            HeartbeatRequest(
+                group_id=group,
+                generation_id=generation,
+                member_id=first_id,
+                group_instance_id="twin",
+            ),
+        )
+        taken = wait_until(
+            lambda: second.assignment() or None, REBALANCE_TIMEOUT_S, "the second's share"
+        )
+        values = produce_values(c, topic, PARTITIONS, 5, group)
+        wait_until(
+            lambda: set(values) <= {d.value for d in second.deliveries()},
+            REBALANCE_TIMEOUT_S,
+            "the second consumer to read what was written after it took over",
+        )
+        described = describe(c, group)
+    finally:
+        close_all(members)
+    assert fenced.error_code == ErrorCode.FENCED_INSTANCE_ID
+    assert [(m.client_id, m.group_instance_id) for m in described.members] == [
+        (second.name, "twin")
+    ]
+    assert second.generation() == generation  # it took the place, without a rebalance
+    assert taken == frozenset(range(PARTITIONS))
+    assert fatal_errors([second]) == []
+
+
+def first_join(c: TestCluster, group: str) -> tuple[int, str]:
+    """A v5 JoinGroup with no member id, a one-second session: (error code, member id)."""
+    body = JoinGroupRequest(
+        group_id=group,
+        session_timeout_ms=1000,
+        rebalance_timeout_ms=10_000,
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")],
+    )
+    answer = c.request(coordinator(c, group), ApiKey.JOIN_GROUP, 5, body)
+    return int(answer.error_code), str(answer.member_id)
+
+
+def test_group_max_size_refuses_a_member_beyond_it_until_places_come_free(
+    c: TestCluster,
+) -> None:
+    group = "crowded"
+    wait_until(lambda: coordinator(c, group) >= 0, 30, f"a coordinator for {group}")
+    held = [first_join(c, group) for _ in range(MAX_GROUP_SIZE)]
+    assert [e for e, _ in held] == [ErrorCode.MEMBER_ID_REQUIRED] * MAX_GROUP_SIZE
+    assert len({m for _, m in held}) == MAX_GROUP_SIZE
+    assert first_join(c, group)[0] == ErrorCode.GROUP_MAX_SIZE_REACHED
+    # none of them rejoins: their places lapse with their one-second sessions
+    wait_until(
+        lambda: first_join(c, group)[0] == ErrorCode.MEMBER_ID_REQUIRED,
+        20,
+        "a place in the group to come free",
+    )
 
 
 # -- lag ---------------------------------------------------------------------------------------

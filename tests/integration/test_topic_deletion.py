@@ -9,7 +9,9 @@ false, so that clients still using a deleted topic see it gone; a one-broker clu
 the shipped default (true) shows a producer re-creating it. Files of deleted logs go
 at once (log.segment.delete.delay.ms 0, and the delete-logs task runs from the start);
 the ZooKeeper session is short so that a killed
-controller is replaced soon. Every wait is a poll with a deadline.
+controller is replaced soon. A consumer group subscribed to a topic that is deleted loses
+its commits of it (OffsetFetch stops listing it) while its confluent-kafka consumer polls
+on without a crash. Every wait is a poll with a deadline.
 """
 
 from __future__ import annotations
@@ -38,10 +40,11 @@ from kafka.errors import TopicAlreadyExistsError
 from kazoo.client import KazooClient
 
 from protocol import ApiKey, ErrorCode
-from protocol.messages import FetchRequest, MetadataRequest, ProduceRequest
+from protocol.messages import FetchRequest, MetadataRequest, OffsetFetchRequest, ProduceRequest
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
 from tests.integration.cluster import TestCluster, start_cluster
+from tests.integration.group_clients import coordinator
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -309,6 +312,70 @@ def test_clients_of_a_deleted_topic_get_errors_and_nothing_crashes(
     reader.close()
     assert all(cluster.is_running(i) for i in cluster.broker_ids)
     assert not listed_by(cluster, topic)
+
+
+def committed_topics(cluster: TestCluster, group: str) -> set[str]:
+    """The topics of ``group``'s committed offsets, as OffsetFetch v8 (all topics) from
+    its coordinator answers."""
+    body = OffsetFetchRequest(
+        groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)],
+        require_stable=False,
+    )
+    (answer,) = cluster.request(coordinator(cluster, group), ApiKey.OFFSET_FETCH, 8, body).groups
+    assert answer.error_code == ErrorCode.NONE, f"OffsetFetch: error {answer.error_code}"
+    return {t.name for t in answer.topics}
+
+
+def test_a_subscribed_group_loses_the_topics_commits_and_its_consumer_carries_on(
+    cluster: TestCluster, zk: KazooClient
+) -> None:
+    topic, group = "subscribed", "readers-of-subscribed"
+    create(cluster, NewTopic(topic, 2, 3))
+    produce_some(cluster, topic, 10)
+    client_errors: list[KafkaError] = []
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.layout.bootstrap_servers,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "error_cb": client_errors.append,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        read: list[bytes] = []
+
+        def read_all() -> bool:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                read.append(message.value() or b"")
+            return len(read) == 10
+
+        wait_until(read_all, timeout=45, what="the group's consumer to read the ten records")
+        consumer.commit(asynchronous=False)
+        assert committed_topics(cluster, group) == {topic}
+
+        delete(cluster, topic)
+        wait_gone(cluster, zk, topic)
+        # the coordinator forgot the group's commits of the deleted topic
+        wait_until(
+            lambda: topic not in committed_topics(cluster, group),
+            timeout=DELETION_TIMEOUT_S,
+            what=f"OffsetFetch of {group} to stop listing {topic}",
+        )
+        # the consumer keeps polling a topic that is gone: nothing more arrives, nothing raises
+        for _ in range(10):
+            message = consumer.poll(0.2)
+            assert message is None or message.error() is not None
+    finally:
+        consumer.close()
+    assert all(not e.fatal() for e in client_errors)
+    assert all(cluster.is_running(i) for i in cluster.broker_ids)
+    for i in cluster.broker_ids:
+        assert not any(t.name == topic for t in cluster.metadata(i).topics)
+    assert committed_topics(cluster, group) == set()
 
 
 def produce_body(topic: str) -> ProduceRequest:

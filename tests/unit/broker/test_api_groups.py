@@ -378,3 +378,49 @@ async def test_offset_delete_of_an_unknown_group(w: World) -> None:
         ),
     )
     assert (body.error_code, body.topics) == (ErrorCode.GROUP_ID_NOT_FOUND, [])
+
+
+def offset_delete_body(group_id: str, *partitions: tuple[str, int]) -> OffsetDeleteRequest:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return OffsetDeleteRequest(
+        group_id=group_id,
+        topics=[
+            OffsetDeleteRequest.OffsetDeleteRequestTopic(
+                name=name,
+                partitions=[
+                    OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=p) for p in ps
+                ],
+            )
+            for name, ps in by_topic.items()
+        ],
+    )
+
+
+async def test_offset_delete_of_partitions_the_broker_does_not_know(w: World) -> None:
+    await w.call(offset_commit, ApiKey.OFFSET_COMMIT, 8, commit_body(-1, "", ("t", 0, 7)))
+    body = await w.call(
+        offset_delete,
+        ApiKey.OFFSET_DELETE,
+        0,
+        offset_delete_body("g", ("t", 0), ("t", 5), ("gone", 0)),
+    )
+    errors = {(t.name, p.partition_index): p.error_code for t in body.topics for p in t.partitions}
+    assert (body.error_code, errors) == (
+        ErrorCode.NONE,
+        {
+            ("t", 0): ErrorCode.NONE,
+            ("t", 5): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            ("gone", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        },
+    )
+    group = w.store.get_group("g")
+    assert group is not None and group.offsets == {}
+
+
+async def test_offset_delete_names_the_group_error_before_unknown_topics(w: World) -> None:
+    body = await w.call(
+        offset_delete, ApiKey.OFFSET_DELETE, 0, offset_delete_body("unknown", ("gone", 0))
+    )
+    assert (body.error_code, body.topics) == (ErrorCode.GROUP_ID_NOT_FOUND, [])

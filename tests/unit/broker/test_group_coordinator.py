@@ -242,6 +242,87 @@ async def test_members_that_do_not_rejoin_are_removed_at_the_rebalance_timeout(
     assert h.heartbeat(ids["a"], 2) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
+async def joined_pair(h: Harness) -> tuple[JoinResult, JoinResult]:
+    """a (the leader) and b joined generation 1; neither has synced."""
+    parked = []
+    for client in ("a", "b"):
+        first = await h.join(client_id=client)
+        parked.append(h.join(first.member_id, client_id=client))
+    await h.end_initial_delay()
+    a, b = [await p for p in parked]
+    assert h.state() is GroupState.COMPLETING_REBALANCE
+    return a, b
+
+
+async def heartbeat_through_the_rebalance_timeout(h: Harness, *member_ids: str) -> None:
+    """Keep ``member_ids`` alive by heartbeating until 1 ms before the rebalance timeout
+    of the join that ended the join phase."""
+    for _ in range(REBALANCE_MS // (SESSION_MS // 2) - 1):
+        await h.advance(SESSION_MS // 2)
+        for m in member_ids:
+            assert h.heartbeat(m, 1) == ErrorCode.NONE
+    await h.advance(SESSION_MS // 2 - 1)
+
+
+async def test_a_follower_that_never_syncs_is_removed_at_the_rebalance_timeout(
+    h: Harness,
+) -> None:
+    a, b = await joined_pair(h)
+    synced = await h.sync(a.member_id, 1, {a.member_id: b"A", b.member_id: b"B"})
+    assert (synced.error, h.state()) == (ErrorCode.NONE, GroupState.STABLE)
+    rebalances = h.rebalances
+    # b heartbeats (its session never runs out) but never sends its SyncGroup
+    await heartbeat_through_the_rebalance_timeout(h, a.member_id, b.member_id)
+    assert (h.state(), h.rebalances) == (GroupState.STABLE, rebalances)
+    await h.advance(1)
+    assert h.state() is GroupState.PREPARING_REBALANCE and h.rebalances == rebalances + 1
+    assert h.heartbeat(b.member_id, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(a.member_id, 1) == ErrorCode.REBALANCE_IN_PROGRESS
+    alone = await h.join(a.member_id, client_id="a")
+    assert (alone.generation_id, [m.member_id for m in alone.members]) == (2, [a.member_id])
+
+
+async def test_a_leader_that_never_syncs_is_removed_and_the_parked_followers_told(
+    h: Harness,
+) -> None:
+    a, b = await joined_pair(h)
+    parked = h.sync(b.member_id, 1)
+    await heartbeat_through_the_rebalance_timeout(h, a.member_id)
+    assert not parked.done() and h.state() is GroupState.COMPLETING_REBALANCE
+    await h.advance(1)
+    assert (await parked).error == ErrorCode.REBALANCE_IN_PROGRESS
+    group = h.store.get_group("g")
+    assert group is not None
+    assert (list(group.members), group.leader_id) == ([b.member_id], b.member_id)
+    assert h.state() is GroupState.PREPARING_REBALANCE
+
+
+async def test_a_generation_whose_members_all_synced_is_left_alone(h: Harness) -> None:
+    ids = await h.stable_group("a", "b")
+    rebalances = h.rebalances
+    await heartbeat_through_the_rebalance_timeout(h, *ids.values())
+    await h.advance(SESSION_MS // 2)
+    assert all(h.heartbeat(m, 1) == ErrorCode.NONE for m in ids.values())
+    assert (h.state(), h.rebalances) == (GroupState.STABLE, rebalances)
+
+
+async def test_a_static_member_replaced_before_syncing_still_owes_the_sync(
+    h: Harness,
+) -> None:
+    joins = [h.join(client_id=c, instance=f"i-{c}") for c in ("a", "b")]
+    await h.end_initial_delay()
+    a, _ = [await j for j in joins]
+    await h.coordinator.sync_group("g", 1, a.member_id, "i-a", None, None, {a.member_id: b"A"})
+    rejoined = await h.join(client_id="b", instance="i-b")  # b restarted before syncing
+    assert (rejoined.error, h.state()) == (ErrorCode.NONE, GroupState.STABLE)
+    for _ in range(REBALANCE_MS // (SESSION_MS // 2)):
+        await h.advance(SESSION_MS // 2)
+        h.heartbeat(a.member_id, 1, "i-a")
+        h.heartbeat(rejoined.member_id, 1, "i-b")
+    assert h.state() is GroupState.PREPARING_REBALANCE
+    assert h.heartbeat(rejoined.member_id, 1, "i-b") == ErrorCode.UNKNOWN_MEMBER_ID
+
+
 async def test_a_member_that_stops_heartbeating_is_expired_and_the_group_rebalances(
     h: Harness,
 ) -> None:
@@ -312,6 +393,21 @@ async def test_a_full_group_refuses_a_new_member() -> None:
     await settle()
     assert not admitted.done()  # in, waiting for the rebalance it started
     assert h.state() is GroupState.PREPARING_REBALANCE
+
+
+async def test_members_starting_together_fill_an_empty_group_only_to_its_size() -> None:
+    h = Harness(max_size=2)
+    firsts = [await h.join(client_id=c) for c in ("a", "b", "c")]
+    assert [f.error for f in firsts] == [
+        ErrorCode.MEMBER_ID_REQUIRED,
+        ErrorCode.MEMBER_ID_REQUIRED,
+        ErrorCode.GROUP_MAX_SIZE_REACHED,
+    ]
+    parked = [h.join(f.member_id, client_id=c) for f, c in zip(firsts[:2], "ab", strict=True)]
+    await h.end_initial_delay()
+    a, b = [await p for p in parked]
+    assert (a.error, b.error) == (ErrorCode.NONE, ErrorCode.NONE)
+    assert len(a.members) == 2
 
 
 async def test_commit_checks_generation_member_and_phase(h: Harness) -> None:

@@ -87,6 +87,15 @@ def test_a_full_group_admits_its_members_but_no_new_one() -> None:
     assert not membership.accepts_member(group, "new", awaiting_join=(), pending=(), max_size=2)
 
 
+def test_an_empty_group_counts_the_member_ids_it_handed_out() -> None:
+    group = group_of(state=GroupState.EMPTY)
+    assert membership.accepts_member(group, "new", awaiting_join=(), pending={"p"}, max_size=2)
+    assert not membership.accepts_member(
+        group, "new", awaiting_join=(), pending={"p", "q"}, max_size=2
+    )
+    assert membership.accepts_member(group, "q", awaiting_join=(), pending={"p", "q"}, max_size=2)
+
+
 def test_during_a_rebalance_only_rejoined_and_pending_members_count() -> None:
     group = group_of(member("a", "r"), member("b", "r"), state=GroupState.PREPARING_REBALANCE)
     assert membership.accepts_member(group, "new", awaiting_join={"a"}, pending=(), max_size=2)

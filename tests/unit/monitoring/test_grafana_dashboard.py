@@ -67,6 +67,8 @@ def test_the_sections_the_operators_need_are_there() -> None:
         "Requests",
         "Partitions and ISR",
         "Controller and ZooKeeper",
+        "Consumer groups",
     } <= rows
     titles = {p["title"] for p in _panels()}
     assert "Purgatory sizes" in titles
+    assert "Consumer lag per group and topic" in titles
