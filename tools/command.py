@@ -1,19 +1,28 @@
-"""What the admin subcommands share: the error they refuse with, and their exit status.
+"""What the admin subcommands share: the broker option, the error they refuse with, and
+their exit status.
 
-An admin command (topics, configs, log-dirs, leader-election, reassign-partitions) runs
-one coroutine against the cluster. A problem it can name -- a bad command line or file,
-an answer the cluster refused (:class:`CommandError`), a client error -- is printed on
-stderr in the wording of the Kafka tool it mirrors, and the command exits with status 1;
-anything else is a bug and keeps its traceback.
+An admin command (topics, configs, log-dirs, leader-election, reassign-partitions,
+consumer-groups, delete-records) runs one coroutine against the cluster. A problem it can
+name -- a bad command line or file, an answer the cluster refused (:class:`CommandError`),
+a client error -- is printed on stderr in the wording of the Kafka tool it mirrors, and the
+command exits with status 1; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from client import ClientError
+
+
+def add_bootstrap_server(parser: argparse.ArgumentParser) -> None:
+    """The required ``--bootstrap-server HOST:PORT[,...]`` every admin command asks."""
+    parser.add_argument(
+        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
+    )
 
 
 class CommandError(Exception):

@@ -31,16 +31,14 @@ from typing import Final, TextIO
 from broker.config import ConfigSource
 from client import KafkaClient, describe_configs, incremental_alter_configs
 from client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, ConfigEntry
-from tools.command import CommandError, run_command
+from tools.command import CommandError, add_bootstrap_server, run_command
 
 #: --entity-type -> (ConfigResource type, the word Kafka's messages use)
 ENTITY_TYPES: Final = {"topics": (TOPIC_RESOURCE, "topic"), "brokers": (BROKER_RESOURCE, "broker")}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
-    )
+    add_bootstrap_server(parser)
     parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
     entity = parser.add_mutually_exclusive_group(required=True)
     entity.add_argument("--entity-name", help="topic name or broker id")

@@ -57,7 +57,7 @@ from client.group_admin import (
 from protocol import ErrorCode
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from timer.clock import Clock, SystemClock
-from tools.command import CommandError, run_command
+from tools.command import CommandError, add_bootstrap_server, run_command
 from tools.offset_reset import KINDS, ResetSpec, parse_spec, parse_topic_partitions, plan
 
 ACTIONS = ("list", "describe", "reset-offsets", "delete", "delete-offsets")
@@ -65,9 +65,7 @@ MISSING = "-"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
-    )
+    add_bootstrap_server(parser)
     actions = parser.add_mutually_exclusive_group(required=True)
     actions.add_argument("--list", action="store_true", help="list every consumer group")
     actions.add_argument("--describe", action="store_true", help="describe groups")

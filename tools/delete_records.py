@@ -31,16 +31,14 @@ from typing import TextIO
 from client import DeleteRecordsResult, KafkaClient, delete_records
 from protocol import ErrorCode
 from protocol.values import TopicPartition
-from tools.command import CommandError, run_command
+from tools.command import CommandError, add_bootstrap_server, run_command
 
 #: the only version of the offsets file Kafka's tool reads
 JSON_VERSION = 1
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
-    )
+    add_bootstrap_server(parser)
     parser.add_argument(
         "--offset-json-file",
         required=True,

@@ -28,15 +28,13 @@ from typing import TextIO
 
 from client import ElectionResult, KafkaClient, elect_leaders
 from protocol import ErrorCode
-from tools.command import CommandError, run_command
+from tools.command import CommandError, add_bootstrap_server, run_command
 
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
-    )
+    add_bootstrap_server(parser)
     parser.add_argument(
         "--election-type",
         required=True,

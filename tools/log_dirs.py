@@ -25,13 +25,11 @@ from typing import Any, TextIO
 
 from client import KafkaClient, describe_log_dirs
 from client.admin import LogDirInfo
-from tools.command import CommandError, run_command
+from tools.command import CommandError, add_bootstrap_server, run_command
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
-    )
+    add_bootstrap_server(parser)
     parser.add_argument(
         "--describe", action="store_true", required=True, help="describe the log directories"
     )

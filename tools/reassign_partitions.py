@@ -45,7 +45,7 @@ from client import (
 )
 from protocol import ErrorCode
 from protocol.values import TopicPartition
-from tools.command import CommandError, run_command
+from tools.command import CommandError, add_bootstrap_server, run_command
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 
@@ -54,9 +54,7 @@ Plan = dict[TopicPartition, list[int]]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
-    )
+    add_bootstrap_server(parser)
     actions = parser.add_mutually_exclusive_group(required=True)
     actions.add_argument("--generate", action="store_true", help="propose a reassignment")
     actions.add_argument("--execute", action="store_true", help="start the reassignment in a file")

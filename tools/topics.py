@@ -56,15 +56,13 @@ from client.console import parse_properties
 from protocol import ErrorCode
 from protocol.uuids import uuid_to_base64
 from protocol.values import NO_LEADER
-from tools.command import CommandError, run_command
+from tools.command import CommandError, add_bootstrap_server, run_command
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT[,...]", help="brokers to ask"
-    )
+    add_bootstrap_server(parser)
     actions = parser.add_mutually_exclusive_group(required=True)
     for action in ACTIONS:
         actions.add_argument(f"--{action}", action="store_true", help=f"{action} topics")
