@@ -226,24 +226,35 @@ class ConfluentMember(Member):
                 self._generation = generation
 
 
+def snake_case_config(
+    name: str, group: str, bootstrap: str, overrides: dict[str, Any]
+) -> dict[str, Any]:
+    """The consumer settings of a kafka-python or aiokafka member (both libraries take the
+    same snake_case keywords): it commits by itself, starts from the earliest offset,
+    heartbeats every HEARTBEAT_MS and sees metadata changes within a second; ``overrides``
+    win."""
+    config: dict[str, Any] = {
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "client_id": name,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "heartbeat_interval_ms": HEARTBEAT_MS,
+        "session_timeout_ms": SESSION_MS,
+        "fetch_max_wait_ms": 100,
+        "metadata_max_age_ms": 1000,
+    }
+    config.update(overrides)
+    return config
+
+
 class KafkaPythonMember(Member):
     """kafka-python: ``KafkaConsumer(group_id=...)`` with a rebalance listener; commits
     after each poll's batch."""
 
     def __init__(self, name: str, group: str, topic: str, bootstrap: str, **config: Any) -> None:
         super().__init__(name, group, topic)
-        self.config: dict[str, Any] = {
-            "bootstrap_servers": bootstrap,
-            "group_id": group,
-            "client_id": name,
-            "enable_auto_commit": False,
-            "auto_offset_reset": "earliest",
-            "heartbeat_interval_ms": HEARTBEAT_MS,
-            "session_timeout_ms": SESSION_MS,
-            "fetch_max_wait_ms": 100,
-            "metadata_max_age_ms": 1000,
-        }
-        self.config.update(config)
+        self.config = snake_case_config(name, group, bootstrap, config)
 
     def _run(self) -> None:
         from kafka import KafkaConsumer
@@ -281,18 +292,7 @@ class AioKafkaMember(Member):
 
     def __init__(self, name: str, group: str, topic: str, bootstrap: str, **config: Any) -> None:
         super().__init__(name, group, topic)
-        self.config: dict[str, Any] = {
-            "bootstrap_servers": bootstrap,
-            "group_id": group,
-            "client_id": name,
-            "enable_auto_commit": False,
-            "auto_offset_reset": "earliest",
-            "heartbeat_interval_ms": HEARTBEAT_MS,
-            "session_timeout_ms": SESSION_MS,
-            "fetch_max_wait_ms": 100,
-            "metadata_max_age_ms": 1000,
-        }
-        self.config.update(config)
+        self.config = snake_case_config(name, group, bootstrap, config)
 
     def _run(self) -> None:
         asyncio.run(self._consume())
