@@ -25,7 +25,7 @@ from kazoo.client import KazooClient
 
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ControlledShutdownRequest, CreateTopicsRequest
-from tests.integration.cluster import TestCluster, start_cluster
+from tests.integration.cluster import TestCluster, cluster_kazoo, start_cluster
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -52,11 +52,8 @@ def c(
 
 @pytest.fixture(scope="module")
 def zk(c: TestCluster) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=c.zk_connect, timeout=10.0)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with cluster_kazoo(c) as client:
+        yield client
 
 
 def state(zk: KazooClient, topic: str, p: int) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from protocol import ApiKey, ErrorCode
 from protocol.messages import CreateTopicsRequest, FetchRequest, ProduceRequest
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
-from tests.integration.cluster import TestCluster, start_cluster
+from tests.integration.cluster import TestCluster, cluster_kazoo, start_cluster
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -49,11 +49,8 @@ def c(
 
 @pytest.fixture(scope="module")
 def zk(c: TestCluster) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=c.zk_connect, timeout=10.0)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
+    with cluster_kazoo(c) as client:
+        yield client
 
 
 def zk_state(zk: KazooClient) -> dict[str, Any]:

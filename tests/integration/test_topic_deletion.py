@@ -43,7 +43,7 @@ from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest, MetadataRequest, OffsetFetchRequest, ProduceRequest
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
-from tests.integration.cluster import TestCluster, start_cluster
+from tests.integration.cluster import TestCluster, cluster_kazoo, start_cluster
 from tests.integration.group_clients import coordinator
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
@@ -73,13 +73,8 @@ def cluster(
 
 @pytest.fixture(scope="module")
 def zk(cluster: TestCluster) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=cluster.zk_connect, timeout=10.0)
-    client.start(timeout=15)
-    try:
+    with cluster_kazoo(cluster) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def admin(cluster: TestCluster) -> AdminClient:
@@ -454,9 +449,7 @@ def test_a_producer_that_keeps_writing_re_creates_the_topic(auto_creating: TestC
     send()
     assert delivered[-1][0] is None
     before = len(delivered)
-    zk = KazooClient(hosts=cluster.zk_connect, timeout=10.0)
-    zk.start(timeout=15)
-    try:
+    with cluster_kazoo(cluster) as zk:
         first_id = topic_id(zk, topic)
         delete(cluster, topic)
 
@@ -468,6 +461,3 @@ def test_a_producer_that_keeps_writing_re_creates_the_topic(auto_creating: TestC
         wait_until(re_created, timeout=DELETION_TIMEOUT_S, what="the topic to come back")
         # the records written since went to a new log, which starts at offset 0
         assert 0 in [off for err, off in delivered[before:] if err is None]
-    finally:
-        zk.stop()
-        zk.close()
