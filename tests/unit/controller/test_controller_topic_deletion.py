@@ -85,17 +85,11 @@ class FakeDeletionClient:
         return taken
 
 
-def make_manager(
-    enabled: bool = True, dead: Collection[int] = ()
-) -> tuple[TopicDeletionManager, ControllerContext, FakeDeletionClient]:
-    """Brokers {1, 2, 3} (``dead`` ones gone, their replicas Offline as after their
-    death): topic d (d-0 on 1,2,3; d-1 on 2,3) and topic k (k-0 on 1,2)."""
-    ctx = ControllerContext()
-    ctx.epoch, ctx.epoch_zk_version = 1, EPOCH_ZK_VERSION
-    ctx.add_live_brokers(broker(b) for b in (1, 2, 3))
+def seed_topics(ctx: ControllerContext, store: InMemoryPartitionStateStore) -> None:
+    """Topic d (d-0 on 1,2,3; d-1 on 2,3) and topic k (k-0 on 1,2) with their leaders and
+    ISRs, in the controller's context and in the partition state store alike."""
     ctx.set_topic(TopicAssignment("d", uuid.uuid4(), {0: (1, 2, 3), 1: (2, 3)}))
     ctx.set_topic(TopicAssignment("k", uuid.uuid4(), {0: (1, 2)}))
-    store = InMemoryPartitionStateStore(epoch_zk_version=EPOCH_ZK_VERSION)
     for tp, lai in {
         D0: LeaderAndIsr(1, 3, (1, 2, 3)),
         D1: LeaderAndIsr(2, 1, (2, 3)),
@@ -104,6 +98,18 @@ def make_manager(
         st = LeaderIsrAndControllerEpoch(lai, 1)
         ctx.put_leadership(tp, st)
         store.states[tp] = st
+
+
+def make_manager(
+    enabled: bool = True, dead: Collection[int] = ()
+) -> tuple[TopicDeletionManager, ControllerContext, FakeDeletionClient]:
+    """Brokers {1, 2, 3} (``dead`` ones gone, their replicas Offline as after their
+    death): topic d (d-0 on 1,2,3; d-1 on 2,3) and topic k (k-0 on 1,2)."""
+    ctx = ControllerContext()
+    ctx.epoch, ctx.epoch_zk_version = 1, EPOCH_ZK_VERSION
+    ctx.add_live_brokers(broker(b) for b in (1, 2, 3))
+    store = InMemoryPartitionStateStore(epoch_zk_version=EPOCH_ZK_VERSION)
+    seed_topics(ctx, store)
     partition_sm = PartitionStateMachine(ctx, store)
     replica_sm = ReplicaStateMachine(ctx, store)
     partition_sm.initialize_states()
@@ -343,16 +349,7 @@ def make_controller(
     ctx.add_live_brokers(broker(b) for b in (1, 2, 3))
     for b in (1, 2, 3):
         channel.add_broker(broker(b))
-    ctx.set_topic(TopicAssignment("d", uuid.uuid4(), {0: (1, 2, 3), 1: (2, 3)}))
-    ctx.set_topic(TopicAssignment("k", uuid.uuid4(), {0: (1, 2)}))
-    for tp, lai in {
-        D0: LeaderAndIsr(1, 3, (1, 2, 3)),
-        D1: LeaderAndIsr(2, 1, (2, 3)),
-        K0: LeaderAndIsr(1, 0, (1, 2)),
-    }.items():
-        st = LeaderIsrAndControllerEpoch(lai, 1)
-        ctx.put_leadership(tp, st)
-        store.states[tp] = st
+    seed_topics(ctx, store)
     c.partition_sm.initialize_states()
     c.replica_sm.initialize_states()
     return c, channel, fake
