@@ -1,10 +1,12 @@
-"""Shared helpers for the broker tests: the request a handler is called with; and, for
-tests on real logs, LeaderAndIsr partition states, a replica manager over a LogManager in
+"""Shared helpers for the broker tests: the request a handler is called with, the
+UpdateMetadata state of a topic on broker 0; and, for tests on real logs, LeaderAndIsr
+partition states, a replica manager over a LogManager in
 a temporary directory with both purgatories on one MockClock (reapers off: a test
 advances time itself), and the BrokerContext a handler sees around it."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.replica_manager import ReplicaManager
 from protocol import make_request
-from protocol.messages import LeaderAndIsrRequest
+from protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
 from protocol.values import TopicPartition
 from storage import LogManager, LogManagerConfig
 from timer import DelayedOperationPurgatory
@@ -86,6 +88,30 @@ def partition_state(
         partition_epoch=partition_epoch,
         replicas=list(replicas),
     )
+
+
+def metadata_topic(
+    name: str, partitions: int, *, leader: int = 0, topic_id: uuid.UUID | None = None
+) -> UpdateMetadataRequest.UpdateMetadataTopicState:
+    """UpdateMetadata's state of topic ``name`` from controller epoch 1: partitions 0 to
+    ``partitions - 1``, each on broker 0 alone and led by ``leader`` at leader epoch 0
+    (leader -2: the topic is being deleted); ``topic_id`` None leaves the zero id."""
+    U = UpdateMetadataRequest
+    states = [
+        U.UpdateMetadataPartitionState(
+            partition_index=p,
+            controller_epoch=1,
+            leader=leader,
+            leader_epoch=0,
+            isr=[0],
+            zk_version=0,
+            replicas=[0],
+        )
+        for p in range(partitions)
+    ]
+    if topic_id is None:
+        return U.UpdateMetadataTopicState(topic_name=name, partition_states=states)
+    return U.UpdateMetadataTopicState(topic_name=name, topic_id=topic_id, partition_states=states)
 
 
 def ignore(result: object) -> None:

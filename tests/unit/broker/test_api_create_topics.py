@@ -28,6 +28,7 @@ from protocol.messages import (
     UpdateMetadataRequest,
 )
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
+from tests.unit.broker.broker_helpers import metadata_topic
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 from zk.client import KafkaZkClient, TopicExistsError
@@ -112,23 +113,7 @@ async def publish(
     """What the controller sends once leaders are elected: UpdateMetadata to this broker.
     Only this broker is live, so CreateTopics has no peer caches to wait for."""
     states = [
-        U.UpdateMetadataTopicState(
-            topic_name=name,
-            topic_id=fzk(ctx).topics[name][0].topic_id,
-            partition_states=[
-                U.UpdateMetadataPartitionState(
-                    partition_index=p,
-                    controller_epoch=1,
-                    leader=0,
-                    leader_epoch=0,
-                    isr=[0],
-                    zk_version=0,
-                    replicas=[0],
-                    offline_replicas=[],
-                )
-                for p in range(count)
-            ],
-        )
+        metadata_topic(name, count, topic_id=fzk(ctx).topics[name][0].topic_id)
         for name, count in topics.items()
     ]
     body = U(

@@ -25,6 +25,7 @@ from protocol.messages import DeleteTopicsRequest, UpdateMetadataRequest
 from protocol.primitives import ZERO_UUID
 from protocol.values import LEADER_DURING_DELETE
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
+from tests.unit.broker.broker_helpers import metadata_topic
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 from zk.client import KafkaZkClient, TopicAlreadyMarkedForDeletionError, TopicNotFoundError
@@ -83,23 +84,7 @@ async def publish(ctx: BrokerContext, topics: list[str], leader: int = 0) -> Non
         controller_epoch=1,
         broker_epoch=-1,
         topic_states=[
-            U.UpdateMetadataTopicState(
-                topic_name=name,
-                topic_id=IDS[name],
-                partition_states=[
-                    U.UpdateMetadataPartitionState(
-                        partition_index=0,
-                        controller_epoch=1,
-                        leader=leader,
-                        leader_epoch=0,
-                        isr=[0],
-                        zk_version=0,
-                        replicas=[0],
-                        offline_replicas=[],
-                    )
-                ],
-            )
-            for name in topics
+            metadata_topic(name, 1, leader=leader, topic_id=IDS[name]) for name in topics
         ],
         live_brokers=[
             U.UpdateMetadataBroker(

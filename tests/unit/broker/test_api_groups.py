@@ -48,6 +48,7 @@ from protocol.messages import (
 )
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED, TopicPartition
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
+from tests.unit.broker.broker_helpers import metadata_topic
 from tests.unit.broker.memory_group_store import MemoryGroupStore
 from timer import DelayedOperation, DelayedOperationPurgatory
 from timer.clock import MockClock
@@ -74,24 +75,7 @@ class World:
             U(
                 controller_id=0,
                 controller_epoch=1,
-                topic_states=[
-                    U.UpdateMetadataTopicState(
-                        topic_name="t",
-                        topic_id=uuid.uuid4(),
-                        partition_states=[
-                            U.UpdateMetadataPartitionState(
-                                partition_index=p,
-                                controller_epoch=1,
-                                leader=0,
-                                leader_epoch=0,
-                                isr=[0],
-                                zk_version=0,
-                                replicas=[0],
-                            )
-                            for p in range(2)
-                        ],
-                    )
-                ],
+                topic_states=[metadata_topic("t", 2, topic_id=uuid.uuid4())],
                 live_brokers=[U.UpdateMetadataBroker(id=0, endpoints=[])],
             )
         )

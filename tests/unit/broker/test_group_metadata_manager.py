@@ -34,6 +34,7 @@ from tests.unit.broker.broker_helpers import (
     HandlerRequest,
     LocalReplicas,
     local_replicas,
+    metadata_topic,
     partition_state,
 )
 
@@ -339,18 +340,11 @@ async def test_commits_of_deleted_topics_are_tombstoned(setup: Setup) -> None:
 def deleting(topic: str, partitions: int, leader: int) -> HandlerRequest:
     """An UpdateMetadata request for ``topic`` (leader -2: the topic is being deleted)."""
     U = UpdateMetadataRequest
-    states = [
-        U.UpdateMetadataPartitionState(
-            partition_index=p, controller_epoch=1, leader=leader, leader_epoch=0, isr=[0],
-            zk_version=0, replicas=[0], offline_replicas=[],
-        )
-        for p in range(partitions)
-    ]  # fmt: skip
     body = U(
         controller_id=0,
         controller_epoch=1,
         broker_epoch=-1,
-        topic_states=[U.UpdateMetadataTopicState(topic_name=topic, partition_states=states)],
+        topic_states=[metadata_topic(topic, partitions, leader=leader)],
         live_brokers=[U.UpdateMetadataBroker(id=0, endpoints=[])],
     )
     return HandlerRequest(ApiKey.UPDATE_METADATA, 7, body)
