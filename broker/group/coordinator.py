@@ -176,6 +176,15 @@ class _Runtime:
     sync_op: DelayedOperation | None = None
     heartbeats: dict[str, DelayedHeartbeat] = field(default_factory=dict)
 
+    def refuse_waiters(self, member_id: str, error: ErrorCode) -> None:
+        """Answer ``member_id``'s parked JoinGroup and SyncGroup (if any) with ``error``."""
+        join = self.join_waiters.pop(member_id, None)
+        if join is not None:
+            _settle(join, JoinResult(error, member_id))
+        sync = self.sync_waiters.pop(member_id, None)
+        if sync is not None:
+            _settle(sync, SyncResult(error))
+
 
 def _settle(future: asyncio.Future[T], value: T) -> None:
     """Answer a parked request unless it was answered (or cancelled) already."""
@@ -418,12 +427,7 @@ class GroupCoordinator:
         runtime = self._runtime(group.group_id)
         old = group.members[old_id]
         self._cancel_heartbeat(group.group_id, old_id)
-        fenced_join = runtime.join_waiters.pop(old_id, None)
-        if fenced_join is not None:
-            _settle(fenced_join, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
-        fenced_sync = runtime.sync_waiters.pop(old_id, None)
-        if fenced_sync is not None:
-            _settle(fenced_sync, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        runtime.refuse_waiters(old_id, ErrorCode.FENCED_INSTANCE_ID)
         old_protocols = old.protocols
         old.client_id = request.client_id
         old.client_host = request.client_host
@@ -859,12 +863,7 @@ class GroupCoordinator:
             del group.static_members[instance]
         self._cancel_heartbeat(group.group_id, member_id)
         runtime = self._runtime(group.group_id)
-        join = runtime.join_waiters.pop(member_id, None)
-        if join is not None:
-            _settle(join, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
-        sync = runtime.sync_waiters.pop(member_id, None)
-        if sync is not None:
-            _settle(sync, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        runtime.refuse_waiters(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
         runtime.pending_sync.discard(member_id)
         if group.leader_id == member_id:
             group.leader_id = membership.next_leader(list(group.members), None)
