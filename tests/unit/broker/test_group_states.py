@@ -5,14 +5,16 @@ from __future__ import annotations
 import pytest
 
 from broker.group.model import GroupMetadata, GroupState
-from broker.group.states import VALID_PREVIOUS, IllegalStateTransition, can_transition, transition
-
-E, PR, CR, ST, D = (
-    GroupState.EMPTY,
-    GroupState.PREPARING_REBALANCE,
-    GroupState.COMPLETING_REBALANCE,
-    GroupState.STABLE,
-    GroupState.DEAD,
+from broker.group.states import (
+    CR,
+    PR,
+    ST,
+    VALID_PREVIOUS,
+    D,
+    E,
+    IllegalStateTransition,
+    can_transition,
+    transition,
 )
 
 ALLOWED = {
