@@ -1,8 +1,8 @@
 """Shared helpers for the broker tests: the request a handler is called with, the
-UpdateMetadata state of a topic on broker 0; and, for tests on real logs, LeaderAndIsr
-partition states, a replica manager over a LogManager in
-a temporary directory with both purgatories on one MockClock (reapers off: a test
-advances time itself), and the BrokerContext a handler sees around it."""
+UpdateMetadata state of a topic on broker 0, a record batch to append; and, for tests on
+real logs, LeaderAndIsr partition states, a replica manager over a LogManager in a
+temporary directory with both purgatories on one MockClock (reapers off: a test advances
+time itself), and the BrokerContext a handler sees around it."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from broker.metrics import BrokerMetrics
 from broker.replica_manager import ReplicaManager
 from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
+from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
 from storage import LogManager, LogManagerConfig
 from timer import DelayedOperationPurgatory
@@ -88,6 +89,15 @@ def partition_state(
         partition_epoch=partition_epoch,
         replicas=list(replicas),
     )
+
+
+def batch(n: int = 1, *, producer_id: int = -1, epoch: int = -1, seq: int = -1) -> bytes:
+    """A batch of ``n`` records (key b"k", value b"value", timestamps from 1000), from
+    ``producer_id`` at ``epoch`` starting at sequence ``seq`` (-1: not idempotent)."""
+    builder = BatchBuilder(producer_id=producer_id, producer_epoch=epoch, base_sequence=seq)
+    for i in range(n):
+        builder.append(1_000 + i, b"k", b"value")
+    return bytes(builder.build())
 
 
 def metadata_topic(

@@ -19,23 +19,15 @@ from broker.metrics import BrokerMetrics
 from broker.partition import Partition
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
-from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
 from storage import Log, LogManager, StorageError
-from tests.unit.broker.broker_helpers import local_replicas, partition_state, run_now
+from tests.unit.broker.broker_helpers import batch, local_replicas, partition_state, run_now
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 A = TopicPartition("orders", 0)
 B = TopicPartition("orders", 1)
 TOPIC_ID = uuid.UUID("0b3ad1c2-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
-
-
-def batch(n: int = 1, *, producer_id: int = -1, epoch: int = -1, seq: int = -1) -> bytes:
-    builder = BatchBuilder(producer_id=producer_id, producer_epoch=epoch, base_sequence=seq)
-    for i in range(n):
-        builder.append(1_000 + i, b"k", b"value")
-    return bytes(builder.build())
 
 
 @dataclass

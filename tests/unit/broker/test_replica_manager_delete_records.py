@@ -20,12 +20,12 @@ from broker.delayed.delete_records import DeleteRecordsPartitionResult
 from protocol import ApiKey, Response
 from protocol.errors import ErrorCode
 from protocol.messages import DeleteRecordsRequest
-from protocol.records import BatchBuilder
 from protocol.values import EARLIEST_TIMESTAMP, TopicPartition
 from storage.checkpoint import LOG_START_OFFSET_CHECKPOINT, read_offset_checkpoint
 from tests.unit.broker.broker_helpers import (
     HandlerRequest,
     LocalReplicas,
+    batch,
     ignore,
     local_replicas,
     partition_state,
@@ -36,13 +36,6 @@ A = TopicPartition("orders", 0)
 TOPIC_IDS = {"orders": uuid.UUID("0b3ad1c2-4e5f-4a6b-8c7d-9e0f1a2b3c4d")}
 
 Results = dict[TopicPartition, DeleteRecordsPartitionResult]
-
-
-def batch(n: int) -> bytes:
-    builder = BatchBuilder()
-    for i in range(n):
-        builder.append(1_000 + i, b"k", b"value")
-    return bytes(builder.build())
 
 
 @dataclass

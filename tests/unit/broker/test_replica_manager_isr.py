@@ -21,9 +21,8 @@ from broker.isr import IsrWriteOutcome, IsrWriteResult
 from broker.isr_zk import IsrChangePropagator
 from broker.partition import Partition
 from protocol.errors import ErrorCode
-from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
-from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state
+from tests.unit.broker.broker_helpers import LocalReplicas, batch, local_replicas, partition_state
 from zk.model import LeaderAndIsr
 
 A = TopicPartition("orders", 0)
@@ -32,15 +31,6 @@ LAG_MS = 1000
 
 Results = list[tuple[TopicPartition, FetchPartitionResult]]
 Produced = dict[TopicPartition, ProducePartitionResult]
-
-
-def batch(n: int = 1, *, producer_id: int = -1, seq: int = -1) -> bytes:
-    builder = BatchBuilder(
-        producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1, base_sequence=seq
-    )
-    for i in range(n):
-        builder.append(1_000 + i, b"k", b"value")
-    return bytes(builder.build())
 
 
 @dataclass
@@ -205,7 +195,7 @@ def test_a_retried_acks_all_batch_waits_for_the_high_watermark_and_gets_its_offs
     the retry is not appended again, it waits like any acks=all write for the high
     watermark to pass the original batch, then answers its original base offset."""
     leader.produce(2)  # others' records first: the batch does not start at 0
-    idempotent = batch(3, producer_id=9, seq=0)
+    idempotent = batch(3, producer_id=9, epoch=0, seq=0)
     first = leader.produce(acks=-1, timeout_ms=300, records=idempotent)
     leader.advance(300)
     assert first[0][A].error_code == ErrorCode.REQUEST_TIMED_OUT
@@ -224,7 +214,7 @@ def test_a_retried_acks_all_batch_waits_for_the_high_watermark_and_gets_its_offs
 
 
 def test_a_retry_of_a_committed_batch_is_answered_at_once(leader: Leader) -> None:
-    idempotent = batch(2, producer_id=9, seq=0)
+    idempotent = batch(2, producer_id=9, epoch=0, seq=0)
     leader.produce(acks=-1, records=idempotent)
     leader.follower_fetch(1, 2)
     leader.follower_fetch(2, 2)
