@@ -10,7 +10,8 @@ way ``cluster up --override zookeeper.connect=...`` runs. Brokers are separate p
 tests kill, pause and restart them by pid and must leave every broker running (or
 restarted) when they finish, since the cluster is shared by the module's tests.
 
-``cluster_kazoo`` opens a ZooKeeper client of a test's own on a cluster's chroot.
+A module's own ZooKeeper client on the cluster's chroot is
+``tests.integration.zk_fixtures.kazoo_session(c.zk_connect)``.
 
 ``TestCluster`` adds what tests need on top: requests to a broker over TCP with our own
 protocol package, the ZooKeeper view (controller id and epoch, registered brokers),
@@ -21,7 +22,6 @@ synchronise).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -129,19 +129,6 @@ class TestCluster:
     @property
     def session_timeout_s(self) -> float:
         return SESSION_TIMEOUT_MS / 1000
-
-
-@contextlib.contextmanager
-def cluster_kazoo(cluster: TestCluster) -> Iterator[KazooClient]:
-    """A KazooClient of the test's own on ``cluster``'s chroot (a module's ``zk`` fixture:
-    ``with cluster_kazoo(c) as client: yield client``), stopped and closed after."""
-    client = KazooClient(hosts=cluster.zk_connect, timeout=10.0)
-    client.start(timeout=15)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def start_cluster(

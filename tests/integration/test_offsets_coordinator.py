@@ -21,7 +21,8 @@ from kazoo.client import KazooClient
 from broker.group.partitioner import partition_for
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ApiVersionsRequest, FindCoordinatorRequest
-from tests.integration.cluster import TestCluster, cluster_kazoo, start_cluster
+from tests.integration.cluster import TestCluster, start_cluster
+from tests.integration.zk_fixtures import kazoo_session
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -52,7 +53,7 @@ def c(
 
 @pytest.fixture(scope="module")
 def zk(c: TestCluster) -> Iterator[KazooClient]:
-    with cluster_kazoo(c) as client:
+    with kazoo_session(c.zk_connect) as client:
         yield client
 
 

@@ -43,8 +43,9 @@ from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest, MetadataRequest, OffsetFetchRequest, ProduceRequest
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
-from tests.integration.cluster import TestCluster, cluster_kazoo, start_cluster
+from tests.integration.cluster import TestCluster, start_cluster
 from tests.integration.group_clients import coordinator
+from tests.integration.zk_fixtures import kazoo_session
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -73,7 +74,7 @@ def cluster(
 
 @pytest.fixture(scope="module")
 def zk(cluster: TestCluster) -> Iterator[KazooClient]:
-    with cluster_kazoo(cluster) as client:
+    with kazoo_session(cluster.zk_connect) as client:
         yield client
 
 
@@ -449,7 +450,7 @@ def test_a_producer_that_keeps_writing_re_creates_the_topic(auto_creating: TestC
     send()
     assert delivered[-1][0] is None
     before = len(delivered)
-    with cluster_kazoo(cluster) as zk:
+    with kazoo_session(cluster.zk_connect) as zk:
         first_id = topic_id(zk, topic)
         delete(cluster, topic)
 

@@ -10,10 +10,14 @@ them once is what makes the session-scoped server one per run). They are:
   (``127.0.0.1:PORT/t-<hex>``) so tests that share the server never see each other's
   znodes. The chroot node is created before the test.
 * ``kazoo_client`` (function scope): a started KazooClient on that chroot.
+
+``kazoo_session`` is the context manager behind ``kazoo_client``, for clients a module or
+a test opens on a connect string of its own (a test cluster's chroot, say).
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +26,21 @@ import pytest
 from kazoo.client import KazooClient
 
 from tools.zookeeper_server import ZooKeeperLaunchError, ZooKeeperServer, free_port
+
+
+@contextlib.contextmanager
+def kazoo_session(
+    connect: str, timeout: float = 10.0, start_timeout: float = 15.0
+) -> Iterator[KazooClient]:
+    """A started KazooClient on ``connect`` (``timeout``: its requests' and session's;
+    ``start_timeout``: how long it may take to connect), stopped and closed after."""
+    client = KazooClient(hosts=connect, timeout=timeout)
+    client.start(timeout=start_timeout)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 @pytest.fixture(scope="session")
@@ -43,25 +62,15 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
 @pytest.fixture
 def zk_connect(zookeeper: ZooKeeperServer) -> str:
     chroot = f"/t-{uuid.uuid4().hex[:12]}"
-    admin = KazooClient(hosts=zookeeper.connect_string, timeout=5.0)
-    admin.start(timeout=10)
-    try:
+    with kazoo_session(zookeeper.connect_string, timeout=5.0, start_timeout=10) as admin:
         admin.ensure_path(chroot)
-    finally:
-        admin.stop()
-        admin.close()
     return zookeeper.connect_string + chroot
 
 
 @pytest.fixture
 def kazoo_client(zk_connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_connect, timeout=5.0)
-    client.start(timeout=10)
-    try:
+    with kazoo_session(zk_connect, timeout=5.0, start_timeout=10) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def expire_session(connect: str, client: KazooClient, timeout: float = 15.0) -> None:
