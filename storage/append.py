@@ -62,6 +62,13 @@ class AppendInfo(NamedTuple):
     duplicate: bool = False
 
 
+def byte_view(records: Records) -> memoryview:
+    """A flat byte view of ``records``, never a copy: what a follower writes, as the
+    leader sent it (its offsets and epochs are already the log's)."""
+    view = memoryview(records)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
 def writable(records: Records) -> memoryview:
     """A writable byte view: offsets are assigned in place (one copy for bytes)."""
     view = memoryview(records)

@@ -48,6 +48,7 @@ from storage.append import (
     AppendInfo,
     Records,
     assign_offsets,
+    byte_view,
     check_batch_sizes,
     check_follower_offsets,
     check_keys,
@@ -283,12 +284,13 @@ class Log:
     def append_as_follower(self, records: Records | ValidatedRecords) -> AppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs.
         The first must start at or after the log end; no sequence checks (the leader
-        made them), producer state and the leader-epoch cache follow the batches."""
+        made them), producer state and the leader-epoch cache follow the batches. The
+        bytes are written as they came (no offsets to assign, so no writable copy)."""
         self._check_usable()
         checked = validated(records, self._name, from_client=False)
         check_batch_sizes(checked.batches, self.config.max_message_bytes, self._name)
         check_follower_offsets(checked.batches, self.log_end_offset, self._name)
-        return self._append_checked(writable(checked.buffer), checked.batches, None, -1)
+        return self._append_checked(byte_view(checked.buffer), checked.batches, None, -1)
 
     def _append_checked(
         self,

@@ -104,10 +104,14 @@ def transition(
     current: PartitionFetchState, event: FetchEvent, *, now_ms: int, backoff_ms: int
 ) -> PartitionFetchState:
     """The state after ``event``; raises IllegalFetchTransition for a pair the table
-    does not have."""
+    does not have. An event that changes nothing (``fetched`` while fetching, every
+    successful fetch) returns ``current`` itself: states are immutable values, and this
+    runs once per partition per fetch."""
     try:
         state = TRANSITIONS[(current.state, event)]
     except KeyError:
         raise IllegalFetchTransition(f"{event.value} in state {current.state.value}") from None
     delayed_until = now_ms + backoff_ms if event in DELAYING_EVENTS else 0
+    if state is current.state and delayed_until == current.delayed_until_ms:
+        return current
     return dataclasses.replace(current, state=state, delayed_until_ms=delayed_until)

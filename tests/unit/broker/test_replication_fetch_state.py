@@ -64,3 +64,11 @@ def test_fetching_never_goes_back_to_truncating_by_itself() -> None:
     assert FetchState.TRUNCATING not in targets
     with pytest.raises(IllegalFetchTransition):
         move(PartitionFetchState(2, 7, FetchState.FETCHING), FetchEvent.TRUNCATED)
+
+
+def test_an_event_that_changes_nothing_keeps_the_state_object() -> None:
+    fetching = move(initial_state(2, 7), FetchEvent.TRUNCATED)
+    assert move(fetching, FetchEvent.FETCHED) is fetching
+    delayed = move(fetching, FetchEvent.RETRIABLE_ERROR, now=1_000)
+    assert delayed is not fetching and delayed.delayed_until_ms == 1_200
+    assert move(delayed, FetchEvent.FETCHED).delayed_until_ms == 0

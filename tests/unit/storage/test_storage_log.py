@@ -151,6 +151,20 @@ def test_follower_append_keeps_offsets_and_epochs(tmp_path: os.PathLike[str]) ->
     lg.close()
 
 
+def test_follower_append_writes_the_fetched_bytes_as_they_are(
+    tmp_path: os.PathLike[str],
+) -> None:
+    lg = open_log(str(tmp_path))
+    first = make_batch(3, base_offset=0, leader_epoch=1)
+    second = make_batch(2, base_offset=3, leader_epoch=1)
+    fetched = bytes(first + second)  # read-only, like a fetch response's records
+    lg.append_as_follower(memoryview(fetched))
+    lg.flush()
+    with open(os.path.join(lg.directory, log_files(lg)[0]), "rb") as f:
+        assert f.read() == fetched
+    lg.close()
+
+
 # -- rolling ------------------------------------------------------------------------------
 
 
