@@ -20,6 +20,7 @@ from storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True, slots=True)
 class TimestampOffset:
     """A ListOffsets answer: the offset and the timestamp found there (-1 if none)."""

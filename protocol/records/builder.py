@@ -45,7 +45,6 @@ from protocol.records.varint import INT32_MAX
 Buffer = bytes | bytearray | memoryview
 
 
-
 class BatchBuilder:
     """Accumulates records and writes them as one RecordBatch v2.
 
@@ -121,9 +120,7 @@ class BatchBuilder:
             self._max_timestamp = timestamp
         elif timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-        record = Record(
-            offset_delta, timestamp - self._base_timestamp, key, value, list(headers)
-        )
+        record = Record(offset_delta, timestamp - self._base_timestamp, key, value, list(headers))
         encode_record(self._section, record)
         self._count += 1
         self._last_offset_delta = offset_delta

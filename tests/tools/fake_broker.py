@@ -57,8 +57,9 @@ def build(cls: Any, version: int, values: dict[str, Any]) -> Any:
         if not spec.for_version_q(version):
             continue  # lets one dict serve every version of a message
         if spec.is_struct_array() and value is not None:
-            value = [build(spec.data_class, version, v) if isinstance(v, dict) else v
-                     for v in value]
+            value = [
+                build(spec.data_class, version, v) if isinstance(v, dict) else v for v in value
+            ]
         elif spec.is_struct() and isinstance(value, dict):
             value = build(spec.data_class, version, value)
         kwargs[name] = value
@@ -131,8 +132,9 @@ class FakeBroker:
         else:
             values = handler(request, version, header)
         if header.api_key == 19:
-            await self._create_in_mock([t["name"] for t in values["topics"]
-                                        if t["error_code"] == NONE])
+            await self._create_in_mock(
+                [t["name"] for t in values["topics"] if t["error_code"] == NONE]
+            )
         body = build(kp.RESPONSE_CLASSES[header.api_key], version, values)
         return bytes(kp.encode_response(body, header.correlation_id, version))
 
@@ -146,8 +148,9 @@ class FakeBroker:
             # ApiVersions range so the client can retry with a version both understand.
             values: dict[str, Any] = {
                 "error_code": UNSUPPORTED_VERSION,
-                "api_keys": [{"api_key": kp.API_VERSIONS_KEY, "min_version": 0,
-                              "max_version": top}],
+                "api_keys": [
+                    {"api_key": kp.API_VERSIONS_KEY, "min_version": 0, "max_version": top}
+                ],
             }
             return bytes(kp.encode_response(build(cls, 0, values), header.correlation_id, 0))
         values = {"error_code": NONE, "api_keys": api_table(self.advertised)}
@@ -166,9 +169,12 @@ class FakeBroker:
         # PLAIN's token is authzid NUL user NUL password; a user is all the fake wants.
         parts = bytes(req.auth_bytes).split(b"\0")
         ok = len(parts) == 3 and bool(parts[1])
-        return {"error_code": NONE if ok else SASL_AUTHENTICATION_FAILED,
-                "error_message": None if ok else "bad PLAIN token",
-                "auth_bytes": b"", "session_lifetime_ms": 0}
+        return {
+            "error_code": NONE if ok else SASL_AUTHENTICATION_FAILED,
+            "error_message": None if ok else "bad PLAIN token",
+            "auth_bytes": b"",
+            "session_lifetime_ms": 0,
+        }
 
     # -- topics ---------------------------------------------------------------------------
 
@@ -181,14 +187,26 @@ class FakeBroker:
             if error == NONE and not req.validate_only:
                 self.topics[topic.name] = (uuid.uuid4(), count)
             topic_id = self.topics.get(topic.name, (uuid.UUID(int=0), 0))[0]
-            results.append({
-                "name": topic.name, "topic_id": topic_id, "error_code": error,
-                "error_message": None if error == NONE else "Topic already exists.",
-                "num_partitions": count, "replication_factor": factor,
-                "configs": [{"name": c.name, "value": c.value, "read_only": False,
-                             "config_source": 1, "is_sensitive": False}
-                            for c in topic.configs],
-            })
+            results.append(
+                {
+                    "name": topic.name,
+                    "topic_id": topic_id,
+                    "error_code": error,
+                    "error_message": None if error == NONE else "Topic already exists.",
+                    "num_partitions": count,
+                    "replication_factor": factor,
+                    "configs": [
+                        {
+                            "name": c.name,
+                            "value": c.value,
+                            "read_only": False,
+                            "config_source": 1,
+                            "is_sensitive": False,
+                        }
+                        for c in topic.configs
+                    ],
+                }
+            )
         return {"throttle_time_ms": 0, "topics": results}
 
     def _delete_topics(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
@@ -197,8 +215,13 @@ class FakeBroker:
         for name in names:
             known = name in self.topics
             topic_id = self.topics.pop(name)[0] if known else uuid.UUID(int=0)
-            responses.append({"name": name, "topic_id": topic_id,
-                              "error_code": NONE if known else UNKNOWN_TOPIC_OR_PARTITION})
+            responses.append(
+                {
+                    "name": name,
+                    "topic_id": topic_id,
+                    "error_code": NONE if known else UNKNOWN_TOPIC_OR_PARTITION,
+                }
+            )
         return {"throttle_time_ms": 0, "responses": responses}
 
     def _create_partitions(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
@@ -207,17 +230,33 @@ class FakeBroker:
             known = topic.name in self.topics
             if known:
                 self.topics[topic.name] = (self.topics[topic.name][0], topic.count)
-            results.append({"name": topic.name,
-                            "error_code": NONE if known else UNKNOWN_TOPIC_OR_PARTITION,
-                            "error_message": None})
+            results.append(
+                {
+                    "name": topic.name,
+                    "error_code": NONE if known else UNKNOWN_TOPIC_OR_PARTITION,
+                    "error_message": None,
+                }
+            )
         return {"throttle_time_ms": 0, "results": results}
 
     def _delete_records(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
-        return {"throttle_time_ms": 0, "topics": [
-            {"name": t.name, "partitions": [
-                {"partition_index": p.partition_index, "low_watermark": max(p.offset, 0),
-                 "error_code": NONE} for p in t.partitions]}
-            for t in req.topics]}
+        return {
+            "throttle_time_ms": 0,
+            "topics": [
+                {
+                    "name": t.name,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "low_watermark": max(p.offset, 0),
+                            "error_code": NONE,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in req.topics
+            ],
+        }
 
     def _describe_configs(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
         results = []
@@ -225,35 +264,59 @@ class FakeBroker:
             table = TOPIC_CONFIGS if res.resource_type == 2 else BROKER_CONFIGS
             keys = res.configuration_keys
             configs = [
-                {"name": name, "value": value, "read_only": False, "config_source": 5,
-                 "is_default": False, "is_sensitive": False,
-                 "synonyms": [{"name": name, "value": value, "source": 5}]
-                 if req.include_synonyms else [],
-                 "config_type": ctype, "documentation": None}
-                for name, value, ctype in table if keys is None or name in keys
+                {
+                    "name": name,
+                    "value": value,
+                    "read_only": False,
+                    "config_source": 5,
+                    "is_default": False,
+                    "is_sensitive": False,
+                    "synonyms": [{"name": name, "value": value, "source": 5}]
+                    if req.include_synonyms
+                    else [],
+                    "config_type": ctype,
+                    "documentation": None,
+                }
+                for name, value, ctype in table
+                if keys is None or name in keys
             ]
-            results.append({"error_code": NONE, "error_message": None,
-                            "resource_type": res.resource_type,
-                            "resource_name": res.resource_name, "configs": configs})
+            results.append(
+                {
+                    "error_code": NONE,
+                    "error_message": None,
+                    "resource_type": res.resource_type,
+                    "resource_name": res.resource_name,
+                    "configs": configs,
+                }
+            )
         return {"throttle_time_ms": 0, "results": results}
 
     def _describe_cluster(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
-        return {"throttle_time_ms": 0, "error_code": NONE, "error_message": None,
-                "endpoint_type": 1, "cluster_id": self.cluster_id, "controller_id": NODE_ID,
-                "brokers": [{"broker_id": NODE_ID, "host": "127.0.0.1",
-                             "port": self.proxy_port(), "rack": None}],
-                "authorized_operations": None}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": NONE,
+            "error_message": None,
+            "endpoint_type": 1,
+            "cluster_id": self.cluster_id,
+            "controller_id": NODE_ID,
+            "brokers": [
+                {"broker_id": NODE_ID, "host": "127.0.0.1", "port": self.proxy_port(), "rack": None}
+            ],
+            "authorized_operations": None,
+        }
 
     async def _ask_mock(self, request: Any, api_key: int, version: int) -> Any:
         """One request to the mock cluster on a side connection (not recorded)."""
         request.with_header(correlation_id=1, client_id="golden-fake-broker")
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(*self.mock_address), self.io_timeout)
+            asyncio.open_connection(*self.mock_address), self.io_timeout
+        )
         try:
             writer.write(bytes(request.encode(header=True, framed=True)))
             await asyncio.wait_for(writer.drain(), self.io_timeout)
-            (size,) = struct.unpack(">i", await asyncio.wait_for(
-                reader.readexactly(4), self.io_timeout))
+            (size,) = struct.unpack(
+                ">i", await asyncio.wait_for(reader.readexactly(4), self.io_timeout)
+            )
             frame = await asyncio.wait_for(reader.readexactly(size), self.io_timeout)
         finally:
             writer.close()
@@ -265,24 +328,52 @@ class FakeBroker:
             return
         req = MetadataRequest[4](
             topics=[MetadataRequest[4].MetadataRequestTopic(name=n) for n in names],
-            allow_auto_topic_creation=True)
+            allow_auto_topic_creation=True,
+        )
         await self._ask_mock(req, 3, 4)
 
     async def _offset_for_leader_epoch(self, req: Any, version: int) -> dict[str, Any]:
         """v3+ (the mock only has v2): asked of the mock as v2, without leader fencing."""
         cls = kp.REQUEST_CLASSES[OFFSET_FOR_LEADER_EPOCH]
-        v2 = build(cls, 2, {"topics": [
-            {"topic": t.topic, "partitions": [
-                {"partition": p.partition, "current_leader_epoch": -1,
-                 "leader_epoch": p.leader_epoch} for p in t.partitions]}
-            for t in req.topics]})
+        v2 = build(
+            cls,
+            2,
+            {
+                "topics": [
+                    {
+                        "topic": t.topic,
+                        "partitions": [
+                            {
+                                "partition": p.partition,
+                                "current_leader_epoch": -1,
+                                "leader_epoch": p.leader_epoch,
+                            }
+                            for p in t.partitions
+                        ],
+                    }
+                    for t in req.topics
+                ]
+            },
+        )
         answer = await self._ask_mock(v2, OFFSET_FOR_LEADER_EPOCH, 2)
-        return {"throttle_time_ms": 0, "topics": [
-            {"topic": t.topic, "partitions": [
-                {"error_code": p.error_code, "partition": p.partition,
-                 "leader_epoch": p.leader_epoch, "end_offset": p.end_offset}
-                for p in t.partitions]}
-            for t in answer.topics]}
+        return {
+            "throttle_time_ms": 0,
+            "topics": [
+                {
+                    "topic": t.topic,
+                    "partitions": [
+                        {
+                            "error_code": p.error_code,
+                            "partition": p.partition,
+                            "leader_epoch": p.leader_epoch,
+                            "end_offset": p.end_offset,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in answer.topics
+            ],
+        }
 
     # -- group coordinator ----------------------------------------------------------------
 
@@ -293,18 +384,36 @@ class FakeBroker:
         if version >= 4:
             coordinators = []
             for key in req.coordinator_keys:
-                entry = {"key": key, "error_code": NONE, "error_message": None,
-                         **self._coordinator()}
+                entry = {
+                    "key": key,
+                    "error_code": NONE,
+                    "error_message": None,
+                    **self._coordinator(),
+                }
                 if req.key_type == 1:  # transactions are not offered
-                    entry.update(error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                 node_id=-1, host="", port=-1)
+                    entry.update(
+                        error_code=TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        node_id=-1,
+                        host="",
+                        port=-1,
+                    )
                 coordinators.append(entry)
             return {"throttle_time_ms": 0, "coordinators": coordinators}
         if req.key_type == 1:
-            return {"throttle_time_ms": 0, "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                    "error_message": None, "node_id": -1, "host": "", "port": -1}
-        return {"throttle_time_ms": 0, "error_code": NONE, "error_message": None,
-                **self._coordinator()}
+            return {
+                "throttle_time_ms": 0,
+                "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "error_message": None,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
+        return {
+            "throttle_time_ms": 0,
+            "error_code": NONE,
+            "error_message": None,
+            **self._coordinator(),
+        }
 
     def _join_group(self, req: Any, version: int, header: Any) -> dict[str, Any]:
         group = self.groups.setdefault(req.group_id, Group())
@@ -313,9 +422,16 @@ class FakeBroker:
             member_id = f"{header.client_id or 'client'}-{next(self._member_ids)}"
             if version >= 4:
                 # v4+: the first join only hands out a member id, the client rejoins.
-                return {"throttle_time_ms": 0, "error_code": MEMBER_ID_REQUIRED,
-                        "generation_id": -1, "protocol_type": None, "protocol_name": None,
-                        "leader": "", "member_id": member_id, "members": []}
+                return {
+                    "throttle_time_ms": 0,
+                    "error_code": MEMBER_ID_REQUIRED,
+                    "generation_id": -1,
+                    "protocol_type": None,
+                    "protocol_name": None,
+                    "leader": "",
+                    "member_id": member_id,
+                    "members": [],
+                }
         protocol = req.protocols[0]
         group.generation += 1
         group.protocol_type = req.protocol_type
@@ -324,12 +440,19 @@ class FakeBroker:
         group.client_ids[member_id] = header.client_id or ""
         group.leader = member_id
         group.assignments.clear()
-        return {"throttle_time_ms": 0, "error_code": NONE,
-                "generation_id": group.generation, "protocol_type": group.protocol_type,
-                "protocol_name": group.protocol_name, "leader": member_id,
-                "member_id": member_id,
-                "members": [{"member_id": m, "group_instance_id": None, "metadata": meta}
-                            for m, meta in group.members.items()]}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": NONE,
+            "generation_id": group.generation,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "leader": member_id,
+            "member_id": member_id,
+            "members": [
+                {"member_id": m, "group_instance_id": None, "metadata": meta}
+                for m, meta in group.members.items()
+            ],
+        }
 
     def _member_error(self, group_id: str, member_id: str, generation: int) -> int:
         group = self.groups.get(group_id)
@@ -344,9 +467,13 @@ class FakeBroker:
         group = self.groups.get(req.group_id, Group())
         if error == NONE and req.member_id == group.leader:
             group.assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
-        return {"throttle_time_ms": 0, "error_code": error,
-                "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
-                "assignment": group.assignments.get(req.member_id, b"")}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "assignment": group.assignments.get(req.member_id, b""),
+        }
 
     def _heartbeat(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
         error = self._member_error(req.group_id, req.member_id, req.generation_id)
@@ -362,8 +489,13 @@ class FakeBroker:
         for member_id in leaving:
             known = member_id in group.members
             group.members.pop(member_id, None)
-            results.append({"member_id": member_id, "group_instance_id": None,
-                            "error_code": NONE if known else UNKNOWN_MEMBER_ID})
+            results.append(
+                {
+                    "member_id": member_id,
+                    "group_instance_id": None,
+                    "error_code": NONE if known else UNKNOWN_MEMBER_ID,
+                }
+            )
         return {"throttle_time_ms": 0, "error_code": NONE, "members": results}
 
     def _offset_commit(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
@@ -372,7 +504,10 @@ class FakeBroker:
             parts = []
             for p in topic.partitions:
                 self.offsets[(req.group_id, topic.name, p.partition_index)] = (
-                    p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.committed_metadata,
+                )
                 parts.append({"partition_index": p.partition_index, "error_code": NONE})
             topics.append({"name": topic.name, "partitions": parts})
         return {"throttle_time_ms": 0, "topics": topics}
@@ -382,52 +517,99 @@ class FakeBroker:
         for topic in topics or []:
             parts = []
             for index in topic.partition_indexes:
-                offset, epoch, meta = self.offsets.get((group_id, topic.name, index),
-                                                       (-1, -1, ""))
-                parts.append({"partition_index": index, "committed_offset": offset,
-                              "committed_leader_epoch": epoch, "metadata": meta,
-                              "error_code": NONE})
+                offset, epoch, meta = self.offsets.get((group_id, topic.name, index), (-1, -1, ""))
+                parts.append(
+                    {
+                        "partition_index": index,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": epoch,
+                        "metadata": meta,
+                        "error_code": NONE,
+                    }
+                )
             out.append({"name": topic.name, "partitions": parts})
         return out
 
     def _offset_fetch(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
         if version >= 8:
-            return {"throttle_time_ms": 0, "groups": [
-                {"group_id": g.group_id, "error_code": NONE,
-                 "topics": self._fetched_topics(g.group_id, g.topics)} for g in req.groups]}
-        return {"throttle_time_ms": 0, "error_code": NONE,
-                "topics": self._fetched_topics(req.group_id, req.topics)}
+            return {
+                "throttle_time_ms": 0,
+                "groups": [
+                    {
+                        "group_id": g.group_id,
+                        "error_code": NONE,
+                        "topics": self._fetched_topics(g.group_id, g.topics),
+                    }
+                    for g in req.groups
+                ],
+            }
+        return {
+            "throttle_time_ms": 0,
+            "error_code": NONE,
+            "topics": self._fetched_topics(req.group_id, req.topics),
+        }
 
     def _describe_groups(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
         groups = []
         for group_id in req.groups:
             group = self.groups.get(group_id)
             if group is None or not group.members:
-                groups.append({"error_code": NONE, "group_id": group_id, "group_state": "Dead",
-                               "protocol_type": "", "protocol_data": "", "members": [],
-                               "authorized_operations": None})
+                groups.append(
+                    {
+                        "error_code": NONE,
+                        "group_id": group_id,
+                        "group_state": "Dead",
+                        "protocol_type": "",
+                        "protocol_data": "",
+                        "members": [],
+                        "authorized_operations": None,
+                    }
+                )
                 continue
-            members = [{"member_id": m, "group_instance_id": None,
-                        "client_id": group.client_ids.get(m, ""), "client_host": "/127.0.0.1",
-                        "member_metadata": meta,
-                        "member_assignment": group.assignments.get(m, b"")}
-                       for m, meta in group.members.items()]
-            groups.append({"error_code": NONE, "group_id": group_id, "group_state": "Stable",
-                           "protocol_type": group.protocol_type,
-                           "protocol_data": group.protocol_name, "members": members,
-                           "authorized_operations": None})
+            members = [
+                {
+                    "member_id": m,
+                    "group_instance_id": None,
+                    "client_id": group.client_ids.get(m, ""),
+                    "client_host": "/127.0.0.1",
+                    "member_metadata": meta,
+                    "member_assignment": group.assignments.get(m, b""),
+                }
+                for m, meta in group.members.items()
+            ]
+            groups.append(
+                {
+                    "error_code": NONE,
+                    "group_id": group_id,
+                    "group_state": "Stable",
+                    "protocol_type": group.protocol_type,
+                    "protocol_data": group.protocol_name,
+                    "members": members,
+                    "authorized_operations": None,
+                }
+            )
         return {"throttle_time_ms": 0, "groups": groups}
 
     def _list_groups(self, req: Any, version: int, _h: Any) -> dict[str, Any]:
-        return {"throttle_time_ms": 0, "error_code": NONE, "groups": [
-            {"group_id": gid, "protocol_type": g.protocol_type,
-             "group_state": "Stable" if g.members else "Empty"}
-            for gid, g in self.groups.items()]}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": NONE,
+            "groups": [
+                {
+                    "group_id": gid,
+                    "protocol_type": g.protocol_type,
+                    "group_state": "Stable" if g.members else "Empty",
+                }
+                for gid, g in self.groups.items()
+            ],
+        }
 
 
 def api_table(advertised: dict[int, tuple[int, int]]) -> list[dict[str, int]]:
-    return [{"api_key": key, "min_version": lo, "max_version": hi}
-            for key, (lo, hi) in sorted(advertised.items())]
+    return [
+        {"api_key": key, "min_version": lo, "max_version": hi}
+        for key, (lo, hi) in sorted(advertised.items())
+    ]
 
 
 # (name, value, config type) answered by DescribeConfigs; types: 2 INT, 3 LONG, 7 LIST.

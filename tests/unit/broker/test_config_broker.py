@@ -224,9 +224,7 @@ def test_listener_parsing_with_map_control_plane_and_ipv6() -> None:
     ]
     assert config.control_plane_listener == config.listeners[1]
     assert [e.listener_name for e in config.data_plane_listeners] == ["CLIENT", "INTERNAL"]
-    assert config.advertised_listeners == [
-        EndPoint("broker0.example", 9092, "CLIENT", "PLAINTEXT")
-    ]
+    assert config.advertised_listeners == [EndPoint("broker0.example", 9092, "CLIENT", "PLAINTEXT")]
     assert config.listeners[1].connection_string == "CONTROLLER://[::1]:9192"
     assert config.inter_broker_listener_name == "INTERNAL"
 

@@ -125,9 +125,12 @@ def test_header_rules_from_kafkas_log_validator() -> None:
 
 @pytest.mark.parametrize("codec", list(Compression), ids=lambda c: c.name)
 def test_never_decompresses(codec: Compression) -> None:
-    with mock.patch.object(
-        protocol.records.compression, "decompress", side_effect=AssertionError("decompressed")
-    ), mock.patch.dict(protocol.records.compression._DECODERS, clear=True):
+    with (
+        mock.patch.object(
+            protocol.records.compression, "decompress", side_effect=AssertionError("decompressed")
+        ),
+        mock.patch.dict(protocol.records.compression._DECODERS, clear=True),
+    ):
         assert header_of(batch(5, compression=codec), 9).compression == codec
 
 

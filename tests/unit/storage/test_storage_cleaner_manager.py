@@ -205,4 +205,3 @@ def test_the_cleaner_keeps_the_last_batch_of_each_producer_even_when_emptied(
         (1, 1, -1),
     ]
     lm.shutdown()
-

@@ -169,9 +169,7 @@ def test_kill_9_during_the_swap_recovers_without_loss(tmp_path: Path, kill_at: i
         f"run_pass_and_kill_9({str(tmp_path / 'log')!r}, {kill_at})"
     )
     root = Path(__file__).resolve().parents[3]  # where ``tests`` imports from
-    child = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, timeout=60, capture_output=True
-    )
+    child = subprocess.run([sys.executable, "-c", code], cwd=root, timeout=60, capture_output=True)
     assert child.returncode == -signal.SIGKILL, child.stderr.decode()
     recovered = open_crashed(tmp_path / "log")
     try:

@@ -22,5 +22,3 @@ class Recorder(TimerTask):
 
     def run(self) -> None:
         self.log.append((self.name, self.clock.monotonic_ms(), self.expiration_ms))
-
-
