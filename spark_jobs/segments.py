@@ -38,8 +38,12 @@ from storage.names import INDEX_SUFFIX, LOG_SUFFIX, offset_file_name
 log = logging.getLogger(__name__)
 
 #: Bytes of segment read, and batches decoded, at a time: large enough that numpy's work
-#: per call dwarfs its overhead, small enough to bound a Spark task's memory.
-CHUNK_BYTES = 32 << 20
+#: per call dwarfs its overhead (about 8,000 records of 1 KiB), small enough that the
+#: chunk's memory is reused from the allocator's free lists: a 32 MiB ``pread`` gets
+#: fresh pages from the kernel each time and reads at a third of the speed, and Spark's
+#: JVM side digests Arrow batches of a few thousand rows with less CPU than batches of
+#: tens of thousands (tests/bench/bench_spark.py).
+CHUNK_BYTES = 8 << 20
 #: The .index entry: relative offset u32, position u32, big-endian.
 _INDEX_ENTRY = np.dtype([("offset", ">u4"), ("position", ">u4")])
 

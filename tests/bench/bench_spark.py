@@ -7,17 +7,23 @@ batch.size makes them, uncompressed) into a log directory through the storage pa
 then, with Spark local[2] in the same run:
 
 - ``minikafka`` from the log dir, summing the value lengths (so every record is decoded);
-- the same records from Parquet (written once from the source's own rows): a columnar
+- the same records from Parquet (written once from the source's own rows, uncompressed
+  and without dictionary encoding, so its files hold the same bytes): a columnar
   format's speed on the same data;
 - Spark's own ``binaryFile`` source over the segment files: the bytes read with no record
   decoding at all, given as the records/s those bytes hold;
-- a Python data source that decodes nothing, yielding one ready Arrow batch of the same
-  rows again and again: the ceiling of Spark's hand-off of Arrow batches from Python
-  workers to the JVM, which bounds any Python data source;
+- a Python data source that decodes nothing, yielding one ready Arrow batch of the
+  source's own rows (all its columns, as many rows as it yields at a time) again and
+  again: the same bytes through Spark's hand-off of Arrow batches from Python workers
+  to the JVM, whose cost bounds any Python data source;
 - the decoder alone, in this process on one core (``spark_jobs.arrow_records``), beside
   the protocol's record-by-record decoder on the same batches.
 
-Figures are best-of-N wall-clock times on a shared 2-core machine; compare within a run.
+Every source runs the same query, ``sum(length(value))``. Figures are best-of-N
+wall-clock times on a shared 2-core machine, so compare within a run; beside them, the
+CPU seconds the query took in the JVM and its Python workers (median of the runs), and
+the rows/s that would give on two cores of its own: steadier than wall time when other
+work shares the machine.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -90,22 +96,28 @@ def decoder_alone(batches: int) -> tuple[float, float]:
     return n / fast, n / 10 / exact
 
 
-def ceiling_source(records: int) -> type:
-    """A data source of ``records`` rows of 1 KiB values that only hands over one Arrow
-    batch built once, ``PARTITIONS * 2`` partitions of it."""
+def ceiling_source(records: int, log_dir: str) -> type:
+    """A data source of ``records`` rows that only hands over one Arrow batch built once:
+    the first batch the minikafka source yields from ``log_dir``, ``PARTITIONS * 2``
+    partitions of it."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from spark_jobs.source import SCHEMA
 
     class Reader(DataSourceReader):
         def partitions(self) -> list[InputPartition]:
             return [InputPartition(i) for i in range(PARTITIONS * 2)]
 
         def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-            import pyarrow as pa
+            from spark_jobs.log_dirs import discover
+            from spark_jobs.segments import read_range
+            from spark_jobs.source import with_partition_columns
 
-            rows = 32_768
-            value = pa.array([bytes(RECORD_SIZE)] * rows, pa.binary())
-            batch = pa.RecordBatch.from_arrays([value], names=["value"])
-            for _ in range(records // rows // (PARTITIONS * 2)):
+            tp = TopicPartition(TOPIC, 0)
+            replica = discover([log_dir])[tp]
+            rows = next(read_range(replica, replica.log_start_offset, replica.high_watermark))
+            batch = with_partition_columns(rows, tp, include_headers=False)
+            for _ in range(records // batch.num_rows // (PARTITIONS * 2)):
                 yield batch
 
     class Ceiling(DataSource):
@@ -114,12 +126,46 @@ def ceiling_source(records: int) -> type:
             return "ceiling"
 
         def schema(self) -> str:
-            return "value binary"
+            return SCHEMA
 
         def reader(self, schema: object) -> DataSourceReader:
             return Reader()
 
     return Ceiling
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds used so far by process ``root`` and its descendants (with the children
+    they reaped): the JVM, and the Python workers it forks."""
+    stats: dict[int, list[str]] = {}
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stats[int(name)] = f.read().rsplit(")", 1)[1].split()
+        except (ValueError, OSError):
+            continue
+    children: dict[int, list[int]] = {}
+    for pid, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    ticks, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        ticks += sum(int(x) for x in stats.get(pid, [])[11:15])  # utime stime cutime cstime
+        todo.extend(children.get(pid, []))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wall_and_cpu(repeats: int, fn: Callable[[], object], root: int) -> tuple[float, float]:
+    """Best wall-clock seconds of ``repeats`` calls after one to warm up (JIT, Python
+    workers), and the median CPU seconds a call took in ``root``'s process tree."""
+    fn()
+    walls, cpus = [], []
+    for _ in range(repeats):
+        cpu, start = tree_cpu(root), time.perf_counter()
+        fn()
+        walls.append(time.perf_counter() - start)
+        cpus.append(tree_cpu(root) - cpu)
+    return min(walls), sorted(cpus)[repeats // 2]
 
 
 def main() -> None:
@@ -148,7 +194,9 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    spark.dataSource.register(ceiling_source(records))
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None
+    jvm: int = gateway.proc.pid  # the JVM: spark-submit execs it
     with tempfile.TemporaryDirectory() as tmp:
         log_dir, parquet = os.path.join(tmp, "logs"), os.path.join(tmp, "parquet")
         start = time.perf_counter()
@@ -156,6 +204,7 @@ def main() -> None:
         print(
             f"wrote {records:,} records of {RECORD_SIZE} B in {time.perf_counter() - start:.1f} s"
         )
+        spark.dataSource.register(ceiling_source(records, log_dir))
         # minPartitions: two tasks per core, so both cores stay busy to the end
         source = (
             spark.read.format("minikafka")
@@ -164,7 +213,11 @@ def main() -> None:
             .option("minPartitions", "4")
             .load()
         )
-        source.write.parquet(parquet)
+        # the same bytes on disk: the values repeat every 16 records, which Parquet's
+        # dictionary encoding and snappy would shrink to almost nothing
+        source.write.option("compression", "none").option(
+            "parquet.enable.dictionary", "false"
+        ).parquet(parquet)
         segments = spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
         ceiling = spark.read.format("ceiling").load()
         runs = {
@@ -180,11 +233,12 @@ def main() -> None:
         }
         baseline = None
         for name, run in runs.items():
-            seconds = best_of(2, run)
+            seconds, cpu = wall_and_cpu(3, run, jvm)
             rate = records / seconds
             baseline = baseline or rate
             print(f"{name:26} {rate:>12,.0f} records/s  {size / seconds / (1 << 20):8.0f} MiB/s"
-                  f"  {rate / baseline:5.2f}x minikafka")  # fmt: skip
+                  f"  {rate / baseline:5.2f}x minikafka  CPU {cpu:5.2f} s"
+                  f" = {records / cpu * 2:>10,.0f} records/s on 2 cores")  # fmt: skip
     spark.stop()
 
 
