@@ -91,7 +91,8 @@ class Connection:
         #: whole frames read but not yet dispatched (a client pipelining requests)
         self.pending: deque[bytes | memoryview] = deque()
         self.state = ConnState.READING
-        #: whether the event loop watches the socket for reading (only ever in READING)
+        #: whether the event loop watches the socket for reading; it may still while
+        #: muted (the Processor unregisters lazily), but a muted connection reads nothing
         self.reader_registered = False
         self.blocked_request: Request | None = None
         self.in_flight: Request | None = None

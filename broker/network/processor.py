@@ -163,6 +163,11 @@ class Processor:
 
     @_busy
     def _on_readable(self, conn: Connection) -> None:
+        if conn.state is not ConnState.READING:
+            # muted lazily (see _mute): bytes arrived while a request is in the broker;
+            # stop watching now, so they wait in the kernel's buffer, not in ours
+            self._stop_watching(conn)
+            return
         try:
             data = conn.sock.recv(RECV_SIZE)
         except (BlockingIOError, InterruptedError):
@@ -355,13 +360,27 @@ class Processor:
     # --- muting ---------------------------------------------------------------------------------
 
     def _watch(self, conn: Connection) -> None:
-        self._loop.add_reader(conn.fd, self._on_readable, conn)
-        conn.reader_registered = True
+        if not conn.reader_registered:
+            self._loop.add_reader(conn.fd, self._on_readable, conn)
+            conn.reader_registered = True
 
-    def _mute(self, conn: Connection) -> None:
+    def _stop_watching(self, conn: Connection) -> None:
         if conn.reader_registered:
             self._loop.remove_reader(conn.fd)
             conn.reader_registered = False
+
+    def _mute(self, conn: Connection) -> None:
+        """Stop reading, lazily: the reader stays registered and ``_on_readable``
+        unregisters it only if bytes arrive while the connection is muted.
+
+        Registering a reader is not free (uvloop makes a poll handle and an epoll_ctl
+        call for each add_reader after a remove_reader), and most clients send nothing
+        while they wait for their response, so a request usually costs no registration
+        at all. Backpressure is unchanged: a muted connection reads nothing, and a
+        client that pipelines costs one ignored readiness event per request at most.
+        The state, not the registration, is what mutes (the caller moves it out of
+        READING right after).
+        """
 
     def _unmute(self, conn: Connection) -> None:
         """Back to READING: serve a frame already read, or wait for more bytes."""
@@ -396,7 +415,7 @@ class Processor:
             return
         if exc is not None:
             log.info("closing %s (%s): %s", conn.id, reason, exc)
-        self._mute(conn)
+        self._stop_watching(conn)
         if conn.state is ConnState.SENDING:
             self._loop.remove_writer(conn.fd)
         conn.move(ConnState.CLOSED)

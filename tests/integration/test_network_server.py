@@ -323,6 +323,35 @@ def test_backpressure_full_channel_stops_reading(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", LOOPS)
+def test_a_muted_connection_reads_nothing_while_its_request_is_handled(kind: str) -> None:
+    async def test() -> None:
+        stub = Stub()
+        async with serving(stub) as server:
+            port = server.bound_port("PLAINTEXT")
+            client = await Client.connect(port)
+            gated = client.request("gate")
+            await until(lambda: "gate" in stub.entered, what="the gated request to start")
+            # the reader may still be registered (muting is lazy): bytes arriving now
+            # must stay in the kernel, not be read into the server's memory
+            filler = protocol.encode_request(
+                protocol.make_request(18, 3, 999, "flood", ApiVersionsRequest())
+            )
+            client.writer.write((SIZE.pack(len(filler)) + filler) * 800_000)  # ~20 MB
+            await until(
+                lambda: client.writer.transport.get_write_buffer_size() > 1_000_000,
+                what="the client's writes to back up",
+            )
+            assert sample(server, "minikafka_network_received_bytes_total") < 1_000_000
+            assert stub.entered == ["gate"]
+            stub.gate.set()
+            assert (await client.response()).header.correlation_id == gated
+            assert (await client.response()).header.correlation_id == 999  # reading resumed
+            client.close()
+
+    in_loop(kind, test)
+
+
+@pytest.mark.parametrize("kind", LOOPS)
 def test_oversized_frame_closes_before_its_body_arrives(kind: str) -> None:
     async def test() -> None:
         async with serving(Stub(), processor=ProcessorSettings(max_frame_size=1000)) as server:
