@@ -10,7 +10,7 @@ for ApiVersions (a client must be able to read it before it knows our versions).
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import IntEnum
 from typing import Any, Final
 
@@ -157,18 +157,44 @@ def api_name(api_key: int, unknown: str | None = None) -> str:
     return str(api_key) if unknown is None else unknown
 
 
-def request_header_version(api_key: int, api_version: int) -> int:
+def _request_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     msg = _REQUESTS.get(api_key)
     return 2 if msg is not None and msg.is_flexible(api_version) else 1
 
 
-def response_header_version(api_key: int, api_version: int) -> int:
+def _response_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.API_VERSIONS:
         return 0
     msg = _RESPONSES.get(api_key)
     return 1 if msg is not None and msg.is_flexible(api_version) else 0
+
+
+def _header_versions(
+    messages: Mapping[int, MessageInfo], rule: Callable[[int, int], int]
+) -> dict[tuple[int, int], int]:
+    """``rule`` tabulated for every version the specs declare: every request and
+    response looks its header version up, and a dict lookup is cheaper than the rule."""
+    return {
+        (key, version): rule(key, version)
+        for key, msg in messages.items()
+        for version in range(msg.valid.lo, msg.valid.hi + 1)
+    }
+
+
+_REQUEST_HEADER_VERSIONS: Final = _header_versions(_REQUESTS, _request_header_version)
+_RESPONSE_HEADER_VERSIONS: Final = _header_versions(_RESPONSES, _response_header_version)
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    version = _REQUEST_HEADER_VERSIONS.get((api_key, api_version))
+    return _request_header_version(api_key, api_version) if version is None else version
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    version = _RESPONSE_HEADER_VERSIONS.get((api_key, api_version))
+    return _response_header_version(api_key, api_version) if version is None else version
 
 
 def request_message(api_key: int) -> MessageInfo:

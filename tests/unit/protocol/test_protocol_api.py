@@ -7,7 +7,7 @@ import struct
 import pytest
 
 import protocol
-from protocol import ApiKey, ErrorCode, ProtocolError
+from protocol import ApiKey, ErrorCode, ProtocolError, api
 from protocol.api import api_name
 from protocol.codec import received_records
 from protocol.messages import (
@@ -75,6 +75,27 @@ def test_response_header_versions_and_api_versions_exception() -> None:
     # header v0: correlation id only, then the flexible body starting with error_code
     assert frame[:6] == struct.pack(">ih", 9, 0)
     assert protocol.decode_response(frame, 18, 3) == resp
+
+
+def test_header_versions_outside_the_declared_versions_follow_the_rule() -> None:
+    # the common versions are tabulated; the rest (a client probing above our range, an
+    # unknown key) must still get the answer the rule gives
+    assert protocol.request_header_version(ApiKey.API_VERSIONS, 99) == 2  # flexible "3+"
+    assert protocol.request_header_version(9999, 0) == 1
+    assert protocol.response_header_version(ApiKey.METADATA, 99) == 1
+    assert protocol.response_header_version(ApiKey.API_VERSIONS, 99) == 0
+    assert protocol.response_header_version(9999, 0) == 0
+
+
+def test_tabulated_header_versions_match_the_rule_for_every_key_and_version() -> None:
+    for key in range(-1, 80):
+        for version in range(-1, 40):
+            assert protocol.request_header_version(key, version) == (
+                api._request_header_version(key, version)
+            )
+            assert protocol.response_header_version(key, version) == (
+                api._response_header_version(key, version)
+            )
 
 
 def test_api_versions_above_max_decodes_from_header_alone() -> None:
