@@ -337,12 +337,16 @@ def test_a_muted_connection_reads_nothing_while_its_request_is_handled(kind: str
                 protocol.make_request(18, 3, 999, "flood", ApiVersionsRequest())
             )
             client.writer.write((SIZE.pack(len(filler)) + filler) * 800_000)  # ~20 MB
-            await until(
-                lambda: client.writer.transport.get_write_buffer_size() > 1_000_000,
-                what="the client's writes to back up",
-            )
+            # round trips of another client give the server loop turns in which it would
+            # read the flood (each turn reads up to 256 KiB) if it had not muted for good
+            other = await Client.connect(port)
+            for _ in range(50):
+                cid = other.request("")
+                assert (await other.response()).header.correlation_id == cid
+            other.close()
             assert sample(server, "minikafka_network_received_bytes_total") < 1_000_000
-            assert stub.entered == ["gate"]
+            assert client.writer.transport.get_write_buffer_size() > 1_000_000  # still held
+            assert stub.entered == ["gate"] + [""] * 50
             stub.gate.set()
             assert (await client.response()).header.correlation_id == gated
             assert (await client.response()).header.correlation_id == 999  # reading resumed
