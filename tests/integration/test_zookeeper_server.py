@@ -83,6 +83,12 @@ def test_cli_runs_in_foreground_and_stops_on_sigterm(tmp_path: Path) -> None:
         assert proc.wait(30) == 0
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+            # SIGTERM first: the command stops the JVM it started in a session of its
+            # own, which a SIGKILL of the command alone would leave running
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
         err.close()
