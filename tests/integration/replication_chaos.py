@@ -37,8 +37,9 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -52,8 +53,10 @@ from protocol.messages import ListOffsetsRequest, MetadataRequest
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
 from storage.reader import iter_batches
+from tests.integration.cluster import start_cluster
 from tests.polling import wait_until
 from tools.cluster import LocalCluster
+from tools.zookeeper_server import ZooKeeperServer
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 _SIZE = struct.Struct(">i")
@@ -329,6 +332,19 @@ class ChaosCluster:
         hw = self.high_watermark(leader, topic, partition)
         held = {b: self.replica_batches(b, topic, partition) for b in replicas}
         return replica_divergence(held, hw)
+
+
+def start_chaos(
+    zookeeper: ZooKeeperServer, directory: Path, overrides: tuple[tuple[str, str], ...]
+) -> Iterator[ChaosCluster]:
+    """A module fixture's body: three brokers with ``overrides``, driven as a ChaosCluster,
+    closed and stopped after."""
+    with contextlib.contextmanager(start_cluster)(zookeeper, directory, 3, overrides) as cluster:
+        chaos = ChaosCluster(cluster.local)
+        try:
+            yield chaos
+        finally:
+            chaos.close()
 
 
 def replica_divergence(

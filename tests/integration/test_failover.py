@@ -22,7 +22,6 @@ uses its own topic and leaves all three brokers running.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 
@@ -30,13 +29,13 @@ import pytest
 
 from protocol import ErrorCode
 from protocol.records.builder import read_records
-from tests.integration.cluster import start_cluster
 from tests.integration.replication_chaos import (
     ChaosCluster,
     HeldProduce,
     SequenceProducer,
     consume_all,
     delivery_problems,
+    start_chaos,
 )
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
@@ -65,13 +64,7 @@ HEAL_TIMEOUT_S = 60.0
 def chaos(
     zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ChaosCluster]:
-    directory = tmp_path_factory.mktemp("failover")
-    with contextlib.contextmanager(start_cluster)(zookeeper, directory, 3, OVERRIDES) as cluster:
-        chaos = ChaosCluster(cluster.local)
-        try:
-            yield chaos
-        finally:
-            chaos.close()
+    yield from start_chaos(zookeeper, tmp_path_factory.mktemp("failover"), OVERRIDES)
 
 
 @pytest.fixture(autouse=True)

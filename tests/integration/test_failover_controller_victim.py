@@ -11,14 +11,12 @@ ZooKeeper session is short (4 s), so that the death is noticed soon.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 
 import pytest
 
 from protocol import ErrorCode
-from tests.integration.cluster import start_cluster
-from tests.integration.replication_chaos import ChaosCluster, HeldProduce
+from tests.integration.replication_chaos import ChaosCluster, HeldProduce, start_chaos
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -42,13 +40,7 @@ FAILOVER_TIMEOUT_S = SESSION_TIMEOUT_S + 20
 def chaos(
     zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ChaosCluster]:
-    directory = tmp_path_factory.mktemp("controller-victim")
-    with contextlib.contextmanager(start_cluster)(zookeeper, directory, 3, OVERRIDES) as cluster:
-        chaos = ChaosCluster(cluster.local)
-        try:
-            yield chaos
-        finally:
-            chaos.close()
+    yield from start_chaos(zookeeper, tmp_path_factory.mktemp("controller-victim"), OVERRIDES)
 
 
 def produce(chaos: ChaosCluster, broker: int, topic: str, partition: int) -> int | None:
