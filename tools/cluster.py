@@ -241,7 +241,8 @@ class LocalCluster:
 
     def start(self, timeout_s: float = 90.0) -> None:
         """Start ZooKeeper (when embedded) and every broker; return once all brokers are
-        registered in ZooKeeper, or raise (after stopping what started)."""
+        registered in ZooKeeper and every broker's Metadata lists them all, or raise (after
+        stopping what started)."""
         layout = self.layout
         layout.directory.mkdir(parents=True, exist_ok=True)
         busy = [
@@ -267,7 +268,9 @@ class LocalCluster:
             layout.write_configs()
             for i in range(layout.brokers):
                 self.start_broker(i)
+            deadline = time.monotonic() + timeout_s
             self.wait_registered(range(layout.brokers), timeout_s)
+            self.wait_metadata_complete(max(1.0, deadline - time.monotonic()))
         except BaseException:
             self.stop()
             raise
@@ -376,6 +379,46 @@ class LocalCluster:
                     f"brokers {sorted(wanted)} did not all register within {timeout_s:.0f}s"
                 )
             time.sleep(0.2)  # polling interval of a bounded wait
+
+    def wait_metadata_complete(self, timeout_s: float) -> None:
+        """Wait until every broker's Metadata response lists every broker.
+
+        Registered in ZooKeeper is not yet known to the other brokers: the controller
+        tells them with UpdateMetadata a moment later. Until then a broker asked to create
+        a topic of replication factor N refuses it with INVALID_REPLICATION_FACTOR, so a
+        cluster is not "up" before every broker knows all the others."""
+        deadline = time.monotonic() + timeout_s
+        wanted = self.layout.brokers
+        while True:
+            known = [self.known_brokers(i) for i in range(wanted)]
+            if all(n == wanted for n in known):
+                return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"brokers' metadata did not list all {wanted} brokers within "
+                    f"{timeout_s:.0f}s (each knows {known})"
+                )
+            time.sleep(0.2)  # polling interval of a bounded wait
+
+    def known_brokers(self, i: int) -> int:
+        """How many brokers broker i's Metadata lists (0 when it does not answer)."""
+        import asyncio
+
+        from client.connection import ConnectionConfig, request_once
+        from client.errors import ClientError
+        from protocol.api import ApiKey
+        from protocol.messages import MetadataRequest
+
+        config = ConnectionConfig("minikafka-cluster", 5.0, request_timeout_s=5.0)
+        body = MetadataRequest(topics=[], allow_auto_topic_creation=False)
+        port = self.layout.client_ports[i]
+        try:
+            response = asyncio.run(
+                request_once("127.0.0.1", port, ApiKey.METADATA, 1, body, config)
+            )
+        except ClientError:
+            return 0
+        return len(response.brokers)
 
     def signal_broker(self, i: int, sig: int) -> None:
         proc = self.processes[i]

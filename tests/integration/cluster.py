@@ -32,7 +32,6 @@ import pytest
 from kazoo.client import KazooClient
 
 from client.connection import ConnectionConfig, request_once
-from tests.polling import wait_until
 from tools.cluster import SESSION_TIMEOUT_MS, ClusterLayout, LocalCluster
 from tools.zookeeper_server import ZooKeeperServer, free_port
 
@@ -155,19 +154,10 @@ def start_cluster(
     local.start(timeout_s=90)
     cluster = TestCluster(local, zk_connect)
     try:
-        # Registered in ZooKeeper is not yet known to every broker: the controller's
-        # UpdateMetadata follows. A test creating a topic of replication factor N at once
-        # would otherwise meet INVALID_REPLICATION_FACTOR from a broker that knows fewer.
-        wait_until(lambda: all_brokers_known(cluster, brokers), 60, "every broker in Metadata")
         yield cluster
     finally:
         cluster.close()
         local.stop(grace_s=30)
-
-
-def all_brokers_known(cluster: TestCluster, brokers: int) -> bool:
-    """Whether every broker's Metadata lists all ``brokers`` brokers."""
-    return all(len(cluster.metadata(i, []).brokers) == brokers for i in cluster.broker_ids)
 
 
 @pytest.fixture(scope="module")
