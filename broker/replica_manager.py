@@ -607,17 +607,27 @@ class ReplicaManager:
             on_done(results)
 
         results = self.read_from_local_log(params, infos)
-        readable = sum(len(r.records) for _, r in results if r.records is not None)
-        if (
-            params.max_wait_ms <= 0
-            or not infos
-            or readable >= params.min_bytes
-            or any(r.error_code for _, r in results)
-        ):
+        readable = 0
+        for _, r in results:
+            if r.error_code:
+                done(results)
+                return
+            if r.records is not None:
+                readable += len(r.records)
+        if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
             done(results)
             return
-        operation = DelayedFetch(params, infos, self.partition_for, self._read_on_completion, done)
-        self.fetch_purgatory.try_complete_else_watch(operation, [tp for tp, _ in infos])
+        operation = DelayedFetch(
+            params, infos, self._partitions.get, self._read_on_completion, done
+        )
+        keys = [tp for tp, _ in infos]
+        if readable:
+            self.fetch_purgatory.try_complete_else_watch(operation, keys)
+        else:
+            # Every fetch offset is at the end its fetcher may read to, checked by the
+            # read just made: the DelayedFetch's own test would find nothing either
+            # (the usual case, a caught-up follower's fetch, parks without repeating it).
+            self.fetch_purgatory.watch(operation, keys)
 
     def _read_on_completion(self, params: FetchParams, infos: FetchInfos) -> FetchResults:
         """A DelayedFetch's answer: a fresh read, without recording the follower's fetch
