@@ -236,7 +236,13 @@ class DelayedOperationPurgatory(Generic[T]):
         return expired
 
     def maybe_purge(self) -> int:
-        """Purge completed operations from watcher lists once the estimate says so."""
+        """Purge completed operations from watcher lists once the estimate says so.
+
+        Runs after every reaper pass (each timer bucket that comes due wakes one, empty
+        or not), so the timer's size, a walk over every bucket, is asked only once the
+        estimate alone could exceed the interval."""
+        if self._estimated_total <= self._purge_interval:
+            return 0
         delayed = self.num_delayed
         if self._estimated_total - delayed <= self._purge_interval:
             return 0
