@@ -395,12 +395,13 @@ class Partition:
     def maybe_expand_isr(self, replica_id: int) -> bool:
         """Add ``replica_id`` to the ISR when it caught up (``broker.isr.may_join_isr``)
         and no other ISR write is in flight. True when the write was submitted."""
+        if replica_id in self._isr_state.isr:  # the usual case, first: nothing to do
+            return False
         state = self.followers.get(replica_id)
         if (
             state is None
             or not self.is_leader
             or self._isr_state.in_flight
-            or replica_id in self.isr
             or not isr_rules.may_join_isr(
                 state.log_end_offset, self.high_watermark, self.leader_epoch_start_offset
             )
@@ -564,7 +565,11 @@ class Partition:
     ) -> LogReadResult:
         """The region from ``fetch_offset``: consumers read below the high watermark
         (READ_COMMITTED below the LSO, the same offset for now), replicas to the log end.
-        OFFSET_OUT_OF_RANGE outside [log start, log end]."""
+        OFFSET_OUT_OF_RANGE outside [log start, log end].
+
+        A fetch offset already at the end its reader may see (the log end, or the high
+        watermark for a consumer) asks the log nothing: it is how a caught-up follower
+        fetches, once per append."""
         lg = self._leader_log(current_leader_epoch)
         hw, leo, start = lg.high_watermark, lg.log_end_offset, lg.log_start_offset
         if fetch_offset < start or fetch_offset > leo:
@@ -572,6 +577,8 @@ class Partition:
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"{self.tp}: fetch offset {fetch_offset} is outside [{start}, {leo}]",
             )
+        if fetch_offset == leo or (up_to_high_watermark and fetch_offset >= hw):
+            return LogReadResult(None, hw, self.last_stable_offset, start, leo)
         max_offset = hw if up_to_high_watermark else None
         try:
             region = lg.read(fetch_offset, max_bytes, max_offset, min_one_message)

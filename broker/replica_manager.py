@@ -74,7 +74,6 @@ from broker.isr import IsrChange, IsrWriter
 from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
 from broker.partition import (
-    LogReadResult,
     Partition,
     PartitionError,
     PartitionStateLike,
@@ -607,17 +606,27 @@ class ReplicaManager:
             on_done(results)
 
         results = self.read_from_local_log(params, infos)
-        readable = sum(len(r.records) for _, r in results if r.records is not None)
-        if (
-            params.max_wait_ms <= 0
-            or not infos
-            or readable >= params.min_bytes
-            or any(r.error_code for _, r in results)
-        ):
+        readable = 0
+        for _, r in results:
+            if r.error_code:
+                done(results)
+                return
+            if r.records is not None:
+                readable += len(r.records)
+        if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
             done(results)
             return
-        operation = DelayedFetch(params, infos, self.partition_for, self._read_on_completion, done)
-        self.fetch_purgatory.try_complete_else_watch(operation, [tp for tp, _ in infos])
+        operation = DelayedFetch(
+            params, infos, self._partitions.get, self._read_on_completion, done
+        )
+        keys = [tp for tp, _ in infos]
+        if readable:
+            self.fetch_purgatory.try_complete_else_watch(operation, keys)
+        else:
+            # Every fetch offset is at the end its fetcher may read to, checked by the
+            # read just made: the DelayedFetch's own test would find nothing either
+            # (the usual case, a caught-up follower's fetch, parks without repeating it).
+            self.fetch_purgatory.watch(operation, keys)
 
     def _read_on_completion(self, params: FetchParams, infos: FetchInfos) -> FetchResults:
         """A DelayedFetch's answer: a fresh read, without recording the follower's fetch
@@ -636,33 +645,31 @@ class ReplicaManager:
         ``record_follower_fetch`` is false."""
         limit = params.max_bytes
         min_one_message = True
+        from_follower = params.is_from_follower
+        partitions = self._partitions
         results: FetchResults = []
         for tp, info in infos:
             try:
-                partition = self._leader_or_error(tp)
+                partition = partitions.get(tp) or self._leader_or_error(tp)
                 read = partition.read(
                     info.fetch_offset,
                     min(info.partition_max_bytes, limit),
                     current_leader_epoch=info.current_leader_epoch,
-                    up_to_high_watermark=not params.is_from_follower,
+                    up_to_high_watermark=not from_follower,
                     min_one_message=min_one_message,
                 )
-                if params.is_from_follower:
+                high_watermark = read.high_watermark
+                last_stable_offset = read.last_stable_offset
+                if from_follower:
                     # after the read's role and epoch checks, as Kafka orders them
                     partition.check_follower(params.replica_id)
                     if record_follower_fetch:
                         self._follower_fetched(
                             partition, params.replica_id, info, read.log_end_offset
                         )
-                        # the follower learns a high watermark this fetch may just have
-                        # moved (built directly: dataclasses.replace is slow on this path)
-                        read = LogReadResult(
-                            read.region,
-                            partition.high_watermark,
-                            partition.last_stable_offset,
-                            read.log_start_offset,
-                            read.log_end_offset,
-                        )
+                        # the follower learns a high watermark its fetch may just have moved
+                        high_watermark = partition.high_watermark
+                        last_stable_offset = partition.last_stable_offset
             except PartitionError as exc:
                 self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(exc.error_code)))
@@ -672,19 +679,21 @@ class ReplicaManager:
                 self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)))
                 continue
-            size = len(read.region) if read.region is not None else 0
-            if size:
-                min_one_message = False
-            limit = max(0, limit - size)
+            region = read.region
+            if region is not None:
+                size = len(region)
+                if size:
+                    min_one_message = False
+                    limit = max(0, limit - size)
             results.append(
                 (
                     tp,
                     FetchPartitionResult(
                         ErrorCode.NONE,
-                        read.high_watermark,
-                        read.last_stable_offset,
+                        high_watermark,
+                        last_stable_offset,
                         read.log_start_offset,
-                        read.region,
+                        region,
                     ),
                 )
             )

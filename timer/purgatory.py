@@ -116,24 +116,11 @@ class DelayedOperationPurgatory(Generic[T]):
         an operation is watched under all of its keys or none. Raises ValueError for an
         empty key list and RuntimeError after shutdown.
         """
-        if not watch_keys:
-            raise ValueError("an operation must be watched under at least one key")
-        if self._closed:
-            raise RuntimeError(f"purgatory {self.name} is shut down")
+        self._check_watchable(watch_keys)
 
         def watch_all() -> None:
-            # Kafka re-checks completion before each key because another thread may
-            # complete the operation meanwhile; here nothing runs between the keys.
-            if operation.is_completed:
-                return
-            watchers = self._watchers
-            for key in watch_keys:
-                ops = watchers.get(key)
-                if ops is None:
-                    watchers[key] = [operation]
-                else:
-                    ops.append(operation)
-            self._estimated_total += 1
+            if not operation.is_completed:
+                self._add_watchers(operation, watch_keys)
 
         if operation.safe_try_complete_or_else(watch_all):
             return True
@@ -143,6 +130,38 @@ class DelayedOperationPurgatory(Generic[T]):
         if self._timer_enabled and not operation.is_completed:
             self._timer.add(operation)
         return False
+
+    def watch(self, operation: T, watch_keys: Sequence[Hashable]) -> None:
+        """Watch ``operation`` and start its timeout without trying it first.
+
+        For a caller that has just found, with nothing run since, that the operation
+        cannot complete (a fetch whose read found nothing): try_complete_else_watch's
+        two tries would only repeat that finding. Watching runs no callbacks, so nothing
+        can change in between on the loop's one thread. Same errors as
+        try_complete_else_watch.
+        """
+        self._check_watchable(watch_keys)
+        self._add_watchers(operation, watch_keys)
+        if self._timer_enabled:
+            self._timer.add(operation)
+
+    def _check_watchable(self, watch_keys: Sequence[Hashable]) -> None:
+        if not watch_keys:
+            raise ValueError("an operation must be watched under at least one key")
+        if self._closed:
+            raise RuntimeError(f"purgatory {self.name} is shut down")
+
+    def _add_watchers(self, operation: T, watch_keys: Sequence[Hashable]) -> None:
+        # Kafka re-checks completion before each key because another thread may complete
+        # the operation meanwhile; here nothing runs between the keys.
+        watchers = self._watchers
+        for key in watch_keys:
+            ops = watchers.get(key)
+            if ops is None:
+                watchers[key] = [operation]
+            else:
+                ops.append(operation)
+        self._estimated_total += 1
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try every operation watched under ``key``; return how many this completed.
@@ -217,7 +236,13 @@ class DelayedOperationPurgatory(Generic[T]):
         return expired
 
     def maybe_purge(self) -> int:
-        """Purge completed operations from watcher lists once the estimate says so."""
+        """Purge completed operations from watcher lists once the estimate says so.
+
+        Runs after every reaper pass (each timer bucket that comes due wakes one, empty
+        or not), so the timer's size, a walk over every bucket, is asked only once the
+        estimate alone could exceed the interval."""
+        if self._estimated_total <= self._purge_interval:
+            return 0
         delayed = self.num_delayed
         if self._estimated_total - delayed <= self._purge_interval:
             return 0

@@ -18,8 +18,9 @@ Measuring readable bytes asks the log for the region it would send (an index loo
 a scan of batch headers; no record bytes), and only for partitions whose end offset has
 moved past the fetch offset. A follower's fetch with ``min_bytes`` of 1 (the replica
 fetchers' default) skips even that: below the log end there is always a whole batch to
-send, so any move of the end completes it (this is the check that runs on every append
-for every waiting follower).
+send, so any move of the end completes it. That check runs on every append and every
+high-watermark move for every waiting follower, so it reads each offset once and decides
+the request-wide questions (follower or consumer, one byte or more) at construction.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from broker.partition import Partition, PartitionError, leader_epoch_error
-from protocol.values import TopicPartition
+from broker.partition import Partition, PartitionError
+from protocol.values import NO_LEADER_EPOCH, TopicPartition
 from storage import FileRegion, StorageError
 from timer import DelayedOperation
 
@@ -93,29 +94,30 @@ class DelayedFetch(DelayedOperation):
         self._partition_for = partition_for
         self._read = read
         self._on_done = on_done
+        self._from_follower = params.is_from_follower
+        # a follower asking for at most one byte is satisfied by any offset past its own
+        self._one_offset_enough = self._from_follower and params.min_bytes <= 1
 
     def _readable_bytes(self, partition: Partition, info: PartitionFetchInfo) -> int | None:
         """Bytes readable for ``info`` (or, for a follower asking for at most one byte,
         1 when there are some), or None when the fetch must complete now."""
-        if not partition.is_leader or leader_epoch_error(
-            info.current_leader_epoch, partition.leader_epoch
-        ):
-            return None
+        epoch = info.current_leader_epoch
+        if not partition.is_leader or epoch not in (NO_LEADER_EPOCH, partition.leader_epoch):
+            return None  # not leading, or fenced either way (see leader_epoch_error)
         lg = partition.log
         assert lg is not None  # a leader has its log
-        if not lg.log_start_offset <= info.fetch_offset <= lg.log_end_offset:
+        offset, log_end = info.fetch_offset, lg.log_end_offset
+        if offset > log_end or offset < lg.log_start_offset:
             return None
-        end = lg.log_end_offset if self.params.is_from_follower else partition.high_watermark
-        if end <= info.fetch_offset:
+        end = log_end if self._from_follower else lg.high_watermark
+        if end <= offset:
             return 0
-        if self.params.is_from_follower and self.params.min_bytes <= 1:
+        if self._one_offset_enough:
             # a batch holds the offsets from fetch_offset to the log end, and the read
             # sends at least one batch: one byte is there, all that min_bytes asks
             return 1 if info.partition_max_bytes > 0 else 0
         result = partition.read(
-            info.fetch_offset,
-            info.partition_max_bytes,
-            up_to_high_watermark=not self.params.is_from_follower,
+            offset, info.partition_max_bytes, up_to_high_watermark=not self._from_follower
         )
         return min(len(result.region or ()), info.partition_max_bytes)
 

@@ -239,7 +239,9 @@ def test_read_ranges_and_epoch_fencing(leader: Partition) -> None:
     append(leader, batch(3))
     whole = leader.read(0, 1 << 20)
     assert whole.region is not None and whole.high_watermark == 3
-    assert leader.read(3, 1 << 20).region is None  # at the end: nothing, no error
+    at_end = leader.read(3, 1 << 20)  # at the end: nothing, no error, the offsets
+    assert at_end.region is None
+    assert (at_end.high_watermark, at_end.log_start_offset, at_end.log_end_offset) == (3, 0, 3)
     for offset in (-1, 4):
         with pytest.raises(PartitionError) as err:
             leader.read(offset, 1 << 20)
@@ -259,7 +261,9 @@ def test_consumer_reads_stop_at_high_watermark_replicas_read_to_log_end(
     log_of(leader).update_high_watermark(2)  # as if followers had not caught up yet
     consumer = leader.read(0, 1 << 20)
     assert size(consumer.region) == size(one_batch)
-    assert leader.read(2, 1 << 20).region is None
+    at_high_watermark = leader.read(2, 1 << 20)
+    assert at_high_watermark.region is None
+    assert (at_high_watermark.high_watermark, at_high_watermark.log_end_offset) == (2, 4)
     replica = leader.read(0, 1 << 20, up_to_high_watermark=False)
     assert size(replica.region) == 2 * size(one_batch)
 

@@ -67,6 +67,32 @@ def test_completed_by_check_and_complete_never_expires_and_completes_once() -> N
     assert op.completions == 1 and op.expirations == 0
 
 
+def test_watch_skips_the_tries_but_waits_like_try_complete_else_watch() -> None:
+    clock = MockClock()
+    purgatory = make(clock)
+    op = Op(delay_ms=300)
+    op.ready = True  # a try would complete it: watch must not make one
+    purgatory.watch(op, ["a", "b"])
+    assert op.completions == 0 and not op.is_completed
+    assert purgatory.watched == 2 and purgatory.num_delayed == 1
+    assert purgatory.check_and_complete("b") == 1
+    assert purgatory.num_delayed == 0
+    late = Op(delay_ms=300)
+    purgatory.watch(late, ["a"])
+    clock.advance(300)
+    assert purgatory.advance_clock()
+    assert (late.completions, late.expirations) == (1, 1)
+
+
+def test_watch_refuses_no_keys_and_a_shut_purgatory() -> None:
+    purgatory = make(MockClock())
+    with pytest.raises(ValueError):
+        purgatory.watch(Op(), [])
+    asyncio.run(purgatory.shutdown())
+    with pytest.raises(RuntimeError):
+        purgatory.watch(Op(), ["k"])
+
+
 def test_an_operation_that_times_out_completes_once_and_expires_once() -> None:
     clock = MockClock()
     purgatory = make(clock)
