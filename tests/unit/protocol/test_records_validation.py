@@ -12,6 +12,7 @@ from protocol.records import (
     read_header,
     validate_records,
 )
+from protocol.records.builder import pack_batch
 
 CORRUPT_MESSAGE, INVALID_RECORD = 2, 87
 
@@ -58,3 +59,14 @@ def test_a_damaged_second_batch_refuses_both() -> None:
     with pytest.raises(InvalidBatch) as info:
         validate_records(batch() + bytes(damaged), from_client=True)
     assert info.value.error_code == CORRUPT_MESSAGE
+
+
+def test_the_record_count_rule_is_a_clients() -> None:
+    # compaction leaves batches with fewer records than their offset range, or none
+    header = read_header(batch(3))
+    for count in (1, 0):
+        compacted = bytes(pack_batch(header._replace(records_count=count), b""))
+        with pytest.raises(InvalidBatch) as info:
+            validate_records(compacted, from_client=True)
+        assert info.value.error_code == INVALID_RECORD
+        assert validate_records(compacted, from_client=False).batches[0][1].records_count == count
