@@ -287,6 +287,25 @@ class Partition:
         RecordError (bad batches) or StorageError (disk)."""
         return self._follower_log().append_as_follower(records)
 
+    def apply_fetched(
+        self,
+        records: bytes | bytearray | memoryview | None,
+        leader_high_watermark: int,
+        leader_log_start_offset: int,
+    ) -> int:
+        """One partition of a Fetch response: its batches appended (when there are any),
+        then the high watermark and log start follow the leader's, as the three methods
+        above do one by one, with one role check. Returns the log end offset after."""
+        lg = self._follower_log()
+        if records:
+            lg.append_as_follower(records)
+        leo = lg.log_end_offset
+        lg.update_high_watermark(min(leader_high_watermark, leo))
+        target = min(leader_log_start_offset, lg.high_watermark)
+        if target > lg.log_start_offset:
+            lg.increment_log_start_offset(target)
+        return leo
+
     def update_follower_high_watermark(self, leader_high_watermark: int) -> int:
         """A follower's high watermark is the leader's, as far as this log reaches."""
         lg = self._follower_log()
