@@ -65,7 +65,8 @@ from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError, KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
-from protocol.records.batch import LOG_OVERHEAD, peek_offset_and_length
+from protocol.records.batch import InvalidBatch
+from protocol.records.validation import validate_fetched_records
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from storage import Log, RecordError, StorageError
 from timer.clock import Clock
@@ -81,8 +82,8 @@ YIELD_EVERY_BYTES = 1 << 20
 FENCING_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH})
 
 #: What a change of the local log may raise: its role (PartitionError), its disk
-#: (StorageError) or the leader's batches (RecordError).
-_LOCAL_FAILURES = (PartitionError, StorageError, RecordError)
+#: (StorageError) or the leader's batches (RecordError, InvalidBatch).
+_LOCAL_FAILURES = (PartitionError, StorageError, RecordError, InvalidBatch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,20 +121,6 @@ Connect = Callable[[str, int, ConnectionConfig], Awaitable[Connection]]
 
 async def open_connection(host: str, port: int, config: ConnectionConfig) -> Connection:
     return await Connection.open(host, port, config)
-
-
-def whole_batches(records: memoryview) -> memoryview:
-    """The prefix of ``records`` that holds whole batches: a leader may end a response
-    with part of a batch that did not fit (Kafka's brokers do; the rest comes with the
-    next fetch)."""
-    pos, end = 0, len(records)
-    while end - pos >= LOG_OVERHEAD:
-        _, length = peek_offset_and_length(records, pos)
-        size = LOG_OVERHEAD + length
-        if length < 0 or end - pos < size:
-            break
-        pos += size
-    return records[:pos]
 
 
 class ReplicaFetcher:
@@ -490,8 +477,8 @@ class ReplicaFetcher:
         """Append one partition's records and follow the leader's offsets; returns the
         bytes appended."""
         records = p.records
-        data = whole_batches(memoryview(records)) if records else None
         try:
+            data = validate_fetched_records(records) if records else None
             leo = partition.apply_fetched(data, p.high_watermark, p.log_start_offset)
         except _LOCAL_FAILURES as exc:
             self._on_local_failure(tp, exc, "append")
@@ -501,7 +488,7 @@ class ReplicaFetcher:
         # FETCHING --fetched--> FETCHING): only a backed-off one needs the transition.
         if state.delayed_until_ms:
             self._move(tp, FetchEvent.FETCHED)
-        return len(data) if data else 0
+        return len(data.buffer) if data is not None else 0
 
     async def _handle_out_of_range(
         self, tp: TopicPartition, partition: Partition, state: PartitionFetchState

@@ -23,7 +23,9 @@ transactional without a producer id
 A replica's batches (``from_client=False``: a follower appending what its leader sent)
 get the checks Kafka's follower makes, framing and CRC: the count rule is a client's,
 since compaction leaves batches with fewer records than their offset range (even none,
-to keep a producer's last sequence), and a follower copies them as they are.
+to keep a producer's last sequence), and a follower copies them as they are. A
+follower's fetched records go through :func:`validate_fetched_records`, which also
+leaves out a batch the leader cut short at the end.
 
 A request's own framing rules (how many batches, which base offset, which codec for
 which API version) belong to the request's handler, which parses the header itself and
@@ -34,7 +36,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from protocol.records.batch import BatchHeader, InvalidBatch, check_crc32c, read_whole_header
+from protocol.records.batch import (
+    LOG_OVERHEAD,
+    BatchHeader,
+    InvalidBatch,
+    check_crc32c,
+    peek_offset_and_length,
+    read_whole_header,
+)
 
 Buffer = bytes | bytearray | memoryview
 
@@ -62,6 +71,29 @@ def validate_records(records: Buffer, *, from_client: bool) -> ValidatedRecords:
     if not batches:
         raise InvalidBatch("no record batch")
     return ValidatedRecords(records, batches)
+
+
+def validate_fetched_records(records: Buffer) -> ValidatedRecords | None:
+    """A follower's fetched records: the whole batches at the front, each checked as
+    :func:`validate_records` checks a replica's; None when not one batch is whole.
+
+    A leader may end a partition's records with part of a batch that did not fit the
+    response (Kafka's leaders do; the rest comes with the next fetch), so a batch that
+    runs past the end is left out here rather than refused, as Kafka's follower reads
+    them. The returned buffer is the whole batches only."""
+    batches: list[tuple[int, BatchHeader]] = []
+    pos, end = 0, len(records)
+    while end - pos >= LOG_OVERHEAD:
+        _, length = peek_offset_and_length(records, pos)
+        if length < 0 or end - pos - LOG_OVERHEAD < length:
+            break
+        header = read_whole_header(records, pos, end)
+        check_crc32c(records, pos, header)
+        batches.append((pos, header))
+        pos += LOG_OVERHEAD + length
+    if not batches:
+        return None
+    return ValidatedRecords(records if pos == end else records[:pos], batches)
 
 
 def check_batch(buf: Buffer, pos: int, header: BatchHeader, *, from_client: bool) -> None:

@@ -14,6 +14,7 @@ from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder, read_header
 from protocol.records.batch import HEADER_SIZE
 from protocol.records.builder import pack_batch
+from protocol.records.validation import validate_fetched_records
 from protocol.values import TopicPartition
 from storage import Log, LogConfig, LogManager, LogManagerConfig
 from storage.errors import RecordError
@@ -92,13 +93,14 @@ def test_log_start_follows_the_leaders_never_above_the_high_watermark(
 
 
 def test_apply_fetched_appends_then_follows_the_leaders_offsets(follower: Partition) -> None:
-    assert follower.apply_fetched(leader_batch(0, 10, epoch=4), 6, 4) == 10
+    fetched = validate_fetched_records(leader_batch(0, 10, epoch=4))
+    assert follower.apply_fetched(fetched, 6, 4) == 10
     lg = log_of(follower)
     assert (lg.log_end_offset, lg.high_watermark, lg.log_start_offset) == (10, 6, 4)
     # no records: only the offsets move, the high watermark at most to our log end
     assert follower.apply_fetched(None, 15, 8) == 10
     assert (lg.high_watermark, lg.log_start_offset) == (10, 8)
-    assert follower.apply_fetched(memoryview(b""), 15, 2) == 10
+    assert follower.apply_fetched(None, 15, 2) == 10
     assert lg.log_start_offset == 8  # never down
 
 
