@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -223,12 +224,25 @@ class Connection(asyncio.BufferedProtocol):
         return await self._round_trip_prebuilt(request, timeout_s)
 
     async def request_prebuilt(
-        self, request: PrebuiltRequest, *, timeout_s: float | None = None
+        self,
+        request: PrebuiltRequest,
+        *,
+        timeout_s: float | None = None,
+        decode: Callable[[bytes | memoryview, int], Any] | None = None,
     ) -> Any:
         """Send a pre-built request and return the decoded response body, as
-        :meth:`request` does (a replica fetcher's Fetch, patched from a template)."""
+        :meth:`request` does (a replica fetcher's Fetch, patched from a template).
+        ``decode(frame, version)`` reads the response in place of the generic decoder
+        (a reader of only what the caller uses); its ProtocolError closes the
+        connection as an undecodable response does."""
         frame = await self._round_trip_prebuilt(request, timeout_s)
-        return self._decode(frame, request.api_key, request.api_version)
+        if decode is None:
+            return self._decode(frame, request.api_key, request.api_version)
+        try:
+            return decode(frame, request.api_version)
+        except protocol.ProtocolError as exc:
+            self._fail(ConnectionLost(f"{self}: undecodable response: {exc}"))
+            raise ConnectionLost(f"{self}: undecodable response: {exc}") from None
 
     async def _round_trip_prebuilt(
         self, request: PrebuiltRequest, timeout_s: float | None

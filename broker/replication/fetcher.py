@@ -46,10 +46,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from broker.partition import Partition, PartitionError
 from broker.replication.fetch_request import FetchLimits, FetchTemplate
+from broker.replication.fetch_response import FetchedPartition, read_fetch_response
 from broker.replication.fetch_state import (
     FetchEvent,
     PartitionFetchState,
@@ -431,7 +432,9 @@ class ReplicaFetcher:
             offsets.append((leo, lg.log_start_offset))
         c = self.config
         timeout_s = (c.socket_timeout_ms + c.max_wait_ms) / 1000
-        response = await conn.request_prebuilt(template.request(offsets), timeout_s=timeout_s)
+        response = await conn.request_prebuilt(
+            template.request(offsets), timeout_s=timeout_s, decode=read_fetch_response
+        )
         if response.error_code != ErrorCode.NONE:
             log.warning("%s: fetch failed: %s", self, _error_name(response.error_code))
             self._back_off([tp for tp in sent if self._current(tp, sent[tp][0]) is not None])
@@ -472,7 +475,11 @@ class ReplicaFetcher:
         return template
 
     def _apply_fetched(
-        self, tp: TopicPartition, partition: Partition, state: PartitionFetchState, p: Any
+        self,
+        tp: TopicPartition,
+        partition: Partition,
+        state: PartitionFetchState,
+        p: FetchedPartition,
     ) -> int:
         """Append one partition's records and follow the leader's offsets; returns the
         bytes appended."""
