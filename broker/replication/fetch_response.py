@@ -83,7 +83,7 @@ def _read(buf: memoryview, version: int) -> FetchedResponse:
     flexible = version >= 12
     pos = 4  # the correlation id, matched by the connection already
     if flexible:
-        pos = _skip_tags(buf, pos)
+        pos = _skip_tags(buf, pos) if buf[pos] else pos + 1
     error_code = 0
     if version >= 7:
         error_code = _TOP.unpack_from(buf, pos)[1]
@@ -105,7 +105,7 @@ def _read(buf: memoryview, version: int) -> FetchedResponse:
             for _ in range(aborted):
                 pos += aborted_size
                 if flexible:
-                    pos = _skip_tags(buf, pos)
+                    pos = _skip_tags(buf, pos) if buf[pos] else pos + 1
             if version >= 11:
                 pos += 4  # preferred_read_replica
             size, pos = _length(buf, pos, flexible, nullable=True)
@@ -116,14 +116,14 @@ def _read(buf: memoryview, version: int) -> FetchedResponse:
                 records = buf[pos : pos + size]
                 pos += size
             if flexible:
-                pos = _skip_tags(buf, pos)
+                pos = _skip_tags(buf, pos) if buf[pos] else pos + 1
             log_start = fields[4] if version >= 5 else -1
             partitions.append(FetchedPartition(fields[0], fields[1], fields[2], log_start, records))
         if flexible:
-            pos = _skip_tags(buf, pos)
+            pos = _skip_tags(buf, pos) if buf[pos] else pos + 1
         topics.append(FetchedTopic(topic, partitions))
     if flexible:
-        pos = _skip_tags(buf, pos)
+        pos = _skip_tags(buf, pos) if buf[pos] else pos + 1
     if pos > len(buf):
         raise primitives.malformed(f"FetchResponse runs {pos - len(buf)} bytes past the frame")
     return FetchedResponse(error_code, topics)
@@ -133,8 +133,11 @@ def _length(buf: memoryview, pos: int, flexible: bool, nullable: bool = False) -
     """An array or bytes length (-1 for null where ``nullable``): a compact uvarint of
     length + 1 in flexible versions, else an int32."""
     if flexible:
-        value, pos = primitives.read_uvarint(buf, pos)
-        value -= 1
+        if buf[pos] < 0x80:  # the common one-byte varint
+            value, pos = buf[pos] - 1, pos + 1
+        else:
+            value, pos = primitives.read_uvarint(buf, pos)
+            value -= 1
     else:
         value = _INT32.unpack_from(buf, pos)[0]
         pos += 4
@@ -150,7 +153,8 @@ def _string(buf: memoryview, pos: int, flexible: bool) -> tuple[str, int]:
 
 
 def _skip_tags(buf: memoryview, pos: int) -> int:
-    """Past a tagged-field section (a count, then tag, size and data of each)."""
+    """Past a tagged-field section (a count, then tag, size and data of each). The
+    callers step over an empty one (a single zero byte, nearly always) themselves."""
     count, pos = primitives.read_uvarint(buf, pos)
     for _ in range(count):
         _, size, pos = primitives.read_tag_header(buf, pos)

@@ -422,13 +422,15 @@ class ReplicaFetcher:
     async def _fetch(self, tps: list[TopicPartition]) -> None:
         conn = await self._connection()
         template = self._template_for(tps, conn.version(ApiKey.FETCH))
-        sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        # (topic, partition) -> the partition, its state and log end as sent: keyed by
+        # plain tuples, which a TopicPartition equals, so answers need not make one
+        sent: dict[tuple[str, int], tuple[TopicPartition, PartitionFetchState, int]] = {}
         offsets: list[tuple[int, int]] = []
         for tp in template.partitions:
             partition, state = self._partitions[tp]
             lg = _log(partition)
             leo = lg.log_end_offset
-            sent[tp] = (state, leo)
+            sent[tp] = (tp, state, leo)
             offsets.append((leo, lg.log_start_offset))
         c = self.config
         timeout_s = (c.socket_timeout_ms + c.max_wait_ms) / 1000
@@ -437,17 +439,18 @@ class ReplicaFetcher:
         )
         if response.error_code != ErrorCode.NONE:
             log.warning("%s: fetch failed: %s", self, _error_name(response.error_code))
-            self._back_off([tp for tp in sent if self._current(tp, sent[tp][0]) is not None])
+            self._back_off(
+                [tp for tp, state, _ in sent.values() if self._current(tp, state) is not None]
+            )
             return
         out_of_range: list[tuple[TopicPartition, PartitionFetchState]] = []
         since_yield = 0
         for topic in response.responses:
             for p in topic.partitions:
-                tp = TopicPartition(topic.topic, p.partition_index)
-                asked = sent.get(tp)
+                asked = sent.get((topic.topic, p.partition_index))
                 if asked is None:
                     continue
-                state, fetch_offset = asked
+                tp, state, fetch_offset = asked
                 entry = self._current(tp, state)
                 if entry is None or _log(entry[0]).log_end_offset != fetch_offset:
                     continue  # removed, re-added or truncated meanwhile
