@@ -16,6 +16,15 @@ inter-broker listener (client id ``broker-<id>-fetcher-<n>``). Each turn of its 
    leader's, capped at the local log end) and the log start offset follow the leader's;
 3. nothing ready: wait for a partition to be added or a backoff to end.
 
+A fetcher under load runs step 2 once for every batch its leader appends, so that turn
+is kept lean: the Fetch is encoded once per partition list and only its offsets are
+patched per send (:mod:`broker.replication.fetch_request`), the response is read for
+the five fields a follower uses (:mod:`broker.replication.fetch_response`), each
+partition's batches are cut to whole ones and checked in one pass
+(:func:`protocol.records.validation.validate_fetched_records`) and applied with one role
+check (:meth:`Partition.apply_fetched`), and a partition that fetched as expected keeps
+its state object (no table lookup).
+
 Errors, per partition (Kafka's handling): FENCED_LEADER_EPOCH pauses the partition
 until the next LeaderAndIsr adds it again; NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH
 and the rest back off ``replica.fetch.backoff.ms`` (the leader may simply not have
