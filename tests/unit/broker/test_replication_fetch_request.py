@@ -1,14 +1,21 @@
-"""The follower's Fetch template: patched frames are the generic encoder's, byte for byte."""
+"""The follower's Fetch template: patched frames are the generic encoder's, byte for byte,
+and a fetcher encodes again only when what it fetches changes."""
 
 from __future__ import annotations
+
+from typing import cast
 
 import pytest
 
 import protocol
+from broker.partition import Partition
 from broker.replication.fetch_request import FetchLimits, FetchTemplate, encode_fetch
+from broker.replication.fetch_state import FetchState, PartitionFetchState
+from broker.replication.fetcher import FetcherConfig, LeaderEndpoint, ReplicaFetcher
 from client.connection import PREFIX_SIZE
 from protocol import ApiKey
 from protocol.values import TopicPartition
+from timer.clock import MockClock
 
 LIMITS = FetchLimits(
     replica_id=2, max_wait_ms=500, min_bytes=1, max_bytes=10 << 20, partition_max_bytes=1 << 20
@@ -97,3 +104,21 @@ def test_offsets_must_come_one_pair_per_partition() -> None:
     template = FetchTemplate(12, "c", LIMITS, PARTITION_SETS["one"])
     with pytest.raises(ValueError):
         template.request([(1, 0), (2, 0)])
+
+
+def test_a_fetcher_encodes_again_only_when_its_fetch_changes() -> None:
+    fetcher = ReplicaFetcher(
+        0, LeaderEndpoint(1, "127.0.0.1", 9092), FetcherConfig(broker_id=2), MockClock()
+    )
+    a, b = TopicPartition("a", 0), TopicPartition("b", 1)
+    no_partition = cast(Partition, None)  # the template reads states only
+    for tp in (a, b):
+        fetcher.adopt(tp, no_partition, PartitionFetchState(1, 5, FetchState.FETCHING))
+    first = fetcher._template_for([a, b], 12)
+    assert fetcher._template_for([a, b], 12) is first  # the same fetch: reused
+    assert fetcher._template_for([a], 12).partitions == [a]  # b backed off
+    again = fetcher._template_for([a, b], 12)
+    assert again is not first and again.asked == first.asked
+    fetcher.adopt(b, no_partition, PartitionFetchState(1, 6, FetchState.FETCHING))
+    assert fetcher._template_for([a, b], 12).asked == [(a, 5), (b, 6)]  # a new epoch
+    assert fetcher._template_for([a, b], 11).version == 11  # another leader version
