@@ -53,6 +53,7 @@ from broker.produce_records import validate_produce_records
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from protocol.records.batch import InvalidBatch
+from protocol.records.validation import ValidatedRecords
 from protocol.uuids import uuid_to_base64
 from protocol.values import (
     EARLIEST_TIMESTAMP,
@@ -286,6 +287,26 @@ class Partition:
         epoch cache and producer state follow them). Raises PartitionError (role),
         RecordError (bad batches) or StorageError (disk)."""
         return self._follower_log().append_as_follower(records)
+
+    def apply_fetched(
+        self,
+        records: ValidatedRecords | None,
+        leader_high_watermark: int,
+        leader_log_start_offset: int,
+    ) -> int:
+        """One partition of a Fetch response: its checked batches appended (when there
+        are any), then the high watermark and log start follow the leader's, as the three
+        methods around do one by one, with one role check. Returns the log end offset
+        after."""
+        lg = self._follower_log()
+        if records is not None:
+            lg.append_as_follower(records)
+        leo = lg.log_end_offset
+        lg.update_high_watermark(min(leader_high_watermark, leo))
+        target = min(leader_log_start_offset, lg.high_watermark)
+        if target > lg.log_start_offset:
+            lg.increment_log_start_offset(target)
+        return leo
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> int:
         """A follower's high watermark is the leader's, as far as this log reaches."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -201,11 +202,7 @@ class Connection(asyncio.BufferedProtocol):
         """Send one request and return the decoded response body."""
         v = self.version(api_key) if version is None else version
         frame = await self._round_trip(api_key, v, body, timeout_s)
-        try:
-            return protocol.decode_response(frame, api_key, v).body
-        except protocol.ProtocolError as exc:
-            self._fail(ConnectionLost(f"{self}: undecodable response: {exc}"))
-            raise ConnectionLost(f"{self}: undecodable response: {exc}") from None
+        return self._decode(frame, api_key, v)
 
     async def send(self, api_key: int, body: Any, *, version: int | None = None) -> None:
         """Send a request that gets no response (Produce with acks=0)."""
@@ -224,6 +221,32 @@ class Connection(asyncio.BufferedProtocol):
         if not expect_response:
             await self._write([request.head_with(self._inflight.next_id()), request.tail])
             return None
+        return await self._round_trip_prebuilt(request, timeout_s)
+
+    async def request_prebuilt(
+        self,
+        request: PrebuiltRequest,
+        *,
+        timeout_s: float | None = None,
+        decode: Callable[[bytes | memoryview, int], Any] | None = None,
+    ) -> Any:
+        """Send a pre-built request and return the decoded response body, as
+        :meth:`request` does (a replica fetcher's Fetch, patched from a template).
+        ``decode(frame, version)`` reads the response in place of the generic decoder
+        (a reader of only what the caller uses); its ProtocolError closes the
+        connection as an undecodable response does."""
+        frame = await self._round_trip_prebuilt(request, timeout_s)
+        if decode is None:
+            return self._decode(frame, request.api_key, request.api_version)
+        try:
+            return decode(frame, request.api_version)
+        except protocol.ProtocolError as exc:
+            self._fail(ConnectionLost(f"{self}: undecodable response: {exc}"))
+            raise ConnectionLost(f"{self}: undecodable response: {exc}") from None
+
+    async def _round_trip_prebuilt(
+        self, request: PrebuiltRequest, timeout_s: float | None
+    ) -> bytes | memoryview:
         await self._wait_writable()
         fut: asyncio.Future[bytes | memoryview] = asyncio.get_running_loop().create_future()
         entry = self._inflight.add(request.api_key, request.api_version, fut)
@@ -231,6 +254,13 @@ class Connection(asyncio.BufferedProtocol):
             [request.head_with(entry.correlation_id), request.tail]
         )
         return await self._await(fut, entry.correlation_id, timeout_s)
+
+    def _decode(self, frame: bytes | memoryview, api_key: int, version: int) -> Any:
+        try:
+            return protocol.decode_response(frame, api_key, version).body
+        except protocol.ProtocolError as exc:
+            self._fail(ConnectionLost(f"{self}: undecodable response: {exc}"))
+            raise ConnectionLost(f"{self}: undecodable response: {exc}") from None
 
     async def _round_trip(
         self, api_key: int, version: int, body: Any, timeout_s: float | None = None

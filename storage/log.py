@@ -285,10 +285,12 @@ class Log:
         """Append batches fetched from the leader, keeping their offsets and epochs.
         The first must start at or after the log end; no sequence checks (the leader
         made them), producer state and the leader-epoch cache follow the batches. The
-        bytes are written as they came (no offsets to assign, so no writable copy)."""
+        bytes are written as they came (no offsets to assign, so no writable copy).
+        No max.message.bytes check either, as in Kafka: the leader accepted the batches
+        under its own view of the topic config, and a follower that refused them
+        would never catch up."""
         self._check_usable()
         checked = validated(records, self._name, from_client=False)
-        check_batch_sizes(checked.batches, self.config.max_message_bytes, self._name)
         check_follower_offsets(checked.batches, self.log_end_offset, self._name)
         return self._append_checked(byte_view(checked.buffer), checked.batches, None, -1)
 

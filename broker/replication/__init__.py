@@ -4,6 +4,10 @@
   follower partition (``num.replica.fetchers`` per source broker);
 - :mod:`broker.replication.fetcher`: one fetcher task (truncate, then fetch and append);
 - :mod:`broker.replication.fetch_state`: a partition's fetch state, as a table;
+- :mod:`broker.replication.fetch_request`: the Fetch a fetcher sends, encoded once per
+  partition list and patched per send;
+- :mod:`broker.replication.fetch_response`: the Fetch response read for what a follower
+  uses;
 - :mod:`broker.replication.truncation`: where a follower cuts its log before fetching
   (OffsetForLeaderEpoch, KIP-101 and KIP-279).
 """

@@ -16,6 +16,15 @@ inter-broker listener (client id ``broker-<id>-fetcher-<n>``). Each turn of its 
    leader's, capped at the local log end) and the log start offset follow the leader's;
 3. nothing ready: wait for a partition to be added or a backoff to end.
 
+A fetcher under load runs step 2 once for every batch its leader appends, so that turn
+is kept lean: the Fetch is encoded once per partition list and only its offsets are
+patched per send (:mod:`broker.replication.fetch_request`), the response is read for
+the five fields a follower uses (:mod:`broker.replication.fetch_response`), each
+partition's batches are cut to whole ones and checked in one pass
+(:func:`protocol.records.validation.validate_fetched_records`) and applied with one role
+check (:meth:`Partition.apply_fetched`), and a partition that fetched as expected keeps
+its state object (no table lookup).
+
 Errors, per partition (Kafka's handling): FENCED_LEADER_EPOCH pauses the partition
 until the next LeaderAndIsr adds it again; NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH
 and the rest back off ``replica.fetch.backoff.ms`` (the leader may simply not have
@@ -46,9 +55,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from broker.partition import Partition, PartitionError
+from broker.replication.fetch_request import FetchLimits, FetchTemplate
+from broker.replication.fetch_response import FetchedPartition, read_fetch_response
 from broker.replication.fetch_state import (
     FetchEvent,
     PartitionFetchState,
@@ -63,12 +74,9 @@ from broker.replication.truncation import (
 from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError, KafkaError
 from protocol import ApiKey, ErrorCode
-from protocol.messages import (
-    FetchRequest,
-    ListOffsetsRequest,
-    OffsetForLeaderEpochRequest,
-)
-from protocol.records.batch import LOG_OVERHEAD, peek_offset_and_length
+from protocol.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
+from protocol.records.batch import InvalidBatch
+from protocol.records.validation import validate_fetched_records
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from storage import Log, RecordError, StorageError
 from timer.clock import Clock
@@ -82,6 +90,10 @@ YIELD_EVERY_BYTES = 1 << 20
 
 #: Errors that pause a partition until the controller's next LeaderAndIsr for it.
 FENCING_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH})
+
+#: What a change of the local log may raise: its role (PartitionError), its disk
+#: (StorageError) or the leader's batches (RecordError, InvalidBatch).
+_LOCAL_FAILURES = (PartitionError, StorageError, RecordError, InvalidBatch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,20 +133,6 @@ async def open_connection(host: str, port: int, config: ConnectionConfig) -> Con
     return await Connection.open(host, port, config)
 
 
-def whole_batches(records: memoryview) -> memoryview:
-    """The prefix of ``records`` that holds whole batches: a leader may end a response
-    with part of a batch that did not fit (Kafka's brokers do; the rest comes with the
-    next fetch)."""
-    pos, end = 0, len(records)
-    while end - pos >= LOG_OVERHEAD:
-        _, length = peek_offset_and_length(records, pos)
-        size = LOG_OVERHEAD + length
-        if length < 0 or end - pos < size:
-            break
-        pos += size
-    return records[:pos]
-
-
 class ReplicaFetcher:
     """Fetcher ``fetcher_id`` for source broker ``leader``. ``start()`` it, add and remove
     partitions on the loop, ``await shutdown()``."""
@@ -158,6 +156,15 @@ class ReplicaFetcher:
         self._partitions: dict[TopicPartition, tuple[Partition, PartitionFetchState]] = {}
         #: per partition: the leader's high watermark last seen minus our log end
         self.lags: dict[TopicPartition, int] = {}
+        #: the Fetch of the last turn, reused while the same partitions are fetched
+        self._template: FetchTemplate | None = None
+        self._limits = FetchLimits(
+            replica_id=config.broker_id,
+            max_wait_ms=config.max_wait_ms,
+            min_bytes=config.min_bytes,
+            max_bytes=config.response_max_bytes,
+            partition_max_bytes=config.partition_max_bytes,
+        )
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
@@ -261,12 +268,17 @@ class ReplicaFetcher:
     async def _do_work(self) -> None:
         self._wakeup.clear()
         now = self.clock.monotonic_ms()
-        ready = [tp for tp, (_, s) in self._partitions.items() if s.is_ready(now)]
-        truncating = [tp for tp in ready if self._partitions[tp][1].is_truncating]
+        truncating: list[TopicPartition] = []
+        fetching: list[TopicPartition] = []
+        for tp, (_, s) in self._partitions.items():
+            if s.is_ready(now):
+                if s.is_truncating:
+                    truncating.append(tp)
+                elif s.is_fetching:
+                    fetching.append(tp)
         if truncating:
             await self._truncate(truncating)
             return
-        fetching = [tp for tp in ready if self._partitions[tp][1].is_fetching]
         if fetching:
             await self._fetch(fetching)
             return
@@ -321,19 +333,23 @@ class ReplicaFetcher:
         partition. Returns whether it worked."""
         try:
             change()
-        except PartitionError as exc:
-            log.warning("%s: %s of %s: %s", self, what, tp, exc)
-            self._move(tp, FetchEvent.FENCED)
-            return False
-        except StorageError as exc:
-            log.error("%s: %s of %s failed on disk: %s", self, what, tp, exc)
-            self._move(tp, FetchEvent.FENCED)
-            return False
-        except RecordError as exc:  # bad batches from the leader: try again later
-            log.warning("%s: %s of %s: %s", self, what, tp, exc)
-            self._move(tp, FetchEvent.RETRIABLE_ERROR)
+        except _LOCAL_FAILURES as exc:
+            self._on_local_failure(tp, exc, what)
             return False
         return True
+
+    def _on_local_failure(self, tp: TopicPartition, exc: Exception, what: str) -> None:
+        """A change of the local log failed: its role or its disk pause the partition,
+        bad batches from the leader back it off (they may be fetched whole next time)."""
+        if isinstance(exc, PartitionError):
+            log.warning("%s: %s of %s: %s", self, what, tp, exc)
+            self._move(tp, FetchEvent.FENCED)
+        elif isinstance(exc, StorageError):
+            log.error("%s: %s of %s failed on disk: %s", self, what, tp, exc)
+            self._move(tp, FetchEvent.FENCED)
+        else:
+            log.warning("%s: %s of %s: %s", self, what, tp, exc)
+            self._move(tp, FetchEvent.RETRIABLE_ERROR)
 
     # -- truncation (OffsetForLeaderEpoch) -------------------------------------------------
 
@@ -413,56 +429,37 @@ class ReplicaFetcher:
     # -- fetching -------------------------------------------------------------------------
 
     async def _fetch(self, tps: list[TopicPartition]) -> None:
-        c = self.config
-        sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
-        parts: list[tuple[TopicPartition, FetchRequest.FetchPartition]] = []
-        for tp in tps:
+        conn = await self._connection()
+        template = self._template_for(tps, conn.version(ApiKey.FETCH))
+        # (topic, partition) -> the partition, its state and log end as sent: keyed by
+        # plain tuples, which a TopicPartition equals, so answers need not make one
+        sent: dict[tuple[str, int], tuple[TopicPartition, PartitionFetchState, int]] = {}
+        offsets: list[tuple[int, int]] = []
+        for tp in template.partitions:
             partition, state = self._partitions[tp]
             lg = _log(partition)
-            sent[tp] = (state, lg.log_end_offset)
-            parts.append(
-                (
-                    tp,
-                    FetchRequest.FetchPartition(
-                        partition=tp.partition,
-                        current_leader_epoch=state.leader_epoch,
-                        fetch_offset=lg.log_end_offset,
-                        last_fetched_epoch=-1,
-                        log_start_offset=lg.log_start_offset,
-                        partition_max_bytes=c.partition_max_bytes,
-                    ),
-                )
-            )
-        body = FetchRequest(
-            replica_id=c.broker_id,
-            max_wait_ms=c.max_wait_ms,
-            min_bytes=c.min_bytes,
-            max_bytes=c.response_max_bytes,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                FetchRequest.FetchTopic(topic=topic, partitions=ps)
-                for topic, ps in _by_topic(parts).items()
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
-        )
-        conn = await self._connection()
+            leo = lg.log_end_offset
+            sent[tp] = (tp, state, leo)
+            offsets.append((leo, lg.log_start_offset))
+        c = self.config
         timeout_s = (c.socket_timeout_ms + c.max_wait_ms) / 1000
-        response = await conn.request(ApiKey.FETCH, body, timeout_s=timeout_s)
+        response = await conn.request_prebuilt(
+            template.request(offsets), timeout_s=timeout_s, decode=read_fetch_response
+        )
         if response.error_code != ErrorCode.NONE:
             log.warning("%s: fetch failed: %s", self, _error_name(response.error_code))
-            self._back_off([tp for tp in sent if self._current(tp, sent[tp][0]) is not None])
+            self._back_off(
+                [tp for tp, state, _ in sent.values() if self._current(tp, state) is not None]
+            )
             return
         out_of_range: list[tuple[TopicPartition, PartitionFetchState]] = []
         since_yield = 0
         for topic in response.responses:
             for p in topic.partitions:
-                tp = TopicPartition(topic.topic, p.partition_index)
-                if tp not in sent:
+                asked = sent.get((topic.topic, p.partition_index))
+                if asked is None:
                     continue
-                state, fetch_offset = sent[tp]
+                tp, state, fetch_offset = asked
                 entry = self._current(tp, state)
                 if entry is None or _log(entry[0]).log_end_offset != fetch_offset:
                     continue  # removed, re-added or truncated meanwhile
@@ -471,7 +468,7 @@ class ReplicaFetcher:
                 elif p.error_code != ErrorCode.NONE:
                     self._on_error(tp, p.error_code, "fetch")
                 else:
-                    since_yield += self._apply_fetched(tp, entry[0], p)
+                    since_yield += self._apply_fetched(tp, entry[0], state, p)
                     if since_yield >= YIELD_EVERY_BYTES:
                         since_yield = 0
                         await asyncio.sleep(0)
@@ -480,25 +477,37 @@ class ReplicaFetcher:
             if entry is not None:
                 await self._handle_out_of_range(tp, entry[0], state)
 
-    def _apply_fetched(self, tp: TopicPartition, partition: Partition, p: Any) -> int:
+    def _template_for(self, tps: list[TopicPartition], version: int) -> FetchTemplate:
+        """The Fetch for ``tps`` at their epochs: last turn's while nothing changed."""
+        asked = [(tp, self._partitions[tp][1].leader_epoch) for tp in tps]
+        template = self._template
+        if template is None or template.version != version or template.asked != asked:
+            template = FetchTemplate(version, self.client_id, self._limits, asked)
+            self._template = template
+        return template
+
+    def _apply_fetched(
+        self,
+        tp: TopicPartition,
+        partition: Partition,
+        state: PartitionFetchState,
+        p: FetchedPartition,
+    ) -> int:
         """Append one partition's records and follow the leader's offsets; returns the
         bytes appended."""
         records = p.records
-        data = whole_batches(memoryview(records)) if records else memoryview(b"")
-        appended = 0
-
-        def apply() -> None:
-            nonlocal appended
-            if len(data):
-                partition.append_records_as_follower(data)
-                appended = len(data)
-            partition.update_follower_high_watermark(p.high_watermark)
-            partition.update_follower_log_start_offset(p.log_start_offset)
-
-        if self._apply_local(tp, apply, "append"):
-            self.lags[tp] = max(0, p.high_watermark - _log(partition).log_end_offset)
+        try:
+            data = validate_fetched_records(records) if records else None
+            leo = partition.apply_fetched(data, p.high_watermark, p.log_start_offset)
+        except _LOCAL_FAILURES as exc:
+            self._on_local_failure(tp, exc, "append")
+            return 0
+        self.lags[tp] = max(0, p.high_watermark - leo)
+        # A fetched partition that was not delayed stays as it is (the table's
+        # FETCHING --fetched--> FETCHING): only a backed-off one needs the transition.
+        if state.delayed_until_ms:
             self._move(tp, FetchEvent.FETCHED)
-        return appended
+        return len(data.buffer) if data is not None else 0
 
     async def _handle_out_of_range(
         self, tp: TopicPartition, partition: Partition, state: PartitionFetchState

@@ -11,7 +11,10 @@ import pytest
 
 from broker.partition import Partition, PartitionError
 from protocol.errors import ErrorCode
-from protocol.records import BatchBuilder
+from protocol.records import BatchBuilder, read_header
+from protocol.records.batch import HEADER_SIZE
+from protocol.records.builder import pack_batch
+from protocol.records.validation import validate_fetched_records
 from protocol.values import TopicPartition
 from storage import Log, LogConfig, LogManager, LogManagerConfig
 from storage.errors import RecordError
@@ -87,6 +90,57 @@ def test_log_start_follows_the_leaders_never_above_the_high_watermark(
     assert follower.update_follower_log_start_offset(4) == 4
     assert follower.update_follower_log_start_offset(2) == 4  # never down
     assert follower.update_follower_log_start_offset(8) == 6  # capped at our HW
+
+
+def test_apply_fetched_appends_then_follows_the_leaders_offsets(follower: Partition) -> None:
+    fetched = validate_fetched_records(leader_batch(0, 10, epoch=4))
+    assert follower.apply_fetched(fetched, 6, 4) == 10
+    lg = log_of(follower)
+    assert (lg.log_end_offset, lg.high_watermark, lg.log_start_offset) == (10, 6, 4)
+    # no records: only the offsets move, the high watermark at most to our log end
+    assert follower.apply_fetched(None, 15, 8) == 10
+    assert (lg.high_watermark, lg.log_start_offset) == (10, 8)
+    assert follower.apply_fetched(None, 15, 2) == 10
+    assert lg.log_start_offset == 8  # never down
+
+
+def test_apply_fetched_refuses_a_leader(log_manager: LogManager) -> None:
+    partition = Partition(TP, 0, log_manager)
+    partition.make_leader(partition_state(TP, leader=0, epoch=1), None)
+    with pytest.raises(PartitionError):
+        partition.apply_fetched(None, 5, 0)
+
+
+def test_compacted_batches_are_copied_as_they_are(follower: Partition) -> None:
+    # The cleaner leaves batches with fewer records than their offset range, and empty
+    # ones (a producer's last batch); a follower copies them, as Kafka's does.
+    four = read_header(leader_batch(0, 4, epoch=4, producer_id=3, seq=0))
+    one_record = leader_batch(0, 1, epoch=4)[HEADER_SIZE:]
+    kept = pack_batch(four._replace(records_count=1), one_record)  # offsets 0-3, 1 record
+    two = read_header(leader_batch(4, 2, epoch=4, producer_id=3, seq=4))
+    empty = pack_batch(two._replace(records_count=0), b"")  # offsets 4-5, no record
+    follower.append_records_as_follower(bytes(kept) + bytes(empty))
+    lg = log_of(follower)
+    assert lg.log_end_offset == 6
+    assert lg.producer_state.producers[3].last_seq == 5
+
+
+def test_a_batch_above_the_followers_max_message_bytes_is_copied(
+    tmp_path: Path,
+) -> None:
+    # The leader accepted it under its view of the topic config; refusing it would
+    # stall the follower for good (Kafka's followers skip the size check).
+    config = LogManagerConfig(log_dirs=(str(tmp_path),), default=LogConfig(max_message_bytes=100))
+    manager = LogManager(config, MockClock())
+    try:
+        partition = Partition(TP, 1, manager)
+        partition.make_follower(partition_state(TP, leader=0, epoch=4, replicas=(0, 1)), None)
+        batch = leader_batch(0, 20, epoch=4)
+        assert len(batch) > 100
+        partition.append_records_as_follower(batch)
+        assert log_of(partition).log_end_offset == 20
+    finally:
+        manager.shutdown()
 
 
 def test_truncation_drops_records_epochs_and_producer_state(follower: Partition) -> None:

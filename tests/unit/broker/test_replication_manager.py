@@ -1,12 +1,10 @@
-"""The fetcher manager's pure parts: which fetcher a partition goes to, where its
-leader is reached, and which part of a fetched buffer holds whole batches."""
+"""The fetcher manager's pure parts: which fetcher a partition goes to and where its
+leader is reached."""
 
 from __future__ import annotations
 
-from broker.replication.fetcher import LeaderEndpoint, whole_batches
+from broker.replication.fetcher import LeaderEndpoint
 from broker.replication.manager import fetcher_id_for, java_string_hash, resolve_leader_endpoint
-from protocol.records.builder import build_batch
-from protocol.records.record import SimpleRecord
 from protocol.values import TopicPartition
 
 
@@ -40,12 +38,3 @@ def test_leader_endpoint_prefers_the_metadata_caches_inter_broker_listener() -> 
     # not in the cache yet: the address LeaderAndIsr gave
     assert resolve_leader_endpoint(2, live, cache.get) == LeaderEndpoint(2, "10.0.0.2", 9092)
     assert resolve_leader_endpoint(3, live, cache.get) is None
-
-
-def test_whole_batches_drops_a_partial_last_batch() -> None:
-    one = bytes(build_batch([SimpleRecord(None, b"a" * 30, (), 1)]))
-    two = bytes(build_batch([SimpleRecord(None, b"b" * 50, (), 2)], base_offset=1))
-    assert bytes(whole_batches(memoryview(one + two))) == one + two
-    assert bytes(whole_batches(memoryview(one + two[:-1]))) == one
-    assert bytes(whole_batches(memoryview(one + two[:5]))) == one
-    assert bytes(whole_batches(memoryview(b""))) == b""
