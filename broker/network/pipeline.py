@@ -32,12 +32,22 @@ What this keeps of Kafka's guarantees, and why:
 * *Errors and timeouts.* A request refused before appending (NOT_ENOUGH_REPLICAS, an
   out-of-order sequence, an unknown partition) is answered without a Future, so the
   connection stays held until that error has been written: nothing of the connection
-  enters the broker behind a refusal that Kafka would not have read yet either. A request
-  that waited and timed out (REQUEST_TIMED_OUT) or saw the ISR shrink
-  (NOT_ENOUGH_REPLICAS_AFTER_APPEND) had appended, as in Kafka; the batches sent after it
-  were already on the wire, and Kafka would have appended them too once it had written
-  the error. Only the moment of their append moves earlier; a retry of the timed-out
-  batch is recognised as a duplicate of its appended sequence either way.
+  enters the broker behind a refusal that Kafka would not have read yet either.
+* *Errors after the wait.* A request that waited and then failed -- REQUEST_TIMED_OUT,
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND, or NOT_LEADER_OR_FOLLOWER because leadership moved
+  while it waited -- had appended, exactly as the one request Kafka lets in would have.
+  The difference is the requests behind it: here they were appended too and fail the
+  same way, where Kafka, reading them only after writing the first error, may have
+  refused them before appending (no longer leader, ISR still short). So a leadership
+  move can leave up to ``depth`` batches of a connection, rather than one, in the old
+  leader's log uncommitted and answered with an error. Such a tail is truncated when the
+  old leader follows a new one, or committed if the old leader is elected again; either
+  way an idempotent producer's retry is appended, or recognised as a duplicate of its
+  sequence, as for Kafka's one request. (Seen once in the failover benchmark:
+  librdkafka reported the records of such a batch, committed by the old leader's
+  re-election, as delivered without an offset -- its "implicit acknowledgement", given
+  when a later batch of the producer is acknowledged first. The records were in the log
+  once; none was lost or duplicated.)
 * *Bounded.* At most ``depth`` requests of a connection are in the broker (the default 5
   is the largest ``max.in.flight.requests.per.connection`` an idempotent producer may
   use); beyond that the connection is muted until its oldest response is written. The
