@@ -3,9 +3,10 @@ Produce waiting on a Future the test resolves, as the DelayedProduce purgatory d
 answers other requests at once or (``defer``) later.
 
 What is checked: a waiting Produce lets the connection's next request in, at most the
-pipeline depth of them; responses leave in request order whatever order they are ready
-in; other deferred requests keep Kafka's one-at-a-time rule; a connection closed or a
-server shut down with responses owed behaves.
+pipeline depth of them (a full pipeline reads nothing more, though muting is lazy, and
+frames already read wait for a free slot); responses leave in request order whatever
+order they are ready in; other deferred requests keep Kafka's one-at-a-time rule; a
+connection closed or a server shut down with responses owed behaves.
 """
 
 from __future__ import annotations
@@ -183,6 +184,44 @@ def test_the_depth_bounds_the_requests_of_a_connection_in_the_broker() -> None:
             assert [(await client.response()).header.correlation_id for _ in range(3)] == ids[2:]
             client.close()
             other.close()
+
+    in_loop(test)
+
+
+def test_a_full_pipeline_reads_nothing_until_its_oldest_answer_is_written() -> None:
+    async def test() -> None:
+        stub = Stub()
+        async with serving(stub, depth=2) as server:
+            client = await Client.connect(server)
+            ids = [client.produce() for _ in range(2)]
+            await until(lambda: len(stub.waiting) == 2, what="the pipeline full")
+            # the connection is in READING with its reader perhaps still registered
+            # (muting is lazy): bytes arriving now must stay in the kernel
+            filler = protocol.encode_request(
+                protocol.make_request(18, 3, 999, "flood", ApiVersionsRequest())
+            )
+            client.sent[999] = protocol.ApiKey.API_VERSIONS
+            client.writer.write((SIZE.pack(len(filler)) + filler) * 800_000)  # ~20 MB
+            # round trips of another client give the server loop turns in which it would
+            # read the flood if the full pipeline did not mute the connection
+            other = await Client.connect(server)
+            for _ in range(50):
+                cid = other.versions()
+                assert (await other.response()).header.correlation_id == cid
+            other.close()
+            received = server.metrics.registry.get_sample_value(
+                "minikafka_network_received_bytes_total", {"listener": "PLAINTEXT"}
+            )
+            assert received is not None and received < 1_000_000
+            assert client.writer.transport.get_write_buffer_size() > 1_000_000  # still held
+            assert stub.entered == [*ids, *range(1, 51)]  # the other client counts from 1
+            stub.answer_produce(0)
+            assert (await client.response()).header.correlation_id == ids[0]
+            await until(lambda: 999 in stub.entered, what="reading resumed with a free slot")
+            stub.answer_produce(1)
+            assert (await client.response()).header.correlation_id == ids[1]
+            assert (await client.response()).header.correlation_id == 999
+            client.close()
 
     in_loop(test)
 
