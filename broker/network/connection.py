@@ -5,24 +5,26 @@ connection's newest request. A connection reads only in READING; once a whole re
 parsed it leaves READING (it is *muted*) and comes back once that request is done with:
 after its response is fully written, after the handler finished a request that gets no
 response (acks=0 Produce), or -- pipelining, ``broker.network.pipeline`` -- as soon as a
-Produce waits in the DelayedProduce purgatory. A client that sends several requests at
-once therefore has at most one of them in the handlers at a time; the rest wait in
-``pending`` (already read frames) or in the kernel's socket buffer, and a long-polling
-Fetch holds back only its own connection.
+Produce waits in the DelayedProduce purgatory, or a request is answered while earlier
+answers are still owed. A client that sends several requests at once therefore has at
+most one of them in the handlers at a time; the rest wait in ``pending`` (already read
+frames) or in the kernel's socket buffer, and a long-polling Fetch holds back only its
+own connection.
 
     READING   --request queued-->        IN_FLIGHT --response ready-->  SENDING
     READING   --channel full-->          BLOCKED   --slot freed-->      IN_FLIGHT
     READING   --bad frame, answerable--> IN_FLIGHT (the Processor answers it itself)
     IN_FLIGHT --no response (acks=0)-->  READING
     IN_FLIGHT --deferred, pipelined-->   READING (its reply slot stays open)
+    IN_FLIGHT --answered, earlier owed-> READING (its answer waits for its turn)
     SENDING   --its response written-->  READING
     any state --close-->                 CLOSED
 
 Writing is the other half and runs beside this machine: ``replies`` orders the responses
 the connection owes, ``send`` is the one being written. SENDING means the newest request
-was answered and the connection waits for that answer (and any earlier ones) to be
-written, as Kafka's mute-until-sent does; earlier pipelined responses may be written in
-any state. READING with a full ``replies`` reads nothing until the oldest is written.
+was answered with nothing owed before it, and the connection waits for that answer to be
+written, as Kafka's mute-until-sent does; pipelined responses may be written in any
+state. READING with a full ``replies`` reads nothing until the oldest is written.
 """
 
 from __future__ import annotations

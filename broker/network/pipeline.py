@@ -13,8 +13,10 @@ Here a connection may have up to ``depth`` requests in the broker at once, under
    still queued or being handled, exactly as before. What changes is *when* that holds:
    a request of an API in ``PIPELINED_APIS`` whose handler returned a Future (a Produce
    with acks=all waiting in the DelayedProduce purgatory) counts as done locally, and
-   the connection reads on; any other request still holds the connection until its
-   response has been written, as in Kafka.
+   the connection reads on; so does a request answered at once while earlier responses
+   of the connection are still owed (its answer only waits for its turn). Any other
+   request -- answered with nothing owed before it, or waiting in a purgatory of
+   another API -- holds the connection until its response has been written, as in Kafka.
 2. **Responses leave in request order.** Every request taken off the connection gets a
    slot in its ``ReplyQueue`` at dispatch; a response fills its slot, and only the filled
    slots at the head are written. A later request answered first waits for the earlier
@@ -29,10 +31,13 @@ What this keeps of Kafka's guarantees, and why:
   exactly as when the requests were served one by one.
 * *Responses in request order.* Rule 2; a client matching responses by correlation id,
   or (as Kafka's clients do) expecting them in order, sees no difference.
-* *Errors and timeouts.* A request refused before appending (NOT_ENOUGH_REPLICAS, an
-  out-of-order sequence, an unknown partition) is answered without a Future, so the
-  connection stays held until that error has been written: nothing of the connection
-  enters the broker behind a refusal that Kafka would not have read yet either.
+* *When the next request is handled.* A request reaches the handlers once every earlier
+  request of the connection has been decided (answered, or appended and waiting), never
+  later: Kafka handles it once the previous answer is written, which is when that answer
+  is decided. A refusal before appending (NOT_ENOUGH_REPLICAS, an out-of-order sequence,
+  an unknown partition) with nothing owed before it holds the connection until it is
+  written, exactly as in Kafka; behind waiting produces it is decided like any answer,
+  and the request after it is handled against the same broker state Kafka's would be.
 * *Errors after the wait.* A request that waited and then failed -- REQUEST_TIMED_OUT,
   NOT_ENOUGH_REPLICAS_AFTER_APPEND, or NOT_LEADER_OR_FOLLOWER because leadership moved
   while it waited -- had appended, exactly as the one request Kafka lets in would have.
@@ -43,11 +48,21 @@ What this keeps of Kafka's guarantees, and why:
   leader's log uncommitted and answered with an error. Such a tail is truncated when the
   old leader follows a new one, or committed if the old leader is elected again; either
   way an idempotent producer's retry is appended, or recognised as a duplicate of its
-  sequence, as for Kafka's one request. (Seen once in the failover benchmark:
-  librdkafka reported the records of such a batch, committed by the old leader's
-  re-election, as delivered without an offset -- its "implicit acknowledgement", given
-  when a later batch of the producer is acknowledged first. The records were in the log
-  once; none was lost or duplicated.)
+  sequence, as for Kafka's one request.
+* *Why decided answers free the connection.* Without it the failover benchmark once saw
+  librdkafka report two records delivered without an offset. Batch B1 had appended
+  behind a waiting produce of another partition; a request answered at once behind it
+  (most likely a Metadata request: librdkafka sends those on the same connection) held
+  the connection until every earlier answer was written. Leadership of B1's partition
+  moved, so B1 was answered NOT_LEADER_OR_FOLLOWER behind the other produce, which waited
+  seconds more for its ISR. The producer's next batch B2, sent before the move, was read
+  only then -- after the old leader had been elected again, B1 still in its log -- and
+  was appended and acknowledged before B1's retry. librdkafka takes an acknowledged
+  later sequence as proof that the earlier batches are in the log and marks them
+  delivered without an offset (its "implicit acknowledgement"). Nothing was lost or
+  duplicated, and Kafka could give the same answers only if B1's error took seconds to
+  be written. Now B2 is read on arrival, before the move: B1 and B2 share their fate,
+  and their retries are recognised as duplicates, with their offsets.
 * *Bounded.* At most ``depth`` requests of a connection are in the broker (the default 5
   is the largest ``max.in.flight.requests.per.connection`` an idempotent producer may
   use); beyond that the connection is muted until its oldest response is written. The
@@ -79,6 +94,18 @@ def lets_next_in(api_key: int) -> bool:
     """Whether a request of ``api_key`` that is waiting in a purgatory (its handler
     returned a Future) frees its connection to read the next request."""
     return api_key in PIPELINED_APIS
+
+
+def reads_on_when_answered(has_response: bool, earlier_owed: bool) -> bool:
+    """Whether a request answered by its handler (not left waiting) frees its connection
+    to read the next request before that answer is written.
+
+    No response (acks=0): nothing to wait for. Earlier responses still owed: the answer
+    waits for its turn anyway, and holding the connection until then would hand the
+    next request to the broker later than Kafka would, long after this one was decided
+    (rule 1 of the module docstring). Otherwise Kafka's rule: read on once it is out.
+    """
+    return not has_response or earlier_owed
 
 
 class _Unset:

@@ -43,7 +43,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from broker.metrics import BrokerMetrics
 from broker.network.codec import Codec
 from broker.network.connection import Connection, ConnState
-from broker.network.pipeline import DEFAULT_DEPTH, lets_next_in
+from broker.network.pipeline import DEFAULT_DEPTH, lets_next_in, reads_on_when_answered
 from broker.network.request_channel import Request, RequestChannel
 from broker.network.send import ResponseSend
 from protocol.errors import ProtocolError
@@ -346,8 +346,13 @@ class Processor:
             return
         if conn.in_flight is key:
             conn.in_flight = None
-            # no response (acks=0 produce): read on; else wait until the answer is out
-            conn.move(ConnState.READING if response is None else ConnState.SENDING)
+            # the newest request: read on (no response, or earlier answers owed), or
+            # wait until its answer is out (broker.network.pipeline)
+            earlier_owed = len(conn.replies) > 1 or conn.send is not None
+            if reads_on_when_answered(response is not None, earlier_owed):
+                conn.move(ConnState.READING)
+            else:
+                conn.move(ConnState.SENDING)
         self._flush(conn)
 
     # --- writing --------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ answers other requests at once or (``defer``) later.
 
 What is checked: a waiting Produce lets the connection's next request in, at most the
 pipeline depth of them (a full pipeline reads nothing more, though muting is lazy, and
-frames already read wait for a free slot); responses leave in request order whatever
+frames already read wait for a free slot); an answer decided behind a waiting produce
+lets the next request in too; responses leave in request order whatever
 order they are ready in; other deferred requests keep Kafka's one-at-a-time rule; a
 connection closed or a server shut down with responses owed behaves.
 """
@@ -237,6 +238,27 @@ def test_an_answer_ready_at_once_waits_behind_a_waiting_produce() -> None:
             stub.answer_produce(0)
             assert (await client.response()).header.correlation_id == produce
             assert (await client.response()).header.correlation_id == versions
+            client.close()
+
+    in_loop(test)
+
+
+def test_an_answer_decided_behind_a_waiting_produce_lets_the_next_request_in() -> None:
+    async def test() -> None:
+        stub = Stub()
+        async with serving(stub) as server:
+            client = await Client.connect(server)
+            first = client.produce()
+            versions = client.versions()  # answered at once, owed after the first
+            second = client.produce()
+            # handled while the first still waits, as Kafka would once the versions
+            # answer was decided -- not only once the first produce is answered
+            await until(lambda: len(stub.waiting) == 2, what="the second produce handled")
+            assert stub.entered == [first, versions, second]
+            stub.answer_produce(1)
+            stub.answer_produce(0)
+            got = [(await client.response()).header.correlation_id for _ in range(3)]
+            assert got == [first, versions, second]
             client.close()
 
     in_loop(test)

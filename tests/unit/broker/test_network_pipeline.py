@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from broker.network.pipeline import DEFAULT_DEPTH, ReplyQueue, lets_next_in
+from broker.network.pipeline import (
+    DEFAULT_DEPTH,
+    ReplyQueue,
+    lets_next_in,
+    reads_on_when_answered,
+)
 from protocol import ApiKey
 
 
@@ -13,6 +18,13 @@ def test_only_a_waiting_produce_lets_the_next_request_in() -> None:
     assert lets_next_in(ApiKey.PRODUCE)
     for api in (ApiKey.FETCH, ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.LIST_OFFSETS):
         assert not lets_next_in(api)
+
+
+def test_an_answer_holds_the_connection_only_when_nothing_is_owed_before_it() -> None:
+    assert not reads_on_when_answered(has_response=True, earlier_owed=False)  # Kafka's rule
+    assert reads_on_when_answered(has_response=True, earlier_owed=True)  # waits its turn
+    assert reads_on_when_answered(has_response=False, earlier_owed=False)  # acks=0
+    assert reads_on_when_answered(has_response=False, earlier_owed=True)
 
 
 def test_responses_are_taken_in_request_order_whatever_order_they_come_in() -> None:
