@@ -5,7 +5,9 @@
                                  +------------- respond() (response queue) <---------+
 
 Plug the request handler (KafkaApis) in with ``SocketServer(config, handle)``; see
-``handler_pool`` for what ``handle`` may return, and ``send`` for zero-copy file regions.
+``handler_pool`` for what ``handle`` may return, ``send`` for zero-copy file regions, and
+``pipeline`` for how a waiting Produce lets its connection read on (responses still in
+request order).
 """
 
 from broker.network.codec import Codec, ResponseParts

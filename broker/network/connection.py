@@ -1,18 +1,30 @@
 """One client connection: its socket, its read buffer, and the state that mutes it.
 
-The state machine is what keeps responses in request order. A connection reads only in
-READING; once a whole request is parsed it leaves READING (it is *muted*) and comes back
-only after the response is fully written -- or, for requests that get no response (acks=0
-Produce), after the handler has finished. A client that pipelines requests therefore has
-exactly one in the broker at a time; the rest wait in ``pending`` (already read frames) or
-in the kernel's socket buffer, and a long-polling Fetch holds back only its own connection.
+The state machine is what keeps appends and responses in request order. It describes the
+connection's newest request. A connection reads only in READING; once a whole request is
+parsed it leaves READING (it is *muted*) and comes back once that request is done with:
+after its response is fully written, after the handler finished a request that gets no
+response (acks=0 Produce), or -- pipelining, ``broker.network.pipeline`` -- as soon as a
+Produce waits in the DelayedProduce purgatory, or a request is answered while earlier
+answers are still owed. A client that sends several requests at once therefore has at
+most one of them in the handlers at a time; the rest wait in ``pending`` (already read
+frames) or in the kernel's socket buffer, and a long-polling Fetch holds back only its
+own connection.
 
-    READING   --request queued-->        IN_FLIGHT --response-->        SENDING
+    READING   --request queued-->        IN_FLIGHT --response ready-->  SENDING
     READING   --channel full-->          BLOCKED   --slot freed-->      IN_FLIGHT
     READING   --bad frame, answerable--> IN_FLIGHT (the Processor answers it itself)
     IN_FLIGHT --no response (acks=0)-->  READING
-    SENDING   --last byte written-->     READING
+    IN_FLIGHT --deferred, pipelined-->   READING (its reply slot stays open)
+    IN_FLIGHT --answered, earlier owed-> READING (its answer waits for its turn)
+    SENDING   --its response written-->  READING
     any state --close-->                 CLOSED
+
+Writing is the other half and runs beside this machine: ``replies`` orders the responses
+the connection owes, ``send`` is the one being written. SENDING means the newest request
+was answered with nothing owed before it, and the connection waits for that answer to be
+written, as Kafka's mute-until-sent does; pipelined responses may be written in any
+state. READING with a full ``replies`` reads nothing until the oldest is written.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ import socket
 from collections import deque
 from typing import Final
 
+from broker.network.pipeline import DEFAULT_DEPTH, ReplyQueue
 from broker.network.request_channel import Request
 from broker.network.send import ResponseSend
 from protocol.framing import FrameDecoder
@@ -68,7 +81,9 @@ class Connection:
         "listener",
         "pending",
         "reader_registered",
+        "replies",
         "send",
+        "sent_request",
         "sock",
         "state",
     )
@@ -81,6 +96,7 @@ class Connection:
         address: tuple[str, int],
         max_frame_size: int,
         now: float,
+        depth: int = DEFAULT_DEPTH,
     ) -> None:
         self.sock = sock
         self.fd = sock.fileno()
@@ -95,13 +111,31 @@ class Connection:
         #: muted (the Processor unregisters lazily), but a muted connection reads nothing
         self.reader_registered = False
         self.blocked_request: Request | None = None
-        self.in_flight: Request | None = None
+        #: the request in the handlers (queued or being handled, not yet deferred)
+        self.in_flight: object | None = None  # a Request, or the token of an own answer
+        #: responses owed, in request order (one slot per request taken off the socket)
+        self.replies = ReplyQueue(depth)
+        #: the response being written, and its request (None: the Processor's own answer)
         self.send: ResponseSend | None = None
+        self.sent_request: Request | None = None
         self.last_active = now
 
     @property
     def muted(self) -> bool:
-        return self.state is not ConnState.READING
+        """Whether the connection reads nothing now: a request of it is in the handlers
+        or being answered (not READING), or its pipeline is full."""
+        return self.state is not ConnState.READING or not self.has_room
+
+    @property
+    def has_room(self) -> bool:
+        """Whether one more request may enter the broker: the requests whose responses are
+        owed or being written stay within the pipeline depth."""
+        return len(self.replies) + (self.send is not None) < self.replies.depth
+
+    @property
+    def idle(self) -> bool:
+        """Nothing of this connection in the broker: no request, no response owed."""
+        return self.state is ConnState.READING and not self.replies and self.send is None
 
     def move(self, new: ConnState) -> None:
         if new not in TRANSITIONS[self.state]:

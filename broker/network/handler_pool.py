@@ -9,7 +9,9 @@ The handler is the broker's ``KafkaApis``, injected as an async callable::
 * an ``asyncio.Future`` means *respond later* (a DelayedFetch or DelayedProduce in a
   purgatory): the handler task is free at once, as Kafka's handler threads are, and the
   future's result -- any of the above -- is delivered when it completes. A handler that
-  simply awaits the purgatory also works, but holds one of the ``num.io.threads`` tasks.
+  simply awaits the purgatory also works, but holds one of the ``num.io.threads`` tasks. The
+  responder is told at once (``Responder.deferred``): for a Produce that is the moment
+  its connection may read its next request (``broker.network.pipeline``).
 
 A handler that raises gets its request answered with UNKNOWN_SERVER_ERROR where the
 codec's error builder can, else the connection closes; the handler task carries on.
@@ -149,6 +151,8 @@ class RequestHandlerPool:
 
     def _defer(self, request: Request, future: asyncio.Future[Any]) -> None:
         self._deferred.add(future)
+        # before the future's callbacks can run (they are scheduled, never called here)
+        request.responder.deferred(request)
 
         def deliver(done: asyncio.Future[Any]) -> None:
             self._deferred.discard(done)

@@ -8,11 +8,18 @@ which zero-copy responses need (docs/architecture.md, "Performance facts").
 The life of a request, as the methods below run it:
 
     _on_readable        recv, cut frames (size checked before buffering), keep them
-    _dispatch           parse the next frame, offer it to the RequestChannel, mute
+    _dispatch           parse the next frame, take a reply slot, offer it to the
+                        RequestChannel, mute
+    deferred            (handler task) a Produce waits in a purgatory: read on (pipelining)
     respond             (handler task) queue the outcome and drain the response queue
-    _process_response   encode and write what the socket takes; None just unmutes
+    _reply              fill the request's reply slot; None fills it with nothing
+    _flush              encode and write the filled slots at the head, in request order
     _on_writable        continue a write that filled the socket buffer
-    _finish_response    unmute: dispatch the next frame already read, or read again
+    _resume             unmute: dispatch the next frame already read, or read again
+
+Pipelining (``broker.network.pipeline``): a connection may have up to
+``max_pipelined_requests`` requests in the broker, of which at most one in the handlers;
+responses are written strictly in request order from the connection's ``ReplyQueue``.
 
 All of it runs on one event loop: the Processors of a listener are a partition of its
 connections (Kafka's ``num.network.threads``), not threads.
@@ -36,6 +43,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from broker.metrics import BrokerMetrics
 from broker.network.codec import Codec
 from broker.network.connection import Connection, ConnState
+from broker.network.pipeline import DEFAULT_DEPTH, lets_next_in, reads_on_when_answered
 from broker.network.request_channel import Request, RequestChannel
 from broker.network.send import ResponseSend
 from protocol.errors import ProtocolError
@@ -55,6 +63,9 @@ class ProcessorSettings:
     idle_timeout_s: float = 600.0  # connections.max.idle.ms / 1000
     send_buffer: int = 102400  # socket.send.buffer.bytes; -1 keeps the OS default
     receive_buffer: int = 102400  # socket.receive.buffer.bytes
+    #: requests of one connection in the broker at once (broker.network.pipeline); 1 is
+    #: Kafka's rule of one request per connection
+    max_pipelined_requests: int = DEFAULT_DEPTH
 
 
 _P = ParamSpec("_P")
@@ -134,8 +145,9 @@ class Processor:
 
     @property
     def busy_count(self) -> int:
-        """Connections with a request in the broker (queued, handled or being written)."""
-        return sum(1 for c in self._connections.values() if c.state is not ConnState.READING)
+        """Connections with a request in the broker (queued, handled, waiting in a purgatory
+        or being written)."""
+        return sum(1 for c in self._connections.values() if not c.idle)
 
     def start(self) -> None:
         self._schedule_idle_sweep()
@@ -153,7 +165,13 @@ class Processor:
         # Kafka's connection id: local address, remote address, and a disambiguating index
         conn_id = f"{local[0]}:{local[1]}-{address[0]}:{address[1]}-{next(self._ids)}"
         conn = Connection(
-            sock, conn_id, self.listener, address, self._settings.max_frame_size, self._clock()
+            sock,
+            conn_id,
+            self.listener,
+            address,
+            self._settings.max_frame_size,
+            self._clock(),
+            self._settings.max_pipelined_requests,
         )
         self._connections[conn.fd] = conn
         self._open.inc()
@@ -163,9 +181,10 @@ class Processor:
 
     @_busy
     def _on_readable(self, conn: Connection) -> None:
-        if conn.state is not ConnState.READING:
-            # muted lazily (see _mute): bytes arrived while a request is in the broker;
-            # stop watching now, so they wait in the kernel's buffer, not in ours
+        if conn.muted:
+            # muted lazily (see _mute): bytes arrived while a request is in the handlers
+            # or the pipeline is full; stop watching now, so they wait in the kernel's
+            # buffer, not in ours
             self._stop_watching(conn)
             return
         try:
@@ -188,10 +207,12 @@ class Processor:
             return
         if frames:
             conn.pending.extend(frames)
-            self._dispatch(conn)
+            self._dispatch(conn)  # not muted: checked above
 
     def _dispatch(self, conn: Connection) -> None:
-        """Parse the next pending frame and hand it to the handlers (or answer it)."""
+        """Parse the next pending frame and hand it to the handlers (or answer it).
+
+        Called in READING with room in the connection's pipeline only."""
         frame = conn.pending.popleft()
         try:
             decoded = self._codec.decode_request(frame)
@@ -219,6 +240,7 @@ class Processor:
         )
         self._count_request(request)
         self._mute(conn)
+        conn.replies.open(request)
         if self._channel.offer(request):
             conn.in_flight = request
             conn.move(ConnState.IN_FLIGHT)
@@ -253,16 +275,33 @@ class Processor:
             return
         log.info("answering %s with error %s: %s", conn.id, exc.error_code, exc.message)
         self._mute(conn)
+        token = object()  # the reply slot of an answer that no handler sees
+        conn.replies.open(token)
+        conn.in_flight = token
         conn.move(ConnState.IN_FLIGHT)
         # sent on the next loop iteration, not recursively: a burst of such frames read
         # together must not grow the stack (send -> unmute -> dispatch -> send ...)
-        self._loop.call_soon(self._send_later, conn, response)
+        self._loop.call_soon(self._answer_later, conn, token, response)
 
-    def _send_later(self, conn: Connection, response: object) -> None:
-        if conn.state is ConnState.IN_FLIGHT:
-            self._start_send(conn, None, response)
+    @_busy
+    def _answer_later(self, conn: Connection, token: object, response: object) -> None:
+        self._reply(conn, token, response)
 
     # --- responses (the Responder interface, called from handler tasks) -------------------
+
+    @_busy
+    def deferred(self, request: Request) -> None:
+        """The handler returned a Future for ``request``: it waits in a purgatory. A
+        pipelined API (Produce) has done its local work -- appended -- so the connection
+        may take its next request; its response keeps its place in the order."""
+        conn = request.connection
+        if not isinstance(conn, Connection) or conn.in_flight is not request:
+            return
+        if not lets_next_in(request.api_key):
+            return  # Kafka's rule: the connection waits for the response
+        conn.in_flight = None
+        conn.move(ConnState.READING)
+        self._unmute(conn)
 
     def respond(self, request: Request, response: object | None) -> None:
         # Drained at once rather than on a later loop iteration: the queue orders
@@ -296,39 +335,63 @@ class Processor:
     def _process_response(self, request: Request, response: object | None) -> None:
         conn = request.connection
         assert isinstance(conn, Connection)
+        self._reply(conn, request, response)
+
+    def _reply(self, conn: Connection, key: object, response: object | None) -> None:
+        """``key``'s outcome is known: fill its slot, then write what the order allows."""
         if conn.state is ConnState.CLOSED:
             return  # the client went away while its request was handled
-        conn.in_flight = None
-        if response is None:  # no response (acks=0 produce): just unmute
-            conn.move(ConnState.READING)
-            self._unmute(conn)
+        if not conn.replies.fill(key, response):
+            log.error("connection %s: a response for a request it does not owe", conn.id)
             return
-        self._start_send(conn, request, response)
+        if conn.in_flight is key:
+            conn.in_flight = None
+            # the newest request: read on (no response, or earlier answers owed), or
+            # wait until its answer is out (broker.network.pipeline)
+            earlier_owed = len(conn.replies) > 1 or conn.send is not None
+            if reads_on_when_answered(response is not None, earlier_owed):
+                conn.move(ConnState.READING)
+            else:
+                conn.move(ConnState.SENDING)
+        self._flush(conn)
 
     # --- writing --------------------------------------------------------------------------------
 
-    def _start_send(self, conn: Connection, request: Request | None, response: object) -> None:
-        try:
-            send = ResponseSend(self._codec.encode(response))
-        except Exception as exc:  # an unencodable response is a bug; it costs one connection
-            log.exception("encoding the response to %s failed", request)
-            self._close(conn, "encode-error", exc)
-            return
-        conn.send = send
-        conn.in_flight = request
-        conn.move(ConnState.SENDING)
-        done = self._write(conn)
-        if done:
+    def _flush(self, conn: Connection) -> None:
+        """Write the filled replies at the head of the order, until one fills the socket
+        buffer or the head is still awaited; then let the connection read on if it may."""
+        while conn.send is None:
+            head = conn.replies.take()
+            if head is None:
+                break
+            key, response = head
+            if response is None:
+                continue  # a request that gets no response keeps only its place
+            request = key if isinstance(key, Request) else None
+            try:
+                send = ResponseSend(self._codec.encode(response))
+            except Exception as exc:  # an unencodable response is a bug; it costs one connection
+                log.exception("encoding the response to %s failed", request)
+                self._close(conn, "encode-error", exc)
+                return
+            conn.send = send
+            conn.sent_request = request
+            done = self._write(conn)
+            if done is None:
+                return  # the connection died and is closed
+            if not done:
+                self._loop.add_writer(conn.fd, self._on_writable, conn)
+                return
             self._finish_response(conn)
-        elif done is not None:
-            self._loop.add_writer(conn.fd, self._on_writable, conn)
+        self._resume(conn)
 
     @_busy
     def _on_writable(self, conn: Connection) -> None:
         if self._write(conn):
-            # unregister before finishing: finishing may start the next response
+            # unregister before finishing: flushing may start the next response
             self._loop.remove_writer(conn.fd)
             self._finish_response(conn)
+            self._flush(conn)
 
     def _write(self, conn: Connection) -> bool | None:
         """Write what the socket takes: True when the response is out, False when the
@@ -346,15 +409,28 @@ class Processor:
         return done
 
     def _finish_response(self, conn: Connection) -> None:
-        request = conn.in_flight
+        request = conn.sent_request
         if request is not None:
             now = self._clock()
             self._duration(request).observe(now - request.received_at)
             if request.response_ready_at:
                 self._response_time(request).observe(now - request.response_ready_at)
         conn.send = None
-        conn.in_flight = None
-        conn.move(ConnState.READING)
+        conn.sent_request = None
+
+    def _resume(self, conn: Connection) -> None:
+        """After writing: the newest request's answer is out (SENDING), or a slot of the
+        pipeline may have freed (READING): read on if the connection may.
+
+        In READING this runs ``_unmute`` whatever the reader's registration: muting is
+        lazy, so a connection whose pipeline was full may still be registered and yet
+        hold frames in ``pending`` that only a freed slot lets out."""
+        if conn.state is ConnState.SENDING:
+            if conn.replies or conn.send is not None:
+                return  # earlier answers, or this one, still to be written
+            conn.move(ConnState.READING)
+        elif conn.state is not ConnState.READING:
+            return
         self._unmute(conn)
 
     # --- muting ---------------------------------------------------------------------------------
@@ -378,15 +454,21 @@ class Processor:
         while they wait for their response, so a request usually costs no registration
         at all. Backpressure is unchanged: a muted connection reads nothing, and a
         client that pipelines costs one ignored readiness event per request at most.
-        The state, not the registration, is what mutes (the caller moves it out of
-        READING right after).
+        ``Connection.muted``, not the registration, is what mutes: the state (the
+        caller moves it out of READING right after) or a full pipeline.
         """
 
     def _unmute(self, conn: Connection) -> None:
-        """Back to READING: serve a frame already read, or wait for more bytes."""
+        """In READING: serve a frame already read, or wait for more bytes -- when the
+        pipeline has room; else stay muted until its oldest response is written."""
         if self._draining:
-            self._close(conn, "shutdown")
+            if conn.idle:
+                self._close(conn, "shutdown")
+            else:  # earlier responses still owed: read nothing, close once they are out
+                self._stop_watching(conn)
             return
+        if not conn.has_room:
+            return  # muted by the full pipeline (lazily, as in _mute)
         if conn.pending:
             self._dispatch(conn)
         else:
@@ -406,7 +488,7 @@ class Processor:
         """
         deadline = self._clock() - self._settings.idle_timeout_s
         for conn in list(self._connections.values()):
-            if conn.state is ConnState.READING and conn.last_active <= deadline:
+            if conn.idle and conn.last_active <= deadline:
                 self._close(conn, "idle")
         self._schedule_idle_sweep()
 
@@ -416,12 +498,15 @@ class Processor:
         if exc is not None:
             log.info("closing %s (%s): %s", conn.id, reason, exc)
         self._stop_watching(conn)
-        if conn.state is ConnState.SENDING:
+        if conn.send is not None:
             self._loop.remove_writer(conn.fd)
         conn.move(ConnState.CLOSED)
         conn.pending.clear()
         conn.blocked_request = None
+        conn.in_flight = None
+        conn.replies.clear()
         conn.send = None
+        conn.sent_request = None
         del self._connections[conn.fd]
         conn.sock.close()
         self._open.dec()
@@ -435,11 +520,13 @@ class Processor:
 
     def begin_shutdown(self) -> None:
         """Stop taking requests: idle and parked connections close now, busy ones after
-        their response is written."""
+        the responses they are owed are written (pipelined ones included)."""
         self._draining = True
         for conn in list(self._connections.values()):
-            if conn.state in (ConnState.READING, ConnState.BLOCKED):
+            if conn.idle or conn.state is ConnState.BLOCKED:
                 self._close(conn, "shutdown")
+            else:  # a pipelined connection in READING reads nothing more: stop now
+                self._stop_watching(conn)
         self._check_drained()
 
     async def wait_drained(self) -> None:

@@ -25,6 +25,10 @@ class Responder(Protocol):
     def respond_error(self, request: Request, error_code: int) -> None:
         """The handler failed: answer with ``error_code`` where possible, else close."""
 
+    def deferred(self, request: Request) -> None:
+        """The handler returned a Future: ``request`` waits in a purgatory (its response
+        comes later through ``respond``)."""
+
 
 @dataclass(slots=True, eq=False)
 class Request:

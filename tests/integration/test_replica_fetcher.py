@@ -13,6 +13,7 @@ how the controller shrinks ISRs of stopped brokers. Each test leaves all brokers
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from client.connection import Connection, ConnectionConfig
 from protocol import ApiKey, ErrorCode
 from protocol.messages import CreateTopicsRequest, ProduceRequest
 from protocol.records.batch import LOG_OVERHEAD, iter_batches
@@ -206,3 +208,45 @@ def test_divergent_records_of_an_old_leader_are_truncated(c: TestCluster) -> Non
     assert (second.base_offset, second.records_count) == (3, 4)
     assert second.partition_leader_epoch > first.partition_leader_epoch
     assert all(b"lost" not in b for b in disk_batches(c, old, "diverge", 0))
+
+
+def test_pipelined_acks_all_produces_are_answered_in_order(c: TestCluster) -> None:
+    """Five acks=all Produce requests written at once on one connection (an idempotent
+    producer's batches): they wait for the followers together, and each answer comes back
+    in request order (the client checks correlation ids) with its batch's offsets."""
+    create_topic(c, "pipelined", 1)
+    leader = wait_until(partial(leader_of, c, "pipelined", 0, 0), 30, "a leader")
+    wait_until(partial(full_isr, c, "pipelined"), 30, "a full ISR")
+
+    def body(n: int) -> ProduceRequest:
+        now = int(time.time() * 1000)
+        values = [b"p%d-%d" % (n, i) for i in range(3)]
+        batch = build_batch([SimpleRecord(None, v, (), now) for v in values],
+                            producer_id=5000, producer_epoch=0, base_sequence=3 * n)  # fmt: skip
+        data = ProduceRequest.PartitionProduceData(index=0, records=bytes(batch))
+        topic = ProduceRequest.TopicProduceData(name="pipelined", partition_data=[data])
+        return ProduceRequest(acks=-1, timeout_ms=20_000, topic_data=[topic])
+
+    async def pipelined() -> list[Any]:
+        port = c.layout.client_ports[leader]
+        conn = await Connection.open("127.0.0.1", port, ConnectionConfig("pipelining", 5.0))
+        try:
+            sends = [conn.request(ApiKey.PRODUCE, body(n), version=7) for n in range(5)]
+            return list(await asyncio.gather(*sends))
+        finally:
+            conn.close()
+            await conn.wait_closed()
+
+    answers = asyncio.run(pipelined())
+    parts = [a.responses[0].partition_responses[0] for a in answers]
+    assert [ErrorCode(p.error_code) for p in parts] == [ErrorCode.NONE] * 5
+    assert [p.base_offset for p in parts] == [0, 3, 6, 9, 12]
+    batches = wait_until(partial(replicas_equal, c, "pipelined", 0, 5), 30, "replicas")
+    assert [(h.base_offset, h.base_sequence) for h in headers(batches)] == [
+        (3 * n, 3 * n) for n in range(5)
+    ]
+
+
+def full_isr(c: TestCluster, topic: str) -> bool:
+    (t,) = c.metadata(0, [topic]).topics
+    return all(len(p.isr_nodes) == 3 for p in t.partitions)

@@ -28,6 +28,9 @@ class _NullResponder:
     def respond_error(self, request: Request, error_code: int) -> None:
         pass
 
+    def deferred(self, request: Request) -> None:
+        pass
+
 
 def _request(n: int) -> Request:
     return Request(

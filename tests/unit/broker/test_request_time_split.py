@@ -25,6 +25,9 @@ class _Responder:
     def respond_error(self, request: Request, error_code: int) -> None:
         self.answered.append(error_code)
 
+    def deferred(self, request: Request) -> None:
+        pass
+
 
 async def _until(condition: Callable[[], bool]) -> None:
     """Let the pool's task run until ``condition`` holds (a bounded number of turns)."""
