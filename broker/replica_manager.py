@@ -531,14 +531,21 @@ class ReplicaManager:
         results: dict[TopicPartition, ProducePartitionResult] = {}
         required: dict[TopicPartition, int] = {}
         for tp, records in entries.items():
-            result, next_offset = self._append_one(
+            result, next_offset, high_watermark_moved = self._append_one(
                 tp, records, required_acks, api_version, internal_topics_allowed
             )
             results[tp] = result
             if next_offset is not None:
                 required[tp] = next_offset
-        for tp in required:
-            self._complete_delayed(tp)
+                # New records may answer waiting fetches. Waiting produces and
+                # DeleteRecords wait on the high watermark, which an append moves only
+                # when the leader is alone in its ISR: checking them after every append
+                # would test each waiting produce again for nothing (Kafka checks only
+                # the fetches unless the high watermark moved, as here).
+                if high_watermark_moved:
+                    self._complete_delayed(tp)
+                else:
+                    self.fetch_purgatory.check_and_complete(tp)
         if required_acks != -1 or not required:
             on_done(results)
             return
@@ -558,13 +565,15 @@ class ReplicaManager:
         required_acks: int,
         api_version: int,
         internal_topics_allowed: bool,
-    ) -> tuple[ProducePartitionResult, int | None]:
-        """One partition's append: its result and, when something was appended (or
-        was a duplicate), the offset after it."""
+    ) -> tuple[ProducePartitionResult, int | None, bool]:
+        """One partition's append: its result; when something was appended (or was a
+        duplicate), the offset after it; and whether the high watermark moved."""
         if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
-            return _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to {tp.topic}"), None
+            refused = _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to {tp.topic}")
+            return refused, None, False
         try:
             partition = self._leader_or_error(tp)
+            high_watermark = partition.high_watermark
             info = partition.append_records_to_leader(
                 records,
                 api_version=api_version,
@@ -574,21 +583,21 @@ class ReplicaManager:
         except PartitionError as exc:
             rejected = exc.error_code in _VALIDATION_ERRORS and records is not None
             self._count_failed_append(tp, len(records) if rejected and records else 0)
-            return _failed(exc.error_code, str(exc)), None
+            return _failed(exc.error_code, str(exc)), None, False
         except RecordError as exc:
             self._count_failed_append(tp, len(records) if records is not None else 0)
-            return _failed(exc.error_code, str(exc)), None
+            return _failed(exc.error_code, str(exc)), None, False
         except StorageError as exc:
             log.error("%s: append failed: %s", tp, exc)
             self._count_failed_append(tp)
-            return _failed(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None
+            return _failed(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None, False
         if self.metrics is not None and not info.duplicate:
             self.metrics.topic_bytes_in.labels(topic=tp.topic).inc(info.valid_bytes)
             self.metrics.topic_messages_in.labels(topic=tp.topic).inc(info.records_count)
         result = ProducePartitionResult(
             ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
         )
-        return result, info.last_offset + 1
+        return result, info.last_offset + 1, partition.high_watermark != high_watermark
 
     # -- fetch --------------------------------------------------------------------------
 
