@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from protocol import ApiKey, ErrorCode
 from protocol.messages import AlterPartitionReassignmentsRequest
 from tests.integration.cluster import TestCluster, start_cluster
+from tests.integration.keyed_producer import produce_small_batches
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -37,22 +37,6 @@ def c(
     yield from start_cluster(zookeeper, tmp_path_factory.mktemp("compacted-copy"), 2, overrides)
 
 
-def produce(c: TestCluster, records: list[tuple[bytes, bytes]]) -> list[KafkaError | None]:
-    # batches of a few records, so that 1 KiB segments roll many times
-    producer = Producer(
-        {"bootstrap.servers": c.layout.bootstrap_servers, "linger.ms": 5, "batch.num.messages": 5}
-    )
-    errors: list[KafkaError | None] = []
-
-    def on_delivery(err: KafkaError | None, msg: Message) -> None:
-        errors.append(err)
-
-    for key, value in records:
-        producer.produce(TOPIC, value=value, key=key, partition=0, on_delivery=on_delivery)
-    assert producer.flush(30) == 0
-    return errors
-
-
 def isr(c: TestCluster, broker: int) -> list[int]:
     (topic,) = c.metadata(broker, [TOPIC]).topics
     (partition,) = topic.partitions
@@ -68,7 +52,7 @@ def test_a_new_replica_copies_the_cleaned_log(c: TestCluster) -> None:
     client = AdminClient({"bootstrap.servers": c.layout.bootstrap_servers})  # alive until done
     client.create_topics([topic], operation_timeout=30)[TOPIC].result(60)
     records = [(b"key-%d" % k, b"value-%d-%d" % (k, r)) for r in range(ROUNDS) for k in range(KEYS)]
-    assert produce(c, records) == [None] * len(records)
+    assert produce_small_batches(c, TOPIC, records) == [None] * len(records)
     wait_until(lambda: (c.metric(0, "minikafka_log_cleaner_passes_total") or 0) >= 1, 30, "a pass")
 
     body = AlterPartitionReassignmentsRequest(

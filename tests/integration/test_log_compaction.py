@@ -15,14 +15,13 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
-    Message,
-    Producer,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from tests.integration.cluster import TestCluster, start_cluster
+from tests.integration.keyed_producer import produce_small_batches
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -39,25 +38,6 @@ def c(
 ) -> Iterator[TestCluster]:
     overrides = (("log.cleaner.backoff.ms", "200"),)
     yield from start_cluster(zookeeper, tmp_path_factory.mktemp("compaction"), 1, overrides)
-
-
-def produce(
-    c: TestCluster, records: list[tuple[bytes | None, bytes | None]]
-) -> list[KafkaError | None]:
-    """Send ``records`` (key, value); the error of each delivery report."""
-    # batches of a few records, so that 1 KiB segments roll many times
-    producer = Producer(
-        {"bootstrap.servers": c.layout.bootstrap_servers, "linger.ms": 5, "batch.num.messages": 5}
-    )
-    errors: list[KafkaError | None] = []
-
-    def on_delivery(err: KafkaError | None, msg: Message) -> None:
-        errors.append(err)
-
-    for key, value in records:
-        producer.produce(TOPIC, value=value, key=key, partition=0, on_delivery=on_delivery)
-    assert producer.flush(30) == 0
-    return errors
 
 
 def read_all(c: TestCluster) -> list[tuple[int, bytes | None, bytes | None]]:
@@ -97,8 +77,8 @@ def test_a_consumer_sees_the_latest_value_per_key_after_cleaning(c: TestCluster)
         (b"key-%d" % k, b"value-%d-%d" % (k, r)) for r in range(ROUNDS) for k in range(KEYS)
     ]
     records.append((b"key-0", None))  # a delete
-    assert produce(c, records) == [None] * len(records)
-    refused = produce(c, [(None, b"no key")])
+    assert produce_small_batches(c, TOPIC, records) == [None] * len(records)
+    refused = produce_small_batches(c, TOPIC, [(None, b"no key")])
     assert refused[0] is not None and refused[0].code() == KafkaError.INVALID_RECORD
 
     wait_until(lambda: (c.metric(0, "minikafka_log_cleaner_passes_total") or 0) >= 1, 30, "a pass")
