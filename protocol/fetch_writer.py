@@ -49,11 +49,15 @@ PartitionAnswer = tuple[int, int, int, int, int, Sized | None]
 
 _INT16: Final = struct.Struct(">h")
 _INT32: Final = struct.Struct(">i")
+#: the one-byte unsigned varints
+_ONE_BYTE: Final = [bytes([i]) for i in range(0x80)]
 
 
-def _head(version: int) -> struct.Struct:
-    """correlation_id, then throttle_time_ms, error_code and session_id as they exist."""
-    return struct.Struct(">ii" if version < 7 else ">iihi")
+def _after_correlation_id(version: int) -> bytes:
+    """What follows the correlation id up to the topics, all constant: the header's
+    tagged fields (v12), throttle_time_ms 0 and, from v7, error_code 0 and session_id 0."""
+    tagged = b"\x00" if version >= _FLEXIBLE else b""
+    return tagged + bytes(4 if version < 7 else 10)
 
 
 def _partition_head(version: int) -> struct.Struct:
@@ -61,8 +65,21 @@ def _partition_head(version: int) -> struct.Struct:
     return struct.Struct(">ihqq" if version < 5 else ">ihqqq")
 
 
-_HEADS: Final = {v: _head(v) for v in VERSIONS}
-_PARTITION_HEADS: Final = {v: _partition_head(v) for v in VERSIONS}
+def _between(version: int, read_committed: bool) -> bytes:
+    """aborted_transactions (null, or empty for read_committed) then, from v11,
+    preferred_read_replica -1."""
+    if version >= _FLEXIBLE:
+        return (b"\x01" if read_committed else b"\x00") + b"\xff\xff\xff\xff"
+    aborted = b"\x00\x00\x00\x00" if read_committed else b"\xff\xff\xff\xff"
+    return aborted + (b"\xff\xff\xff\xff" if version >= 11 else b"")
+
+
+#: per version: (the bytes after the correlation id, the partition's fixed fields,
+#: what lies between them and records for read_uncommitted, for read_committed)
+_LAYOUTS: Final = {
+    v: (_after_correlation_id(v), _partition_head(v), _between(v, False), _between(v, True))
+    for v in VERSIONS
+}
 
 
 def fetch_response_parts(
@@ -73,29 +90,18 @@ def fetch_response_parts(
 ) -> list[object]:
     """The Fetch response's pieces (header and body, without the size prefix) for
     ``topics`` in that order, each with its partitions' answers in order."""
+    head, partition_head, uncommitted, committed = _LAYOUTS[version]
+    between = committed if read_committed else uncommitted
     flexible = version >= _FLEXIBLE
-    out = bytearray(
-        _HEADS[version].pack(correlation_id, 0)
-        if version < 7
-        else _HEADS[version].pack(correlation_id, 0, 0, 0)
-    )
-    if flexible:
-        out.insert(4, 0)  # the response header's tagged fields (header v1)
-    parts: list[object] = []
-    partition_head = _PARTITION_HEADS[version]
     with_log_start = version >= 5
-    # aborted_transactions then, from v11, preferred_read_replica (-1)
-    if flexible:
-        middle = (b"\x01" if read_committed else b"\x00") + b"\xff\xff\xff\xff"
-    else:
-        middle = b"\x00\x00\x00\x00" if read_committed else b"\xff\xff\xff\xff"
-        if version >= 11:
-            middle += b"\xff\xff\xff\xff"
+    out = bytearray(_INT32.pack(correlation_id))
+    out += head
+    parts: list[object] = []
     _write_count(out, len(topics), flexible)
     for name, partitions in topics:
         encoded = name.encode()
         if flexible:
-            write_uvarint(out, len(encoded) + 1)
+            _write_count(out, len(encoded), True)
         else:
             out += _INT16.pack(len(encoded))
         out += encoded
@@ -105,31 +111,33 @@ def fetch_response_parts(
                 out += partition_head.pack(index, error, high_watermark, stable, log_start)
             else:
                 out += partition_head.pack(index, error, high_watermark, stable)
-            out += middle
-            size = 0 if records is None else len(records)
-            if flexible:
-                write_uvarint(out, size + 1)
+            out += between
+            if records is None:
+                out += b"\x01" if flexible else b"\x00\x00\x00\x00"  # empty, not null
             else:
-                out += _INT32.pack(size)
-            if isinstance(records, bytes | bytearray | memoryview):
-                out += records
-            elif records is not None:
-                parts.append(bytes(out))
-                parts.append(records)
-                out = bytearray()
+                _write_count(out, len(records), flexible)
+                if isinstance(records, bytes | bytearray | memoryview):
+                    out += records
+                else:
+                    parts.append(bytes(out))
+                    parts.append(records)
+                    out = bytearray()
             if flexible:
-                out.append(0)  # the partition's tagged fields
+                out += b"\x00"  # the partition's tagged fields
         if flexible:
-            out.append(0)  # the topic's tagged fields
+            out += b"\x00"  # the topic's tagged fields
     if flexible:
-        out.append(0)  # the body's tagged fields
+        out += b"\x00"  # the body's tagged fields
     if out:  # before v12 a region can end the frame
         parts.append(bytes(out))
     return parts
 
 
 def _write_count(out: bytearray, count: int, flexible: bool) -> None:
-    if flexible:
-        write_uvarint(out, count + 1)
-    else:
+    """A length or count: int32, or (flexible) an unsigned varint of count + 1."""
+    if not flexible:
         out += _INT32.pack(count)
+    elif count < 0x7F:
+        out += _ONE_BYTE[count + 1]
+    else:
+        write_uvarint(out, count + 1)
