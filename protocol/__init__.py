@@ -17,7 +17,8 @@ Public API (what the other packages use):
 Layout: ``errors`` and ``primitives`` (wire types), ``schema`` (every message declared as
 data, generated from Kafka's JSON specs), ``codec`` (one table-driven codec compiling a
 decode and an encode plan per struct and version), ``api`` (headers, versions, the entry
-points above), ``data`` (versioned data records), ``framing`` (size-prefixed frames).
+points above), ``data`` (versioned data records), ``framing`` (size-prefixed frames),
+``fetch_writer`` (a leader's Fetch answers written directly, the generic encoder's bytes).
 """
 
 from protocol.api import (

@@ -12,6 +12,12 @@ entry ``(batch.last_offset, p)`` and a time entry ``(max timestamp so far, offse
 batch)`` if the maximum grew. So the first batch of a segment is never indexed, a lookup
 below the first entry starts at position 0, and recovery rebuilds identical indexes.
 
+Where the latest append's first batch starts is remembered (base and last offset, position,
+header): a follower that is caught up fetches from exactly that batch next, and a fetch
+waiting at the log end reads it as soon as the append completes it, so that read finds
+its start without the index lookup and header read. Anything that cuts the file forgets
+it (truncation, a failed append, recovery); the next append sets it again.
+
 Appends use ``os.write`` on an O_APPEND descriptor. A write that fails part way is
 truncated away before :class:`StorageError` is raised, and index space is reserved before
 the log is written, so a failed append leaves the segment exactly as it was.
@@ -110,6 +116,9 @@ class LogSegment:
         self._bytes_since_index = 0
         self._tail_loaded = self.size == 0
         self._first_batch_timestamp: int | None = None
+        #: (base offset, last offset, position, header) of the latest append's first
+        #: batch while the file still holds it (see the module doc)
+        self._last_append: tuple[int, int, int, BatchHeader] | None = None
 
     # -- state -------------------------------------------------------------------------
 
@@ -215,6 +224,8 @@ class LogSegment:
             raise
         self.size = start + len(data)
         self.last_offset = batches[-1][1].last_offset
+        rel_pos, first = batches[0]
+        self._last_append = (first.base_offset, first.last_offset, start + rel_pos, first)
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_ts_offset
         self._bytes_since_index = since
         if self._first_batch_timestamp is None and start == 0:
@@ -239,7 +250,8 @@ class LogSegment:
             ) from exc
 
     def _cut(self, size: int) -> None:
-        """Truncate the .log back to ``size`` after a failed append."""
+        """Truncate the .log back to ``size`` (a failed append, truncation, recovery)."""
+        self._last_append = None
         try:
             os.ftruncate(self._fd, size)
         except OSError as exc:
@@ -282,7 +294,11 @@ class LogSegment:
 
         Shortcut for densely indexed segments (batches larger than the index interval):
         when the floor entry's batch ends just before the next entry's batch begins,
-        that batch holds ``offset`` and one header read finds it."""
+        that batch holds ``offset`` and one header read finds it. Before either, the
+        latest append's first batch, when it holds ``offset``, is known without a read."""
+        last = self._last_append
+        if last is not None and last[0] <= offset <= last[1] and last[2] >= start_position:
+            return last[2], last[3]
         floor_offset, pos, next_pos = self.offset_index.lookup_bracket(offset)
         if floor_offset == offset and pos >= start_position and pos > 0:
             found = self._header_at(pos)
@@ -404,6 +420,7 @@ class LogSegment:
             pos += size
             batches += 1
         truncated = file_size - pos
+        self._last_append = None
         if truncated:
             self._cut(pos)
         self.size = pos

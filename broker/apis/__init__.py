@@ -63,7 +63,7 @@ from broker.apis import (
     sync_group,
     update_metadata,
 )
-from broker.apis.request import HandlerResult, ListenerRequest
+from broker.apis.request import Answer, HandlerResult, ListenerRequest
 from broker.context import BrokerContext
 from protocol import ApiKey, ErrorCode, Response
 from protocol.api import api_name, response_message
@@ -254,6 +254,8 @@ class KafkaApis:
         for code in iter_error_codes(result.body):
             self.ctx.metrics.request_errors.labels(api=api, error=_error_name(code)).inc()
 
-    def _count_deferred_errors(self, future: asyncio.Future[Response]) -> None:
+    def _count_deferred_errors(
+        self, future: asyncio.Future[Response] | asyncio.Future[Answer]
+    ) -> None:
         if not future.cancelled() and future.exception() is None:
             self._count_errors(future.result())

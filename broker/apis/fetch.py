@@ -25,16 +25,24 @@ the high watermark or moves an ISR. Without that setting every listener serves t
 
 When fewer than ``min_bytes`` are readable and ``max_wait_ms`` > 0 the read waits in a
 DelayedFetch; the handler returns a Future and frees its handler task.
+
+A follower's answer without errors, the leader's most frequent response while it
+replicates, is encoded here by the lean writer (``protocol.fetch_writer``, the same bytes
+as the generic encoder) and handed to the network as ``ResponseParts``; building message
+objects for it and walking them in the generic encoder cost as much as the read. Every
+other answer is a Response, so the per-API error metric still sees each error code.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from broker.apis.request import ListenerRequest
+from broker.apis.request import Answer, ListenerRequest
 from broker.context import BrokerContext, require
 from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
+from broker.network.codec import ResponseParts
 from protocol import ErrorCode, Response, make_response
+from protocol.fetch_writer import PartitionAnswer, fetch_response_parts
 from protocol.messages import FetchRequest, FetchResponse, RequestHeader
 from protocol.values import READ_COMMITTED, TopicPartition
 
@@ -131,9 +139,40 @@ def build_response(
     return make_response(request_header, body)
 
 
+def follower_response_parts(
+    request_header: RequestHeader, params: FetchParams, results: FetchResults
+) -> ResponseParts | None:
+    """A follower's answer encoded by the lean writer, grouped as build_response groups
+    it; None when a partition carries an error (build_response answers those)."""
+    by_topic: dict[str, list[PartitionAnswer]] = {}
+    for tp, r in results:
+        if r.error_code:
+            return None
+        answer = (
+            tp.partition,
+            0,
+            r.high_watermark,
+            r.last_stable_offset,
+            r.log_start_offset,
+            r.records,
+        )
+        answers = by_topic.get(tp.topic)
+        if answers is None:
+            by_topic[tp.topic] = [answer]
+        else:
+            answers.append(answer)
+    parts = fetch_response_parts(
+        request_header.correlation_id,
+        request_header.api_version,
+        list(by_topic.items()),
+        params.isolation_level == READ_COMMITTED,
+    )
+    return ResponseParts(parts)
+
+
 async def handle(
     ctx: BrokerContext, request: ListenerRequest[FetchRequest]
-) -> Response | asyncio.Future[Response]:
+) -> Answer | asyncio.Future[Answer]:
     header, body = request.header, request.body
     sender = "follower" if body.replica_id >= 0 else "consumer"
     ctx.metrics.fetch_requests.labels(sender=sender).inc()
@@ -149,11 +188,14 @@ async def handle(
         refused = refused_response(body, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         return make_response(header, refused)
     params = fetch_params(ctx, body)
-    future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+    future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+    from_follower = body.replica_id >= 0
 
     def on_done(results: FetchResults) -> None:
-        if not future.done():  # the connection may have gone (future cancelled)
-            future.set_result(build_response(header, params, results))
+        if future.done():  # the connection may have gone (future cancelled)
+            return
+        parts = follower_response_parts(header, params, results) if from_follower else None
+        future.set_result(build_response(header, params, results) if parts is None else parts)
 
     require(ctx.replica_manager, "replica manager").fetch_messages(
         params, partition_infos(body), on_done

@@ -6,14 +6,18 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol, TypeVar
 
+from broker.network.codec import ResponseParts
 from protocol import Response
 from protocol.messages import RequestHeader
 
 Body_co = TypeVar("Body_co", covariant=True)
 
+#: A response, or one the handler encoded itself (Fetch's answer to a follower).
+Answer = Response | ResponseParts
+
 #: What a handler returns: the response now, a Future of it (the handler's task is freed
 #: while the response waits in a purgatory), or None for no response (Produce acks=0).
-HandlerResult = Response | asyncio.Future[Response] | None
+HandlerResult = Answer | asyncio.Future[Response] | asyncio.Future[Answer] | None
 
 
 class ApiRequest(Protocol[Body_co]):

@@ -16,6 +16,7 @@ import pytest
 import protocol
 from broker.apis import fetch
 from broker.context import BrokerContext, require
+from broker.network import Codec, ResponseParts
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest
 from protocol.records import BatchBuilder, iter_batches
@@ -90,11 +91,19 @@ def request(
     return protocol.decode_request(frame)
 
 
-def on_the_wire(response: Any) -> Any:
-    """Encode as the network does, read the file regions back, decode like a client."""
-    parts = protocol.encode_response_parts(response)
-    frame = b"".join(p if isinstance(p, bytes) else p.read() for p in parts)
-    return protocol.decode_response(frame, ApiKey.FETCH, response.api_version).body
+def on_the_wire(response: Any, version: int = 12) -> Any:
+    """Encode as the network does, read the file regions back, decode like a client (at
+    ``version``, for an answer the handler encoded itself)."""
+    pieces = []
+    for piece in Codec.default().encode(response):
+        if isinstance(piece, FileRegion):
+            piece = piece.read()
+        assert isinstance(piece, bytes)
+        pieces.append(piece)
+    frame = b"".join(pieces)
+    if isinstance(response, protocol.Response):
+        version = response.api_version
+    return protocol.decode_response(frame, ApiKey.FETCH, version).body
 
 
 def partitions(body: Any) -> dict[int, Any]:
@@ -215,7 +224,9 @@ async def test_record_bytes_never_enter_python(
     assert all(isinstance(p, bytes) for p in parts if p is not regions[0])
 
 
-def follower_request(listener: str) -> HandlerRequest:
+def follower_request(
+    listener: str, version: int = 12, fetch_offset: int = 0, epoch: int = -1
+) -> HandlerRequest:
     body = FetchRequest(
         replica_id=1,
         max_wait_ms=0,
@@ -229,13 +240,16 @@ def follower_request(listener: str) -> HandlerRequest:
                 topic=TOPIC,
                 partitions=[
                     FetchRequest.FetchPartition(
-                        partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                        partition=0,
+                        current_leader_epoch=epoch,
+                        fetch_offset=fetch_offset,
+                        partition_max_bytes=1 << 20,
                     )
                 ],
             )
         ],
     )
-    return HandlerRequest(ApiKey.FETCH, 12, body, listener)
+    return HandlerRequest(ApiKey.FETCH, version, body, listener)
 
 
 async def test_follower_fetch_only_on_the_inter_broker_listener(tmp_path: Path) -> None:
@@ -260,5 +274,38 @@ async def test_follower_fetch_only_on_the_inter_broker_listener(tmp_path: Path) 
         anywhere = replicas.context({})
         plain = partitions(on_the_wire(await fetch.handle(anywhere, follower_request("CLIENT"))))
         assert plain[0].error_code == ErrorCode.NONE
+    finally:
+        replicas.log_manager.shutdown()
+
+
+@pytest.mark.parametrize("version", [4, 5, 7, 11, 12])
+async def test_a_follower_answer_is_encoded_by_the_handler(tmp_path: Path, version: int) -> None:
+    """Without errors the follower's answer comes pre-encoded (the lean writer); a client
+    reads from it what the generic encoder would have sent. With an error it is a
+    Response, which the error metric reads."""
+    replicas = local_replicas(tmp_path)
+    replicas.become({TOPIC: uuid.uuid4()}, partition_state(A, isr=(0, 1), replicas=(0, 1)))
+    ctx = replicas.context({})
+    produce(ctx, A, batch(2))
+    produce(ctx, A, batch(3))
+    try:
+        answer = await fetch.handle(ctx, follower_request("CLIENT", version, fetch_offset=2))
+        assert isinstance(answer, ResponseParts)
+        body = on_the_wire(answer, version)
+        assert body.error_code == ErrorCode.NONE and body.session_id == 0
+        p = partitions(body)[0]
+        assert (p.error_code, p.high_watermark, p.last_stable_offset) == (0, 2, 2)
+        assert p.log_start_offset == (0 if version >= 5 else -1)
+        assert p.aborted_transactions is None and p.preferred_read_replica == -1
+        headers = [h for _, h in iter_batches(bytes(p.records))]
+        assert [(h.base_offset, h.records_count) for h in headers] == [(2, 3)]
+        # its position moves the high watermark; at the end there is nothing to send
+        caught_up = await fetch.handle(ctx, follower_request("CLIENT", version, fetch_offset=5))
+        assert isinstance(caught_up, ResponseParts)
+        p = partitions(on_the_wire(caught_up, version))[0]
+        assert (p.error_code, p.high_watermark, len(p.records)) == (0, 5, 0)
+        fenced = await fetch.handle(ctx, follower_request("CLIENT", version, epoch=99))
+        assert isinstance(fenced, protocol.Response)
+        assert partitions(on_the_wire(fenced))[0].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
     finally:
         replicas.log_manager.shutdown()

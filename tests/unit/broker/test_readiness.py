@@ -77,6 +77,7 @@ async def test_a_client_request_is_held_until_ready_then_served() -> None:
     state["ready"] = True
     assert gate.check()
     response = await asyncio.wait_for(pending, DEADLINE_S)
+    assert isinstance(response, Response)
     assert response.body.controller_id == 0 and len(serve.seen) == 1
     # once ready, served at once
     now = await gate.admit(_Req(ApiKey.METADATA, 12, MetadataRequest(topics=None)), serve)
@@ -100,6 +101,7 @@ async def test_a_held_create_topics_is_refused_per_topic_within_its_timeout() ->
     pending = await gate.admit(_Req(ApiKey.CREATE_TOPICS, 7, body), _Served())
     assert isinstance(pending, asyncio.Future)
     response = await asyncio.wait_for(pending, DEADLINE_S)
+    assert isinstance(response, Response)
     (topic,) = response.body.topics
     assert (topic.name, topic.error_code) == ("a", ErrorCode.REQUEST_TIMED_OUT)
     assert "starting" in topic.error_message
@@ -111,6 +113,7 @@ async def test_a_refusal_uses_the_top_level_error_code_where_there_is_one() -> N
     pending = await gate.admit(request, _Served())
     assert isinstance(pending, asyncio.Future)
     response = await asyncio.wait_for(pending, DEADLINE_S)
+    assert isinstance(response, Response)
     assert response.body.error_code == ErrorCode.REQUEST_TIMED_OUT
 
 

@@ -164,3 +164,40 @@ def test_translate_offset_with_dense_and_sparse_indexes(
             found = seg.translate_offset(off)
             assert found is not None and found[0] == pos and found[1].base_offset == first, off
     assert seg.translate_offset(offset) is None
+
+
+def test_the_latest_appended_batch_is_found_without_a_read(
+    filled: Filled, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caught-up follower fetches from the batch just appended: its start is known."""
+    seg, _ = filled
+    pos = seg.size
+    data = append(seg, 190, 4, 9_000)
+
+    def forbidden(*args: object) -> bytes:
+        raise AssertionError("the file was read")
+
+    monkeypatch.setattr(os, "pread", forbidden)
+    for offset in range(190, 194):
+        found = seg.translate_offset(offset)
+        assert found is not None and found[0] == pos
+        assert found[1] == read_header(data)
+    region = seg.read(190, 1 << 20)
+    assert region is not None and (region[0].position, len(region[0])) == (pos, len(data))
+    monkeypatch.undo()
+    # an earlier batch is still found the usual way
+    found = seg.translate_offset(188)
+    assert found is not None and found[1].base_offset == 187
+
+
+def test_a_truncation_forgets_the_latest_append(filled: Filled) -> None:
+    """A truncation cuts the remembered batch away: lookups see the file as it is, and
+    a batch appended at the same offset is the one found."""
+    seg, layout = filled
+    cut_base, cut_pos, _ = layout[-2]  # below the latest append
+    seg.truncate_to(cut_base)
+    assert seg.translate_offset(layout[-1][0]) is None
+    assert seg.translate_offset(cut_base) is None
+    replaced = append(seg, cut_base, 7, 9_000)  # another batch at the same offset
+    found = seg.translate_offset(cut_base + 6)
+    assert found is not None and found[0] == cut_pos and found[1] == read_header(replaced)
