@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 
@@ -56,26 +57,24 @@ def frame(version: int, value: FetchResponse, cid: int = 11) -> bytes:
     )
 
 
-def generic_view(raw: bytes, version: int) -> tuple[int, Rows]:
-    decoded = protocol.decode_response(raw, ApiKey.FETCH, version).body
+def view(response: Any) -> tuple[int, Rows]:
+    """What the follower uses of a response, from the generic decoder's body or the lean
+    reader's result alike (both name their fields as the schema does)."""
     rows = [
         (t.topic, p.partition_index, p.error_code, p.high_watermark, p.log_start_offset,
          None if p.records is None else bytes(p.records))
-        for t in decoded.responses
+        for t in response.responses
         for p in t.partitions
     ]  # fmt: skip
-    return decoded.error_code, rows
+    return response.error_code, rows
+
+
+def generic_view(raw: bytes, version: int) -> tuple[int, Rows]:
+    return view(protocol.decode_response(raw, ApiKey.FETCH, version).body)
 
 
 def lean_view(raw: bytes, version: int) -> tuple[int, Rows]:
-    read = read_fetch_response(raw, version)
-    rows = [
-        (t.topic, p.partition_index, p.error_code, p.high_watermark, p.log_start_offset,
-         None if p.records is None else bytes(p.records))
-        for t in read.responses
-        for p in t.partitions
-    ]  # fmt: skip
-    return read.error_code, rows
+    return view(read_fetch_response(raw, version))
 
 
 def test_every_version_a_follower_may_send_is_read() -> None:
