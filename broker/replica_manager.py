@@ -554,7 +554,7 @@ class ReplicaManager:
             for tp, result in results.items()
         }
         operation = DelayedProduce(
-            timeout_ms, statuses, self.partition_for, self.min_insync_replicas, on_done
+            timeout_ms, statuses, self._partitions.get, self.min_insync_replicas, on_done
         )
         self.produce_purgatory.try_complete_else_watch(operation, list(required))
 
@@ -574,11 +574,13 @@ class ReplicaManager:
         try:
             partition = self._leader_or_error(tp)
             high_watermark = partition.high_watermark
+            # only acks=all checks the ISR's size: other acks spare the config lookup
+            min_isr = self.min_insync_replicas(tp.topic) if required_acks == -1 else 1
             info = partition.append_records_to_leader(
                 records,
                 api_version=api_version,
                 required_acks=required_acks,
-                min_insync_replicas=self.min_insync_replicas(tp.topic),
+                min_insync_replicas=min_isr,
             )
         except PartitionError as exc:
             rejected = exc.error_code in _VALIDATION_ERRORS and records is not None
