@@ -364,14 +364,18 @@ class Partition:
     def maybe_increment_high_watermark(self) -> bool:
         """As leader, move the high watermark up to the smallest log end offset of the
         maximal ISR (``broker.isr.high_watermark``). True when it moved: the caller
-        then completes the produces and fetches waiting on this partition."""
+        then completes the produces and fetches waiting on this partition.
+
+        Runs on every follower fetch and every append: :attr:`is_leader` and
+        :attr:`maximal_isr` are read here without their property calls."""
         lg = self.log
-        if lg is None or not self.is_leader:
+        if lg is None or self.leader_id != self.local_broker_id:
             return False
+        followers = self.followers
         follower_ends = [
-            self.followers[replica].log_end_offset
-            for replica in self.maximal_isr
-            if replica in self.followers
+            followers[replica].log_end_offset
+            for replica in self._isr_state.maximal_isr
+            if replica in followers
         ]
         current = lg.high_watermark
         new = isr_rules.high_watermark(current, lg.log_end_offset, follower_ends)
@@ -400,18 +404,21 @@ class Partition:
         follower_log_start_offset: int,
         leader_end_offset: int,
         now_ms: int,
-    ) -> None:
+    ) -> FollowerState:
         """Record a follower's fetch at ``fetch_offset``, read when the leader's log end
         offset was ``leader_end_offset`` (the caller read it successfully first). The
-        caller then asks :meth:`maybe_expand_isr` and :meth:`maybe_increment_high_watermark`."""
+        caller then asks :meth:`maybe_expand_isr` and :meth:`maybe_increment_high_watermark`.
+        Returns what the leader knew of the follower before this fetch."""
         self.check_follower(replica_id)
+        before = self.followers[replica_id]
         self.followers[replica_id] = isr_rules.after_fetch(
-            self.followers[replica_id],
+            before,
             fetch_offset=fetch_offset,
             follower_log_start_offset=follower_log_start_offset,
             leader_end_offset=leader_end_offset,
             now_ms=now_ms,
         )
+        return before
 
     def maybe_expand_isr(self, replica_id: int) -> bool:
         """Add ``replica_id`` to the ISR when it caught up (``broker.isr.may_join_isr``)

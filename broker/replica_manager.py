@@ -720,8 +720,7 @@ class ReplicaManager:
         """Record a follower's successful fetch (Kafka's updateFollowerFetchState): its
         position, then whether it joins the ISR and the high watermark moves. A follower
         reporting a higher log start may complete a waiting DeleteRecords."""
-        before = partition.followers.get(replica_id)
-        partition.update_follower_fetch_state(
+        before = partition.update_follower_fetch_state(
             replica_id,
             fetch_offset=info.fetch_offset,
             follower_log_start_offset=info.log_start_offset,
@@ -731,7 +730,7 @@ class ReplicaManager:
         partition.maybe_expand_isr(replica_id)
         if partition.maybe_increment_high_watermark():
             self._complete_delayed(partition.tp)
-        elif before is None or before.log_start_offset != info.log_start_offset:
+        elif before.log_start_offset != info.log_start_offset:
             self.delete_records_purgatory.check_and_complete(partition.tp)
 
     # -- the ISR ------------------------------------------------------------------------

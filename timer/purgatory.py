@@ -182,11 +182,11 @@ class DelayedOperationPurgatory(Generic[T]):
         try:
             while i < n:
                 op = ops[i]
-                if not op.is_completed:
-                    if op.safe_try_complete():
-                        completed += 1
-                    elif not op.is_completed:
-                        kept.append(op)
+                # safe_try_complete passes over an operation completed elsewhere
+                if op.safe_try_complete():
+                    completed += 1
+                elif not op.is_completed:
+                    kept.append(op)
                 i += 1
         finally:
             if i < n:  # a callback raised: keep the rest watched
