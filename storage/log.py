@@ -253,12 +253,13 @@ class Log:
         log end, stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
         self._check_usable()
         checked = validated(records, self._name, from_client=True)
-        check_batch_sizes(checked.batches, self.config.max_message_bytes, self._name)
+        config = self.config
+        check_batch_sizes(checked.batches, config.max_message_bytes, self._name)
         buf = writable(checked.buffer)
-        if self.config.compacts:
+        if config.compacts:
             check_keys(buf, checked.batches, self._name)
         log_append_time = -1
-        if self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
+        if config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
             log_append_time = self.clock.time_ms()
         # Offsets first (the producer-state check compares them), then sequences.
         assigned = assign_offsets(
@@ -343,16 +344,17 @@ class Log:
         self, size: int, max_timestamp: int, first_offset: int, last_offset: int
     ) -> None:
         seg = self.active_segment
+        config = self.config  # once: every append of leader and follower asks
         reason = retention.roll_reason(
             segment_size=seg.size,
             base_offset=seg.base_offset,
             incoming_size=size,
             incoming_max_timestamp=max_timestamp,
             incoming_last_offset=last_offset,
-            segment_bytes=self.config.segment_bytes,
-            segment_ms=self.config.segment_ms
+            segment_bytes=config.segment_bytes,
+            segment_ms=config.segment_ms
             - retention.roll_jitter_ms(
-                self._jitter_fraction, self.config.segment_ms, self.config.segment_jitter_ms
+                self._jitter_fraction, config.segment_ms, config.segment_jitter_ms
             ),
             index_full=seg.should_roll_for_index(),
             first_batch_timestamp=seg.rolling_base_timestamp(),
