@@ -335,15 +335,20 @@ class Partition:
     # -- offsets -----------------------------------------------------------------------
 
     def _leader_log(self, current_leader_epoch: int, require_leader: bool = True) -> Log:
-        """The log to serve from after the epoch and role checks (Kafka's localLogWithEpoch)."""
-        error = leader_epoch_error(current_leader_epoch, self.leader_epoch)
-        if error:
+        """The log to serve from after the epoch and role checks (Kafka's localLogWithEpoch).
+
+        Every produce and fetch passes here: a request at this broker's own epoch skips
+        the epoch rule (which answers NONE for it), and the role is read without the
+        :attr:`is_leader` property call."""
+        local_epoch = self.leader_epoch
+        if current_leader_epoch != local_epoch and (
+            error := leader_epoch_error(current_leader_epoch, local_epoch)
+        ):
             raise PartitionError(
                 error,
-                f"{self.tp}: request epoch {current_leader_epoch}, "
-                f"broker epoch {self.leader_epoch}",
+                f"{self.tp}: request epoch {current_leader_epoch}, broker epoch {local_epoch}",
             )
-        if self.log is None or (require_leader and not self.is_leader):
+        if self.log is None or (require_leader and self.leader_id != self.local_broker_id):
             raise PartitionError(
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 f"{self.tp}: broker {self.local_broker_id} is not the leader",
