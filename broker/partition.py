@@ -361,10 +361,9 @@ class Partition:
     def high_watermark(self) -> int:
         return self.log.high_watermark if self.log is not None else -1
 
-    @property
-    def last_stable_offset(self) -> int:
-        """No transactions yet: nothing is unstable, so the LSO is the high watermark."""
-        return self.high_watermark
+    #: No transactions yet: nothing is unstable, so the LSO is the high watermark (the
+    #: same property, not one that calls it: every fetch answer reads both).
+    last_stable_offset = high_watermark
 
     def maybe_increment_high_watermark(self) -> bool:
         """As leader, move the high watermark up to the smallest log end offset of the
