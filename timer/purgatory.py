@@ -120,13 +120,12 @@ class DelayedOperationPurgatory(Generic[T]):
         Here the try, the watch and the timer's add run back to back on the loop's one
         thread, and neither watching nor adding runs anything (a task already due waits
         for the next advance), so a second try could only repeat the first one's
-        answer -- for every acks=all produce that waits, one more look at each of its
-        partitions.
+        answer, for every operation that waits.
         """
         self._check_watchable(watch_keys)
         if operation.safe_try_complete():
             return True
-        if not operation.is_completed:  # a try may end it by force and still answer False
+        if not operation.is_completed:  # re-entrance may have completed it all the same
             self._add_watchers(operation, watch_keys)
             if self._timer_enabled:
                 self._timer.add(operation)
