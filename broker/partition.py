@@ -335,15 +335,20 @@ class Partition:
     # -- offsets -----------------------------------------------------------------------
 
     def _leader_log(self, current_leader_epoch: int, require_leader: bool = True) -> Log:
-        """The log to serve from after the epoch and role checks (Kafka's localLogWithEpoch)."""
-        error = leader_epoch_error(current_leader_epoch, self.leader_epoch)
-        if error:
+        """The log to serve from after the epoch and role checks (Kafka's localLogWithEpoch).
+
+        Every produce and fetch passes here: a request at this broker's own epoch skips
+        the epoch rule (which answers NONE for it), and the role is read without the
+        :attr:`is_leader` property call."""
+        local_epoch = self.leader_epoch
+        if current_leader_epoch != local_epoch and (
+            error := leader_epoch_error(current_leader_epoch, local_epoch)
+        ):
             raise PartitionError(
                 error,
-                f"{self.tp}: request epoch {current_leader_epoch}, "
-                f"broker epoch {self.leader_epoch}",
+                f"{self.tp}: request epoch {current_leader_epoch}, broker epoch {local_epoch}",
             )
-        if self.log is None or (require_leader and not self.is_leader):
+        if self.log is None or (require_leader and self.leader_id != self.local_broker_id):
             raise PartitionError(
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 f"{self.tp}: broker {self.local_broker_id} is not the leader",
@@ -356,22 +361,25 @@ class Partition:
     def high_watermark(self) -> int:
         return self.log.high_watermark if self.log is not None else -1
 
-    @property
-    def last_stable_offset(self) -> int:
-        """No transactions yet: nothing is unstable, so the LSO is the high watermark."""
-        return self.high_watermark
+    #: No transactions yet: nothing is unstable, so the LSO is the high watermark (the
+    #: same property, not one that calls it: every fetch answer reads both).
+    last_stable_offset = high_watermark
 
     def maybe_increment_high_watermark(self) -> bool:
         """As leader, move the high watermark up to the smallest log end offset of the
         maximal ISR (``broker.isr.high_watermark``). True when it moved: the caller
-        then completes the produces and fetches waiting on this partition."""
+        then completes the produces and fetches waiting on this partition.
+
+        Runs on every follower fetch and every append: :attr:`is_leader` and
+        :attr:`maximal_isr` are read here without their property calls."""
         lg = self.log
-        if lg is None or not self.is_leader:
+        if lg is None or self.leader_id != self.local_broker_id:
             return False
+        followers = self.followers
         follower_ends = [
-            self.followers[replica].log_end_offset
-            for replica in self.maximal_isr
-            if replica in self.followers
+            followers[replica].log_end_offset
+            for replica in self._isr_state.maximal_isr
+            if replica in followers
         ]
         current = lg.high_watermark
         new = isr_rules.high_watermark(current, lg.log_end_offset, follower_ends)
@@ -400,18 +408,21 @@ class Partition:
         follower_log_start_offset: int,
         leader_end_offset: int,
         now_ms: int,
-    ) -> None:
+    ) -> FollowerState:
         """Record a follower's fetch at ``fetch_offset``, read when the leader's log end
         offset was ``leader_end_offset`` (the caller read it successfully first). The
-        caller then asks :meth:`maybe_expand_isr` and :meth:`maybe_increment_high_watermark`."""
+        caller then asks :meth:`maybe_expand_isr` and :meth:`maybe_increment_high_watermark`.
+        Returns what the leader knew of the follower before this fetch."""
         self.check_follower(replica_id)
+        before = self.followers[replica_id]
         self.followers[replica_id] = isr_rules.after_fetch(
-            self.followers[replica_id],
+            before,
             fetch_offset=fetch_offset,
             follower_log_start_offset=follower_log_start_offset,
             leader_end_offset=leader_end_offset,
             now_ms=now_ms,
         )
+        return before
 
     def maybe_expand_isr(self, replica_id: int) -> bool:
         """Add ``replica_id`` to the ISR when it caught up (``broker.isr.may_join_isr``)

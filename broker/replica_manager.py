@@ -530,13 +530,15 @@ class ReplicaManager:
             return
         results: dict[TopicPartition, ProducePartitionResult] = {}
         required: dict[TopicPartition, int] = {}
+        unacknowledged = 0  # appends whose high watermark is below their end
         for tp, records in entries.items():
-            result, next_offset, high_watermark_moved = self._append_one(
+            result, next_offset, high_watermark_moved, acknowledged = self._append_one(
                 tp, records, required_acks, api_version, internal_topics_allowed
             )
             results[tp] = result
             if next_offset is not None:
                 required[tp] = next_offset
+                unacknowledged += not acknowledged
                 # New records may answer waiting fetches. Waiting produces and
                 # DeleteRecords wait on the high watermark, which an append moves only
                 # when the leader is alone in its ISR: checking them after every append
@@ -554,9 +556,18 @@ class ReplicaManager:
             for tp, result in results.items()
         }
         operation = DelayedProduce(
-            timeout_ms, statuses, self.partition_for, self.min_insync_replicas, on_done
+            timeout_ms, statuses, self._partitions.get, self.min_insync_replicas, on_done
         )
-        self.produce_purgatory.try_complete_else_watch(operation, list(required))
+        keys = list(required)
+        if unacknowledged == len(required):
+            # Every append waits for followers: each partition is led here with its high
+            # watermark below the append's end, and nothing run since can move a high
+            # watermark (only a follower's fetch does) or change a role. The
+            # DelayedProduce's first test would find just that and settle nothing (the
+            # usual acks=all produce, which parks without it).
+            self.produce_purgatory.watch(operation, keys)
+        else:
+            self.produce_purgatory.try_complete_else_watch(operation, keys)
 
     def _append_one(
         self,
@@ -565,39 +576,44 @@ class ReplicaManager:
         required_acks: int,
         api_version: int,
         internal_topics_allowed: bool,
-    ) -> tuple[ProducePartitionResult, int | None, bool]:
+    ) -> tuple[ProducePartitionResult, int | None, bool, bool]:
         """One partition's append: its result; when something was appended (or was a
-        duplicate), the offset after it; and whether the high watermark moved."""
+        duplicate), the offset after it; whether the high watermark moved; and whether
+        it reached that offset (an acks=all answer for the partition is there)."""
         if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
             refused = _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to {tp.topic}")
-            return refused, None, False
+            return refused, None, False, False
         try:
             partition = self._leader_or_error(tp)
             high_watermark = partition.high_watermark
+            # only acks=all checks the ISR's size: other acks spare the config lookup
+            min_isr = self.min_insync_replicas(tp.topic) if required_acks == -1 else 1
             info = partition.append_records_to_leader(
                 records,
                 api_version=api_version,
                 required_acks=required_acks,
-                min_insync_replicas=self.min_insync_replicas(tp.topic),
+                min_insync_replicas=min_isr,
             )
         except PartitionError as exc:
             rejected = exc.error_code in _VALIDATION_ERRORS and records is not None
             self._count_failed_append(tp, len(records) if rejected and records else 0)
-            return _failed(exc.error_code, str(exc)), None, False
+            return _failed(exc.error_code, str(exc)), None, False, False
         except RecordError as exc:
             self._count_failed_append(tp, len(records) if records is not None else 0)
-            return _failed(exc.error_code, str(exc)), None, False
+            return _failed(exc.error_code, str(exc)), None, False, False
         except StorageError as exc:
             log.error("%s: append failed: %s", tp, exc)
             self._count_failed_append(tp)
-            return _failed(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None, False
+            return _failed(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)), None, False, False
         if self.metrics is not None and not info.duplicate:
             self.metrics.topic_bytes_in.labels(topic=tp.topic).inc(info.valid_bytes)
             self.metrics.topic_messages_in.labels(topic=tp.topic).inc(info.records_count)
         result = ProducePartitionResult(
             ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
         )
-        return result, info.last_offset + 1, partition.high_watermark != high_watermark
+        next_offset = info.last_offset + 1
+        after = partition.high_watermark
+        return result, next_offset, after != high_watermark, after >= next_offset
 
     # -- fetch --------------------------------------------------------------------------
 
@@ -718,8 +734,7 @@ class ReplicaManager:
         """Record a follower's successful fetch (Kafka's updateFollowerFetchState): its
         position, then whether it joins the ISR and the high watermark moves. A follower
         reporting a higher log start may complete a waiting DeleteRecords."""
-        before = partition.followers.get(replica_id)
-        partition.update_follower_fetch_state(
+        before = partition.update_follower_fetch_state(
             replica_id,
             fetch_offset=info.fetch_offset,
             follower_log_start_offset=info.log_start_offset,
@@ -729,7 +744,7 @@ class ReplicaManager:
         partition.maybe_expand_isr(replica_id)
         if partition.maybe_increment_high_watermark():
             self._complete_delayed(partition.tp)
-        elif before is None or before.log_start_offset != info.log_start_offset:
+        elif before.log_start_offset != info.log_start_offset:
             self.delete_records_purgatory.check_and_complete(partition.tp)
 
     # -- the ISR ------------------------------------------------------------------------

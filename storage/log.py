@@ -253,12 +253,13 @@ class Log:
         log end, stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
         self._check_usable()
         checked = validated(records, self._name, from_client=True)
-        check_batch_sizes(checked.batches, self.config.max_message_bytes, self._name)
+        config = self.config
+        check_batch_sizes(checked.batches, config.max_message_bytes, self._name)
         buf = writable(checked.buffer)
-        if self.config.compacts:
+        if config.compacts:
             check_keys(buf, checked.batches, self._name)
         log_append_time = -1
-        if self.config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
+        if config.message_timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
             log_append_time = self.clock.time_ms()
         # Offsets first (the producer-state check compares them), then sequences.
         assigned = assign_offsets(

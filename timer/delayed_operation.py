@@ -28,7 +28,6 @@ Thread-safety assumptions (they replace Kafka's per-operation lock):
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
 
 from timer.timer_task import TimerTask
 
@@ -82,23 +81,6 @@ class DelayedOperation(TimerTask):
         if self._completed:
             return False
         return self.try_complete()
-
-    def safe_try_complete_or_else(self, f: Callable[[], None]) -> bool:
-        """Try to complete; if that fails run ``f`` (watch the keys) and try once more.
-
-        The second try closes the gap between the first check and the watch: a change
-        that lands in between is seen either by the second try or, once watched, by the
-        next check_and_complete on a key. On one thread nothing can land in between
-        unless ``f`` itself causes it, which is exactly when the retry matters; it costs
-        one more condition check per operation that must wait, which is cheap next to
-        the wait itself.
-        """
-        if self._completed:
-            return False
-        if self.try_complete():
-            return True
-        f()
-        return self.safe_try_complete()
 
     def run(self) -> None:
         """The timeout (called by the timer): force-complete, then on_expiration."""

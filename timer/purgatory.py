@@ -111,24 +111,24 @@ class DelayedOperationPurgatory(Generic[T]):
     def try_complete_else_watch(self, operation: T, watch_keys: Sequence[Hashable]) -> bool:
         """Complete ``operation`` now if it can; otherwise watch it and start its timeout.
 
-        Returns True only if this call completed it (the operation's own try_complete
-        succeeded, before or just after being watched). Watching runs no callbacks, so
-        an operation is watched under all of its keys or none. Raises ValueError for an
+        Returns True only if this call completed it. Watching runs no callbacks, so an
+        operation is watched under all of its keys or none. Raises ValueError for an
         empty key list and RuntimeError after shutdown.
+
+        One try, not Kafka's two: Kafka tries again after watching because another
+        thread may have changed the condition between its first try and the watch.
+        Here the try, the watch and the timer's add run back to back on the loop's one
+        thread, and neither watching nor adding runs anything (a task already due waits
+        for the next advance), so a second try could only repeat the first one's
+        answer, for every operation that waits.
         """
         self._check_watchable(watch_keys)
-
-        def watch_all() -> None:
-            if not operation.is_completed:
-                self._add_watchers(operation, watch_keys)
-
-        if operation.safe_try_complete_or_else(watch_all):
+        if operation.safe_try_complete():
             return True
-        # Kafka checks again after adding to the timer, for a completion by another
-        # thread meanwhile; here adding runs nothing (a task already due waits for the
-        # next advance), so one check before adding suffices.
-        if self._timer_enabled and not operation.is_completed:
-            self._timer.add(operation)
+        if not operation.is_completed:  # re-entrance may have completed it all the same
+            self._add_watchers(operation, watch_keys)
+            if self._timer_enabled:
+                self._timer.add(operation)
         return False
 
     def watch(self, operation: T, watch_keys: Sequence[Hashable]) -> None:
@@ -136,7 +136,7 @@ class DelayedOperationPurgatory(Generic[T]):
 
         For a caller that has just found, with nothing run since, that the operation
         cannot complete (a fetch whose read found nothing): try_complete_else_watch's
-        two tries would only repeat that finding. Watching runs no callbacks, so nothing
+        try would only repeat that finding. Watching runs no callbacks, so nothing
         can change in between on the loop's one thread. Same errors as
         try_complete_else_watch.
         """
@@ -181,11 +181,11 @@ class DelayedOperationPurgatory(Generic[T]):
         try:
             while i < n:
                 op = ops[i]
-                if not op.is_completed:
-                    if op.safe_try_complete():
-                        completed += 1
-                    elif not op.is_completed:
-                        kept.append(op)
+                # safe_try_complete passes over an operation completed elsewhere
+                if op.safe_try_complete():
+                    completed += 1
+                elif not op.is_completed:
+                    kept.append(op)
                 i += 1
         finally:
             if i < n:  # a callback raised: keep the rest watched

@@ -85,3 +85,15 @@ def test_timeout_marks_only_waiting_partitions_and_completes_once() -> None:
     purgatory.check_and_complete(B)
     assert not op.force_complete()
     assert len(calls) == 1
+
+
+def test_an_acknowledged_partition_keeps_its_answer_while_another_waits() -> None:
+    parts = {A: FakePartition(high_watermark=10), B: FakePartition(high_watermark=0)}
+    _, purgatory, op, calls = setup(parts, min_isr=2)
+    # A was acknowledged by the first try; what happens to it afterwards is not looked at
+    parts[A].is_leader = False
+    parts[A].isr = (0,)
+    parts[B].high_watermark = 20
+    purgatory.check_and_complete(B)
+    assert codes(calls[0]) == [0, 0, ErrorCode.CORRUPT_MESSAGE]
+    assert op.is_completed and len(calls) == 1

@@ -284,6 +284,24 @@ def test_acks_all_waits_then_completes_when_high_watermark_passes(
     assert result[A].base_offset == 0 and result[B].base_offset == 0
 
 
+def test_acks_all_answers_a_partition_acknowledged_on_append_as_it_was_then(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B's high watermark passes its append at once (the leader is its ISR), A's does
+    not: B's answer is settled when the produce starts waiting, against the ISR and
+    min.insync.replicas of that moment, not when A's followers catch up."""
+    broker.lead(A, B)
+    stuck_high_watermark(broker, A, monkeypatch)
+    got = broker.produce_now({A: batch(2), B: batch(1)}, acks=-1)
+    assert got == []
+    broker.min_isr["orders"] = 2  # from now on B's ISR of one is too small
+    broker.log(A).update_high_watermark(2)
+    broker.produce.check_and_complete(A)
+    [result] = got
+    assert result[B].error_code == ErrorCode.NONE
+    assert result[A].error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
 def test_acks_all_times_out(broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
     broker.lead(A)
     stuck_high_watermark(broker, A, monkeypatch)

@@ -141,18 +141,28 @@ def test_force_complete_racing_with_expiry_runs_once() -> None:
     assert (fourth.completions, fourth.expirations) == (1, 0)
 
 
-def test_safe_try_complete_or_else_retries_after_watching() -> None:
-    op = Op()
-    calls: list[str] = []
+class CountedOp(Op):
+    """An Op that counts its tries."""
 
-    def watch() -> None:
-        calls.append("watched")
-        op.ready = True  # the condition changes while the keys are being watched
+    __slots__ = ("tries",)
 
-    assert op.safe_try_complete_or_else(watch)
-    assert calls == ["watched"] and op.completions == 1
-    assert not op.safe_try_complete_or_else(watch)  # completed: nothing more happens
-    assert calls == ["watched"]
+    def __init__(self, delay_ms: int = 1_000) -> None:
+        Op.__init__(self, delay_ms)
+        self.tries = 0
+
+    def try_complete(self) -> bool:
+        self.tries += 1
+        return Op.try_complete(self)
+
+
+def test_try_complete_else_watch_tries_once_before_watching() -> None:
+    purgatory = make(MockClock())
+    op = CountedOp()
+    assert not purgatory.try_complete_else_watch(op, ["k"])
+    assert op.tries == 1 and purgatory.watched == 1 and purgatory.num_delayed == 1
+    op.ready = True
+    assert purgatory.check_and_complete("k") == 1
+    assert op.tries == 2 and op.completions == 1
 
 
 def test_completion_that_reenters_the_purgatory_loses_nothing() -> None:
