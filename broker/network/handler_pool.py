@@ -55,8 +55,6 @@ class RequestHandlerPool:
         self.name = name
         self._tasks: list[asyncio.Task[None]] = []
         self._deferred: set[asyncio.Future[Any]] = set()
-        self._queue_time_by_api: dict[int, Any] = {}
-        self._times_by_api: dict[int, tuple[Any, Any]] = {}
         # idle ratio: seconds handlers spent waiting for a request, and since when each
         # waiting handler task (by index) has been waiting
         self._idle_s = 0.0
@@ -110,7 +108,10 @@ class RequestHandlerPool:
 
     async def _serve(self, request: Request) -> None:
         request.dequeued_at = self._clock()
-        self._queue_time(request).observe(request.dequeued_at - request.received_at)
+        cells = request.metrics
+        if cells is None:  # made without them (by hand): resolved once here
+            cells = request.metrics = self._metrics.request_metrics(request.api_name)
+        cells.queue_time.observe(request.dequeued_at - request.received_at)
         try:
             result = await self._handle(request)
         except asyncio.CancelledError:
@@ -131,23 +132,10 @@ class RequestHandlerPool:
         """Local time (the handler's own work) and remote time (a deferred response's
         wait), once the response is ready."""
         request.response_ready_at = now = self._clock()
-        children = self._times_by_api.get(request.api_key)
-        if children is None:
-            api = request.api_name
-            children = (
-                self._metrics.request_local_time.labels(api=api),
-                self._metrics.request_remote_time.labels(api=api),
-            )
-            self._times_by_api[request.api_key] = children
-        children[0].observe(request.handled_at - request.dequeued_at)
-        children[1].observe(now - request.handled_at)
-
-    def _queue_time(self, request: Request) -> Any:
-        child = self._queue_time_by_api.get(request.api_key)
-        if child is None:
-            child = self._metrics.request_queue_time.labels(api=request.api_name)
-            self._queue_time_by_api[request.api_key] = child
-        return child
+        cells = request.metrics
+        assert cells is not None  # resolved by _serve
+        cells.local_time.observe(request.handled_at - request.dequeued_at)
+        cells.remote_time.observe(now - request.handled_at)
 
     def _defer(self, request: Request, future: asyncio.Future[Any]) -> None:
         self._deferred.add(future)

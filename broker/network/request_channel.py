@@ -13,7 +13,10 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from broker.metrics import RequestMetrics
 
 
 class Responder(Protocol):
@@ -57,6 +60,9 @@ class Request:
     response_ready_at: float = 0.0
     #: the connection this came from; opaque to handlers
     connection: object = field(default=None, repr=False)
+    #: its API's per-request metric cells, resolved by the Processor that read it (the
+    #: handler pool resolves them by ``api_name`` for a request made without them)
+    metrics: RequestMetrics | None = field(default=None, repr=False)
 
     @property
     def api_key(self) -> int:
