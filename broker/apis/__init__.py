@@ -232,8 +232,9 @@ class KafkaApis:
         if handler is None or not lo <= int(header.api_version) <= hi:
             log.info("unsupported request %s v%s", api_key, header.api_version)
             return error_response(header, ErrorCode.UNSUPPORTED_VERSION)
-        if self.gate is not None:
-            return await self.gate.admit(request, self._serve)
+        gate = self.gate
+        if gate is not None and not gate.ready:
+            return await gate.admit(request, self._serve)
         return await self._serve(request)
 
     async def _serve(self, request: ListenerRequest[Any]) -> HandlerResult:
