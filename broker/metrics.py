@@ -209,6 +209,9 @@ class BrokerMetrics:
         self.fetch_requests = local.counter(
             "fetch_requests", "Fetch requests by sender (consumer or follower)", ("sender",)
         )
+        # its two cells, made here (every fetch counts in one; both are always exported)
+        self.follower_fetches = self.fetch_requests.labels(sender="follower")
+        self.consumer_fetches = self.fetch_requests.labels(sender="consumer")
         self.request_errors = Counter(  # rarer than requests: a regular counter
             "request_errors",
             "Error codes returned, per API and error name",
