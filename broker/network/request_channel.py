@@ -89,6 +89,9 @@ class RequestChannel:
         self._receivers: deque[asyncio.Future[Request]] = deque()
         # parked producers; each returns True when it used the slot it was woken for
         self._space_waiters: deque[Callable[[], bool]] = deque()
+        #: the loop of the first receive: the channel's one loop, looked up once
+        #: (asyncio.get_running_loop costs a system call per call on some Pythons)
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -118,7 +121,10 @@ class RequestChannel:
             request = self._queue.popleft()
             self._wake_one()
             return request
-        receiver: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        receiver: asyncio.Future[Request] = loop.create_future()
         self._receivers.append(receiver)
         try:
             return await receiver
