@@ -476,7 +476,6 @@ class Processor:
             self._dispatch(conn)
         else:
             self._watch(conn)
-        self._check_drained()
 
     # --- idle connections, closing, shutdown ------------------------------------------------
 
