@@ -100,14 +100,15 @@ class RequestHandlerPool:
                 request = await self._channel.receive()
             finally:
                 del self._waiting_since[index]
-                self._idle_s += self._clock() - since
+                now = self._clock()
+                self._idle_s += now - since
             try:
-                await self._serve(request)
+                await self._serve(request, now)
             except Exception:  # loop boundary: whatever one request does, the task lives on
                 log.exception("serving %s failed", request)
 
-    async def _serve(self, request: Request) -> None:
-        request.dequeued_at = self._clock()
+    async def _serve(self, request: Request, dequeued_at: float) -> None:
+        request.dequeued_at = dequeued_at
         cells = request.metrics
         if cells is None:  # made without them (by hand): resolved once here
             cells = request.metrics = self._metrics.request_metrics(request.api_name)
@@ -121,17 +122,17 @@ class RequestHandlerPool:
             log.exception("handler failed on %s", request)
             request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             return
-        request.handled_at = self._clock()
+        request.handled_at = now = self._clock()
         if isinstance(result, asyncio.Future):
             self._defer(request, result)
         else:
-            self._observe_times(request)
+            self._observe_times(request, now)
             request.responder.respond(request, result)
 
-    def _observe_times(self, request: Request) -> None:
+    def _observe_times(self, request: Request, now: float) -> None:
         """Local time (the handler's own work) and remote time (a deferred response's
-        wait), once the response is ready."""
-        request.response_ready_at = now = self._clock()
+        wait), once the response is ready (``now``)."""
+        request.response_ready_at = now
         cells = request.metrics
         assert cells is not None  # resolved by _serve
         cells.local_time.observe(request.handled_at - request.dequeued_at)
@@ -149,7 +150,7 @@ class RequestHandlerPool:
                     log.error("deferred response to %s failed", request, exc_info=done.exception())
                 request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             else:
-                self._observe_times(request)
+                self._observe_times(request, self._clock())
                 request.responder.respond(request, done.result())
 
         future.add_done_callback(deliver)
