@@ -211,7 +211,7 @@ def response_message(api_key: int) -> MessageInfo:
 #: header and body the generic decoder would make, or None for any other shape. It may
 #: raise on a malformed frame (struct.error, IndexError, ValueError): the generic decoder
 #: then reads the frame and reports the error.
-LeanReader = Callable[[memoryview, int], tuple[RequestHeader, Any] | None]
+LeanReader = Callable[[bytes, int], tuple[RequestHeader, Any] | None]
 
 #: The lean readers by (API key, version), for served versions only. Each is checked
 #: against the generic decoder by its unit tests.
@@ -252,7 +252,7 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
     lean = _LEAN_READERS.get((api_key, api_version))
     if lean is not None:
         try:
-            decoded = lean(view, api_version)
+            decoded = lean(bytes(view), api_version)
         except _LEAN_SLIPS:
             decoded = None  # malformed: the generic decoder below says how
         if decoded is not None:
