@@ -155,6 +155,22 @@ class LocalHistogramFamily(_LocalFamily[LocalHistogram]):
         return family
 
 
+class RequestMetrics:
+    """The per-API cells every request of one API updates on its way through the broker:
+    its total time and Kafka's split of it (queue, local, remote, response). Resolved
+    once per API (``BrokerMetrics.request_metrics``) and carried on the request, so the
+    network and the handlers update them without a label lookup each."""
+
+    __slots__ = ("local_time", "queue_time", "remote_time", "response_time", "total_time")
+
+    def __init__(self, metrics: BrokerMetrics, api: str) -> None:
+        self.total_time = metrics.request_duration.labels(api=api)
+        self.queue_time = metrics.request_queue_time.labels(api=api)
+        self.local_time = metrics.request_local_time.labels(api=api)
+        self.remote_time = metrics.request_remote_time.labels(api=api)
+        self.response_time = metrics.request_response_time.labels(api=api)
+
+
 class _LocalCollector(Collector):
     def __init__(self) -> None:
         self.families: list[LocalCounterFamily | LocalHistogramFamily] = []
@@ -185,6 +201,7 @@ class BrokerMetrics:
         local = _LocalCollector()
         r.register(local)
 
+        self._request_metrics: dict[str, RequestMetrics] = {}
         # requests, by API name (ApiKey names: "Produce", "Fetch", ...)
         self.requests = local.counter("requests", "Requests received", ("api", "listener"))
         # Fetch split by sender, as Kafka's FetchConsumer / FetchFollower request metrics:
@@ -192,6 +209,9 @@ class BrokerMetrics:
         self.fetch_requests = local.counter(
             "fetch_requests", "Fetch requests by sender (consumer or follower)", ("sender",)
         )
+        # its two cells, made here (every fetch counts in one; both are always exported)
+        self.follower_fetches = self.fetch_requests.labels(sender="follower")
+        self.consumer_fetches = self.fetch_requests.labels(sender="consumer")
         self.request_errors = Counter(  # rarer than requests: a regular counter
             "request_errors",
             "Error codes returned, per API and error name",
@@ -438,6 +458,13 @@ class BrokerMetrics:
         self.leader_count = Gauge(
             "leader_partitions", "Partitions this broker leads", namespace=ns, registry=r
         )
+
+    def request_metrics(self, api: str) -> RequestMetrics:
+        """The per-request cells of ``api`` (Kafka's name: "Fetch"), made on first use."""
+        cells = self._request_metrics.get(api)
+        if cells is None:
+            cells = self._request_metrics[api] = RequestMetrics(self, api)
+        return cells
 
     def watch_zookeeper_state(self, state: Callable[[], str]) -> None:
         """The session-state gauge, read at scrape time: ``state()`` is kazoo's CONNECTED,

@@ -136,28 +136,28 @@ class ReadinessGate:
         self._error_response = error_response
         self.hold_ms = hold_ms
         self._ready = asyncio.Event()
+        #: whether the broker is ready: the latch, as a plain attribute (KafkaApis
+        #: reads it on every request)
+        self.ready = False
         #: requests waiting now (a gauge for tests and logs)
         self.held = 0
         #: the held requests' tasks (kept referenced until done)
         self._tasks: set[asyncio.Task[None]] = set()
 
-    @property
-    def is_ready(self) -> bool:
-        return self._ready.is_set()
-
     def check(self) -> bool:
         """Latch readiness if the condition holds now; whether the broker is ready."""
-        if not self._ready.is_set() and self._why_not_ready() is None:
+        if not self.ready and self._why_not_ready() is None:
             log.info("ready to serve client requests (%d were waiting)", self.held)
             self._ready.set()
-        return self._ready.is_set()
+            self.ready = True
+        return self.ready
 
     async def admit(
         self,
         request: ListenerRequest[Any],
         serve: Callable[[ListenerRequest[Any]], Awaitable[HandlerResult]],
     ) -> HandlerResult:
-        if self._ready.is_set() or served_before_ready(int(request.header.api_key)):
+        if self.ready or served_before_ready(int(request.header.api_key)):
             return await serve(request)
         loop = asyncio.get_running_loop()
         # Any: the result is a Response, or None for an acks=0 Produce (no answer at all)

@@ -18,7 +18,9 @@ Layout: ``errors`` and ``primitives`` (wire types), ``schema`` (every message de
 data, generated from Kafka's JSON specs), ``codec`` (one table-driven codec compiling a
 decode and an encode plan per struct and version), ``api`` (headers, versions, the entry
 points above), ``data`` (versioned data records), ``framing`` (size-prefixed frames),
-``fetch_writer`` (a leader's Fetch answers written directly, the generic encoder's bytes).
+``fetch_writer`` (a leader's Fetch answers written directly, the generic encoder's bytes),
+``fetch_reader`` (Fetch requests read directly, the generic decoder's objects; the hook
+in ``decode_request`` tries it first).
 """
 
 from protocol.api import (

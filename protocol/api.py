@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import msgspec
 
+from protocol import fetch_reader
 from protocol.codec import MESSAGE_INFO, MessageInfo, decode_struct, encode_struct
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.messages import ApiVersionsResponse, RequestHeader, ResponseHeader
@@ -206,6 +207,22 @@ def response_message(api_key: int) -> MessageInfo:
     return _RESPONSES[api_key]
 
 
+#: A lean reader of one API's most frequent request shape: ``(frame, version)`` -> the
+#: header and body the generic decoder would make, or None for any other shape. It may
+#: raise on a malformed frame (struct.error, IndexError, ValueError): the generic decoder
+#: then reads the frame and reports the error.
+LeanReader = Callable[[bytes, int], tuple[RequestHeader, Any] | None]
+
+#: The lean readers by (API key, version), for served versions only. Each is checked
+#: against the generic decoder by its unit tests.
+_LEAN_READERS: Final[dict[tuple[int, int], LeanReader]] = {
+    (ApiKey.FETCH, v): fetch_reader.read_fetch_request
+    for v in fetch_reader.VERSIONS
+    if SUPPORTED_VERSIONS[ApiKey.FETCH][0] <= v <= SUPPORTED_VERSIONS[ApiKey.FETCH][1]
+}
+_LEAN_SLIPS: Final = (struct.error, IndexError, ValueError)
+
+
 def _view(frame: bytes | bytearray | memoryview) -> memoryview:
     view = memoryview(frame)
     return view if view.format == "B" and view.ndim == 1 else view.cast("B")
@@ -232,6 +249,14 @@ def decode_request(frame: bytes | bytearray | memoryview) -> Request:
     if len(view) < 4:
         raise ProtocolError(ErrorCode.INVALID_REQUEST, f"request of {len(view)} bytes")
     api_key, api_version = _KEY_AND_VERSION.unpack_from(view, 0)
+    lean = _LEAN_READERS.get((api_key, api_version))
+    if lean is not None:
+        try:
+            decoded = lean(bytes(view), api_version)
+        except _LEAN_SLIPS:
+            decoded = None  # malformed: the generic decoder below says how
+        if decoded is not None:
+            return Request(*decoded)
     header, pos = _decode_header(view, api_key, api_version)
     msg = _REQUESTS.get(api_key)
     if msg is None:

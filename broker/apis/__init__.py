@@ -215,6 +215,10 @@ class KafkaApis:
         self.handlers: dict[int, ApiHandler] = dict(HANDLERS if handlers is None else handlers)
         self.advertised = advertised_versions(self.handlers)
         ctx.advertised_versions = self.advertised
+        #: API key -> (handler, lowest and highest version served): one lookup a request
+        self._routes = {
+            key: (self.handlers[key], lo, hi) for key, (lo, hi) in self.advertised.items()
+        }
         #: holds client requests until the broker can answer them (broker.readiness);
         #: the broker sets it, a unit test of handlers need not
         self.gate: ReadinessGate | None = None
@@ -227,18 +231,18 @@ class KafkaApis:
         if request.body is None:
             # only ApiVersions above our range decodes without a body
             return api_versions_fallback(header, self.advertised)
-        handler = self.handlers.get(api_key)
-        lo, hi = self.advertised.get(api_key, (0, -1))
-        if handler is None or not lo <= int(header.api_version) <= hi:
+        route = self._routes.get(api_key)
+        if route is None or not route[1] <= int(header.api_version) <= route[2]:
             log.info("unsupported request %s v%s", api_key, header.api_version)
             return error_response(header, ErrorCode.UNSUPPORTED_VERSION)
-        if self.gate is not None:
-            return await self.gate.admit(request, self._serve)
+        gate = self.gate
+        if gate is not None and not gate.ready:
+            return await gate.admit(request, self._serve)
         return await self._serve(request)
 
     async def _serve(self, request: ListenerRequest[Any]) -> HandlerResult:
         api_key = int(request.header.api_key)
-        result = await self.handlers[api_key](self.ctx, request)
+        result = await self._routes[api_key][0](self.ctx, request)
         if api_key == ApiKey.UPDATE_METADATA and self.gate is not None:
             self.gate.check()  # the cache may now list this broker
         if isinstance(result, asyncio.Future):

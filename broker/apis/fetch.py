@@ -79,7 +79,7 @@ def partition_infos(body: FetchRequest) -> list[tuple[TopicPartition, PartitionF
 def follower_fetch_allowed(ctx: BrokerContext, listener: str) -> bool:
     """Whether a follower fetch may arrive on ``listener`` (see the module doc)."""
     configured = ctx.config.get_str("inter.broker.listener.name")
-    return not configured or listener.upper() == configured.upper()
+    return not configured or listener == configured or listener.upper() == configured.upper()
 
 
 def refused_response(body: FetchRequest, error_code: int) -> FetchResponse:
@@ -174,8 +174,8 @@ async def handle(
     ctx: BrokerContext, request: ListenerRequest[FetchRequest]
 ) -> Answer | asyncio.Future[Answer]:
     header, body = request.header, request.body
-    sender = "follower" if body.replica_id >= 0 else "consumer"
-    ctx.metrics.fetch_requests.labels(sender=sender).inc()
+    from_follower = body.replica_id >= 0
+    (ctx.metrics.follower_fetches if from_follower else ctx.metrics.consumer_fetches).inc()
     if body.session_epoch not in FULL_FETCH_EPOCHS:
         refused = FetchResponse(
             throttle_time_ms=0,
@@ -184,22 +184,27 @@ async def handle(
             responses=[],
         )
         return make_response(header, refused)
-    if body.replica_id >= 0 and not follower_fetch_allowed(ctx, request.listener):
+    if from_follower and not follower_fetch_allowed(ctx, request.listener):
         refused = refused_response(body, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         return make_response(header, refused)
     params = fetch_params(ctx, body)
-    future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-    from_follower = body.replica_id >= 0
+    # Most fetches are answered during fetch_messages (data was there, or an error): the
+    # answer is returned as it is. A future is made only for a fetch that waits.
+    answered: list[Answer] = []
+    future: asyncio.Future[Answer] | None = None
 
     def on_done(results: FetchResults) -> None:
-        if future.done():  # the connection may have gone (future cancelled)
-            return
         parts = follower_response_parts(header, params, results) if from_follower else None
-        future.set_result(build_response(header, params, results) if parts is None else parts)
+        answer = build_response(header, params, results) if parts is None else parts
+        if future is None:
+            answered.append(answer)
+        elif not future.done():  # the connection may have gone (future cancelled)
+            future.set_result(answer)
 
     require(ctx.replica_manager, "replica manager").fetch_messages(
         params, partition_infos(body), on_done
     )
-    if future.done():
-        return future.result()
+    if answered:
+        return answered[0]
+    future = asyncio.get_running_loop().create_future()
     return future

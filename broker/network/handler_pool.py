@@ -55,8 +55,6 @@ class RequestHandlerPool:
         self.name = name
         self._tasks: list[asyncio.Task[None]] = []
         self._deferred: set[asyncio.Future[Any]] = set()
-        self._queue_time_by_api: dict[int, Any] = {}
-        self._times_by_api: dict[int, tuple[Any, Any]] = {}
         # idle ratio: seconds handlers spent waiting for a request, and since when each
         # waiting handler task (by index) has been waiting
         self._idle_s = 0.0
@@ -102,15 +100,19 @@ class RequestHandlerPool:
                 request = await self._channel.receive()
             finally:
                 del self._waiting_since[index]
-                self._idle_s += self._clock() - since
+                now = self._clock()
+                self._idle_s += now - since
             try:
-                await self._serve(request)
+                await self._serve(request, now)
             except Exception:  # loop boundary: whatever one request does, the task lives on
                 log.exception("serving %s failed", request)
 
-    async def _serve(self, request: Request) -> None:
-        request.dequeued_at = self._clock()
-        self._queue_time(request).observe(request.dequeued_at - request.received_at)
+    async def _serve(self, request: Request, dequeued_at: float) -> None:
+        request.dequeued_at = dequeued_at
+        cells = request.metrics
+        if cells is None:  # made without them (by hand): resolved once here
+            cells = request.metrics = self._metrics.request_metrics(request.api_name)
+        cells.queue_time.observe(request.dequeued_at - request.received_at)
         try:
             result = await self._handle(request)
         except asyncio.CancelledError:
@@ -120,34 +122,21 @@ class RequestHandlerPool:
             log.exception("handler failed on %s", request)
             request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             return
-        request.handled_at = self._clock()
+        request.handled_at = now = self._clock()
         if isinstance(result, asyncio.Future):
             self._defer(request, result)
         else:
-            self._observe_times(request)
+            self._observe_times(request, now)
             request.responder.respond(request, result)
 
-    def _observe_times(self, request: Request) -> None:
+    def _observe_times(self, request: Request, now: float) -> None:
         """Local time (the handler's own work) and remote time (a deferred response's
-        wait), once the response is ready."""
-        request.response_ready_at = now = self._clock()
-        children = self._times_by_api.get(request.api_key)
-        if children is None:
-            api = request.api_name
-            children = (
-                self._metrics.request_local_time.labels(api=api),
-                self._metrics.request_remote_time.labels(api=api),
-            )
-            self._times_by_api[request.api_key] = children
-        children[0].observe(request.handled_at - request.dequeued_at)
-        children[1].observe(now - request.handled_at)
-
-    def _queue_time(self, request: Request) -> Any:
-        child = self._queue_time_by_api.get(request.api_key)
-        if child is None:
-            child = self._metrics.request_queue_time.labels(api=request.api_name)
-            self._queue_time_by_api[request.api_key] = child
-        return child
+        wait), once the response is ready (``now``)."""
+        request.response_ready_at = now
+        cells = request.metrics
+        assert cells is not None  # resolved by _serve
+        cells.local_time.observe(request.handled_at - request.dequeued_at)
+        cells.remote_time.observe(now - request.handled_at)
 
     def _defer(self, request: Request, future: asyncio.Future[Any]) -> None:
         self._deferred.add(future)
@@ -161,7 +150,7 @@ class RequestHandlerPool:
                     log.error("deferred response to %s failed", request, exc_info=done.exception())
                 request.responder.respond_error(request, ErrorCode.UNKNOWN_SERVER_ERROR)
             else:
-                self._observe_times(request)
+                self._observe_times(request, self._clock())
                 request.responder.respond(request, done.result())
 
         future.add_done_callback(deliver)

@@ -116,17 +116,14 @@ _UNSET: Final = _Unset()
 
 
 class ReplySlot:
-    """The place of one request's response in its connection's order."""
+    """The place of one request's response in its connection's order; filled once its
+    ``response`` is not ``_UNSET`` (None is a response: "no response")."""
 
     __slots__ = ("key", "response")
 
     def __init__(self, key: object) -> None:
         self.key = key
         self.response: object = _UNSET
-
-    @property
-    def filled(self) -> bool:
-        return self.response is not _UNSET
 
 
 class ReplyQueue:
@@ -164,8 +161,8 @@ class ReplyQueue:
         slot (answered twice, or its slot was dropped)."""
         for slot in self._slots:
             if slot.key is key:
-                if slot.filled:
-                    return False
+                if slot.response is not _UNSET:
+                    return False  # filled already
                 slot.response = response
                 return True
         return False
@@ -175,7 +172,7 @@ class ReplyQueue:
 
     def take(self) -> tuple[object, object] | None:
         """The head's key and response, removing it, when the head is filled; else None."""
-        if self._slots and self._slots[0].filled:
+        if self._slots and self._slots[0].response is not _UNSET:
             slot = self._slots.popleft()
             return slot.key, slot.response
         return None

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from broker.metrics import BrokerMetrics
+from broker.metrics import BrokerMetrics, LocalCounter, RequestMetrics
 from broker.network.codec import Codec
 from broker.network.connection import Connection, ConnState
 from broker.network.pipeline import DEFAULT_DEPTH, lets_next_in, reads_on_when_answered
@@ -129,13 +129,12 @@ class Processor:
         self._received = metrics.network_received_bytes.labels(listener=listener)
         self._sent = metrics.network_sent_bytes.labels(listener=listener)
         self._open = metrics.connections.labels(listener=listener)
-        self._requests_by_api: dict[int, Any] = {}
-        self._duration_by_api: dict[int, Any] = {}
+        # per API key: its name, its request counter on this listener, its cells
+        self._per_api: dict[int, tuple[str, LocalCounter, RequestMetrics]] = {}
         # idle ratio: busy seconds (see _busy) against the time since it was made
         self.created_at = clock()
         self.busy_s = 0.0
         self._busy_depth = 0
-        self._response_time_by_api: dict[int, Any] = {}
 
     # --- bookkeeping ------------------------------------------------------------------------
 
@@ -225,8 +224,14 @@ class Processor:
             self._metrics.malformed_requests.labels(listener=self.listener).inc()
             self._close(conn, "malformed", exc)
             return
+        header = decoded.header
+        per_api = self._per_api.get(header.api_key)
+        if per_api is None:
+            per_api = self._resolve_per_api(header.api_key)
+        api_name, requests, cells = per_api
+        requests.inc()
         request = Request(
-            header=decoded.header,
+            header=header,
             body=decoded.body,
             listener=self.listener,
             connection_id=conn.id,
@@ -235,10 +240,10 @@ class Processor:
             size=len(frame),
             received_at=self._clock(),
             responder=self,
-            api_name=self._codec.api_name(decoded.header.api_key),
+            api_name=api_name,
             connection=conn,
+            metrics=cells,
         )
-        self._count_request(request)
         self._mute(conn)
         conn.replies.open(request)
         if self._channel.offer(request):
@@ -328,14 +333,12 @@ class Processor:
         self._processing_responses = True
         try:
             while self._responses:
-                self._process_response(*self._responses.popleft())
+                request, response = self._responses.popleft()
+                conn = request.connection
+                assert isinstance(conn, Connection)
+                self._reply(conn, request, response)
         finally:
             self._processing_responses = False
-
-    def _process_response(self, request: Request, response: object | None) -> None:
-        conn = request.connection
-        assert isinstance(conn, Connection)
-        self._reply(conn, request, response)
 
     def _reply(self, conn: Connection, key: object, response: object | None) -> None:
         """``key``'s outcome is known: fill its slot, then write what the order allows."""
@@ -410,11 +413,11 @@ class Processor:
 
     def _finish_response(self, conn: Connection) -> None:
         request = conn.sent_request
-        if request is not None:
+        if request is not None and request.metrics is not None:
             now = self._clock()
-            self._duration(request).observe(now - request.received_at)
+            request.metrics.total_time.observe(now - request.received_at)
             if request.response_ready_at:
-                self._response_time(request).observe(now - request.response_ready_at)
+                request.metrics.response_time.observe(now - request.response_ready_at)
         conn.send = None
         conn.sent_request = None
 
@@ -473,7 +476,6 @@ class Processor:
             self._dispatch(conn)
         else:
             self._watch(conn)
-        self._check_drained()
 
     # --- idle connections, closing, shutdown ------------------------------------------------
 
@@ -540,27 +542,14 @@ class Processor:
 
     # --- metrics ----------------------------------------------------------------------------
 
-    def _count_request(self, request: Request) -> None:
-        counter = self._requests_by_api.get(request.api_key)
-        if counter is None:
-            counter = self._metrics.requests.labels(api=request.api_name, listener=self.listener)
-            self._requests_by_api[request.api_key] = counter
-        counter.inc()
+    def _resolve_per_api(self, api_key: int) -> tuple[str, LocalCounter, RequestMetrics]:
+        """What ``_dispatch`` needs of an API, looked up once per API key (labels()
+        is not free): its name, its request counter, its per-request cells."""
+        name = self._codec.api_name(api_key)
+        counter = self._metrics.requests.labels(api=name, listener=self.listener)
+        per_api = self._per_api[api_key] = (name, counter, self._metrics.request_metrics(name))
+        return per_api
 
     def idle_seconds(self) -> float:
         """Seconds since this processor was made that it spent outside its callbacks."""
         return max(0.0, self._clock() - self.created_at - self.busy_s)
-
-    def _response_time(self, request: Request) -> Any:
-        child = self._response_time_by_api.get(request.api_key)
-        if child is None:
-            child = self._metrics.request_response_time.labels(api=request.api_name)
-            self._response_time_by_api[request.api_key] = child
-        return child
-
-    def _duration(self, request: Request) -> Any:
-        child = self._duration_by_api.get(request.api_key)
-        if child is None:
-            child = self._metrics.request_duration.labels(api=request.api_name)
-            self._duration_by_api[request.api_key] = child
-        return child

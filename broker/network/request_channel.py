@@ -13,7 +13,10 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from broker.metrics import RequestMetrics
 
 
 class Responder(Protocol):
@@ -57,6 +60,9 @@ class Request:
     response_ready_at: float = 0.0
     #: the connection this came from; opaque to handlers
     connection: object = field(default=None, repr=False)
+    #: its API's per-request metric cells, resolved by the Processor that read it (the
+    #: handler pool resolves them by ``api_name`` for a request made without them)
+    metrics: RequestMetrics | None = field(default=None, repr=False)
 
     @property
     def api_key(self) -> int:
@@ -83,6 +89,9 @@ class RequestChannel:
         self._receivers: deque[asyncio.Future[Request]] = deque()
         # parked producers; each returns True when it used the slot it was woken for
         self._space_waiters: deque[Callable[[], bool]] = deque()
+        #: the loop of the first receive: the channel's one loop, looked up once
+        #: (asyncio.get_running_loop costs a system call per call on some Pythons)
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -112,7 +121,10 @@ class RequestChannel:
             request = self._queue.popleft()
             self._wake_one()
             return request
-        receiver: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        receiver: asyncio.Future[Request] = loop.create_future()
         self._receivers.append(receiver)
         try:
             return await receiver

@@ -136,16 +136,21 @@ class ResponseSend:
                         pieces.popleft()
                     continue
                 if len(pieces) == 1 or isinstance(pieces[1], _Region):
-                    wanted = len(head)
+                    # one buffer (a fetch answer's header, or its bytes after the records)
                     sent = sock.send(head)
-                else:
-                    buffers: list[bytes | memoryview] = []
-                    for piece in pieces:
-                        if isinstance(piece, _Region) or len(buffers) == _MAX_IOV:
-                            break
-                        buffers.append(piece)
-                    wanted = sum(map(len, buffers))
-                    sent = sock.sendmsg(buffers)
+                    self.sent += sent
+                    if sent < len(head):
+                        pieces[0] = memoryview(head)[sent:]
+                        return False  # a short send: the socket buffer is full
+                    pieces.popleft()
+                    continue
+                buffers: list[bytes | memoryview] = []
+                for piece in pieces:
+                    if isinstance(piece, _Region) or len(buffers) == _MAX_IOV:
+                        break
+                    buffers.append(piece)
+                wanted = sum(map(len, buffers))
+                sent = sock.sendmsg(buffers)
             except (BlockingIOError, InterruptedError):
                 return False
             self.sent += sent
