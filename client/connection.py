@@ -120,6 +120,9 @@ class Connection(asyncio.BufferedProtocol):
         self.versions: dict[int, int] = {}
         self.broker_ranges: dict[int, tuple[int, int]] = {}
         self._transport: asyncio.Transport | None = None
+        #: the loop the transport runs on, known from ``connection_made``: asked once,
+        #: not per request (asyncio.get_running_loop costs a getpid system call each)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._receiver = FrameReceiver(self.config.max_response_bytes)
         self._inflight: InFlightRequests[asyncio.Future[bytes | memoryview]] = InFlightRequests()
         self._writable = asyncio.Event()
@@ -248,12 +251,11 @@ class Connection(asyncio.BufferedProtocol):
         self, request: PrebuiltRequest, timeout_s: float | None
     ) -> bytes | memoryview:
         await self._wait_writable()
-        fut: asyncio.Future[bytes | memoryview] = asyncio.get_running_loop().create_future()
+        transport, loop = self._bound()
+        fut: asyncio.Future[bytes | memoryview] = loop.create_future()
         entry = self._inflight.add(request.api_key, request.api_version, fut)
-        self._transport_or_raise().writelines(
-            [request.head_with(entry.correlation_id), request.tail]
-        )
-        return await self._await(fut, entry.correlation_id, timeout_s)
+        transport.writelines([request.head_with(entry.correlation_id), request.tail])
+        return await self._await(loop, fut, entry.correlation_id, timeout_s)
 
     def _decode(self, frame: bytes | memoryview, api_key: int, version: int) -> Any:
         try:
@@ -266,7 +268,8 @@ class Connection(asyncio.BufferedProtocol):
         self, api_key: int, version: int, body: Any, timeout_s: float | None = None
     ) -> bytes | memoryview:
         await self._wait_writable()
-        fut: asyncio.Future[bytes | memoryview] = asyncio.get_running_loop().create_future()
+        transport, loop = self._bound()
+        fut: asyncio.Future[bytes | memoryview] = loop.create_future()
         entry = self._inflight.add(api_key, version, fut)
         try:
             frame = protocol.encode_request(
@@ -277,16 +280,20 @@ class Connection(asyncio.BufferedProtocol):
         except BaseException:
             self._inflight.forget(entry.correlation_id)
             raise
-        self._transport_or_raise().writelines([_SIZE.pack(len(frame)), frame])
-        return await self._await(fut, entry.correlation_id, timeout_s)
+        transport.writelines([_SIZE.pack(len(frame)), frame])
+        return await self._await(loop, fut, entry.correlation_id, timeout_s)
 
     async def _await(
-        self, fut: asyncio.Future[bytes | memoryview], cid: int, timeout_s: float | None
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fut: asyncio.Future[bytes | memoryview],
+        cid: int,
+        timeout_s: float | None,
     ) -> bytes | memoryview:
         timeout = self.config.request_timeout_s if timeout_s is None else timeout_s
         # A timer on the future itself rather than asyncio.wait_for: wait_for wakes the
         # caller through a second future, a loop turn later, on every response.
-        timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
+        timer = loop.call_later(timeout, _expire, fut)
         try:
             return await fut
         except _Expired:
@@ -299,7 +306,7 @@ class Connection(asyncio.BufferedProtocol):
 
     async def _write(self, pieces: list[bytes | bytearray]) -> None:
         await self._wait_writable()
-        self._transport_or_raise().writelines(pieces)
+        self._bound()[0].writelines(pieces)
 
     async def _wait_writable(self) -> None:
         if self._error is not None:
@@ -309,12 +316,15 @@ class Connection(asyncio.BufferedProtocol):
             if self._error is not None:
                 raise self._error
 
-    def _transport_or_raise(self) -> asyncio.Transport:
+    def _bound(self) -> tuple[asyncio.Transport, asyncio.AbstractEventLoop]:
+        """The transport to write to and its loop; the connection's error once it
+        failed, ConnectionLost before it is connected."""
         if self._error is not None:
             raise self._error
-        if self._transport is None:
+        transport, loop = self._transport, self._loop
+        if transport is None or loop is None:
             raise ConnectionLost(f"{self} is not connected")
-        return self._transport
+        return transport, loop
 
     # -- closing ---------------------------------------------------------------------------
 
@@ -349,6 +359,7 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement the Transport interface without subclassing it
         self._transport = cast(asyncio.Transport, transport)
+        self._loop = asyncio.get_running_loop()
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
