@@ -11,9 +11,18 @@ Two buffers, so that a large frame is written once, by the kernel, and never cop
   (a copy of at most ``stage_size`` bytes);
 - the *frame buffer*, a bytearray allocated from a frame's size prefix once that size has
   passed the limit check. The part of the frame already in the stage is copied in (at
-  most ``stage_size`` bytes), then ``get_buffer`` returns exactly the frame's missing
-  tail, so the transport's ``recv_into`` fills the rest of the frame and nothing beyond
-  it. A 1 MiB fetch response costs one copy of at most 64 KiB in Python.
+  most ``stage_size`` bytes), then ``get_buffer`` returns the frame's missing tail, so
+  the transport's ``recv_into`` fills the rest of the frame in place. A 1 MiB fetch
+  response costs one copy of at most 64 KiB in Python.
+
+The tail offered is followed by some room beyond the frame (the buffer's spare bytes, at
+most ``stage_size``). The event loop (libuv under uvloop) reads a socket again and again
+while each read fills the whole buffer it was given, and stops at the first read that
+comes back short: a tail offered exactly would end every large frame with one more
+read, answered EAGAIN when nothing follows the frame (a replica fetcher's connection,
+one request in flight, pays that once per response). With room to spare the read that
+completes the frame comes back short. Bytes that did land past the frame (the start of
+the next one) are moved to the stage, a copy of at most ``stage_size`` bytes.
 
 Check-then-allocate: a negative size, or one above ``max_frame_size``, raises
 ProtocolError before anything is allocated from it. Unlike the broker's FrameDecoder,
@@ -74,6 +83,8 @@ class FrameReceiver:
         #: the open frame (None while reading into the stage) and how much of it is filled
         self._frame: memoryview | None = None
         self._filled = 0
+        #: the open frame's buffer up to the end of the room offered past the frame
+        self._landing: memoryview | None = None
         self._pool: list[bytearray] = []
         self._pool_size = pool_size
         #: frame buffers allocated (not reused): for tests and measurements
@@ -87,8 +98,8 @@ class FrameReceiver:
     def get_buffer(self) -> memoryview:
         """Where the next read must go: the open frame's missing tail, or else the free
         part of the stage. Never empty."""
-        if self._frame is not None:
-            return self._frame[self._filled :]
+        if self._landing is not None:
+            return self._landing[self._filled :]
         return self._stage_view[self._staged :]
 
     def buffer_updated(self, nbytes: int) -> list[memoryview]:
@@ -97,13 +108,19 @@ class FrameReceiver:
         resynchronised after that (close the connection); frames completed before the
         bad size in the same read are lost with it, as the connection is."""
         frames: list[memoryview] = []
-        if self._frame is not None:
+        frame, landing = self._frame, self._landing
+        if frame is not None and landing is not None:
             self._filled += nbytes
-            if self._filled < len(self._frame):
+            size = len(frame)
+            if self._filled < size:
                 return frames
-            frames.append(self._frame)
-            self._frame = None
-            return frames
+            frames.append(frame)
+            self._frame = self._landing = None
+            past = self._filled - size
+            if not past:
+                return frames
+            self._stage_view[:past] = landing[size : self._filled]
+            nbytes = past
         self._staged += nbytes
         self._split_stage(frames)
         return frames
@@ -124,20 +141,21 @@ class FrameReceiver:
         return frames
 
     def _frame_buffer(self, size: int) -> memoryview:
-        """A writable view of exactly ``size`` bytes that nothing else refers to."""
+        """A writable view of ``size`` bytes and then at least one, at most
+        ``stage_size``, spare bytes, from a buffer that nothing else refers to."""
         buf = self._reusable(size)
         if buf is None:
             self.allocations += 1
-            buf = bytearray(-(-size // ALLOC_QUANTUM) * ALLOC_QUANTUM)
+            buf = bytearray((size // ALLOC_QUANTUM + 1) * ALLOC_QUANTUM)
             if self._pool_size and len(buf) <= POOL_MAX_BUFFER:
                 if len(self._pool) >= self._pool_size:
                     self._pool.pop(0)  # its holders keep it alive; it is just not reused
                 self._pool.append(buf)
-        return memoryview(buf)[:size]
+        return memoryview(buf)[: size + min(len(buf) - size, len(self._stage))]
 
     def _reusable(self, size: int) -> bytearray | None:
         for buf in self._pool:
-            if len(buf) >= size and sys.getrefcount(buf) == _UNSHARED_REFS:
+            if len(buf) > size and sys.getrefcount(buf) == _UNSHARED_REFS:
                 return buf
         return None
 
@@ -154,10 +172,10 @@ class FrameReceiver:
                 frames.append(memoryview(bytearray(stage[body : body + size])))
                 pos = body + size
                 continue
-            frame = self._frame_buffer(size)
+            landing = self._frame_buffer(size)
             have = end - body
-            frame[:have] = stage[body:end]
-            self._frame, self._filled = frame, have
+            landing[:have] = stage[body:end]
+            self._frame, self._landing, self._filled = landing[:size], landing, have
             self._staged = 0
             return
         # fewer than 4 bytes left: move them to the front for the next read

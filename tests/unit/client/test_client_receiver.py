@@ -55,14 +55,37 @@ def test_a_large_frame_is_read_straight_into_its_own_buffer() -> None:
     first[:16] = data[:16]
     first.release()
     assert receiver.buffer_updated(16) == []
-    # the frame's buffer is open: the next read is offered exactly the missing tail
+    # the frame's buffer is open: the next read is offered the missing tail, and room
+    # past it (at most a stage's worth) so that a read ending the frame comes back short
     tail = receiver.get_buffer()
-    assert len(tail) == len(payload) - 12
-    tail[:] = data[16:]
+    missing = len(payload) - 12
+    assert missing < len(tail) <= missing + 16
+    tail[:missing] = data[16:]
     tail.release()
-    [frame] = receiver.buffer_updated(len(payload) - 12)
+    [frame] = receiver.buffer_updated(missing)
     assert frame == payload and not frame.readonly
     assert receiver.buffered == 0 and receiver.allocations == 1
+
+
+def test_bytes_read_past_a_large_frame_start_the_next_one() -> None:
+    receiver = FrameReceiver(1 << 20, stage_size=16)
+    big, small, third = b"x" * 5000, b"abc", b"y" * 3000
+    data = framed(big, small, third)
+    first = receiver.get_buffer()
+    first[:16] = data[:16]
+    first.release()
+    assert receiver.buffer_updated(16) == []
+    # one read ends the large frame and brings the whole next one, and the next
+    # one's size prefix and a byte: all of it within the room past the frame
+    tail = receiver.get_buffer()
+    n = 4 + 5000 - 16 + 4 + 3 + 4 + 1
+    assert len(tail) >= n
+    tail[:n] = data[16 : 16 + n]
+    tail.release()
+    assert [bytes(f) for f in receiver.buffer_updated(n)] == [big, small]
+    assert receiver.buffered == 1
+    assert read(receiver, data[16 + n :], 10_000) == [third]
+    assert receiver.buffered == 0
 
 
 def test_small_frames_arriving_together_come_out_of_one_read() -> None:
