@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
@@ -43,6 +44,10 @@ class InFlightRequests(Generic[W]):
 
     def __len__(self) -> int:
         return len(self._pending)
+
+    def __iter__(self) -> Iterator[InFlight[W]]:
+        """The requests in flight, oldest first (do not add or remove while iterating)."""
+        return iter(self._pending.values())
 
     def next_id(self) -> int:
         """A fresh correlation id (also used for requests that expect no response)."""
