@@ -24,7 +24,7 @@ import contextlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, cast
+from typing import Any, Final, cast
 
 import protocol
 from client.errors import ConnectionLost, RequestTimedOut, UnsupportedApi
@@ -106,13 +106,8 @@ class _Expired(Exception):
     """Set on a request's future when its timeout passes (never leaves this module)."""
 
 
-class _Waiter(NamedTuple):
-    """A request in flight: the future its answer is set on, and when (the loop's
-    clock) it times out, after ``timeout_s``."""
-
-    future: asyncio.Future[bytes | memoryview]
-    deadline: float
-    timeout_s: float
+#: a request in flight waits on this for its answer
+_Waiter = asyncio.Future[bytes | memoryview]
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -301,9 +296,7 @@ class Connection(asyncio.BufferedProtocol):
         is due first."""
         timeout = self.config.request_timeout_s if timeout_s is None else timeout_s
         deadline = loop.time() + timeout
-        entry = self._inflight.add(
-            api_key, version, _Waiter(loop.create_future(), deadline, timeout)
-        )
+        entry = self._inflight.add(api_key, version, loop.create_future(), deadline, timeout)
         if self._timer is None or deadline < self._timer_due:
             self._arm_timer(loop, deadline)
         return entry
@@ -311,12 +304,11 @@ class Connection(asyncio.BufferedProtocol):
     async def _await(self, entry: InFlight[_Waiter]) -> bytes | memoryview:
         # A deadline on the future itself rather than asyncio.wait_for: wait_for wakes
         # the caller through a second future, a loop turn later, on every response.
-        waiter = entry.waiter
         try:
-            return await waiter.future
+            return await entry.waiter
         except _Expired:
             self._inflight.forget(entry.correlation_id)
-            error = RequestTimedOut(f"{self}: no response within {waiter.timeout_s:.1f}s")
+            error = RequestTimedOut(f"{self}: no response within {entry.timeout_s:.1f}s")
             self._fail(error)
             raise error from None
 
@@ -336,13 +328,12 @@ class Connection(asyncio.BufferedProtocol):
         now = loop.time()
         earliest: float | None = None
         for entry in self._inflight:
-            waiter = entry.waiter
-            if waiter.future.done():
+            if entry.waiter.done():
                 continue
-            if waiter.deadline <= now:
-                waiter.future.set_exception(_Expired())
-            elif earliest is None or waiter.deadline < earliest:
-                earliest = waiter.deadline
+            if entry.deadline <= now:
+                entry.waiter.set_exception(_Expired())
+            elif earliest is None or entry.deadline < earliest:
+                earliest = entry.deadline
         if earliest is not None:
             self._arm_timer(loop, earliest)
 
@@ -385,7 +376,7 @@ class Connection(asyncio.BufferedProtocol):
         if self._error is None:
             self._error = error
         for entry in self._inflight.drain():
-            fut = entry.waiter.future
+            fut = entry.waiter
             if not fut.done():
                 fut.set_exception(error)
                 # a waiter nobody awaits any more must not log "exception never retrieved"
@@ -419,7 +410,7 @@ class Connection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         try:
             for frame in self._receiver.buffer_updated(nbytes):
-                fut = self._inflight.complete(frame).waiter.future
+                fut = self._inflight.complete(frame).waiter
                 if not fut.done():
                     fut.set_result(frame)
         except (protocol.ProtocolError, CorrelationMismatch) as exc:

@@ -35,6 +35,9 @@ class InFlight(Generic[W]):
     api_version: int
     #: what to wake up when the answer arrives (an asyncio.Future in the connection)
     waiter: W
+    #: when the request times out, on the caller's clock, after ``timeout_s``
+    deadline: float = float("inf")
+    timeout_s: float = float("inf")
 
 
 class InFlightRequests(Generic[W]):
@@ -55,8 +58,15 @@ class InFlightRequests(Generic[W]):
         self._next = 0 if cid >= MAX_CORRELATION_ID else cid + 1
         return cid
 
-    def add(self, api_key: int, api_version: int, waiter: W) -> InFlight[W]:
-        entry = InFlight(self.next_id(), api_key, api_version, waiter)
+    def add(
+        self,
+        api_key: int,
+        api_version: int,
+        waiter: W,
+        deadline: float = float("inf"),
+        timeout_s: float = float("inf"),
+    ) -> InFlight[W]:
+        entry = InFlight(self.next_id(), api_key, api_version, waiter, deadline, timeout_s)
         self._pending[entry.correlation_id] = entry
         return entry
 
