@@ -170,8 +170,8 @@ class FrameReceiver:
         """Size the next landing buffers after a frame of ``size`` bytes."""
         want = size + 4
         expected = self.expected_size
-        if want > expected:
-            self.expected_size = min(want, POOL_MAX_BUFFER)
+        if want > expected:  # (capped so that the buffer, with its spare room, is pooled)
+            self.expected_size = min(want, POOL_MAX_BUFFER - ALLOC_QUANTUM)
         elif expected > len(self._stage):
             self.expected_size = max(want, expected - expected // 8, len(self._stage))
 

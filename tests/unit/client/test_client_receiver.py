@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.receiver import FrameReceiver
+from client.receiver import POOL_MAX_BUFFER, FrameReceiver
 from protocol.errors import ProtocolError
 
 
@@ -156,6 +156,17 @@ def test_a_frame_buffer_is_reused_only_once_nobody_refers_to_it() -> None:
     assert receiver.allocations == 3  # ``piece`` keeps the first buffer out of reuse
     assert bytes(piece) == b"x" * 10 and bytes(third) == b"z" * 4500
     assert bytes(fourth) == b"w" * 5000
+
+
+def test_landing_buffers_stay_pooled_after_a_frame_too_large_for_the_pool() -> None:
+    receiver = FrameReceiver(64 << 20)
+    del receiver.feed(framed(b"h" * (POOL_MAX_BUFFER + 1)))[0]
+    allocated = receiver.allocations
+    for _ in range(3):
+        [frame] = receiver.feed(framed(b"m" * 5000))
+        assert bytes(frame) == b"m" * 5000
+        del frame
+    assert receiver.allocations == allocated + 1  # one landing buffer, reused
 
 
 def test_small_frames_are_copied_out_and_leave_their_buffer_free() -> None:
