@@ -11,9 +11,10 @@ memoryview slice, never copied). Three kinds of buffer take the reads:
   pending: the start of every response on a request/response connection. It is as large
   as the responses seen lately (``expected_size``, at least ``stage_size``), so that a
   response that has arrived whole by then is read in one read and handed out in place.
-  Frames below ``copy_below`` bytes are copied out instead (a small answer does not keep
-  a large buffer from reuse), and so is the tail of the read when it is only part of a
-  size prefix;
+  Frames below ``copy_below`` bytes, or below a quarter of the landing size, are copied
+  out instead (a small answer does not keep a large buffer from reuse: a caller that
+  holds frames holds at most about four times their bytes), and so is the tail of the
+  read when it is only part of a size prefix;
 - the *frame buffer* of a frame that did not arrive whole: the buffer it started in when
   it fits there, or else a pooled buffer of its size into which the part already read is
   copied (at most the buffer it started in, a landing buffer or the stage). ``get_buffer``
@@ -199,16 +200,19 @@ class FrameReceiver:
         """Take the whole frames of ``buf[pos:end]`` (slices of ``buf`` when
         ``in_place`` and not small, else copies); open the frame whose size is known but
         whose bytes are not all here; keep a partial size prefix in the stage."""
-        copy_below = self._copy_below if in_place else self.max_frame_size + 1
+        if in_place:
+            copy_below = max(self._copy_below, self.expected_size // 4)
+        else:
+            copy_below = self.max_frame_size + 1
         while end - pos >= 4:
             size = check_frame_size(_SIZE.unpack_from(buf, pos)[0], self.max_frame_size)
             body = pos + 4
             if end - body >= size:
                 if size >= copy_below:
                     frames.append(buf[body : body + size])
-                    self._expect(size)
                 else:
                     frames.append(memoryview(bytearray(buf[body : body + size])))
+                self._expect(size)
                 pos = body + size
                 continue
             have = end - body

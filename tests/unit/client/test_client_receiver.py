@@ -169,6 +169,18 @@ def test_landing_buffers_stay_pooled_after_a_frame_too_large_for_the_pool() -> N
     assert receiver.allocations == allocated + 1  # one landing buffer, reused
 
 
+def test_a_frame_far_smaller_than_its_landing_buffer_is_copied_out() -> None:
+    receiver = FrameReceiver(64 << 20)
+    del receiver.feed(framed(b"h" * (1 << 20)))[0]  # landing buffers of 1 MiB from now
+    kept = [receiver.feed(framed(b"q" * 20_000))[0] for _ in range(3)]
+    allocated = receiver.allocations
+    kept += [receiver.feed(framed(b"q" * 20_000))[0] for _ in range(3)]
+    assert receiver.allocations == allocated  # held frames keep no landing buffer
+    assert all(bytes(f) == b"q" * 20_000 for f in kept)
+    # the landing size follows the frames down, a step at a time
+    assert receiver.expected_size < (1 << 20) * 7 // 8
+
+
 def test_small_frames_are_copied_out_and_leave_their_buffer_free() -> None:
     receiver = FrameReceiver(1 << 20)
     kept = [_frames(receiver, framed(b"s" * 100))[0] for _ in range(10)]
