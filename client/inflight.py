@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
@@ -34,6 +35,9 @@ class InFlight(Generic[W]):
     api_version: int
     #: what to wake up when the answer arrives (an asyncio.Future in the connection)
     waiter: W
+    #: when the request times out, on the caller's clock, after ``timeout_s``
+    deadline: float = float("inf")
+    timeout_s: float = float("inf")
 
 
 class InFlightRequests(Generic[W]):
@@ -44,14 +48,25 @@ class InFlightRequests(Generic[W]):
     def __len__(self) -> int:
         return len(self._pending)
 
+    def __iter__(self) -> Iterator[InFlight[W]]:
+        """The requests in flight, oldest first (do not add or remove while iterating)."""
+        return iter(self._pending.values())
+
     def next_id(self) -> int:
         """A fresh correlation id (also used for requests that expect no response)."""
         cid = self._next
         self._next = 0 if cid >= MAX_CORRELATION_ID else cid + 1
         return cid
 
-    def add(self, api_key: int, api_version: int, waiter: W) -> InFlight[W]:
-        entry = InFlight(self.next_id(), api_key, api_version, waiter)
+    def add(
+        self,
+        api_key: int,
+        api_version: int,
+        waiter: W,
+        deadline: float = float("inf"),
+        timeout_s: float = float("inf"),
+    ) -> InFlight[W]:
+        entry = InFlight(self.next_id(), api_key, api_version, waiter, deadline, timeout_s)
         self._pending[entry.correlation_id] = entry
         return entry
 

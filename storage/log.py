@@ -343,17 +343,20 @@ class Log:
     def _maybe_roll(
         self, size: int, max_timestamp: int, first_offset: int, last_offset: int
     ) -> None:
-        seg = self.active_segment
+        # Runs on every append (a follower's every fetch): the config and the active
+        # segment are read once, not through their properties per field.
+        local = self.local
+        seg, config = local.active_segment, local.config
         reason = retention.roll_reason(
             segment_size=seg.size,
             base_offset=seg.base_offset,
             incoming_size=size,
             incoming_max_timestamp=max_timestamp,
             incoming_last_offset=last_offset,
-            segment_bytes=self.config.segment_bytes,
-            segment_ms=self.config.segment_ms
+            segment_bytes=config.segment_bytes,
+            segment_ms=config.segment_ms
             - retention.roll_jitter_ms(
-                self._jitter_fraction, self.config.segment_ms, self.config.segment_jitter_ms
+                self._jitter_fraction, config.segment_ms, config.segment_jitter_ms
             ),
             index_full=seg.should_roll_for_index(),
             first_batch_timestamp=seg.rolling_base_timestamp(),

@@ -429,7 +429,9 @@ class ReplicaFetcher:
     # -- fetching -------------------------------------------------------------------------
 
     async def _fetch(self, tps: list[TopicPartition]) -> None:
-        conn = await self._connection()
+        conn = self._conn
+        if conn is None or conn.closed:  # (the open connection is taken without a coroutine)
+            conn = await self._connection()
         template = self._template_for(tps, conn.version(ApiKey.FETCH))
         # (topic, partition) -> the partition, its state and log end as sent: keyed by
         # plain tuples, which a TopicPartition equals, so answers need not make one

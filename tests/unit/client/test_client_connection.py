@@ -207,6 +207,35 @@ async def test_a_request_without_answer_times_out_and_closes(broker_factory: Any
     assert conn.closed
 
 
+async def test_a_request_due_first_times_out_first_and_fails_the_others(
+    broker_factory: Any,
+) -> None:
+    broker, port = await broker_factory(standard)
+    conn = await Connection.open("127.0.0.1", port)  # the config's timeout: 30 s
+    broker.script = lambda requests: []  # silence
+    patient = asyncio.ensure_future(conn.request(ApiKey.METADATA, md("patient")))
+    with pytest.raises(RequestTimedOut, match=r"within 0\.2s"):
+        await conn.request(ApiKey.METADATA, md("hasty"), timeout_s=0.2)
+    assert conn.closed
+    with pytest.raises(RequestTimedOut, match=r"within 0\.2s"):  # the connection's error
+        await patient
+
+
+async def test_a_request_sent_after_the_timer_was_set_still_times_out(
+    broker_factory: Any,
+) -> None:
+    broker, port = await broker_factory(standard)
+    conn = await Connection.open("127.0.0.1", port)
+    # answered in time: the deadline timer stays set for it, and when it fires it
+    # waits on for the request that is still in flight
+    body = await conn.request(ApiKey.METADATA, md("answered"), timeout_s=0.2)
+    assert body.cluster_id == "answered"
+    broker.script = lambda requests: []  # silence
+    with pytest.raises(RequestTimedOut, match=r"within 0\.4s"):
+        await conn.request(ApiKey.METADATA, md("late"), timeout_s=0.4)
+    assert conn.closed
+
+
 async def test_a_request_without_response_uses_an_id_the_next_one_skips(
     broker_factory: Any,
 ) -> None:
