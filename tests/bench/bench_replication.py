@@ -1,6 +1,6 @@
 """Replication benchmark: what RF 3 costs, and how long a partition is unwritable in a failover.
 
-    .venv/bin/python tests/bench/bench_replication.py [--seconds 10] [--rounds 3] [--cycles 10]
+    .venv/bin/python tests/bench/bench_replication.py [--seconds 10] [--rounds 4] [--cycles 10]
         [--soak-cycles 0] [--session-timeout-ms 6000] [--override KEY=VALUE ...]
         [--skip-throughput] [--skip-failover] [--dir DIR]
 
@@ -10,16 +10,17 @@ up``, with an embedded ZooKeeper) and measures, on that one cluster:
 1. Throughput and cost, 1 KiB records, with the project's load generator (``minikafka perf
    produce``: pre-built batches, 64 KiB batches, linger 5 ms, 5 requests in flight), on a
    3-partition topic each way: RF 1 with acks=1 against RF 3 (min.insync.replicas=2) with
-   acks=all. ``--rounds`` times, a full-speed run of each on a fresh topic, back to back
-   (the topic is deleted after its run). Figures per run: records/s and MB/s (2**20 bytes
-   of record values), produce latency p50/p99, and broker CPU seconds per GB (10**9 value
-   bytes): utime+stime from /proc/<pid>/stat of the three broker processes, summed, before
-   and after the run. Each round prints its pair and their ratios; the table gives the
-   medians over the rounds, plus produce latency at a fixed pace (``--latency-rate``, one
-   run each), and the targets line the median of the rounds' ratios (targets: throughput
-   at least 1/3 of RF 1's, CPU-s/GB at most 3.5x). Rounds, not one long run, because this
-   machine's speed drifts by tens of percent within minutes: a pair run back to back
-   shares its conditions.
+   acks=all. ``--rounds`` times, a full-speed run of each on a fresh topic, back to back,
+   RF 1 first in even rounds and RF 3 first in odd ones (each topic is deleted after its
+   run). Figures per run: records/s and MB/s (2**20 bytes of record values), produce
+   latency p50/p99, and broker CPU seconds per GB (10**9 value bytes): utime+stime from
+   /proc/<pid>/stat of the three broker processes, summed, before and after the run. Each
+   round prints its pair and their ratios; the table gives the medians over the rounds,
+   plus produce latency at a fixed pace (``--latency-rate``, one run each), and the
+   targets line the median of the rounds' ratios (targets: throughput at least 1/3 of RF
+   1's, CPU-s/GB at most 3.5x). Rounds, not one long run, because this machine's speed
+   drifts by tens of percent within minutes: a pair run back to back shares its
+   conditions, and alternating the order cancels a steady drift.
 
 2. Failover timing, on an RF 3 topic of three partitions written throughout by an
    idempotent acks=all confluent-kafka producer (500 records/s): ``--cycles`` times each,
@@ -174,20 +175,19 @@ def full_speed_round(
 
 
 def bench_throughput(chaos: ChaosCluster, seconds: float, latency_rate: float, rounds: int) -> None:
-    """``rounds`` pairs of full-speed runs, RF 1 then RF 3 back to back (this machine's speed
-    drifts by tens of percent within minutes, so each pair is compared within itself and
-    the medians are reported), then one paced run of each for latency."""
+    """``rounds`` pairs of full-speed runs, RF 1 and RF 3 back to back, in alternating order
+    (this machine's speed drifts by tens of percent within minutes, so each pair is
+    compared within itself and the medians are reported), then one paced run of each for
+    latency."""
     kinds = (("RF1 acks=1", 1, "1"), ("RF3 acks=all", 3, "all"))
     runs: dict[str, list[PerfRun]] = {name: [] for name, _, _ in kinds}
     for n in range(rounds):
-        pair = []
-        for name, rf, acks in kinds:
+        # Odd rounds run RF 3 first: a speed that drifts steadily then favours neither.
+        for name, rf, acks in kinds if n % 2 == 0 else kinds[::-1]:
             topic = f"bench-rf{rf}-{n}"
-            run = full_speed_round(chaos, topic, rf, acks, seconds)
+            runs[name].append(full_speed_round(chaos, topic, rf, acks, seconds))
             delete_topic(chaos.bootstrap, topic)
-            runs[name].append(run)
-            pair.append(run)
-        one, three = pair
+        one, three = runs["RF1 acks=1"][-1], runs["RF3 acks=all"][-1]
         print(
             f"  round {n + 1}: RF1 {one.records_per_s:,.0f} records/s at {one.cpu_s_per_gb:.2f} "
             f"CPU-s/GB, RF3 {three.records_per_s:,.0f} at {three.cpu_s_per_gb:.2f}: ratios "
@@ -363,7 +363,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="full-speed run length (10)")
     parser.add_argument(
-        "--rounds", type=int, default=3, help="full-speed RF1/RF3 pairs, medians reported (3)"
+        "--rounds", type=int, default=4, help="full-speed RF1/RF3 pairs, medians reported (4)"
     )
     parser.add_argument(
         "--latency-rate", type=float, default=2000.0, help="records/s of the paced run (2000)"
