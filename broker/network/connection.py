@@ -35,7 +35,7 @@ import socket
 from collections import deque
 from typing import Final
 
-from broker.network.pipeline import DEFAULT_DEPTH, ReplyQueue
+from broker.network.pipeline import DEFAULT_DEPTH, ReplyQueue, lets_next_in
 from broker.network.request_channel import Request
 from broker.network.send import ResponseSend
 from protocol.framing import FrameDecoder
@@ -122,9 +122,36 @@ class Connection:
 
     @property
     def muted(self) -> bool:
-        """Whether the connection reads nothing now: a request of it is in the handlers
-        or being answered (not READING), or its pipeline is full."""
-        return self.state is not ConnState.READING or not self.has_room
+        """Whether the connection must read nothing now: bytes that arrive stay in the
+        kernel's buffer. Not muted are a connection in READING with room in its pipeline
+        (it reads and takes the next request) and one that reads ahead (below).
+
+        Muted: a request of it waits for the request channel (BLOCKED: the broker is
+        overloaded), waits to be answered before the next is read (SENDING, or a
+        request in the handlers that does not pipeline), or its pipeline is full."""
+        state = self.state
+        if state is ConnState.READING:
+            return not self.has_room
+        return state is not ConnState.IN_FLIGHT or not self.reads_ahead
+
+    @property
+    def reads_ahead(self) -> bool:
+        """Whether the connection, its newest request in the handlers, reads what arrives
+        meanwhile into ``pending`` (dispatched once the handler lets the next in).
+
+        A pipelined API's request (Produce) most often lets the next one in as soon as
+        its handler has appended (``broker.network.pipeline``), and a client pipelining
+        produces has sent its next one by then. Reading it now rather than later changes
+        nothing of the order -- frames leave ``pending`` only as the rules allow -- and
+        keeps the socket watched: otherwise every such request would cost an
+        unregistration and a registration of the reader. Bounded by the depth: the
+        frames read ahead count as requests of the connection in the broker."""
+        request = self.in_flight
+        return (
+            isinstance(request, Request)
+            and lets_next_in(request.api_key)
+            and len(self.replies) + (self.send is not None) + len(self.pending) < self.replies.depth
+        )
 
     @property
     def has_room(self) -> bool:

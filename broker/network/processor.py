@@ -9,7 +9,7 @@ The life of a request, as the methods below run it:
 
     _on_readable        recv, cut frames (size checked before buffering), keep them
     _dispatch           parse the next frame, take a reply slot, offer it to the
-                        RequestChannel, mute
+                        RequestChannel (the connection is muted, lazily: below)
     deferred            (handler task) a Produce waits in a purgatory: read on (pipelining)
     respond             (handler task) queue the outcome and drain the response queue
     _reply              fill the request's reply slot; None fills it with nothing
@@ -23,6 +23,19 @@ responses are written strictly in request order from the connection's ``ReplyQue
 
 All of it runs on one event loop: the Processors of a listener are a partition of its
 connections (Kafka's ``num.network.threads``), not threads.
+
+Muting is lazy. A muted connection reads nothing (``Connection.muted``), but its reader
+stays registered: ``_on_readable`` unregisters it only if bytes arrive while it is muted,
+and ``_unmute`` registers it again. Registering is not free (under uvloop each
+add_reader after a remove_reader makes a poll handle, an ioctl and an epoll_ctl, and the
+removal several epoll_ctl calls), and most clients send nothing while they wait for their
+answer, so a request usually costs no registration at all. A client that pipelines
+produces does send while its request is handled: the connection reads those bytes ahead
+(``Connection.reads_ahead``, bounded by the pipeline depth) instead of unregistering,
+which it would otherwise do about once per request. Backpressure is unchanged: bytes that
+arrive while the connection must not read (a full pipeline, a full request channel, a
+request whose answer must be written before the next is read) stay in the kernel's
+buffer, at the cost of one ignored readiness event.
 
 Errors stay with their connection: a bad frame, a dead peer or a failing handler closes
 (or answers) that connection only.
@@ -181,9 +194,8 @@ class Processor:
     @_busy
     def _on_readable(self, conn: Connection) -> None:
         if conn.muted:
-            # muted lazily (see _mute): bytes arrived while a request is in the handlers
-            # or the pipeline is full; stop watching now, so they wait in the kernel's
-            # buffer, not in ours
+            # muted lazily (module docstring): bytes arrived while the connection must
+            # not read; stop watching now, so they wait in the kernel's buffer, not ours
             self._stop_watching(conn)
             return
         try:
@@ -206,7 +218,9 @@ class Processor:
             return
         if frames:
             conn.pending.extend(frames)
-            self._dispatch(conn)  # not muted: checked above
+            if conn.state is ConnState.READING:  # with room: not muted, checked above
+                self._dispatch(conn)
+            # else read ahead: dispatched once the request in the handlers lets it in
 
     def _dispatch(self, conn: Connection) -> None:
         """Parse the next pending frame and hand it to the handlers (or answer it).
@@ -244,7 +258,6 @@ class Processor:
             connection=conn,
             metrics=cells,
         )
-        self._mute(conn)
         conn.replies.open(request)
         if self._channel.offer(request):
             conn.in_flight = request
@@ -279,7 +292,6 @@ class Processor:
             self._close(conn, "malformed", exc)
             return
         log.info("answering %s with error %s: %s", conn.id, exc.error_code, exc.message)
-        self._mute(conn)
         token = object()  # the reply slot of an answer that no handler sees
         conn.replies.open(token)
         conn.in_flight = token
@@ -448,19 +460,6 @@ class Processor:
             self._loop.remove_reader(conn.fd)
             conn.reader_registered = False
 
-    def _mute(self, conn: Connection) -> None:
-        """Stop reading, lazily: the reader stays registered and ``_on_readable``
-        unregisters it only if bytes arrive while the connection is muted.
-
-        Registering a reader is not free (uvloop makes a poll handle and an epoll_ctl
-        call for each add_reader after a remove_reader), and most clients send nothing
-        while they wait for their response, so a request usually costs no registration
-        at all. Backpressure is unchanged: a muted connection reads nothing, and a
-        client that pipelines costs one ignored readiness event per request at most.
-        ``Connection.muted``, not the registration, is what mutes: the state (the
-        caller moves it out of READING right after) or a full pipeline.
-        """
-
     def _unmute(self, conn: Connection) -> None:
         """In READING: serve a frame already read, or wait for more bytes -- when the
         pipeline has room; else stay muted until its oldest response is written."""
@@ -471,7 +470,7 @@ class Processor:
                 self._stop_watching(conn)
             return
         if not conn.has_room:
-            return  # muted by the full pipeline (lazily, as in _mute)
+            return  # muted by the full pipeline (lazily: module docstring)
         if conn.pending:
             self._dispatch(conn)
         else:

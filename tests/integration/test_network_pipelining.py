@@ -4,7 +4,8 @@ answers other requests at once or (``defer``) later.
 
 What is checked: a waiting Produce lets the connection's next request in, at most the
 pipeline depth of them (a full pipeline reads nothing more, though muting is lazy, and
-frames already read wait for a free slot); an answer decided behind a waiting produce
+frames already read wait for a free slot); what a client sends while its Produce is
+being handled is read ahead, within the depth; an answer decided behind a waiting produce
 lets the next request in too; responses leave in request order whatever
 order they are ready in; other deferred requests keep Kafka's one-at-a-time rule; a
 connection closed or a server shut down with responses owed behaves.
@@ -42,16 +43,20 @@ pytestmark = pytest.mark.timeout(60)
 class Stub:
     """Produce: a Future per request (``waiting``, in arrival order), answered with the
     partition index as its base offset. ApiVersions: answered at once, or with
-    ``client_software_name`` "defer" from a Future too."""
+    ``client_software_name`` "defer" from a Future too. A Produce handler waits for
+    ``gate``, when there is one, before it returns (as if appending took that long)."""
 
     def __init__(self) -> None:
         self.waiting: list[tuple[Any, asyncio.Future[Any]]] = []
         self.entered: list[int] = []  # correlation ids, in handler order
+        self.gate: asyncio.Event | None = None
 
     async def __call__(self, request: Request) -> Any:
         self.entered.append(request.correlation_id)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if request.api_key == protocol.ApiKey.PRODUCE:
+            if self.gate is not None:
+                await self.gate.wait()
             self.waiting.append((request.header, future))
             return future
         if request.body is not None and request.body.client_software_name == "defer":
@@ -92,6 +97,7 @@ class Client:
         self.reader, self.writer = reader, writer
         self.correlation = 0
         self.sent: dict[int, int] = {}  # correlation id -> api key
+        self.written = 0  # bytes of the requests sent
 
     @staticmethod
     async def connect(server: SocketServer) -> Client:
@@ -104,6 +110,7 @@ class Client:
             protocol.make_request(api_key, version, self.correlation, "test", body)
         )
         self.writer.write(SIZE.pack(len(frame)) + frame)
+        self.written += SIZE.size + len(frame)
         self.sent[self.correlation] = api_key
         return self.correlation
 
@@ -222,6 +229,54 @@ def test_a_full_pipeline_reads_nothing_until_its_oldest_answer_is_written() -> N
             stub.answer_produce(1)
             assert (await client.response()).header.correlation_id == ids[1]
             assert (await client.response()).header.correlation_id == 999
+            client.close()
+
+    in_loop(test)
+
+
+def received_bytes(server: SocketServer) -> float:
+    received = server.metrics.registry.get_sample_value(
+        "minikafka_network_received_bytes_total", {"listener": "PLAINTEXT"}
+    )
+    assert received is not None
+    return received
+
+
+def test_what_arrives_while_a_produce_is_handled_is_read_ahead_within_the_depth() -> None:
+    async def test() -> None:
+        stub = Stub()
+        stub.gate = asyncio.Event()
+        async with serving(stub, depth=3) as server:
+            client = await Client.connect(server)
+            first = client.produce()
+            await until(lambda: stub.entered == [first], what="the first produce handled")
+            ahead = [client.produce() for _ in range(2)]
+            # read while the first is still in its handler, not left in the kernel
+            await until(
+                lambda: received_bytes(server) == client.written, what="the next two read ahead"
+            )
+            assert stub.entered == [first]  # read, not yet handed to the handlers
+            filler = protocol.encode_request(
+                protocol.make_request(18, 3, 999, "flood", ApiVersionsRequest())
+            )
+            client.sent[999] = protocol.ApiKey.API_VERSIONS
+            client.writer.write((SIZE.pack(len(filler)) + filler) * 800_000)  # ~20 MB
+            # round trips of another client give the server loop turns in which it would
+            # read the flood if reading ahead were not bounded by the depth
+            other = await Client.connect(server)
+            for _ in range(50):
+                cid = other.versions()
+                assert (await other.response()).header.correlation_id == cid
+            other.close()
+            assert received_bytes(server) < 1_000_000
+            assert client.writer.transport.get_write_buffer_size() > 1_000_000  # still held
+            stub.gate.set()
+            await until(lambda: len(stub.waiting) == 3, what="the frames read ahead handled")
+            assert stub.entered == [first, *range(1, 51), *ahead]  # the other client: 1 to 50
+            for index in range(3):
+                stub.answer_produce(index)
+            got = [(await client.response()).header.correlation_id for _ in range(4)]
+            assert got == [first, *ahead, 999]
             client.close()
 
     in_loop(test)
