@@ -14,6 +14,7 @@ Not safe across threads: everything here lives on the broker's event loop.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -71,6 +72,17 @@ class BrokerContext:
     group_coordinator: GroupCoordinator | None = None
     #: __consumer_offsets: where groups live, their records, loading (broker.group)
     group_store: GroupMetadataManager | None = None
+    #: the loop the broker runs on, taken once at startup (``event_loop``)
+    loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def event_loop(self) -> asyncio.AbstractEventLoop:
+        """The broker's event loop, for the futures a handler answers with. Taken once:
+        ``asyncio.get_running_loop()`` makes a system call per call on Python 3.11, and
+        the Produce and Fetch handlers would ask it once per request. A context built
+        without it (a unit test's) answers with the running loop."""
+        loop = self.loop
+        return asyncio.get_running_loop() if loop is None else loop
 
 
 def require(service: T | None, name: str) -> T:

@@ -279,6 +279,7 @@ class BrokerServer:
             create_topics_purgatory=topics,
             producer_id_manager=ProducerIdManager(broker_id, zk),
             scheduler=self.scheduler,
+            loop=asyncio.get_running_loop(),
         )
         self.ctx.group_store = self.group_store = self._group_store(self.ctx, cache)
         self.ctx.group_coordinator = self._group_coordinator(self.group_store)

@@ -73,6 +73,9 @@ class SystemTimer:
         self._expired_in_callback = False
         self._driver: asyncio.Task[None] | None = None
         self._closed = False
+        #: the loop of the first poll, the timer's one loop: looked up once (on Python
+        #: 3.11 asyncio.get_running_loop makes a system call, and poll runs per wake-up)
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def clock(self) -> Clock:
@@ -184,7 +187,9 @@ class SystemTimer:
         driver looping on it cannot starve other tasks. One task polls a timer: its own
         driver (``start()``) or the purgatory reaper that owns it, not both.
         """
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         now = self._now()
         head = self._queue.peek_expiration()
         wait_ms = timeout_ms if head is None else min(timeout_ms, head - now)

@@ -206,5 +206,5 @@ async def handle(
     )
     if answered:
         return answered[0]
-    future = asyncio.get_running_loop().create_future()
+    future = ctx.event_loop.create_future()
     return future

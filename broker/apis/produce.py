@@ -16,6 +16,9 @@ What the client gets back:
 - acks=all (-1): the response once every appended partition's high watermark passed
   its records, or at ``timeout_ms`` (REQUEST_TIMED_OUT for those still waiting). The
   handler then returns a Future, so no handler task waits with it.
+
+A response decided while the handler runs (acks=1, a refusal, an acks=all produce with
+nothing to wait for) is returned as it is: a Future is made only for a produce that waits.
 """
 
 from __future__ import annotations
@@ -106,10 +109,13 @@ async def handle(
         for topic in body.topic_data
         for part in topic.partition_data
     }
-    future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+    answered: list[dict[TopicPartition, ProducePartitionResult]] = []
+    future: asyncio.Future[Response] | None = None
 
     def on_done(results: dict[TopicPartition, ProducePartitionResult]) -> None:
-        if not future.done():  # the connection may have gone (future cancelled)
+        if future is None:
+            answered.append(results)
+        elif not future.done():  # the connection may have gone (future cancelled)
             future.set_result(build_response(header, body, results))
 
     require(ctx.replica_manager, "replica manager").append_records(
@@ -120,9 +126,8 @@ async def handle(
         on_done=on_done,
     )
     if acks == 0:
-        # Appended (or refused) already: acks 0 never waits; the result is dropped.
-        future.cancel()
-        return None
-    if future.done():
-        return future.result()
+        return None  # appended (or refused) already: acks 0 never waits; no response
+    if answered:
+        return build_response(header, body, answered[0])
+    future = ctx.event_loop.create_future()
     return future

@@ -128,6 +128,23 @@ async def test_acks_all_waiting_returns_future_completed_by_purgatory(
     assert partitions(on_the_wire(result.result()))[0].error_code == ErrorCode.NONE
 
 
+async def test_a_waiting_produce_makes_its_future_on_the_brokers_loop(
+    ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    partition = require(ctx.replica_manager, "replica manager").get_partition(TOPIC, 0)
+    assert partition is not None
+    monkeypatch.setattr(partition, "maybe_increment_high_watermark", lambda: False)
+    running = asyncio.get_running_loop()
+    assert ctx.event_loop is running  # a context built without its loop: the running one
+    brokers = asyncio.new_event_loop()
+    try:
+        ctx.loop = brokers
+        result = await produce.handle(ctx, request(9, {0: batch()}, acks=-1))
+        assert isinstance(result, asyncio.Future) and result.get_loop() is brokers
+    finally:
+        brokers.close()
+
+
 async def test_transactional_batches_are_refused_whole(ctx: BrokerContext) -> None:
     response = await produce.handle(ctx, request(9, {0: batch(), 1: batch(transactional=True)}))
     answer = partitions(on_the_wire(response))
