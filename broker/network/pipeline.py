@@ -126,40 +126,41 @@ class ReplySlot:
         self.response: object = _UNSET
 
 
-class ReplyQueue:
+class ReplyQueue(deque[ReplySlot]):
     """The responses a connection owes, in request order. Pure bookkeeping: no I/O.
 
     ``open`` takes a slot at dispatch, ``fill`` records a response (any order), ``take``
     hands out the head's response once it is filled. ``len`` counts the requests of the
     connection in the broker: opened and not yet taken.
+
+    It is the deque of its slots, so that its length and truth are the deque's own, read
+    without a Python call: the Processor asks them several times per request. Only the
+    methods below change it.
     """
 
-    __slots__ = ("_slots", "depth")
+    __slots__ = ("depth",)
 
     def __init__(self, depth: int = DEFAULT_DEPTH) -> None:
         if depth < 1:
             raise ValueError("a connection must be allowed at least one request")
+        super().__init__()
         self.depth = depth
-        self._slots: deque[ReplySlot] = deque()
-
-    def __len__(self) -> int:
-        return len(self._slots)
 
     @property
     def has_room(self) -> bool:
         """Whether one more request of the connection may enter the broker."""
-        return len(self._slots) < self.depth
+        return len(self) < self.depth
 
     def open(self, key: object) -> None:
         """Reserve the next place in the order for the request ``key``."""
-        if not self.has_room:
+        if len(self) >= self.depth:
             raise OverflowError(f"more than {self.depth} requests outstanding")
-        self._slots.append(ReplySlot(key))
+        self.append(ReplySlot(key))
 
     def fill(self, key: object, response: object) -> bool:
         """Record ``key``'s response (None: no response). False when ``key`` has no open
         slot (answered twice, or its slot was dropped)."""
-        for slot in self._slots:
+        for slot in self:
             if slot.key is key:
                 if slot.response is not _UNSET:
                     return False  # filled already
@@ -168,14 +169,11 @@ class ReplyQueue:
         return False
 
     def is_open(self, key: object) -> bool:
-        return any(slot.key is key for slot in self._slots)
+        return any(slot.key is key for slot in self)
 
     def take(self) -> tuple[object, object] | None:
         """The head's key and response, removing it, when the head is filled; else None."""
-        if self._slots and self._slots[0].response is not _UNSET:
-            slot = self._slots.popleft()
+        if self and self[0].response is not _UNSET:
+            slot = self.popleft()
             return slot.key, slot.response
         return None
-
-    def clear(self) -> None:
-        self._slots.clear()

@@ -11,7 +11,8 @@ The life of a request, as the methods below run it:
     _dispatch           parse the next frame, take a reply slot, offer it to the
                         RequestChannel (the connection is muted, lazily: below)
     deferred            (handler task) a Produce waits in a purgatory: read on (pipelining)
-    respond             (handler task) queue the outcome and drain the response queue
+    respond             (handler task) hand the outcome on at once (queued behind one
+                        being handed on, should its write give another)
     _reply              fill the request's reply slot; None fills it with nothing
     _flush              encode and write the filled slots at the head, in request order
     _on_writable        continue a write that filled the socket buffer
@@ -320,12 +321,25 @@ class Processor:
         conn.move(ConnState.READING)
         self._unmute(conn)
 
+    @_busy
     def respond(self, request: Request, response: object | None) -> None:
-        # Drained at once rather than on a later loop iteration: the queue orders
-        # responses, and writing straight away saves a loop round trip per request.
-        self._responses.append((request, response))
-        if not self._processing_responses:
-            self._process_responses()
+        # Written at once rather than on a later loop iteration: that saves a loop round
+        # trip per request. A response given while one is being handled here (from
+        # inside its write) waits in the queue, which keeps them in the order given.
+        if self._processing_responses:
+            self._responses.append((request, response))
+            return
+        self._processing_responses = True
+        try:
+            while True:
+                conn = request.connection
+                assert isinstance(conn, Connection)
+                self._reply(conn, request, response)
+                if not self._responses:
+                    break
+                request, response = self._responses.popleft()
+        finally:
+            self._processing_responses = False
 
     def respond_error(self, request: Request, error_code: int) -> None:
         try:
@@ -339,18 +353,6 @@ class Processor:
                 self._close(conn, "handler-error")
             return
         self.respond(request, response)
-
-    @_busy
-    def _process_responses(self) -> None:
-        self._processing_responses = True
-        try:
-            while self._responses:
-                request, response = self._responses.popleft()
-                conn = request.connection
-                assert isinstance(conn, Connection)
-                self._reply(conn, request, response)
-        finally:
-            self._processing_responses = False
 
     def _reply(self, conn: Connection, key: object, response: object | None) -> None:
         """``key``'s outcome is known: fill its slot, then write what the order allows."""
@@ -451,9 +453,9 @@ class Processor:
     # --- muting ---------------------------------------------------------------------------------
 
     def _watch(self, conn: Connection) -> None:
-        if not conn.reader_registered:
-            self._loop.add_reader(conn.fd, self._on_readable, conn)
-            conn.reader_registered = True
+        """Register the reader of a connection that has none."""
+        self._loop.add_reader(conn.fd, self._on_readable, conn)
+        conn.reader_registered = True
 
     def _stop_watching(self, conn: Connection) -> None:
         if conn.reader_registered:
@@ -473,7 +475,7 @@ class Processor:
             return  # muted by the full pipeline (lazily: module docstring)
         if conn.pending:
             self._dispatch(conn)
-        else:
+        elif not conn.reader_registered:  # still registered, most often: muting is lazy
             self._watch(conn)
 
     # --- idle connections, closing, shutdown ------------------------------------------------
