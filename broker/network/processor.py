@@ -471,11 +471,13 @@ class Processor:
             else:  # earlier responses still owed: read nothing, close once they are out
                 self._stop_watching(conn)
             return
-        if not conn.has_room:
-            return  # muted by the full pipeline (lazily: module docstring)
+        # Without room in the pipeline nothing changes: the connection stays muted by it
+        # (lazily: module docstring). Room is asked only when there is something to do:
+        # most often no frame is pending and the reader is still registered.
         if conn.pending:
-            self._dispatch(conn)
-        elif not conn.reader_registered:  # still registered, most often: muting is lazy
+            if conn.has_room:
+                self._dispatch(conn)
+        elif not conn.reader_registered and conn.has_room:
             self._watch(conn)
 
     # --- idle connections, closing, shutdown ------------------------------------------------

@@ -48,10 +48,14 @@ class _Region:
     __slots__ = ("fd", "position", "remaining")
 
     def __init__(self, region: object) -> None:
-        fileno = getattr(region, "fileno", None)
-        fd = fileno() if callable(fileno) else getattr(region, "fd", None)
+        # an ``fd`` attribute first: storage.FileRegion has one, and reading it costs no
+        # call (one region per partition of every fetch answer)
+        fd = getattr(region, "fd", None)
         if not isinstance(fd, int):
-            raise TypeError(f"{type(region).__name__} has no file descriptor (fileno() or fd)")
+            fileno = getattr(region, "fileno", None)
+            fd = fileno() if callable(fileno) else None
+            if not isinstance(fd, int):
+                raise TypeError(f"{type(region).__name__} has no file descriptor (fileno() or fd)")
         length = getattr(region, "length", None)
         if not isinstance(length, int):
             length = len(region)  # type: ignore[arg-type]
