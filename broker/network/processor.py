@@ -377,7 +377,7 @@ class Processor:
     def _flush(self, conn: Connection) -> None:
         """Write the filled replies at the head of the order, until one fills the socket
         buffer or the head is still awaited; then let the connection read on if it may."""
-        while conn.send is None:
+        while conn.send is None and conn.replies:  # nothing owed: no take to try
             head = conn.replies.take()
             if head is None:
                 break
