@@ -67,7 +67,9 @@ What this keeps of Kafka's guarantees, and why:
   is the largest ``max.in.flight.requests.per.connection`` an idempotent producer may
   use); beyond that the connection is muted until its oldest response is written. The
   request channel still holds at most one request per connection, so
-  ``queued.max.requests`` bounds what the handlers see as before.
+  ``queued.max.requests`` bounds what the handlers see as before. Requests read while a
+  Produce is handled, ahead of their turn (``Connection.reads_ahead``), count against
+  the same depth: they are only read sooner, never handled sooner.
 
 Where this departs from Kafka, deliberately: Kafka reads nothing of a connection with a
 response outstanding. Here a producer's acks=all requests wait for replication together,
