@@ -33,7 +33,7 @@ removal several epoll_ctl calls), and most clients send nothing while they wait 
 answer, so a request usually costs no registration at all. A client that pipelines
 produces does send while its request is handled: the connection reads those bytes ahead
 (``Connection.reads_ahead``, bounded by the pipeline depth) instead of unregistering,
-which it would otherwise do about once per request. Backpressure is unchanged: bytes that
+which it would otherwise do every few requests. Backpressure is unchanged: bytes that
 arrive while the connection must not read (a full pipeline, a full request channel, a
 request whose answer must be written before the next is read) stay in the kernel's
 buffer, at the cost of one ignored readiness event.
