@@ -139,9 +139,8 @@ class LocalLog:
             max_position: int | None = None
             if max_offset is not None and max_offset < leo:
                 max_position = self._position_of(max_offset, seg, segments, i)
-            result = seg.read(start_offset, max_bytes, max_position, min_one_message)
-            if result is not None:
-                region = result[0]
+            region = seg.read(start_offset, max_bytes, max_position, min_one_message)
+            if region is not None:
                 return region if region.length else None
             i += 1
         return None
