@@ -96,3 +96,13 @@ def test_many_partitions_need_a_longer_count() -> None:
         assert fetch_response_parts(1, version, topics, False) == generic_parts(
             1, version, topics, False
         )
+
+
+def test_topic_names_stay_right_past_the_names_kept() -> None:
+    """The written names are kept for the next answers, a bounded number of them."""
+    for version in (4, 12):
+        for i in range(1100):
+            topics: list[tuple[str, list[PartitionAnswer]]] = [(f"topic-{i}", [])]
+            assert fetch_response_parts(i, version, topics, False) == generic_parts(
+                i, version, topics, False
+            )
