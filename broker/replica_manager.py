@@ -637,7 +637,7 @@ class ReplicaManager:
                 done(results)
                 return
             if r.records is not None:
-                readable += len(r.records)
+                readable += r.records.length
         if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
             done(results)
             return
@@ -706,7 +706,7 @@ class ReplicaManager:
                 continue
             region = read.region
             if region is not None:
-                size = len(region)
+                size = region.length
                 if size:
                     min_one_message = False
                     limit = max(0, limit - size)
@@ -787,7 +787,7 @@ class ReplicaManager:
             return
         for tp, result in results:
             if result.records is not None:
-                self.metrics.topic_bytes_out.labels(topic=tp.topic).inc(len(result.records))
+                self.metrics.topic_bytes_out.labels(topic=tp.topic).inc(result.records.length)
 
     # -- DeleteRecords ------------------------------------------------------------------
 

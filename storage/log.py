@@ -417,16 +417,22 @@ class Log:
         """Batches from the one holding ``start_offset``: a region of at most
         ``max_bytes`` (or the first batch whole, with ``min_one_message``), ending
         before ``max_offset`` (the high watermark for consumers). None when there is
-        nothing to return; :class:`OffsetOutOfRangeError` outside [log start, LEO]."""
-        self._check_usable()
-        leo = self.log_end_offset
+        nothing to return; :class:`OffsetOutOfRangeError` outside [log start, LEO].
+        (Every fetch that finds data runs this: the local log's fields are read
+        directly, not through this class's properties.)"""
+        local = self.local
+        if local.failed is not None:
+            local.check_usable()  # raises the log's offline error
+        leo = local.log_end_offset
         if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
             return None
         if start_offset < self.log_start_offset or start_offset > leo:
             raise OffsetOutOfRangeError(
                 f"{self.tp}: offset {start_offset} is outside [{self.log_start_offset}, {leo}]"
             )
-        return self.local.read(start_offset, max(0, max_bytes), max_offset, min_one_message)
+        return local.read(
+            start_offset, max_bytes if max_bytes > 0 else 0, max_offset, min_one_message
+        )
 
     def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Like :meth:`read`, but the bytes (replicas' tests, tools)."""

@@ -388,19 +388,18 @@ class LogSegment:
                     header = found[1]
                 max_size = max(max_size, header.size)
             return FileRegion(self._fd, pos, min(length, max_size))
-        if end == size and self._tail_loaded:
+        if end == size and self._tail_loaded and self.last_offset + 1 not in self._read_ends:
             self._remember_read_end(self.last_offset + 1, size)
         return FileRegion(self._fd, pos, length)
 
     def _remember_read_end(self, offset: int, position: int) -> None:
-        """Record a read's end (the next append's start when it reached the file's
-        end), forgetting the oldest when full. Followers reading to the same end share
-        one entry."""
+        """Record a read's end not yet remembered (the next append's start when it
+        reached the file's end), forgetting the oldest when full. (Followers reading to
+        the same end share one entry: the caller skips a known one without a call.)"""
         ends = self._read_ends
-        if offset not in ends:
-            if len(ends) >= _READ_ENDS:
-                del ends[next(iter(ends))]
-            ends[offset] = position
+        if len(ends) >= _READ_ENDS:
+            del ends[next(iter(ends))]
+        ends[offset] = position
 
     def find_offset_by_timestamp(
         self, timestamp: int, starting_offset: int
