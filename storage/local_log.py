@@ -143,7 +143,13 @@ class LocalLog:
             max_position: int | None = None
             if max_offset is not None and max_offset < leo:
                 max_position = self._position_of(max_offset, seg, segments, i)
-            region = seg.read(start_offset, max_bytes, max_position, min_one_message)
+            region = seg.read(
+                start_offset,
+                max_bytes,
+                max_position,
+                min_one_message,
+                max_offset if max_position is not None else None,
+            )
             if region is not None:
                 return region if region.length else None
             i += 1

@@ -19,21 +19,23 @@ its start without the index lookup and header read. Anything that cuts the file 
 it (truncation, a failed append, recovery); the next append sets it again.
 
 Where recent reads ended is remembered too (read ends: offset -> position, the few
-newest). A reader that keeps up (a follower, or a consumer of a fully replicated log)
-asks next for exactly the offset where its previous read ended; when appends came in
-between, that batch is no longer the latest append, and without this memory the read
-would search the index and read a header. A read records its end only when it reached
-the end of the file: the offset there is the segment's next offset, and the position is
-where the next append will start. Invariant of every entry ``(offset, position)``:
-``position <= size``, every batch before ``position`` ends below ``offset``, and every
-batch from ``position`` on holds offsets >= ``offset`` -- so while ``position < size``
-the batch at ``position`` is the first that can hold ``offset``, exactly what
-:meth:`translate_offset` would find. Appends keep it (they add batches at the end, with
-offsets above every earlier one); anything that cuts the file clears the memory (see
-:meth:`_cut`), and so does recovery. A segment that rolls, is deleted or is replaced by
-the cleaner's swap keeps its file as it was, so its entries stay true (the cleaned
-segment is a new object, with an empty memory). An entry whose position is the file's
-end (nothing appended there yet) is not used.
+newest). A reader that keeps up (a follower, or a consumer) asks next for exactly the
+offset where its previous read ended; when appends came in between, that batch is no
+longer the latest append, and without this memory the read would search the index and
+read a header. A read records its end only where it knows the offset there: at the end
+of the file (the segment's next offset; the position is where the next append will
+start), or at the ``max_position`` its caller found for an offset (a consumer's read up
+to the high watermark).
+
+Invariant of every entry ``(offset, position)``: ``position <= size``, every batch
+before ``position`` ends below ``offset``, and every batch from ``position`` on ends at
+or above it. So while ``position < size`` the batch at ``position`` is the first that
+can hold ``offset``, exactly what :meth:`translate_offset` would find; an entry at the
+file's end (nothing appended there yet) is not used. Appends keep the invariant (they
+add batches at the end, with offsets above every earlier one); anything that cuts the
+file clears the memory (see :meth:`_cut`), and so does recovery. A segment that rolls,
+is deleted or is replaced by the cleaner's swap keeps its file as it was, so its
+entries stay true (the cleaned segment is a new object, with an empty memory).
 
 Appends use ``os.write`` on an O_APPEND descriptor. A write that fails part way is
 truncated away before :class:`StorageError` is raised, and index space is reserved before
@@ -359,6 +361,7 @@ class LogSegment:
         max_size: int,
         max_position: int | None = None,
         min_one_message: bool = True,
+        max_position_offset: int | None = None,
     ) -> FileRegion | None:
         """A region from the batch holding ``start_offset``, at most ``max_size`` bytes
         (the first whole batch when ``min_one_message``), ending by ``max_position``.
@@ -367,7 +370,8 @@ class LogSegment:
 
         ``start_offset`` where an earlier read ended is found in the read ends (no index
         lookup, no header read; see the module doc); a read that reaches the end of the
-        file records its own end there."""
+        file, or ``max_position`` when ``max_position_offset`` says which offset
+        :meth:`translate_offset` placed there, records its own end."""
         size = self.size
         end = size if max_position is None or max_position > size else max_position
         header: BatchHeader | None = None
@@ -388,8 +392,11 @@ class LogSegment:
                     header = found[1]
                 max_size = max(max_size, header.size)
             return FileRegion(self._fd, pos, min(length, max_size))
-        if end == size and self._tail_loaded and self.last_offset + 1 not in self._read_ends:
-            self._remember_read_end(self.last_offset + 1, size)
+        if end == size:
+            if self._tail_loaded and self.last_offset + 1 not in self._read_ends:
+                self._remember_read_end(self.last_offset + 1, size)
+        elif max_position_offset is not None and max_position_offset not in self._read_ends:
+            self._remember_read_end(max_position_offset, end)
         return FileRegion(self._fd, pos, length)
 
     def _remember_read_end(self, offset: int, position: int) -> None:

@@ -76,11 +76,12 @@ def test_a_reader_that_keeps_up_reads_without_a_lookup(
 
 def test_reads_from_read_ends_match_the_index_lookup(tmp_path: Path) -> None:
     """Several readers at different offsets, reads ending at the file's end or inside
-    it (max_size, max_position), appends of one or more batches in between: each read
-    returns what the index lookup and header scan give."""
+    it (max_size, max_position, a consumer's high watermark), appends of one or more
+    batches in between: each read returns what the index lookup and header scan give."""
     seg = segment(tmp_path, interval=150)
     next_offset = 0
     readers = [0, 0, 0]
+    consumer = 0
     for step in range(60):
         batches = 1 + step % 3
         data = bytearray()
@@ -108,7 +109,35 @@ def test_reads_from_read_ends_match_the_index_lookup(tmp_path: Path) -> None:
             assert len(cut) == whole.size
         stop = seg.read(0, 1 << 20, max_position=seg.size // 2)
         assert stop is not None and stop.position == 0
+        # a consumer reading up to a high watermark a few offsets behind the end
+        high_watermark = next_offset - 3
+        stop_at = seg.translate_offset(high_watermark)
+        if consumer < high_watermark and stop_at is not None:
+            start, _ = region_of(seg, consumer)
+            upto = seg.read(consumer, 1 << 20, stop_at[0], True, high_watermark)
+            assert upto is not None and (upto.position, len(upto)) == (start, stop_at[0] - start)
+            consumer = high_watermark
     assert seg.read(next_offset, 1 << 20) is None  # a read end nothing was appended at yet
+
+
+def test_a_consumer_read_ending_at_its_max_position_is_remembered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read up to the batch of a given offset (a consumer's, up to the high watermark)
+    lets the next read from that offset start without a lookup."""
+    seg = segment(tmp_path)
+    for i in range(12):
+        append(seg, 2 * i, 2)
+    found = seg.translate_offset(10)
+    assert found is not None
+    stop = found[0]
+    region = seg.read(0, 1 << 20, max_position=stop, max_position_offset=10)
+    assert region is not None and (region.position, len(region)) == (0, stop)
+    append(seg, 24, 3)
+    forbid_lookups(monkeypatch)
+    assert read_tail(seg, 10) == (stop, seg.size - stop)
+    monkeypatch.undo()
+    assert read_tail(seg, 10) == region_of(seg, 10)
 
 
 def test_the_first_batch_is_whole_when_max_size_cuts_a_read_end(tmp_path: Path) -> None:
