@@ -154,11 +154,21 @@ def fetch_response_parts(
 
 
 def _write_count(out: bytearray, count: int, flexible: bool) -> None:
-    """A length or count: int32, or (flexible) an unsigned varint of count + 1."""
-    if flexible:
-        write_uvarint(out, count + 1)
-    else:
+    """A length or count: int32, or (flexible) an unsigned varint of count + 1. The
+    varints of up to three bytes (a record region's length up to 2 MiB, in every
+    answer) are laid out here without a loop."""
+    if not flexible:
         out += _INT32.pack(count)
+        return
+    value = count + 1
+    if value < 1 << 7:
+        out += bytes((value,))
+    elif value < 1 << 14:
+        out += bytes((value & 0x7F | 0x80, value >> 7))
+    elif value < 1 << 21:
+        out += bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14))
+    else:
+        write_uvarint(out, value)
 
 
 def _name_field(name: str, flexible: bool) -> bytes:
