@@ -674,11 +674,13 @@ class ReplicaManager:
         partitions = self._partitions
         results: FetchResults = []
         for tp, info in infos:
+            # (the limits are compared inline: this loop runs for every fetch)
+            max_bytes = info.partition_max_bytes
             try:
                 partition = partitions.get(tp) or self._leader_or_error(tp)
                 read = partition.read(
                     info.fetch_offset,
-                    min(info.partition_max_bytes, limit),
+                    max_bytes if max_bytes < limit else limit,
                     current_leader_epoch=info.current_leader_epoch,
                     up_to_high_watermark=not from_follower,
                     min_one_message=min_one_message,
@@ -709,7 +711,7 @@ class ReplicaManager:
                 size = region.length
                 if size:
                     min_one_message = False
-                    limit = max(0, limit - size)
+                    limit = limit - size if size < limit else 0
             results.append(
                 (
                     tp,
