@@ -688,8 +688,8 @@ class ReplicaManager:
                 high_watermark = read.high_watermark
                 last_stable_offset = read.last_stable_offset
                 if from_follower:
-                    # after the read's role and epoch checks, as Kafka orders them
-                    partition.check_follower(params.replica_id)
+                    # after the read's role and epoch checks, as Kafka orders them, the
+                    # replica must be a follower (recording the fetch checks that first)
                     if record_follower_fetch:
                         self._follower_fetched(
                             partition, params.replica_id, info, read.log_end_offset
@@ -697,6 +697,8 @@ class ReplicaManager:
                         # the follower learns a high watermark its fetch may just have moved
                         high_watermark = partition.high_watermark
                         last_stable_offset = partition.last_stable_offset
+                    else:
+                        partition.check_follower(params.replica_id)
             except PartitionError as exc:
                 self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(exc.error_code)))
@@ -735,7 +737,8 @@ class ReplicaManager:
     ) -> None:
         """Record a follower's successful fetch (Kafka's updateFollowerFetchState): its
         position, then whether it joins the ISR and the high watermark moves. A follower
-        reporting a higher log start may complete a waiting DeleteRecords."""
+        reporting a higher log start may complete a waiting DeleteRecords. A replica id
+        that is not a follower raises PartitionError before anything is recorded."""
         before = partition.update_follower_fetch_state(
             replica_id,
             fetch_offset=info.fetch_offset,
