@@ -240,8 +240,15 @@ class Log:
         return self.local.size_in_bytes
 
     def update_high_watermark(self, offset: int) -> int:
-        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
-        return self.high_watermark
+        """Set the high watermark to ``offset``, kept within [log start, log end]. (It
+        moves on the leader and on every follower once per fetch: compared inline.)"""
+        start = self.log_start_offset
+        high_watermark = offset if offset > start else start
+        leo = self.local.log_end_offset
+        if high_watermark > leo:
+            high_watermark = leo
+        self.high_watermark = high_watermark
+        return high_watermark
 
     # -- appends -------------------------------------------------------------------------
 

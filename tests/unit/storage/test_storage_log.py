@@ -599,3 +599,16 @@ def test_rolled_segments_hold_no_index_descriptors_until_written_again(
     lg = open_log(str(tmp_path), clean_shutdown=False)
     assert [b[:2] for b in all_batches(lg)] == reference
     lg.close()
+
+
+def test_high_watermark_is_kept_between_log_start_and_log_end(
+    tmp_path: os.PathLike[str],
+) -> None:
+    lg = open_log(str(tmp_path))
+    for _ in range(5):
+        lg.append(make_batch(2), leader_epoch=0)
+    assert lg.update_high_watermark(4) == lg.high_watermark == 4
+    assert lg.update_high_watermark(99) == lg.high_watermark == 10  # not above the end
+    lg.increment_log_start_offset(6)
+    assert lg.update_high_watermark(2) == lg.high_watermark == 6  # nor below the start
+    lg.close()
