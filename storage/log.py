@@ -112,6 +112,9 @@ class Log:
         #: The active segment's draw of segment.jitter.ms, in [0, 1): redrawn at each roll
         #: so that segments of many partitions made together do not all roll together.
         self._jitter_fraction = random.random()
+        #: segment.ms less the active segment's jitter: the age at which it rolls, set
+        #: with each draw and each config change (every append compares with it)
+        self._roll_age_ms = self._rolling_age_ms()
 
     # -- opening -------------------------------------------------------------------------
 
@@ -208,6 +211,7 @@ class Log:
 
     def update_config(self, config: LogConfig) -> None:
         self.local.config = config
+        self._roll_age_ms = self._rolling_age_ms()
 
     @property
     def log_end_offset(self) -> int:
@@ -351,20 +355,18 @@ class Log:
         self, size: int, max_timestamp: int, first_offset: int, last_offset: int
     ) -> None:
         # Runs on every append (a follower's every fetch): the config and the active
-        # segment are read once, not through their properties per field.
+        # segment are read once, not through their properties per field, and the
+        # jittered segment.ms is the one computed when the jitter was drawn.
         local = self.local
-        seg, config = local.active_segment, local.config
+        seg = local.active_segment
         reason = retention.roll_reason(
             segment_size=seg.size,
             base_offset=seg.base_offset,
             incoming_size=size,
             incoming_max_timestamp=max_timestamp,
             incoming_last_offset=last_offset,
-            segment_bytes=config.segment_bytes,
-            segment_ms=config.segment_ms
-            - retention.roll_jitter_ms(
-                self._jitter_fraction, config.segment_ms, config.segment_jitter_ms
-            ),
+            segment_bytes=local.config.segment_bytes,
+            segment_ms=self._roll_age_ms,
             index_full=seg.should_roll_for_index(),
             first_batch_timestamp=seg.rolling_base_timestamp(),
             created_ms=seg.created_ms,
@@ -384,6 +386,7 @@ class Log:
         if new is None:
             return self.active_segment
         self._jitter_fraction = random.random()
+        self._roll_age_ms = self._rolling_age_ms()
         self.producer_state.map_end_offset = new_base
         snapshot = self.producer_state.take_snapshot(sync=False)
 
@@ -393,6 +396,14 @@ class Log:
 
         self._run_in_background(flush_rolled)
         return new
+
+    def _rolling_age_ms(self) -> int:
+        """segment.ms less the active segment's share of segment.jitter.ms."""
+        config = self.local.config
+        jitter = retention.roll_jitter_ms(
+            self._jitter_fraction, config.segment_ms, config.segment_jitter_ms
+        )
+        return config.segment_ms - jitter
 
     def _schedule_epoch_flush(self) -> None:
         """Write the changed leader-epoch cache in the background; a failure is logged

@@ -194,7 +194,10 @@ class LogSegment:
         return self._first_batch_timestamp
 
     def should_roll_for_index(self) -> bool:
-        return self.offset_index.is_full or self.time_index.is_full
+        """Whether an index is full (asked before every append: the fields are read
+        here, not through ``is_full``)."""
+        offsets, times = self.offset_index, self.time_index
+        return offsets.entries >= offsets.max_entries or times.entries >= times.max_entries
 
     # -- append ------------------------------------------------------------------------
 
