@@ -637,7 +637,7 @@ class ReplicaManager:
                 done(results)
                 return
             if r.records is not None:
-                readable += len(r.records)
+                readable += r.records.length
         if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
             done(results)
             return
@@ -674,11 +674,13 @@ class ReplicaManager:
         partitions = self._partitions
         results: FetchResults = []
         for tp, info in infos:
+            # (the limits are compared inline: this loop runs for every fetch)
+            max_bytes = info.partition_max_bytes
             try:
                 partition = partitions.get(tp) or self._leader_or_error(tp)
                 read = partition.read(
                     info.fetch_offset,
-                    min(info.partition_max_bytes, limit),
+                    max_bytes if max_bytes < limit else limit,
                     current_leader_epoch=info.current_leader_epoch,
                     up_to_high_watermark=not from_follower,
                     min_one_message=min_one_message,
@@ -686,8 +688,8 @@ class ReplicaManager:
                 high_watermark = read.high_watermark
                 last_stable_offset = read.last_stable_offset
                 if from_follower:
-                    # after the read's role and epoch checks, as Kafka orders them
-                    partition.check_follower(params.replica_id)
+                    # after the read's role and epoch checks, as Kafka orders them, the
+                    # replica must be a follower (recording the fetch checks that first)
                     if record_follower_fetch:
                         self._follower_fetched(
                             partition, params.replica_id, info, read.log_end_offset
@@ -695,6 +697,8 @@ class ReplicaManager:
                         # the follower learns a high watermark its fetch may just have moved
                         high_watermark = partition.high_watermark
                         last_stable_offset = partition.last_stable_offset
+                    else:
+                        partition.check_follower(params.replica_id)
             except PartitionError as exc:
                 self._count_failed_read(tp)
                 results.append((tp, FetchPartitionResult(exc.error_code)))
@@ -706,10 +710,10 @@ class ReplicaManager:
                 continue
             region = read.region
             if region is not None:
-                size = len(region)
+                size = region.length
                 if size:
                     min_one_message = False
-                    limit = max(0, limit - size)
+                    limit = limit - size if size < limit else 0
             results.append(
                 (
                     tp,
@@ -733,7 +737,8 @@ class ReplicaManager:
     ) -> None:
         """Record a follower's successful fetch (Kafka's updateFollowerFetchState): its
         position, then whether it joins the ISR and the high watermark moves. A follower
-        reporting a higher log start may complete a waiting DeleteRecords."""
+        reporting a higher log start may complete a waiting DeleteRecords. A replica id
+        that is not a follower raises PartitionError before anything is recorded."""
         before = partition.update_follower_fetch_state(
             replica_id,
             fetch_offset=info.fetch_offset,
@@ -787,7 +792,7 @@ class ReplicaManager:
             return
         for tp, result in results:
             if result.records is not None:
-                self.metrics.topic_bytes_out.labels(topic=tp.topic).inc(len(result.records))
+                self.metrics.topic_bytes_out.labels(topic=tp.topic).inc(result.records.length)
 
     # -- DeleteRecords ------------------------------------------------------------------
 

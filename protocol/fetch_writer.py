@@ -49,8 +49,18 @@ PartitionAnswer = tuple[int, int, int, int, int, Sized | None]
 
 _INT16: Final = struct.Struct(">h")
 _INT32: Final = struct.Struct(">i")
-#: the one-byte unsigned varints
-_ONE_BYTE: Final = [bytes([i]) for i in range(0x80)]
+#: Counts and lengths below this are written from a table (every count of a follower's
+#: answer, its one topic's name length); the records' length is above it.
+_SMALL: Final = 0x7F
+#: per layout (False: int32, True: compact), each small count's bytes
+_SMALL_COUNTS: Final = {
+    False: [_INT32.pack(n) for n in range(_SMALL)],
+    True: [bytes([n + 1]) for n in range(_SMALL)],
+}
+#: per layout, each topic's name with its length before it, as written (a follower asks
+#: for the same few topics in every fetch); cleared when it grows past _NAMES_KEPT
+_NAMES: Final[dict[bool, dict[str, bytes]]] = {False: {}, True: {}}
+_NAMES_KEPT: Final = 1024
 
 
 def _after_correlation_id(version: int) -> bytes:
@@ -94,18 +104,25 @@ def fetch_response_parts(
     between = committed if read_committed else uncommitted
     flexible = version >= _FLEXIBLE
     with_log_start = version >= 5
+    small, names = _SMALL_COUNTS[flexible], _NAMES[flexible]
     out = bytearray(_INT32.pack(correlation_id))
     out += head
     parts: list[object] = []
-    _write_count(out, len(topics), flexible)
+    count = len(topics)
+    if count < _SMALL:
+        out += small[count]
+    else:
+        _write_count(out, count, flexible)
     for name, partitions in topics:
-        encoded = name.encode()
-        if flexible:
-            _write_count(out, len(encoded), True)
+        name_field = names.get(name)
+        if name_field is None:
+            name_field = _name_field(name, flexible)
+        out += name_field
+        count = len(partitions)
+        if count < _SMALL:
+            out += small[count]
         else:
-            out += _INT16.pack(len(encoded))
-        out += encoded
-        _write_count(out, len(partitions), flexible)
+            _write_count(out, count, flexible)
         for index, error, high_watermark, stable, log_start, records in partitions:
             if with_log_start:
                 out += partition_head.pack(index, error, high_watermark, stable, log_start)
@@ -115,12 +132,15 @@ def fetch_response_parts(
             if records is None:
                 out += b"\x01" if flexible else b"\x00\x00\x00\x00"  # empty, not null
             else:
-                _write_count(out, len(records), flexible)
+                count = len(records)
+                if count < _SMALL:
+                    out += small[count]
+                else:
+                    _write_count(out, count, flexible)
                 if isinstance(records, bytes | bytearray | memoryview):
                     out += records
                 else:
-                    parts.append(bytes(out))
-                    parts.append(records)
+                    parts += (bytes(out), records)
                     out = bytearray()
             if flexible:
                 out += b"\x00"  # the partition's tagged fields
@@ -134,10 +154,34 @@ def fetch_response_parts(
 
 
 def _write_count(out: bytearray, count: int, flexible: bool) -> None:
-    """A length or count: int32, or (flexible) an unsigned varint of count + 1."""
+    """A length or count: int32, or (flexible) an unsigned varint of count + 1. The
+    varints of up to three bytes (a record region's length up to 2 MiB, in every
+    answer) are laid out here without a loop."""
     if not flexible:
         out += _INT32.pack(count)
-    elif count < 0x7F:
-        out += _ONE_BYTE[count + 1]
+        return
+    value = count + 1
+    if value < 1 << 7:
+        out += bytes((value,))
+    elif value < 1 << 14:
+        out += bytes((value & 0x7F | 0x80, value >> 7))
+    elif value < 1 << 21:
+        out += bytes((value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14))
     else:
-        write_uvarint(out, count + 1)
+        write_uvarint(out, value)
+
+
+def _name_field(name: str, flexible: bool) -> bytes:
+    """A topic name as written (its length, int16 or compact, then UTF-8), kept for the
+    next answer."""
+    encoded = name.encode()
+    length = bytearray()
+    if flexible:
+        _write_count(length, len(encoded), True)
+    else:
+        length += _INT16.pack(len(encoded))
+    names = _NAMES[flexible]
+    if len(names) >= _NAMES_KEPT:
+        names.clear()
+    field = names[name] = bytes(length) + encoded
+    return field

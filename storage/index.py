@@ -109,9 +109,11 @@ class _Index:
         self._remap()
 
     def _write_entry(self, a: int, b: int) -> None:
-        self.reserve()
+        at = self.entries * self.entry_size
+        if at + self.entry_size > self._allocated:  # (reserve's own test, without a call)
+            self.reserve()
         assert self._map is not None  # reserve() mapped the reserved space
-        self.ENTRY.pack_into(self._map, self.entries * self.entry_size, a, b)
+        self.ENTRY.pack_into(self._map, at, a, b)
         self.entries += 1
 
     def trim(self) -> None:
@@ -243,8 +245,11 @@ class OffsetIndex(_Index):
             raise ValueError(
                 f"entry ({offset}, {position}) does not fit segment {self.base_offset}"
             )
-        if self.entries and rel <= self.raw_entry(self.entries - 1)[0]:
-            raise ValueError(f"offset {offset} is not above the last index entry")
+        if self.entries:  # above the last entry (read from the mapping, not raw_entry)
+            assert self._map is not None  # entries lie in the mapped space
+            last = self.ENTRY.unpack_from(self._map, (self.entries - 1) * self.entry_size)
+            if rel <= last[0]:
+                raise ValueError(f"offset {offset} is not above the last index entry")
         self._write_entry(rel, position)
 
     def lookup(self, offset: int) -> tuple[int, int]:

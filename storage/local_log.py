@@ -130,18 +130,27 @@ class LocalLog:
         self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool
     ) -> FileRegion | None:
         """The region from the batch holding ``start_offset`` (checked to be in range by
-        the caller), ending before ``max_offset``; None when there is nothing."""
+        the caller), ending before ``max_offset``; None when there is nothing. (Most
+        reads are of the active segment: that is tried before the search by base.)"""
         leo = self.log_end_offset
         segments = self._segments
-        i = max(self.segment_for(start_offset), 0)
-        while i < len(segments):
+        count = len(segments)
+        i = count - 1
+        if start_offset < segments[i].base_offset:
+            i = max(self.segment_for(start_offset), 0)
+        while i < count:
             seg = segments[i]
             max_position: int | None = None
             if max_offset is not None and max_offset < leo:
                 max_position = self._position_of(max_offset, seg, segments, i)
-            result = seg.read(start_offset, max_bytes, max_position, min_one_message)
-            if result is not None:
-                region = result[0]
+            region = seg.read(
+                start_offset,
+                max_bytes,
+                max_position,
+                min_one_message,
+                max_offset if max_position is not None else None,
+            )
+            if region is not None:
                 return region if region.length else None
             i += 1
         return None

@@ -112,6 +112,9 @@ class Log:
         #: The active segment's draw of segment.jitter.ms, in [0, 1): redrawn at each roll
         #: so that segments of many partitions made together do not all roll together.
         self._jitter_fraction = random.random()
+        #: segment.ms less the active segment's jitter: the age at which it rolls, set
+        #: with each draw and each config change (every append compares with it)
+        self._roll_age_ms = self._rolling_age_ms()
 
     # -- opening -------------------------------------------------------------------------
 
@@ -208,6 +211,7 @@ class Log:
 
     def update_config(self, config: LogConfig) -> None:
         self.local.config = config
+        self._roll_age_ms = self._rolling_age_ms()
 
     @property
     def log_end_offset(self) -> int:
@@ -240,8 +244,15 @@ class Log:
         return self.local.size_in_bytes
 
     def update_high_watermark(self, offset: int) -> int:
-        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
-        return self.high_watermark
+        """Set the high watermark to ``offset``, kept within [log start, log end]. (It
+        moves on the leader and on every follower once per fetch: compared inline.)"""
+        start = self.log_start_offset
+        high_watermark = offset if offset > start else start
+        leo = self.local.log_end_offset
+        if high_watermark > leo:
+            high_watermark = leo
+        self.high_watermark = high_watermark
+        return high_watermark
 
     # -- appends -------------------------------------------------------------------------
 
@@ -344,20 +355,18 @@ class Log:
         self, size: int, max_timestamp: int, first_offset: int, last_offset: int
     ) -> None:
         # Runs on every append (a follower's every fetch): the config and the active
-        # segment are read once, not through their properties per field.
+        # segment are read once, not through their properties per field, and the
+        # jittered segment.ms is the one computed when the jitter was drawn.
         local = self.local
-        seg, config = local.active_segment, local.config
+        seg = local.active_segment
         reason = retention.roll_reason(
             segment_size=seg.size,
             base_offset=seg.base_offset,
             incoming_size=size,
             incoming_max_timestamp=max_timestamp,
             incoming_last_offset=last_offset,
-            segment_bytes=config.segment_bytes,
-            segment_ms=config.segment_ms
-            - retention.roll_jitter_ms(
-                self._jitter_fraction, config.segment_ms, config.segment_jitter_ms
-            ),
+            segment_bytes=local.config.segment_bytes,
+            segment_ms=self._roll_age_ms,
             index_full=seg.should_roll_for_index(),
             first_batch_timestamp=seg.rolling_base_timestamp(),
             created_ms=seg.created_ms,
@@ -377,6 +386,7 @@ class Log:
         if new is None:
             return self.active_segment
         self._jitter_fraction = random.random()
+        self._roll_age_ms = self._rolling_age_ms()
         self.producer_state.map_end_offset = new_base
         snapshot = self.producer_state.take_snapshot(sync=False)
 
@@ -386,6 +396,14 @@ class Log:
 
         self._run_in_background(flush_rolled)
         return new
+
+    def _rolling_age_ms(self) -> int:
+        """segment.ms less the active segment's share of segment.jitter.ms."""
+        config = self.local.config
+        jitter = retention.roll_jitter_ms(
+            self._jitter_fraction, config.segment_ms, config.segment_jitter_ms
+        )
+        return config.segment_ms - jitter
 
     def _schedule_epoch_flush(self) -> None:
         """Write the changed leader-epoch cache in the background; a failure is logged
@@ -417,16 +435,22 @@ class Log:
         """Batches from the one holding ``start_offset``: a region of at most
         ``max_bytes`` (or the first batch whole, with ``min_one_message``), ending
         before ``max_offset`` (the high watermark for consumers). None when there is
-        nothing to return; :class:`OffsetOutOfRangeError` outside [log start, LEO]."""
-        self._check_usable()
-        leo = self.log_end_offset
+        nothing to return; :class:`OffsetOutOfRangeError` outside [log start, LEO].
+        (Every fetch that finds data runs this: the local log's fields are read
+        directly, not through this class's properties.)"""
+        local = self.local
+        if local.failed is not None:
+            local.check_usable()  # raises the log's offline error
+        leo = local.log_end_offset
         if start_offset == leo or (max_offset is not None and start_offset >= max_offset):
             return None
         if start_offset < self.log_start_offset or start_offset > leo:
             raise OffsetOutOfRangeError(
                 f"{self.tp}: offset {start_offset} is outside [{self.log_start_offset}, {leo}]"
             )
-        return self.local.read(start_offset, max(0, max_bytes), max_offset, min_one_message)
+        return local.read(
+            start_offset, max_bytes if max_bytes > 0 else 0, max_offset, min_one_message
+        )
 
     def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Like :meth:`read`, but the bytes (replicas' tests, tools)."""

@@ -18,6 +18,25 @@ waiting at the log end reads it as soon as the append completes it, so that read
 its start without the index lookup and header read. Anything that cuts the file forgets
 it (truncation, a failed append, recovery); the next append sets it again.
 
+Where recent reads ended is remembered too (read ends: offset -> position, the few
+newest). A reader that keeps up (a follower, or a consumer) asks next for exactly the
+offset where its previous read ended; when appends came in between, that batch is no
+longer the latest append, and without this memory the read would search the index and
+read a header. A read records its end only where it knows the offset there: at the end
+of the file (the segment's next offset; the position is where the next append will
+start), or at the ``max_position`` its caller found for an offset (a consumer's read up
+to the high watermark).
+
+Invariant of every entry ``(offset, position)``: ``position <= size``, every batch
+before ``position`` ends below ``offset``, and every batch from ``position`` on ends at
+or above it. So while ``position < size`` the batch at ``position`` is the first that
+can hold ``offset``, exactly what :meth:`translate_offset` would find; an entry at the
+file's end (nothing appended there yet) is not used. Appends keep the invariant (they
+add batches at the end, with offsets above every earlier one); anything that cuts the
+file clears the memory (see :meth:`_cut`), and so does recovery. A segment that rolls,
+is deleted or is replaced by the cleaner's swap keeps its file as it was, so its
+entries stay true (the cleaned segment is a new object, with an empty memory).
+
 Appends use ``os.write`` on an O_APPEND descriptor. A write that fails part way is
 truncated away before :class:`StorageError` is raised, and index space is reserved before
 the log is written, so a failed append leaves the segment exactly as it was.
@@ -58,6 +77,9 @@ log = logging.getLogger(__name__)
 #: Largest distance between a segment's base offset and an offset it may hold.
 MAX_RELATIVE_OFFSET = (1 << 32) - 1
 _SCAN_CHUNK = 4096
+#: How many read ends a segment remembers: one per reader that keeps up (a partition's
+#: followers and a few consumers), the oldest forgotten first.
+_READ_ENDS = 8
 _RECOVERY_CHUNK = 8 << 20
 
 
@@ -119,6 +141,8 @@ class LogSegment:
         #: (base offset, last offset, position, header) of the latest append's first
         #: batch while the file still holds it (see the module doc)
         self._last_append: tuple[int, int, int, BatchHeader] | None = None
+        #: offset -> position where a read ended, oldest first (see the module doc)
+        self._read_ends: dict[int, int] = {}
 
     # -- state -------------------------------------------------------------------------
 
@@ -170,7 +194,10 @@ class LogSegment:
         return self._first_batch_timestamp
 
     def should_roll_for_index(self) -> bool:
-        return self.offset_index.is_full or self.time_index.is_full
+        """Whether an index is full (asked before every append: the fields are read
+        here, not through ``is_full``)."""
+        offsets, times = self.offset_index, self.time_index
+        return offsets.entries >= offsets.max_entries or times.entries >= times.max_entries
 
     # -- append ------------------------------------------------------------------------
 
@@ -250,8 +277,11 @@ class LogSegment:
             ) from exc
 
     def _cut(self, size: int) -> None:
-        """Truncate the .log back to ``size`` (a failed append, truncation, recovery)."""
+        """Truncate the .log back to ``size`` (a failed append, truncation, recovery).
+        Both memories of positions are forgotten: the batches they point at may be gone,
+        and batches appended again at the same offsets may differ."""
         self._last_append = None
+        self._read_ends.clear()
         try:
             os.ftruncate(self._fd, size)
         except OSError as exc:
@@ -334,20 +364,52 @@ class LogSegment:
         max_size: int,
         max_position: int | None = None,
         min_one_message: bool = True,
-    ) -> tuple[FileRegion, BatchHeader] | None:
+        max_position_offset: int | None = None,
+    ) -> FileRegion | None:
         """A region from the batch holding ``start_offset``, at most ``max_size`` bytes
         (the first whole batch when ``min_one_message``), ending by ``max_position``.
         The region may end inside a batch, as Kafka's fetches do; clients drop the
-        partial batch. None when no batch holds ``start_offset``."""
-        found = self.translate_offset(start_offset)
-        if found is None:
-            return None
-        pos, header = found
-        end = self.size if max_position is None else min(max_position, self.size)
+        partial batch. None when no batch holds ``start_offset``.
+
+        ``start_offset`` where an earlier read ended is found in the read ends (no index
+        lookup, no header read; see the module doc); a read that reaches the end of the
+        file, or ``max_position`` when ``max_position_offset`` says which offset
+        :meth:`translate_offset` placed there, records its own end."""
+        size = self.size
+        end = size if max_position is None or max_position > size else max_position
+        header: BatchHeader | None = None
+        pos = self._read_ends.get(start_offset, size)
+        if pos == size:  # not a read end, or one where nothing was appended yet
+            found = self.translate_offset(start_offset)
+            if found is None:
+                return None
+            pos, header = found
         if pos >= end:
-            return FileRegion(self._fd, pos, 0), header
-        size = max(max_size, header.size) if min_one_message else max_size
-        return FileRegion(self._fd, pos, min(end - pos, size)), header
+            return FileRegion(self._fd, pos, 0)
+        length = end - pos
+        if max_size < length:  # ends inside the data: at max_size, or after one batch
+            if min_one_message:
+                if header is None:
+                    found = self.translate_offset(start_offset)
+                    assert found is not None  # the read end's batch is in the file
+                    header = found[1]
+                max_size = max(max_size, header.size)
+            return FileRegion(self._fd, pos, min(length, max_size))
+        if end == size:
+            if self._tail_loaded and self.last_offset + 1 not in self._read_ends:
+                self._remember_read_end(self.last_offset + 1, size)
+        elif max_position_offset is not None and max_position_offset not in self._read_ends:
+            self._remember_read_end(max_position_offset, end)
+        return FileRegion(self._fd, pos, length)
+
+    def _remember_read_end(self, offset: int, position: int) -> None:
+        """Record a read's end not yet remembered (the next append's start when it
+        reached the file's end), forgetting the oldest when full. (Followers reading to
+        the same end share one entry: the caller skips a known one without a call.)"""
+        ends = self._read_ends
+        if len(ends) >= _READ_ENDS:
+            del ends[next(iter(ends))]
+        ends[offset] = position
 
     def find_offset_by_timestamp(
         self, timestamp: int, starting_offset: int
@@ -421,6 +483,7 @@ class LogSegment:
             batches += 1
         truncated = file_size - pos
         self._last_append = None
+        self._read_ends.clear()
         if truncated:
             self._cut(pos)
         self.size = pos

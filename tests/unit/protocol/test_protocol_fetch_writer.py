@@ -96,3 +96,27 @@ def test_many_partitions_need_a_longer_count() -> None:
         assert fetch_response_parts(1, version, topics, False) == generic_parts(
             1, version, topics, False
         )
+
+
+@pytest.mark.parametrize(
+    "length", [126, 127, 128, (1 << 14) - 2, (1 << 14) - 1, (1 << 21) - 2, (1 << 21) - 1, 1 << 24]
+)
+def test_region_lengths_at_each_varint_width(length: int) -> None:
+    """A region's length on each side of the two-, three- and four-byte varints."""
+    topics: list[tuple[str, list[PartitionAnswer]]] = [
+        ("t", [(0, 0, 1, 1, 0, Region("r", length))])
+    ]
+    for version in VERSIONS:
+        assert fetch_response_parts(3, version, topics, False) == generic_parts(
+            3, version, topics, False
+        )
+
+
+def test_topic_names_stay_right_past_the_names_kept() -> None:
+    """The written names are kept for the next answers, a bounded number of them."""
+    for version in (4, 12):
+        for i in range(1100):
+            topics: list[tuple[str, list[PartitionAnswer]]] = [(f"topic-{i}", [])]
+            assert fetch_response_parts(i, version, topics, False) == generic_parts(
+                i, version, topics, False
+            )

@@ -214,6 +214,27 @@ def test_segment_jitter_ms_rolls_a_segment_early(
     lg.close()
 
 
+def test_each_segment_draws_its_own_jitter_and_config_changes_apply(
+    tmp_path: os.PathLike[str], clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The jittered segment.ms follows each roll's draw and each config change."""
+    draws = iter([0.5, 0.0, 0.0])
+    monkeypatch.setattr("storage.log.random.random", lambda: next(draws))
+    config = dataclasses.replace(
+        SMALL, segment_bytes=1 << 20, segment_ms=1_000, segment_jitter_ms=400
+    )
+    lg = open_log(str(tmp_path), config, clock)
+    lg.append(make_batch(1, timestamp=10_000), leader_epoch=0)
+    lg.append(make_batch(1, timestamp=10_801), leader_epoch=0)  # 1000 - 200: rolls
+    assert [s.base_offset for s in lg.segments] == [0, 1]
+    lg.append(make_batch(1, timestamp=11_801), leader_epoch=0)  # no jitter now: stays
+    assert [s.base_offset for s in lg.segments] == [0, 1]
+    lg.update_config(dataclasses.replace(config, segment_ms=500))
+    lg.append(make_batch(1, timestamp=11_302), leader_epoch=0)  # 501 > 500: rolls
+    assert [s.base_offset for s in lg.segments] == [0, 1, 3]
+    lg.close()
+
+
 def test_roll_on_segment_ms_by_wall_clock_without_timestamps(
     tmp_path: os.PathLike[str], clock: MockClock
 ) -> None:
@@ -598,4 +619,17 @@ def test_rolled_segments_hold_no_index_descriptors_until_written_again(
     lg.close()
     lg = open_log(str(tmp_path), clean_shutdown=False)
     assert [b[:2] for b in all_batches(lg)] == reference
+    lg.close()
+
+
+def test_high_watermark_is_kept_between_log_start_and_log_end(
+    tmp_path: os.PathLike[str],
+) -> None:
+    lg = open_log(str(tmp_path))
+    for _ in range(5):
+        lg.append(make_batch(2), leader_epoch=0)
+    assert lg.update_high_watermark(4) == lg.high_watermark == 4
+    assert lg.update_high_watermark(99) == lg.high_watermark == 10  # not above the end
+    lg.increment_log_start_offset(6)
+    assert lg.update_high_watermark(2) == lg.high_watermark == 6  # nor below the start
     lg.close()

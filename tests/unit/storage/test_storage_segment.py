@@ -63,11 +63,9 @@ def test_translate_offset_at_every_offset(filled: Filled) -> None:
 
 def test_read_returns_a_file_region_not_bytes(filled: Filled) -> None:
     seg, layout = filled
-    result = seg.read(110, 250)
-    assert result is not None
-    region, header = result
+    region = seg.read(110, 250)
+    assert region is not None
     assert not isinstance(region, bytes | bytearray)
-    assert header.base_offset == 109
     assert region.fileno() == seg.fd and region.position == layout[3][1]
     assert len(region) == 250  # may end inside a batch, as Kafka's fetches do
     data = region.read()
@@ -76,17 +74,17 @@ def test_read_returns_a_file_region_not_bytes(filled: Filled) -> None:
 
 def test_read_min_one_message_returns_the_first_batch_whole(filled: Filled) -> None:
     seg, _ = filled
-    result = seg.read(100, 1)
-    assert result is not None
-    assert len(result[0]) == result[1].size
+    region = seg.read(100, 1)
+    assert region is not None
+    assert len(region) == read_header(region.read()).size
     cut = seg.read(100, 1, min_one_message=False)
-    assert cut is not None and len(cut[0]) == 1
+    assert cut is not None and len(cut) == 1
 
 
 def test_read_stops_at_max_position(filled: Filled) -> None:
     seg, layout = filled
-    result = seg.read(100, 10_000, max_position=layout[2][1])
-    assert result is not None and len(result[0]) == layout[2][1]
+    region = seg.read(100, 10_000, max_position=layout[2][1])
+    assert region is not None and len(region) == layout[2][1]
 
 
 def test_find_offset_by_timestamp_at_boundaries(filled: Filled) -> None:
@@ -183,7 +181,7 @@ def test_the_latest_appended_batch_is_found_without_a_read(
         assert found is not None and found[0] == pos
         assert found[1] == read_header(data)
     region = seg.read(190, 1 << 20)
-    assert region is not None and (region[0].position, len(region[0])) == (pos, len(data))
+    assert region is not None and (region.position, len(region)) == (pos, len(data))
     monkeypatch.undo()
     # an earlier batch is still found the usual way
     found = seg.translate_offset(188)
