@@ -60,6 +60,18 @@ async def _joined(boot: str, group: str, n: int) -> list[tuple[KafkaClient, Grou
         await c.start()
     members = [GroupMember(c, _config(group), [TOPIC]) for c in clients]
     await asyncio.gather(*(m.join() for m in members))
+
+    # Members joining at once may still take more than one rebalance (a JoinGroup that
+    # reaches the coordinator after the first round closed starts another), and a member
+    # learns it from its next heartbeat: rejoin, as a consumer's loop does, until every
+    # member holds the same generation with nothing pending.
+    async def settled() -> bool:
+        if not any(m.needs_rejoin for m in members):
+            return len({m.generation for m in members}) == 1
+        await asyncio.gather(*(m.join() for m in members if m.needs_rejoin))
+        return False
+
+    await until(settled, timeout=30, what=f"{n} members in one generation")
     return list(zip(clients, members, strict=True))
 
 
