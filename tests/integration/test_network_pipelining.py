@@ -205,23 +205,7 @@ def test_a_full_pipeline_reads_nothing_until_its_oldest_answer_is_written() -> N
             await until(lambda: len(stub.waiting) == 2, what="the pipeline full")
             # the connection is in READING with its reader perhaps still registered
             # (muting is lazy): bytes arriving now must stay in the kernel
-            filler = protocol.encode_request(
-                protocol.make_request(18, 3, 999, "flood", ApiVersionsRequest())
-            )
-            client.sent[999] = protocol.ApiKey.API_VERSIONS
-            client.writer.write((SIZE.pack(len(filler)) + filler) * 800_000)  # ~20 MB
-            # round trips of another client give the server loop turns in which it would
-            # read the flood if the full pipeline did not mute the connection
-            other = await Client.connect(server)
-            for _ in range(50):
-                cid = other.versions()
-                assert (await other.response()).header.correlation_id == cid
-            other.close()
-            received = server.metrics.registry.get_sample_value(
-                "minikafka_network_received_bytes_total", {"listener": "PLAINTEXT"}
-            )
-            assert received is not None and received < 1_000_000
-            assert client.writer.transport.get_write_buffer_size() > 1_000_000  # still held
+            await flood_behind(client, server)
             assert stub.entered == [*ids, *range(1, 51)]  # the other client counts from 1
             stub.answer_produce(0)
             assert (await client.response()).header.correlation_id == ids[0]
@@ -242,6 +226,25 @@ def received_bytes(server: SocketServer) -> float:
     return received
 
 
+async def flood_behind(client: Client, server: SocketServer) -> None:
+    """Write about 20 MB of ApiVersions requests (correlation id 999) behind what
+    ``client`` sent, then give the server loop turns (50 round trips of another client)
+    in which it would read them if the connection were not muted: the flood must stay in
+    the kernel and in the client's own buffer."""
+    filler = protocol.encode_request(
+        protocol.make_request(18, 3, 999, "flood", ApiVersionsRequest())
+    )
+    client.sent[999] = protocol.ApiKey.API_VERSIONS
+    client.writer.write((SIZE.pack(len(filler)) + filler) * 800_000)
+    other = await Client.connect(server)
+    for _ in range(50):
+        cid = other.versions()
+        assert (await other.response()).header.correlation_id == cid
+    other.close()
+    assert received_bytes(server) < 1_000_000
+    assert client.writer.transport.get_write_buffer_size() > 1_000_000
+
+
 def test_what_arrives_while_a_produce_is_handled_is_read_ahead_within_the_depth() -> None:
     async def test() -> None:
         stub = Stub()
@@ -256,20 +259,7 @@ def test_what_arrives_while_a_produce_is_handled_is_read_ahead_within_the_depth(
                 lambda: received_bytes(server) == client.written, what="the next two read ahead"
             )
             assert stub.entered == [first]  # read, not yet handed to the handlers
-            filler = protocol.encode_request(
-                protocol.make_request(18, 3, 999, "flood", ApiVersionsRequest())
-            )
-            client.sent[999] = protocol.ApiKey.API_VERSIONS
-            client.writer.write((SIZE.pack(len(filler)) + filler) * 800_000)  # ~20 MB
-            # round trips of another client give the server loop turns in which it would
-            # read the flood if reading ahead were not bounded by the depth
-            other = await Client.connect(server)
-            for _ in range(50):
-                cid = other.versions()
-                assert (await other.response()).header.correlation_id == cid
-            other.close()
-            assert received_bytes(server) < 1_000_000
-            assert client.writer.transport.get_write_buffer_size() > 1_000_000  # still held
+            await flood_behind(client, server)  # reading ahead is bounded by the depth
             stub.gate.set()
             await until(lambda: len(stub.waiting) == 3, what="the frames read ahead handled")
             assert stub.entered == [first, *range(1, 51), *ahead]  # the other client: 1 to 50
