@@ -381,27 +381,37 @@ class LocalCluster:
             time.sleep(0.2)  # polling interval of a bounded wait
 
     def wait_metadata_complete(self, timeout_s: float) -> None:
-        """Wait until every broker's Metadata response lists every broker.
+        """Wait until ``metadata_complete()``: a cluster is not "up" before it.
 
         Registered in ZooKeeper is not yet known to the other brokers: the controller
         tells them with UpdateMetadata a moment later. Until then a broker asked to create
-        a topic of replication factor N refuses it with INVALID_REPLICATION_FACTOR, so a
-        cluster is not "up" before every broker knows all the others."""
+        a topic of replication factor N refuses it with INVALID_REPLICATION_FACTOR."""
         deadline = time.monotonic() + timeout_s
-        wanted = self.layout.brokers
-        while True:
-            known = [self.known_brokers(i) for i in range(wanted)]
-            if all(n == wanted for n in known):
-                return
+        while not self.metadata_complete():
             if time.monotonic() >= deadline:
+                views = [self.metadata_view(i) for i in range(self.layout.brokers)]
                 raise RuntimeError(
-                    f"brokers' metadata did not list all {wanted} brokers within "
-                    f"{timeout_s:.0f}s (each knows {known})"
+                    f"brokers' metadata did not list all {self.layout.brokers} brokers and "
+                    f"one controller within {timeout_s:.0f}s (each: (brokers, controller) "
+                    f"{views})"
                 )
             time.sleep(0.2)  # polling interval of a bounded wait
 
-    def known_brokers(self, i: int) -> int:
-        """How many brokers broker i's Metadata lists (0 when it does not answer)."""
+    def metadata_complete(self) -> bool:
+        """Whether every broker's Metadata lists every broker and names the same
+        controller, one of them: the settled state that tests and ``cluster up`` wait for."""
+        wanted = self.layout.brokers
+        views = [self.metadata_view(i) for i in range(wanted)]
+        controllers = {controller for _, controller in views}
+        return (
+            all(known == wanted for known, _ in views)
+            and len(controllers) == 1
+            and 0 <= controllers.pop() < wanted
+        )
+
+    def metadata_view(self, i: int) -> tuple[int, int]:
+        """(how many brokers, controller id) in broker i's Metadata; (0, -1) when it does
+        not answer."""
         import asyncio
 
         from client.connection import ConnectionConfig, request_once
@@ -417,8 +427,8 @@ class LocalCluster:
                 request_once("127.0.0.1", port, ApiKey.METADATA, 1, body, config)
             )
         except ClientError:
-            return 0
-        return len(response.brokers)
+            return 0, -1
+        return len(response.brokers), response.controller_id
 
     def signal_broker(self, i: int, sig: int) -> None:
         proc = self.processes[i]

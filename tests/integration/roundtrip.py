@@ -53,15 +53,6 @@ def as_rows(records: Iterable[Any]) -> list[Row]:
     return [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
 
 
-def cluster_ready(c: TestCluster) -> bool:
-    """Whether every broker's metadata lists all three brokers and the controller."""
-    controller = c.controller()
-    return controller is not None and all(
-        len(md.brokers) == 3 and md.controller_id == controller
-        for md in (c.metadata(i) for i in c.broker_ids)
-    )
-
-
 def broker_addresses(c: TestCluster) -> set[tuple[int, str, int]]:
     """(id, host, port) of every broker, as metadata must advertise them."""
     return {(i, "127.0.0.1", c.layout.client_ports[i]) for i in c.broker_ids}

@@ -42,7 +42,6 @@ from tests.integration.roundtrip import (
     assert_compressed,
     broker_addresses,
     checked_batches,
-    cluster_ready,
     fetch_requests,
     leader_of,
     restart_once_expired,
@@ -75,7 +74,7 @@ TOPICS = {
 def c(cluster3: TestCluster) -> Iterator[TestCluster]:
     """The cluster once every broker knows all three, with the module's topics made by
     the admin client."""
-    wait_until(lambda: cluster_ready(cluster3), 30, "every broker's metadata")
+    wait_until(lambda: cluster3.local.metadata_complete(), 30, "every broker's metadata")
     client = admin(cluster3)  # kept alive until the futures are done
     futures = client.create_topics(
         [NewTopic(name, n, rf) for name, (n, rf) in TOPICS.items()], operation_timeout=30
@@ -322,4 +321,4 @@ def test_producer_and_consumer_carry_on_across_a_leader_restart(c: TestCluster) 
         consumer.close()
     assert [(r[0], r[2]) for r in read] == [(5 + i, v) for i, v in enumerate(after)]
     assert reports == [(None, i, v) for i, v in enumerate(before + after)]
-    wait_until(lambda: cluster_ready(c), 30, "every broker's metadata after the restart")
+    wait_until(lambda: c.local.metadata_complete(), 30, "every broker's metadata after the restart")

@@ -41,7 +41,6 @@ from tests.integration.roundtrip import (
     assert_answered_early,
     assert_compressed,
     checked_batches,
-    cluster_ready,
     fetch_requests,
     leader_of,
 )
@@ -72,7 +71,7 @@ HEADERS = ["h1", "one", "h2", "two"]  # as kcat -J prints them: name, value, nam
 @pytest.fixture(scope="module")
 def c(cluster3: TestCluster) -> Iterator[TestCluster]:
     """The cluster once every broker knows all three, with the module's topics."""
-    wait_until(lambda: cluster_ready(cluster3), 30, "every broker's metadata")
+    wait_until(lambda: cluster3.local.metadata_complete(), 30, "every broker's metadata")
     controller = cluster3.controller()
     assert controller is not None
     new = [
@@ -309,4 +308,4 @@ def test_fetched_record_bytes_never_pass_through_python(c: TestCluster, tmp_path
     assert sent_by_sendfile >= consumed, totals
     # response headers, ZooKeeper pings, metrics: small change beside 8 MiB of records
     assert sent_otherwise < consumed / 20, totals
-    assert wait_until(lambda: cluster_ready(c), 10, "the leader serving after the trace")
+    assert wait_until(lambda: c.local.metadata_complete(), 10, "the leader serving after the trace")

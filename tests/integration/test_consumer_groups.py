@@ -79,7 +79,7 @@ from tests.integration.group_clients import (
     wait_committed,
     wait_delivered,
 )
-from tests.integration.roundtrip import cluster_ready, leader_of, restart_once_expired
+from tests.integration.roundtrip import leader_of, restart_once_expired
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -109,7 +109,7 @@ def c(
 ) -> Iterator[TestCluster]:
     directory = tmp_path_factory.mktemp("groups")
     with contextlib.contextmanager(start_cluster)(zookeeper, directory, 3, OVERRIDES) as cluster:
-        wait_until(lambda: cluster_ready(cluster), 30, "every broker's metadata")
+        wait_until(lambda: cluster.local.metadata_complete(), 30, "every broker's metadata")
         yield cluster
 
 
@@ -605,7 +605,7 @@ def test_kill_minus_9_of_the_coordinator_moves_the_group_with_its_offsets(c: Tes
         values += produce_values(c, topic, PARTITIONS, 10, "kill-2")
         wait_delivered(members, values, timeout=60)
         restart_once_expired(c, victim)
-        wait_until(lambda: cluster_ready(c), 30, "every broker's metadata after the restart")
+        wait_until(c.local.metadata_complete, 30, "every broker's metadata after the restart")
     assert_delivered_once_but_failed_commits(members, values)
 
 
@@ -626,7 +626,7 @@ def test_offsets_survive_a_restart_of_the_whole_cluster(c: TestCluster) -> None:
     for i in c.broker_ids:
         c.local.start_broker(i)
     c.local.wait_registered(c.broker_ids, 60)
-    wait_until(lambda: cluster_ready(c), 60, "every broker's metadata after the restart")
+    wait_until(lambda: c.local.metadata_complete(), 60, "every broker's metadata after the restart")
 
     wait_committed(c, group, topic, dict.fromkeys(range(PARTITIONS), 5), timeout=60)
     wait_committed(c, "restart-assigned", topic, {p: p for p in range(PARTITIONS)})

@@ -48,7 +48,6 @@ from tests.integration.group_clients import (
     wait_committed,
     wait_delivered,
 )
-from tests.integration.roundtrip import cluster_ready
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 
@@ -78,7 +77,7 @@ def c(
     )
     directory = tmp_path_factory.mktemp("spark-lag")
     with contextlib.contextmanager(start_cluster)(zookeeper, directory, 3, overrides) as cluster:
-        wait_until(lambda: cluster_ready(cluster), 30, "every broker's metadata")
+        wait_until(lambda: cluster.local.metadata_complete(), 30, "every broker's metadata")
         yield cluster
 
 
