@@ -24,7 +24,7 @@ from typing import Any
 from client.client import KafkaClient
 from client.cluster_view import TopicInfo
 from client.errors import ClientError, KafkaError, UnsupportedApi
-from protocol import ApiKey, ErrorCode
+from protocol import ApiKey, ErrorCode, error_name
 from protocol.messages import (
     AlterPartitionReassignmentsRequest,
     CreatePartitionsRequest,
@@ -70,10 +70,7 @@ class TopicResult:
         return self.error_code == ErrorCode.NONE
 
     def describe_error(self) -> str:
-        try:
-            name = ErrorCode(self.error_code).name
-        except ValueError:
-            name = str(self.error_code)
+        name = error_name(self.error_code)
         return f"{name}: {self.error_message}" if self.error_message else name
 
 

@@ -40,7 +40,7 @@ from protocol.api import (
     response_header_version,
 )
 from protocol.data import data_class, data_version, decode_data, encode_data
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode, ProtocolError, error_name
 from protocol.messages import RequestHeader, ResponseHeader
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "encode_request",
     "encode_response",
     "encode_response_parts",
+    "error_name",
     "make_request",
     "make_response",
     "request_header_version",

@@ -176,6 +176,16 @@ _RETRIABLE = frozenset(
 )
 
 
+def error_name(code: int) -> str:
+    """The name of error ``code`` (``NOT_LEADER_OR_FOLLOWER``), for logs and tools; a code
+    this table does not know (a newer broker's) reads ``ERROR_<code>`` rather than
+    raising, since ``ErrorCode(code)`` raises ValueError for it."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"ERROR_{code}"
+
+
 class ProtocolError(Exception):
     """The one error every malformed or unsupported input raises.
 
@@ -190,8 +200,4 @@ class ProtocolError(Exception):
         self.header = header
 
     def __repr__(self) -> str:
-        try:
-            name = ErrorCode(self.error_code).name
-        except ValueError:
-            name = str(self.error_code)
-        return f"ProtocolError({name}, {self.message!r})"
+        return f"ProtocolError({error_name(self.error_code)}, {self.message!r})"

@@ -54,7 +54,7 @@ from client.group_admin import (
     list_group_offsets,
     list_groups,
 )
-from protocol import ErrorCode
+from protocol import ErrorCode, error_name
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from timer.clock import Clock, SystemClock
 from tools.command import CommandError, add_bootstrap_server, run_command
@@ -393,13 +393,6 @@ async def _reset(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> 
     await reset_offsets(client, args, out, SystemClock())
 
 
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"ERROR_{code}"
-
-
 async def _delete(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:
     names = _groups(args)
     results = await delete_groups(client, names)
@@ -413,7 +406,7 @@ async def _delete(client: KafkaClient, args: argparse.Namespace, out: TextIO) ->
         listed = ", ".join(f"'{g}'" for g in ok)
         print(f"These consumer groups were deleted successfully: {listed}", file=out)
     lines = [
-        f"* Group '{g}' could not be deleted due to: {_error_name(c)}" for g, c in failed.items()
+        f"* Group '{g}' could not be deleted due to: {error_name(c)}" for g, c in failed.items()
     ]
     raise CommandError("Deletion of some consumer groups failed:\n" + "\n".join(lines))
 
@@ -442,7 +435,7 @@ async def _delete_offsets(client: KafkaClient, args: argparse.Namespace, out: Te
         (
             tp.topic,
             str(tp.partition),
-            "Successful" if c == ErrorCode.NONE else f"Error: {_error_name(c)}",
+            "Successful" if c == ErrorCode.NONE else f"Error: {error_name(c)}",
         )
         for tp, c in sorted(results.items())
     ]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 from client import DeleteRecordsResult, KafkaClient, delete_records
-from protocol import ErrorCode
+from protocol import ErrorCode, error_name
 from protocol.values import TopicPartition
 from tools.command import CommandError, add_bootstrap_server, run_command
 
@@ -85,7 +85,7 @@ def result_line(result: DeleteRecordsResult) -> str:
     if result.error_code == ErrorCode.NONE:
         return f"partition: {name}\tlow_watermark: {result.low_watermark}"
     try:
-        error = ErrorCode(result.error_code).name
+        error = error_name(result.error_code)
     except ValueError:
         error = f"ERROR_{result.error_code}"
     return f"partition: {name}\terror: {error}"

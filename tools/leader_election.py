@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TextIO
 
 from client import ElectionResult, KafkaClient, elect_leaders
-from protocol import ErrorCode
+from protocol import ErrorCode, error_name
 from tools.command import CommandError, add_bootstrap_server, run_command
 
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
@@ -110,7 +110,7 @@ def report(election_type: str, results: list[ElectionResult], out: TextIO) -> in
         print(f"Valid replica already elected for partitions {', '.join(noop)}", file=out)
     for r in failed:
         try:
-            error = ErrorCode(r.error_code).name
+            error = error_name(r.error_code)
         except ValueError:
             error = f"ERROR_{r.error_code}"
         detail = f"{error}: {r.error_message}" if r.error_message else error

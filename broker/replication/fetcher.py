@@ -73,7 +73,7 @@ from broker.replication.truncation import (
 )
 from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError, KafkaError
-from protocol import ApiKey, ErrorCode
+from protocol import ApiKey, ErrorCode, error_name
 from protocol.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_fetched_records
@@ -325,7 +325,7 @@ class ReplicaFetcher:
                 self._move(tp, FetchEvent.RETRIABLE_ERROR)
 
     def _on_error(self, tp: TopicPartition, error: int, what: str) -> None:
-        log.info("%s: %s of %s failed: %s", self, what, tp, _error_name(error))
+        log.info("%s: %s of %s failed: %s", self, what, tp, error_name(error))
         self._move(tp, FetchEvent.FENCED if error in FENCING_ERRORS else FetchEvent.RETRIABLE_ERROR)
 
     def _apply_local(self, tp: TopicPartition, change: Callable[[], object], what: str) -> bool:
@@ -449,7 +449,7 @@ class ReplicaFetcher:
             template.request(offsets), timeout_s=timeout_s, decode=read_fetch_response
         )
         if response.error_code != ErrorCode.NONE:
-            log.warning("%s: fetch failed: %s", self, _error_name(response.error_code))
+            log.warning("%s: fetch failed: %s", self, error_name(response.error_code))
             self._back_off(
                 [tp for tp, state, _ in sent.values() if self._current(tp, state) is not None]
             )
@@ -589,10 +589,3 @@ def _by_topic(items: Iterable[tuple[TopicPartition, V]]) -> dict[str, list[V]]:
     for tp, value in items:
         grouped.setdefault(tp.topic, []).append(value)
     return grouped
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 import protocol
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode, ProtocolError, error_name
 from protocol.messages import ConsumerProtocolSubscription, OffsetCommitKey, OffsetCommitValue
 
 
@@ -26,6 +26,14 @@ def test_error_codes_are_kafkas_numbers() -> None:
     assert {name: int(ErrorCode[name]) for name in expected} == expected
     values = [int(code) for code in ErrorCode]
     assert values == sorted(values) and values == list(range(-1, len(values) - 1))
+
+
+def test_error_name_names_known_codes_and_never_raises_on_unknown_ones() -> None:
+    assert error_name(6) == "NOT_LEADER_OR_FOLLOWER"
+    assert error_name(ErrorCode.NONE) == "NONE"
+    unknown = max(int(code) for code in ErrorCode) + 1
+    assert error_name(unknown) == f"ERROR_{unknown}"
+    assert error_name(-99) == "ERROR_-99"
 
 
 def test_retriable_classification() -> None:
