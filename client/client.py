@@ -27,6 +27,7 @@ from client.errors import ClientError, ConnectionLost, KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest
 from protocol.values import NO_LEADER
+from timer.backoff import ExponentialBackoff
 from timer.clock import Clock, SystemClock
 
 T = TypeVar("T")
@@ -43,6 +44,10 @@ class ClientConfig:
     retry_backoff_max_s: float = 1.0
     #: an operation with retries gives up after this long in total
     operation_timeout_s: float = 60.0
+
+    @property
+    def backoff(self) -> ExponentialBackoff:
+        return ExponentialBackoff(self.retry_backoff_s, self.retry_backoff_max_s)
 
     def connection_config(self) -> ConnectionConfig:
         return ConnectionConfig(
@@ -79,6 +84,7 @@ class KafkaClient:
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
         self.config = config or ClientConfig()
+        self.backoff = self.config.backoff
         self.clock: Clock = clock or SystemClock()
         self.view = ClusterView()
         self._conns: dict[int, Connection] = {}
@@ -203,13 +209,9 @@ class KafkaClient:
                 attempt += 1
                 if attempt > self.config.retries:
                     raise
-                await asyncio.sleep(self._backoff_s(attempt))
+                await asyncio.sleep(self.backoff.delay_s(attempt))
 
     # -- retries ---------------------------------------------------------------------------
-
-    def _backoff_s(self, attempt: int) -> float:
-        c = self.config
-        return float(min(c.retry_backoff_s * (2 ** (attempt - 1)), c.retry_backoff_max_s))
 
     async def retrying(
         self,
@@ -232,6 +234,6 @@ class KafkaClient:
                 remaining_s = (deadline_ms - self.clock.monotonic_ms()) / 1000
                 if not exc.retriable or attempt > self.config.retries or remaining_s <= 0:
                     raise
-                await asyncio.sleep(min(self._backoff_s(attempt), max(remaining_s, 0.0)))
+                await asyncio.sleep(min(self.backoff.delay_s(attempt), max(remaining_s, 0.0)))
                 with contextlib.suppress(ClientError):
                     await self.refresh_metadata(refresh_topics)

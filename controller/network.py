@@ -23,6 +23,7 @@ import protocol
 from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError
 from controller.channel import ResponseCallback
+from timer.backoff import ExponentialBackoff
 from zk.model import BrokerInfo, EndPoint
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,10 @@ class ChannelConfig:
     backoff_initial_s: float = 0.1
     backoff_max_s: float = 5.0
     max_response_bytes: int = 100 * 1024 * 1024
+
+    @property
+    def backoff(self) -> ExponentialBackoff:
+        return ExponentialBackoff(self.backoff_initial_s, self.backoff_max_s)
 
     def connection_config(self, client_id: str) -> ConnectionConfig:
         return ConnectionConfig(
@@ -75,6 +80,7 @@ class _BrokerSender:
     ``queue`` is the only thing shared (asyncio.Queue)."""
 
     def __init__(self, controller_id: int, broker: BrokerInfo, config: ChannelConfig) -> None:
+        self.backoff = config.backoff
         self.broker = broker
         self.config = config
         self.connection_config = config.connection_config(f"controller-{controller_id}")
@@ -100,13 +106,15 @@ class _BrokerSender:
 
     async def _deliver(self, item: _Queued) -> Any:
         """Send ``item`` until a response comes back (or the sender stops: None)."""
-        backoff = self.config.backoff_initial_s
+        failures = 0
         while not self.stopping:
             try:
                 conn = await self._connect()
                 return await conn.request(item.api_key, item.body, version=item.api_version)
             except _RETRIED as exc:
                 # the connection is gone or confused: drop it, wait, send again
+                failures += 1
+                backoff = self.backoff.delay_s(failures)
                 log.warning(
                     "controller -> broker %s: %s; retrying in %.1fs",
                     self.broker.id,
@@ -115,7 +123,6 @@ class _BrokerSender:
                 )
                 await self._close()
                 await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self.config.backoff_max_s)
         return None
 
     async def _connect(self) -> Connection:

@@ -8,6 +8,7 @@ through an injected Clock (MockClock in tests).
   condition or a timeout (produce acks=all, fetch min_bytes, create/delete topics,
   group joins and heartbeats).
 - ``Scheduler``: named one-shot and periodic background tasks (KafkaScheduler).
+- ``ExponentialBackoff`` (``timer.backoff``): the wait before each retry, with jitter.
 """
 
 from timer.clock import Clock, MockClock, SystemClock
