@@ -13,20 +13,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 
-#: package -> the project packages it may import (besides itself).
-MAY_IMPORT: dict[str, frozenset[str]] = {
-    "protocol": frozenset(),
-    "timer": frozenset(),
-    "storage": frozenset({"protocol", "timer"}),
-    "zk": frozenset({"protocol"}),
-    "client": frozenset({"protocol", "timer"}),
-    "controller": frozenset({"protocol", "timer", "zk", "client"}),
-    "broker": frozenset({"protocol", "timer", "storage", "zk", "client", "controller"}),
-    "tools": frozenset(
-        {"protocol", "timer", "storage", "zk", "client", "controller", "broker", "spark_jobs"}
-    ),
-    "spark_jobs": frozenset({"protocol", "storage", "client"}),
-}
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def package_table(text: str) -> dict[str, frozenset[str]]:
+    """The rows of the "Packages" table: package -> the project packages its "may import"
+    cell names (``everything``: every other package). Other words in the cell (stdlib,
+    msgspec, kazoo) are the external libraries, which only the leaf rules below check."""
+    rows: dict[str, list[str]] = {}
+    for line in text.split("## Packages", 1)[1].splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("/`"):
+            rows[cells[0].strip("`/")] = [word.strip() for word in cells[2].split(",")]
+        elif rows and not line.startswith("|"):
+            break  # the end of the table
+    names = frozenset(rows)
+    return {
+        package: names - {package} if words == ["everything"] else frozenset(words) & names
+        for package, words in rows.items()
+    }
+
+
+#: package -> the project packages it may import (besides itself), read from the one place
+#: that states it: the package table of docs/architecture.md
+MAY_IMPORT: dict[str, frozenset[str]] = package_table(ARCHITECTURE.read_text())
 PROJECT_PACKAGES = frozenset(MAY_IMPORT) | {"tests"}
 
 #: What the leaf packages may import from outside the project (other packages: anything).
@@ -76,6 +86,13 @@ def test_a_leaf_package_imports_only_the_stdlib_and_its_codecs(package: str) -> 
         if module.split(".")[0] not in allowed
     ]
     assert bad == []
+
+
+def test_the_table_is_read_as_written() -> None:
+    assert MAY_IMPORT["protocol"] == frozenset()
+    assert MAY_IMPORT["storage"] == {"protocol", "timer"}
+    assert MAY_IMPORT["zk"] == {"protocol"}  # kazoo is external
+    assert MAY_IMPORT["tools"] == set(MAY_IMPORT) - {"tools"}
 
 
 def test_every_package_has_a_row() -> None:
