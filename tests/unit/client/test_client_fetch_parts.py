@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from client.fetch import count, decode, fetch_body, read_fetch_response
 from protocol.messages import FetchResponse
-from protocol.records import SimpleRecord, build_batch
+from tests.records import record_batch
 
 
 def batch(base: int, n: int, *, control: bool = False) -> bytes:
-    records = [
-        SimpleRecord(b"k%d" % i, b"v%d" % (base + i), [("h", b"x")], 1000 + i) for i in range(n)
-    ]
-    return bytes(build_batch(records, base_offset=base, is_control=control))
+    return record_batch(
+        n, key=lambda i: b"k%d" % i, value=lambda i: b"v%d" % (base + i), headers=[("h", b"x")],
+        base_offset=base, is_control=control,
+    )  # fmt: skip
 
 
 def test_decode_skips_offsets_before_the_position_and_control_batches() -> None:

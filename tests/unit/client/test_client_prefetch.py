@@ -14,14 +14,15 @@ from hypothesis import strategies as st
 from client.errors import KafkaError
 from client.prefetch import PartitionPrefetcher, take_from
 from protocol import ErrorCode
-from protocol.records import SimpleRecord, build_batch
+from tests.records import record_batch
 
 pytestmark = pytest.mark.timeout(30)
 
 
 def batch(base: int, n: int, value_size: int = 20) -> bytes:
-    records = [SimpleRecord(None, b"v" * value_size, [], 1000) for _ in range(n)]
-    return bytes(build_batch(records, base_offset=base))
+    return record_batch(
+        n, key=None, value=b"v" * value_size, timestamps=[1000] * n, base_offset=base
+    )
 
 
 def test_take_from_skips_batches_before_the_position_and_leaves_a_partial_tail() -> None:

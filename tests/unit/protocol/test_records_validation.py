@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from protocol.records import (
@@ -14,13 +16,13 @@ from protocol.records import (
 )
 from protocol.records.builder import pack_batch
 from protocol.records.validation import validate_fetched_records
+from tests.records import record_batch
 
 CORRUPT_MESSAGE, INVALID_RECORD = 2, 87
 
 
-def batch(n: int = 2, **kwargs: object) -> bytes:
-    records = [SimpleRecord(b"k", b"v" * 50, (), 1_000 + i) for i in range(n)]
-    return bytes(build_batch(records, **kwargs))  # type: ignore[arg-type]
+def batch(n: int = 2, **kwargs: Any) -> bytes:
+    return record_batch(n, value=b"v" * 50, **kwargs)
 
 
 def test_every_batch_with_its_position_and_header() -> None:

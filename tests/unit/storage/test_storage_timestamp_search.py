@@ -17,15 +17,14 @@ from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
 from protocol.values import MAX_TIMESTAMP
 from storage.log import Log
+from tests.records import record_batch
 
 
 def batch(timestamps: list[int], compression: Compression = Compression.NONE) -> bytes:
-    return bytes(
-        build_batch(
-            [SimpleRecord(None, b"v%d" % i, timestamp=ts) for i, ts in enumerate(timestamps)],
-            compression=compression,
-        )
-    )
+    return record_batch(
+        len(timestamps), key=None, value=lambda i: b"v%d" % i, timestamps=timestamps,
+        compression=compression,
+    )  # fmt: skip
 
 
 def max_timestamp_hit(lg: Log) -> tuple[int, int]:
