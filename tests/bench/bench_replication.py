@@ -42,7 +42,7 @@ up``, with an embedded ZooKeeper) and measures, on that one cluster:
    flushed and everything is read back: the run reports lost acknowledged records,
    acknowledgements without an offset (a write that outwaited the producer's request
    timeout), duplicates, gaps and reorders
-   (tests.integration.replication_chaos.delivery_problems) and any difference between
+   (tests.integration.sequence_producer.delivery_problems) and any difference between
    the replicas' batches below the high watermark.
 
 3. ``--soak-cycles M``: the kill -9 loop again, M cycles on a fresh topic, with the same
@@ -72,11 +72,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.replication_chaos import (  # noqa: E402
-    ChaosCluster,
+from tests.integration.replication_chaos import ChaosCluster, cpu_seconds  # noqa: E402
+from tests.integration.sequence_producer import (  # noqa: E402
     SequenceProducer,
     consume_all,
-    cpu_seconds,
     delivery_problems,
 )
 from tests.polling import wait_until  # noqa: E402

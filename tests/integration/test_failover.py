@@ -29,14 +29,8 @@ import pytest
 
 from protocol import ErrorCode
 from protocol.records.builder import read_records
-from tests.integration.replication_chaos import (
-    ChaosCluster,
-    HeldProduce,
-    SequenceProducer,
-    consume_all,
-    delivery_problems,
-    start_chaos,
-)
+from tests.integration.replication_chaos import ChaosCluster, HeldProduce, start_chaos
+from tests.integration.sequence_producer import SequenceProducer, consume_all, delivery_problems
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
 

@@ -7,12 +7,8 @@ kind of damage is shown to be found, and a clean history to be clean.
 
 from __future__ import annotations
 
-from tests.integration.replication_chaos import (
-    Ack,
-    StoredBatch,
-    delivery_problems,
-    replica_divergence,
-)
+from tests.integration.replication_chaos import StoredBatch, replica_divergence
+from tests.integration.sequence_producer import Ack, delivery_problems
 
 
 def acks(pairs: list[tuple[int, int]]) -> list[Ack]:
