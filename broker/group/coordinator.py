@@ -3,7 +3,9 @@
 The coordinator sequences the rules of ``broker.group.membership`` over the state table
 of ``broker.group.states``; the groups themselves live in the ``GroupStore`` (the
 metadata-manager half), which also persists them. Handlers (broker/apis) check
-``store.coordinator_error(group)`` first and then call one method here each.
+``store.coordinator_error(group)`` first and then call one method here each; the offsets
+APIs call ``offsets`` (``broker.group.offsets``), and the requests and results they
+exchange are ``broker.group.results``.
 
 A rebalance, in the order things happen:
 
@@ -56,21 +58,26 @@ from broker.group.delayed import (
     join_key,
     sync_key,
 )
-from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
+from broker.group.model import GroupMetadata, GroupState, MemberMetadata
+from broker.group.offsets import GroupOffsets
+from broker.group.results import (
+    UNKNOWN_MEMBER_ID,
+    GroupSummary,
+    JoinedMember,
+    JoinRequest,
+    JoinResult,
+    MemberSummary,
+    SyncResult,
+)
 from broker.group.states import transition
 from broker.group.store import GroupStore
 from protocol import ErrorCode
-from protocol.data import decode_data
-from protocol.values import TopicPartition
 from timer import DelayedOperation, DelayedOperationPurgatory
 from timer.clock import Clock
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: the member id of a member that has none yet (first JoinGroup)
-UNKNOWN_MEMBER_ID = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,72 +99,6 @@ class GroupConfig:
             max_size=get_int("group.max.size"),
             offset_metadata_max_bytes=get_int("offset.metadata.max.bytes"),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    """One JoinGroup, as the coordinator needs it. ``require_known_member_id`` is set for
-    v4+ (a first join gets MEMBER_ID_REQUIRED and a member id to rejoin with)."""
-
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: Sequence[tuple[str, bytes]]
-    require_known_member_id: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class JoinedMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class JoinResult:
-    """A JoinGroup answer; ``members`` is filled for the leader only."""
-
-    error: int
-    member_id: str = UNKNOWN_MEMBER_ID
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    members: tuple[JoinedMember, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    error: int
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class MemberSummary:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSummary:
-    """What DescribeGroups reports: members' metadata and assignments only when Stable."""
-
-    group_id: str
-    state: GroupState
-    protocol_type: str
-    protocol_name: str
-    members: tuple[MemberSummary, ...]
 
 
 @dataclass(eq=False)
@@ -213,8 +154,11 @@ class GroupCoordinator:
         self.join_purgatory = join_purgatory
         self.heartbeat_purgatory = heartbeat_purgatory
         self._on_rebalance = on_rebalance
-        self._on_offsets_committed = on_offsets_committed
         self._new_uuid = new_uuid
+        #: OffsetCommit, OffsetFetch and OffsetDelete (the handlers call it directly)
+        self.offsets = GroupOffsets(
+            store, config.offset_metadata_max_bytes, self._schedule_heartbeat, on_offsets_committed
+        )
         self._runtimes: dict[str, _Runtime] = {}
         #: background writes (an emptied group's metadata), kept referenced until done
         self._tasks: set[asyncio.Task[None]] = set()
@@ -875,85 +819,6 @@ class GroupCoordinator:
         elif group.state is GroupState.PREPARING_REBALANCE:
             self.join_purgatory.check_and_complete(join_key(group.group_id))
 
-    # -- offsets ----------------------------------------------------------------------------
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        offsets: Mapping[TopicPartition, CommittedOffset],
-    ) -> asyncio.Future[dict[TopicPartition, int]]:
-        """OffsetCommit: check the committer now (see ``commit_error``), then store; the
-        errors per partition once the store acknowledged."""
-        future: asyncio.Future[dict[TopicPartition, int]]
-        group = self.store.get_group(group_id)
-        error = self.commit_error(group, member_id, group_instance_id, generation_id)
-        if error != ErrorCode.NONE:
-            future = asyncio.get_running_loop().create_future()
-            future.set_result({tp: error for tp in offsets})
-            return future
-        if group is None:
-            group = self.store.add_group(GroupMetadata(group_id))
-        member = group.members.get(member_id)
-        if member is not None:
-            self._schedule_heartbeat(group, member)
-        return asyncio.ensure_future(self._store_commits(group, offsets))
-
-    def commit_error(
-        self,
-        group: GroupMetadata | None,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-    ) -> int:
-        """Who may commit: anyone with generation -1 to a group without members (assign()
-        consumers); otherwise a current member of the current generation, outside the
-        assignment phase (CompletingRebalance: REBALANCE_IN_PROGRESS)."""
-        if group is None:
-            return ErrorCode.NONE if generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
-        if group.state is GroupState.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.state is GroupState.EMPTY:
-            return ErrorCode.NONE
-        error = membership.fenced_or_unknown(group, member_id, group_instance_id)
-        if error != ErrorCode.NONE:
-            return error
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
-
-    async def _store_commits(
-        self, group: GroupMetadata, offsets: Mapping[TopicPartition, CommittedOffset]
-    ) -> dict[TopicPartition, int]:
-        limit = self.config.offset_metadata_max_bytes
-        results: dict[TopicPartition, int] = {}
-        valid: dict[TopicPartition, CommittedOffset] = {}
-        for tp, offset in offsets.items():
-            if len(offset.metadata.encode()) > limit:
-                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                valid[tp] = offset
-        if valid:
-            stored = await self.store.store_offsets(group, valid)
-            results.update(stored)
-            self._on_offsets_committed(sum(1 for e in stored.values() if e == ErrorCode.NONE))
-        return {tp: results[tp] for tp in offsets}
-
-    def fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition] | None
-    ) -> dict[TopicPartition, CommittedOffset | None]:
-        """The committed offsets of ``partitions`` (None: all of the group's); None for a
-        partition without one."""
-        group = self.store.get_group(group_id)
-        committed = group.offsets if group is not None else {}
-        if partitions is None:
-            return dict(committed)
-        return {tp: committed.get(tp) for tp in partitions}
-
     # -- listing, describing, deleting ------------------------------------------------------
 
     def list_groups(self, states: Iterable[str] = ()) -> list[GroupMetadata]:
@@ -996,30 +861,6 @@ class GroupCoordinator:
         self.on_groups_unloaded([group])
         return error
 
-    async def delete_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition]
-    ) -> tuple[int, dict[TopicPartition, int]]:
-        """OffsetDelete: the commits of partitions whose topic no member of a consumer
-        group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC for the others)."""
-        group = self.store.get_group(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        results: dict[TopicPartition, int] = {}
-        if group.state is not GroupState.EMPTY:
-            if group.protocol_type != "consumer":
-                return ErrorCode.NON_EMPTY_GROUP, {}
-            subscribed = subscribed_topics(group)
-            for tp in partitions:
-                if subscribed is None or tp.topic in subscribed:
-                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-        deletable = [tp for tp in partitions if tp not in results]
-        if deletable:
-            error = await self.store.delete_offsets(group, deletable)
-            if error != ErrorCode.NONE:
-                return error, {}
-            results.update((tp, ErrorCode.NONE) for tp in deletable)
-        return ErrorCode.NONE, results
-
     # -- helpers ----------------------------------------------------------------------------
 
     def _runtime(self, group_id: str) -> _Runtime:
@@ -1057,23 +898,6 @@ def _rename_member(group: GroupMetadata, old_id: str, new_id: str) -> None:
         group.static_members[member.group_instance_id] = new_id
     if group.leader_id == old_id:
         group.leader_id = new_id
-
-
-def subscribed_topics(group: GroupMetadata) -> set[str] | None:
-    """The topics a consumer group's members subscribe to, from their metadata for the
-    chosen protocol (ConsumerProtocolSubscription); None when it cannot be told (no
-    protocol chosen yet, or metadata that does not decode)."""
-    if group.protocol_name is None:
-        return None
-    topics: set[str] = set()
-    for member in group.members.values():
-        metadata = membership.member_metadata(member, group.protocol_name)
-        try:
-            subscription = decode_data("ConsumerProtocolSubscription", metadata)
-        except Exception:  # any malformed client bytes: keep every commit, to be safe
-            return None
-        topics.update(subscription.topics)
-    return topics
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
