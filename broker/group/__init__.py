@@ -7,7 +7,9 @@ coordinator does:
 - ``model``: the shared vocabulary -- a group's state, its members, its committed offsets;
 - ``store``: the seam between the two halves below, as a Protocol;
 - the coordinator half: the classic group protocol (join, sync, heartbeat, leave) as a
-  state machine (``coordinator``), the committed offsets (``offsets``: who may commit,
+  state machine -- what each request changes (``coordinator``), carried out over time by
+  the join phase, the assignment and the session timers (``rebalance``) over per-group
+  runtime state (``runtime``) -- the committed offsets (``offsets``: who may commit,
   OffsetFetch, OffsetDelete), and the requests and results the handlers exchange with
   them (``results``);
 - the metadata-manager half: ``__consumer_offsets`` itself -- which partition a group
