@@ -32,9 +32,25 @@ NAMESPACE = "minikafka"
 
 #: request latencies from 100 us to 60 s (long-poll fetches sit near their max_wait_ms)
 DURATION_BUCKETS = (
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-)  # fmt: skip
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+)
 LAG_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
 
 #: the classic group protocol's states, each a label value of ``groups`` (the enum's
@@ -105,23 +121,31 @@ REQUESTS = _counter("requests", "Requests received", ("api", "listener"), operat
 # Fetch split by sender, as Kafka's FetchConsumer / FetchFollower request metrics: since
 # followers replicate, most Fetch requests a leader sees are theirs
 FETCH_REQUESTS = _counter(
-    "fetch_requests", "Fetch requests by sender (consumer or follower)", ("sender",),
+    "fetch_requests",
+    "Fetch requests by sender (consumer or follower)",
+    ("sender",),
     operator=False,
-)  # fmt: skip
+)
 REQUEST_ERRORS = _counter(
-    "request_errors", "Error codes returned, per API and error name", ("api", "error"),
+    "request_errors",
+    "Error codes returned, per API and error name",
+    ("api", "error"),
     operator=True,
-)  # fmt: skip
+)
 REQUEST_DURATION = _histogram(
     "request_duration_seconds",
     "Time from a request's last byte read to its response's last byte written",
-    ("api",), DURATION_BUCKETS, operator=True,
-)  # fmt: skip
+    ("api",),
+    DURATION_BUCKETS,
+    operator=True,
+)
 REQUEST_QUEUE_TIME = _histogram(
     "request_queue_time_seconds",
     "Time a request waited in the request channel for a handler",
-    ("api",), DURATION_BUCKETS, operator=True,
-)  # fmt: skip
+    ("api",),
+    DURATION_BUCKETS,
+    operator=True,
+)
 REQUEST_QUEUE_SIZE = _gauge(
     "request_queue_size", "Requests waiting for a handler", ("plane",), operator=True
 )
@@ -134,8 +158,9 @@ TOPIC_MESSAGES_IN = _counter("topic_messages_in", "Records appended", ("topic",)
 TOPIC_MESSAGES_OUT = _counter(
     "topic_messages_out",
     "Records fetched (counted per batch header, without reading records)",
-    ("topic",), operator=False,
-)  # fmt: skip
+    ("topic",),
+    operator=False,
+)
 
 # --- network --------------------------------------------------------------------------------
 
@@ -144,9 +169,11 @@ CONNECTIONS_ACCEPTED = _counter(
     "connections_accepted", "Connections accepted", ("listener",), operator=False
 )
 CONNECTIONS_CLOSED = _counter(
-    "connections_closed", "Connections closed, by reason", ("listener", "reason"),
+    "connections_closed",
+    "Connections closed, by reason",
+    ("listener", "reason"),
     operator=False,
-)  # fmt: skip
+)
 NETWORK_RECEIVED_BYTES = _counter(
     "network_received_bytes", "Bytes read", ("listener",), operator=True
 )
@@ -166,15 +193,19 @@ PURGATORY_SIZE = _gauge(
 PURGATORY_DELAYED_OPERATIONS = _gauge(
     "purgatory_delayed_operations",
     "Delayed operations not yet completed or expired, per purgatory",
-    ("purgatory",), operator=False,
-)  # fmt: skip
+    ("purgatory",),
+    operator=False,
+)
 EVENT_LOOP_LAG = _gauge(
     "event_loop_lag_seconds", "How late the last event-loop probe ran", operator=True
 )
 EVENT_LOOP_LAG_DISTRIBUTION = _histogram(
-    "event_loop_lag_distribution_seconds", "How late event-loop probes ran", (), LAG_BUCKETS,
+    "event_loop_lag_distribution_seconds",
+    "How late event-loop probes ran",
+    (),
+    LAG_BUCKETS,
     operator=False,
-)  # fmt: skip
+)
 CONTROLLER_ACTIVE = _gauge(
     "controller_active", "1 when this broker is the controller", operator=True
 )
@@ -210,48 +241,63 @@ REPLICA_FETCHER_MAX_LAG = _gauge(
 TOPIC_BYTES_REJECTED = _counter(
     "topic_bytes_rejected",
     "Record bytes of produce requests refused by validation (too large, corrupt)",
-    ("topic",), operator=True,
-)  # fmt: skip
+    ("topic",),
+    operator=True,
+)
 TOPIC_FAILED_PRODUCE_REQUESTS = _counter(
-    "topic_failed_produce_requests", "Partition appends answered with an error", ("topic",),
+    "topic_failed_produce_requests",
+    "Partition appends answered with an error",
+    ("topic",),
     operator=True,
-)  # fmt: skip
+)
 TOPIC_FAILED_FETCH_REQUESTS = _counter(
-    "topic_failed_fetch_requests", "Partition reads answered with an error", ("topic",),
+    "topic_failed_fetch_requests",
+    "Partition reads answered with an error",
+    ("topic",),
     operator=True,
-)  # fmt: skip
+)
 
 # --- a request's total time split as Kafka splits it ----------------------------------------
 # queue (above), local (the handler's own work), remote (waiting in a purgatory), response
 # (from the response being ready to its last byte written)
 
 REQUEST_LOCAL_TIME = _histogram(
-    "request_local_time_seconds", "Time a handler worked on a request", ("api",),
-    DURATION_BUCKETS, operator=True,
-)  # fmt: skip
+    "request_local_time_seconds",
+    "Time a handler worked on a request",
+    ("api",),
+    DURATION_BUCKETS,
+    operator=True,
+)
 REQUEST_REMOTE_TIME = _histogram(
     "request_remote_time_seconds",
     "Time a request waited for others (a delayed produce or fetch in its purgatory)",
-    ("api",), DURATION_BUCKETS, operator=True,
-)  # fmt: skip
+    ("api",),
+    DURATION_BUCKETS,
+    operator=True,
+)
 REQUEST_RESPONSE_TIME = _histogram(
     "request_response_time_seconds",
     "Time from a response being ready to its last byte written",
-    ("api",), DURATION_BUCKETS, operator=True,
-)  # fmt: skip
+    ("api",),
+    DURATION_BUCKETS,
+    operator=True,
+)
 
 # --- ZooKeeper ------------------------------------------------------------------------------
 
 ZOOKEEPER_REQUEST_LATENCY = _histogram(
     "zookeeper_request_latency_seconds",
     "Time from a ZooKeeper request being queued to its reply",
-    (), DURATION_BUCKETS, operator=True,
-)  # fmt: skip
+    (),
+    DURATION_BUCKETS,
+    operator=True,
+)
 ZOOKEEPER_SESSION_STATE = _gauge(
     "zookeeper_session_state",
     "1 for the ZooKeeper session's current state, 0 for the others",
-    ("state",), operator=True,
-)  # fmt: skip
+    ("state",),
+    operator=True,
+)
 
 # --- controller events ----------------------------------------------------------------------
 # every broker runs the event manager; only the active controller handles more than the
@@ -261,14 +307,19 @@ CONTROLLER_EVENTS = _counter(
     "controller_events", "Controller events handled, per event type", ("event",), operator=True
 )
 CONTROLLER_EVENT_QUEUE_TIME = _histogram(
-    "controller_event_queue_time_seconds", "Time an event waited in the controller's queue",
-    (), DURATION_BUCKETS, operator=True,
-)  # fmt: skip
+    "controller_event_queue_time_seconds",
+    "Time an event waited in the controller's queue",
+    (),
+    DURATION_BUCKETS,
+    operator=True,
+)
 CONTROLLER_EVENT_DURATION = _histogram(
     "controller_event_duration_seconds",
     "Time the controller spent handling an event, per event type",
-    ("event",), DURATION_BUCKETS, operator=True,
-)  # fmt: skip
+    ("event",),
+    DURATION_BUCKETS,
+    operator=True,
+)
 CONTROLLER_EVENT_QUEUE_SIZE = _gauge(
     "controller_event_queue_size", "Events waiting in the controller's queue", operator=True
 )
@@ -293,13 +344,15 @@ LEADER_PARTITIONS = _gauge("leader_partitions", "Partitions this broker leads", 
 FOLLOWER_MAX_LAG = _gauge(
     "follower_max_lag_messages",
     "A follower's largest lag behind this leader over the partitions led here",
-    ("follower",), operator=False,
-)  # fmt: skip
+    ("follower",),
+    operator=False,
+)
 FOLLOWER_LAG = _gauge(
     "follower_lag_messages",
     "A follower's lag behind this leader summed over the partitions led here",
-    ("follower",), operator=False,
-)  # fmt: skip
+    ("follower",),
+    operator=False,
+)
 
 GROUP_COMMITTED_OFFSETS = _gauge(
     "group_committed_offsets",
@@ -307,19 +360,21 @@ GROUP_COMMITTED_OFFSETS = _gauge(
     operator=True,
 )
 GROUP_OFFSETS_EXPIRED = _counter(
-    "group_offsets_expired", "Committed offsets removed by offsets.retention.minutes",
+    "group_offsets_expired",
+    "Committed offsets removed by offsets.retention.minutes",
     operator=True,
-)  # fmt: skip
+)
 GROUP_OFFSETS_DELETED = _counter(
-    "group_offsets_deleted", "Committed offsets deleted (OffsetDelete, or their topic deleted)",
+    "group_offsets_deleted",
+    "Committed offsets deleted (OffsetDelete, or their topic deleted)",
     operator=True,
-)  # fmt: skip
+)
 GROUP_LAG = _gauge(
     "group_lag_messages",
-    "Messages between a group's commits and the high watermarks of a topic's "
-    "partitions held here",
-    ("group", "topic"), operator=True,
-)  # fmt: skip
+    "Messages between a group's commits and the high watermarks of a topic's partitions held here",
+    ("group", "topic"),
+    operator=True,
+)
 
 UNCLEAN_LEADER_ELECTIONS = _counter(
     "unclean_leader_elections",
@@ -335,9 +390,10 @@ LOG_CLEANER_WRITTEN_BYTES = _counter(
     "log_cleaner_written_bytes", "Bytes the cleaner wrote", operator=False
 )
 LOG_CLEANER_TIME_SINCE_LAST_RUN = _gauge(
-    "log_cleaner_time_since_last_run_seconds", "Since the last pass ended (or startup)",
+    "log_cleaner_time_since_last_run_seconds",
+    "Since the last pass ended (or startup)",
     operator=False,
-)  # fmt: skip
+)
 LOG_CLEANER_UNCLEANABLE_PARTITIONS = _gauge(
     "log_cleaner_uncleanable_partitions",
     "Compacted partitions a pass failed on, no longer cleaned",
@@ -346,8 +402,9 @@ LOG_CLEANER_UNCLEANABLE_PARTITIONS = _gauge(
 LOG_CLEANER_DIRTY_RATIO = _gauge(
     "log_cleaner_dirty_ratio",
     "Dirty bytes over cleanable bytes of each compacted partition",
-    ("topic", "partition"), operator=False,
-)  # fmt: skip
+    ("topic", "partition"),
+    operator=False,
+)
 
 LOG_SIZE = _gauge(
     "log_size_bytes", "Bytes of a partition's log", ("topic", "partition"), operator=True
@@ -365,29 +422,38 @@ LOG_DIR_LOGS_BYTES = _gauge(
     "log_dir_logs_bytes", "Bytes of the logs in a log directory", ("log_dir",), operator=True
 )
 LOG_DIR_DISK_USED = _gauge(
-    "log_dir_disk_used_bytes", "Used bytes of a log directory's file system", ("log_dir",),
+    "log_dir_disk_used_bytes",
+    "Used bytes of a log directory's file system",
+    ("log_dir",),
     operator=True,
-)  # fmt: skip
+)
 LOG_DIR_DISK_FREE = _gauge(
-    "log_dir_disk_free_bytes", "Bytes free for this broker on a log directory's file system",
-    ("log_dir",), operator=True,
-)  # fmt: skip
-LOG_DIR_DISK_TOTAL = _gauge(
-    "log_dir_disk_total_bytes", "Size of a log directory's file system", ("log_dir",),
+    "log_dir_disk_free_bytes",
+    "Bytes free for this broker on a log directory's file system",
+    ("log_dir",),
     operator=True,
-)  # fmt: skip
+)
+LOG_DIR_DISK_TOTAL = _gauge(
+    "log_dir_disk_total_bytes",
+    "Size of a log directory's file system",
+    ("log_dir",),
+    operator=True,
+)
 
 # idle seconds as counters: the rate of one is an idle ratio (Kafka's
 # NetworkProcessorAvgIdlePercent and RequestHandlerAvgIdlePercent, as a fraction)
 NETWORK_PROCESSOR_IDLE = _counter(
-    "network_processor_idle_seconds", "Seconds a network processor had no socket to serve",
-    ("processor",), operator=True,
-)  # fmt: skip
+    "network_processor_idle_seconds",
+    "Seconds a network processor had no socket to serve",
+    ("processor",),
+    operator=True,
+)
 REQUEST_HANDLER_IDLE = _counter(
     "request_handler_idle_seconds",
     "Seconds the average request handler of a plane waited for a request",
-    ("plane",), operator=True,
-)  # fmt: skip
+    ("plane",),
+    operator=True,
+)
 
 
 #: every declaration above, in declaration order
