@@ -14,7 +14,7 @@ import asyncio
 from broker.apis.group_coordinator import client_host, coordinator, group_error, once
 from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext
-from broker.group.coordinator import JoinRequest, JoinResult
+from broker.group.results import JoinRequest, JoinResult
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import JoinGroupRequest, JoinGroupResponse
 

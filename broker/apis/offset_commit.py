@@ -1,6 +1,6 @@
 """OffsetCommit (8), v2-8: store a group's committed offsets in ``__consumer_offsets``.
 
-Who may commit is the coordinator's rule (broker.group.coordinator.commit_error): members
+Who may commit is the coordinator's rule (broker.group.offsets, commit_error): members
 of the current generation, or anyone with generation -1 for a group without members
 (consumers using assign()). Partitions of topics this broker does not know get
 UNKNOWN_TOPIC_OR_PARTITION. v2-4 carry a retention time: a commit with one expires at
@@ -54,7 +54,7 @@ async def handle(
         )
     if not offsets:
         return make_response(request.header, _response(results))
-    stored = coordinator(ctx).commit_offsets(
+    stored = coordinator(ctx).offsets.commit(
         body.group_id,
         body.member_id,
         body.group_instance_id if version >= 7 else None,

@@ -39,7 +39,7 @@ async def handle(
     known = [tp for tp in requested if cache.partition(tp.topic, tp.partition) is not None]
 
     async def answer() -> Response:
-        top, results = await coordinator(ctx).delete_offsets(body.group_id, known)
+        top, results = await coordinator(ctx).offsets.delete(body.group_id, known)
         if top != ErrorCode.NONE:
             return make_response(request.header, OffsetDeleteResponse(error_code=top, topics=[]))
         by_topic: dict[str, list[Partition]] = {}

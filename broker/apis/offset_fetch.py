@@ -80,7 +80,7 @@ def _fetch(
     error = group_error(ctx, group_id)
     if error != ErrorCode.NONE:
         return error, {}
-    return ErrorCode.NONE, coordinator(ctx).fetch_offsets(group_id, wanted)
+    return ErrorCode.NONE, coordinator(ctx).offsets.fetch(group_id, wanted)
 
 
 def _topics(

@@ -12,7 +12,7 @@ import asyncio
 from broker.apis.group_coordinator import coordinator, group_error, once
 from broker.apis.request import ListenerRequest
 from broker.context import BrokerContext
-from broker.group.coordinator import SyncResult
+from broker.group.results import SyncResult
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import SyncGroupRequest, SyncGroupResponse
 

@@ -7,7 +7,11 @@ coordinator does:
 - ``model``: the shared vocabulary -- a group's state, its members, its committed offsets;
 - ``store``: the seam between the two halves below, as a Protocol;
 - the coordinator half: the classic group protocol (join, sync, heartbeat, leave) as a
-  state machine, and the checks on commits;
+  state machine -- what each request changes (``coordinator``), carried out over time by
+  the join phase, the assignment and the session timers (``rebalance``) over per-group
+  runtime state (``runtime``) -- the committed offsets (``offsets``: who may commit,
+  OffsetFetch, OffsetDelete), and the requests and results the handlers exchange with
+  them (``results``);
 - the metadata-manager half: ``__consumer_offsets`` itself -- which partition a group
   lives in (``partitioner``), the record formats (``records``), creating the topic
   (``offsets_topic``), appending with acks=all, loading a partition's groups when this

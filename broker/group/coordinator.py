@@ -3,35 +3,23 @@
 The coordinator sequences the rules of ``broker.group.membership`` over the state table
 of ``broker.group.states``; the groups themselves live in the ``GroupStore`` (the
 metadata-manager half), which also persists them. Handlers (broker/apis) check
-``store.coordinator_error(group)`` first and then call one method here each.
+``store.coordinator_error(group)`` first and then call one method here each; the offsets
+APIs call ``offsets`` (``broker.group.offsets``), and the requests and results they
+exchange are ``broker.group.results``.
 
-A rebalance, in the order things happen:
+Carrying a change out over time -- the join phase, the assignment, member removal and
+session timers -- is ``broker.group.rebalance``'s; this module decides, request by
+request, whether a JoinGroup, SyncGroup, Heartbeat or LeaveGroup is accepted and what it
+changes: a new member, a changed rejoin, a static member restarting under a new member id
+(which keeps a Stable group's generation when nothing else changed), a leave.
 
-1. a member joins, rejoins with other protocols, leaves or expires: the group goes to
-   PreparingRebalance and a DelayedJoin (an InitialDelayedJoin for an Empty group) waits in
-   the join purgatory; JoinGroup answers are parked meanwhile;
-2. once every known member rejoined, or at the rebalance timeout, members that did not
-   rejoin are removed, the generation moves on, the protocol is chosen by vote and the
-   parked joins are answered (the leader's answer lists every member's metadata); the
-   group is CompletingRebalance (or Empty and stored as such when nobody is left);
-3. the members send SyncGroup; the followers' answers are parked until the leader's
-   assignment has been stored with ``GroupStore.store_group``; then every member gets its
-   share and the group is Stable. A DelayedSync bounds this phase: members of the new
-   generation that have not sent their SyncGroup one rebalance timeout after the join
-   phase ended are removed and the group rebalances (they may still be heartbeating, so
-   their session timers alone would never end the wait).
-
-Every member has a session timer (DelayedHeartbeat): a member that neither heartbeats nor
-joins nor syncs within its session timeout is removed, which starts a rebalance. A
-member whose JoinGroup or SyncGroup is parked is not expired (its request is its sign of
-life; the rebalance timeout bounds it).
-
-Runtime state that is not part of the group's truth (parked answers, members told to
-rejoin with a new id, the running DelayedJoin) is kept here in one ``_Runtime`` per
-group; the ``GroupMetadata`` is the store's. When the store unloads groups (this broker
-stopped leading their offsets partition) it calls ``on_groups_unloaded``: parked answers
-get NOT_COORDINATOR and the timers stop. ``on_groups_loaded`` starts the session timers
-of the members of groups read back from the log.
+State that is not part of the group's truth (parked answers, members told to rejoin with
+a new id, the running DelayedJoin, session timers) is kept in one runtime per group
+(``broker.group.runtime``), shared with the rebalancer; the ``GroupMetadata`` is the
+store's. When the store unloads groups (this broker stopped leading their offsets
+partition) it calls ``on_groups_unloaded``: parked answers get NOT_COORDINATOR and the
+timers stop. ``on_groups_loaded`` starts the session timers of the members of groups read
+back from the log.
 
 Event-loop bound. The only awaits are the store's writes; after each one the group is
 looked up again, since it may have moved on (or away) while the write waited.
@@ -42,35 +30,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from broker.group import membership
-from broker.group.delayed import (
-    DelayedHeartbeat,
-    DelayedJoin,
-    DelayedSync,
-    InitialDelayedJoin,
-    heartbeat_key,
-    join_key,
-    sync_key,
+from broker.group.delayed import DelayedHeartbeat, join_key
+from broker.group.model import GroupMetadata, GroupState, MemberMetadata
+from broker.group.offsets import GroupOffsets
+from broker.group.rebalance import Rebalancer
+from broker.group.results import (
+    UNKNOWN_MEMBER_ID,
+    GroupSummary,
+    JoinRequest,
+    JoinResult,
+    MemberSummary,
+    SyncResult,
 )
-from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
+from broker.group.runtime import GroupRuntimes, settle
 from broker.group.states import transition
 from broker.group.store import GroupStore
 from protocol import ErrorCode
-from protocol.data import decode_data
-from protocol.values import TopicPartition
 from timer import DelayedOperation, DelayedOperationPurgatory
 from timer.clock import Clock
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-#: the member id of a member that has none yet (first JoinGroup)
-UNKNOWN_MEMBER_ID = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,104 +77,6 @@ class GroupConfig:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    """One JoinGroup, as the coordinator needs it. ``require_known_member_id`` is set for
-    v4+ (a first join gets MEMBER_ID_REQUIRED and a member id to rejoin with)."""
-
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: Sequence[tuple[str, bytes]]
-    require_known_member_id: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class JoinedMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class JoinResult:
-    """A JoinGroup answer; ``members`` is filled for the leader only."""
-
-    error: int
-    member_id: str = UNKNOWN_MEMBER_ID
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    members: tuple[JoinedMember, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    error: int
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class MemberSummary:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSummary:
-    """What DescribeGroups reports: members' metadata and assignments only when Stable."""
-
-    group_id: str
-    state: GroupState
-    protocol_type: str
-    protocol_name: str
-    members: tuple[MemberSummary, ...]
-
-
-@dataclass(eq=False)
-class _Runtime:
-    """The coordinator's own state for one group (see the module doc)."""
-
-    join_waiters: dict[str, asyncio.Future[JoinResult]] = field(default_factory=dict)
-    sync_waiters: dict[str, asyncio.Future[SyncResult]] = field(default_factory=dict)
-    #: member ids handed out with MEMBER_ID_REQUIRED, not yet rejoined
-    pending: set[str] = field(default_factory=set)
-    #: a member was added since the InitialDelayedJoin last looked
-    new_member_added: bool = False
-    join_op: DelayedOperation | None = None
-    #: members of the current generation that have not sent their SyncGroup yet
-    pending_sync: set[str] = field(default_factory=set)
-    sync_op: DelayedOperation | None = None
-    heartbeats: dict[str, DelayedHeartbeat] = field(default_factory=dict)
-
-    def refuse_waiters(self, member_id: str, error: ErrorCode) -> None:
-        """Answer ``member_id``'s parked JoinGroup and SyncGroup (if any) with ``error``."""
-        join = self.join_waiters.pop(member_id, None)
-        if join is not None:
-            _settle(join, JoinResult(error, member_id))
-        sync = self.sync_waiters.pop(member_id, None)
-        if sync is not None:
-            _settle(sync, SyncResult(error))
-
-
-def _settle(future: asyncio.Future[T], value: T) -> None:
-    """Answer a parked request unless it was answered (or cancelled) already."""
-    if not future.done():
-        future.set_result(value)
-
-
 class GroupCoordinator:
     """The classic group protocol over ``store``'s groups (see the module doc)."""
 
@@ -211,50 +96,44 @@ class GroupCoordinator:
         self.config = config
         self.clock = clock
         self.join_purgatory = join_purgatory
-        self.heartbeat_purgatory = heartbeat_purgatory
-        self._on_rebalance = on_rebalance
-        self._on_offsets_committed = on_offsets_committed
         self._new_uuid = new_uuid
-        self._runtimes: dict[str, _Runtime] = {}
-        #: background writes (an emptied group's metadata), kept referenced until done
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._runtimes = GroupRuntimes(join_purgatory, heartbeat_purgatory)
+        self._rebalance = Rebalancer(
+            store,
+            self._runtimes,
+            clock,
+            config.initial_rebalance_delay_ms,
+            join_purgatory,
+            heartbeat_purgatory,
+            on_rebalance,
+        )
+        #: OffsetCommit, OffsetFetch and OffsetDelete (the handlers call it directly)
+        self.offsets = GroupOffsets(
+            store,
+            config.offset_metadata_max_bytes,
+            self._rebalance.restart_session,
+            on_offsets_committed,
+        )
 
     # -- the store's hooks ------------------------------------------------------------------
 
     def on_groups_unloaded(self, groups: Iterable[GroupMetadata]) -> None:
         """The store dropped ``groups``: parked answers get NOT_COORDINATOR, timers stop."""
         for group in groups:
-            self._forget(group.group_id)
+            self._runtimes.forget(group.group_id)
 
     def shutdown(self) -> None:
         """The broker is stopping: every parked JoinGroup and SyncGroup is answered
         NOT_COORDINATOR (its member looks for the group's next coordinator rather than
         holding the broker's shutdown until its timeout), and every timer stops."""
-        for group_id in list(self._runtimes):
-            self._forget(group_id)
-
-    def _forget(self, group_id: str) -> None:
-        runtime = self._runtimes.pop(group_id, None)
-        if runtime is None:
-            return
-        for join in runtime.join_waiters.values():
-            _settle(join, JoinResult(ErrorCode.NOT_COORDINATOR))
-        for sync in runtime.sync_waiters.values():
-            _settle(sync, SyncResult(ErrorCode.NOT_COORDINATOR))
-        for member_id in runtime.heartbeats:
-            self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group_id, member_id))
-        if runtime.join_op is not None:
-            runtime.join_op.cancel()
-        if runtime.sync_op is not None:
-            runtime.sync_op.cancel()
-        self.join_purgatory.cancel_for_key(join_key(group_id))
-        self.join_purgatory.cancel_for_key(sync_key(group_id))
+        for group_id in self._runtimes.group_ids():
+            self._runtimes.forget(group_id)
 
     def on_groups_loaded(self, groups: Iterable[GroupMetadata]) -> None:
         """The store loaded ``groups`` from the log: their members' session timers start."""
         for group in groups:
             for member in group.members.values():
-                self._schedule_heartbeat(group, member)
+                self._rebalance.restart_session(group, member)
 
     # -- JoinGroup --------------------------------------------------------------------------
 
@@ -287,7 +166,7 @@ class GroupCoordinator:
     def _join_unknown(
         self, group: GroupMetadata, request: JoinRequest, future: asyncio.Future[JoinResult]
     ) -> None:
-        runtime = self._runtime(group.group_id)
+        runtime = self._runtimes.get(group.group_id)
         if group.state is GroupState.DEAD:
             future.set_result(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
@@ -306,7 +185,7 @@ class GroupCoordinator:
         if instance is None and request.require_known_member_id:
             # the client rejoins with this id; until then it only holds a place
             runtime.pending.add(new_id)
-            self._schedule_pending_expiry(group, new_id, request.session_timeout_ms)
+            self._rebalance.start_pending_expiry(group, new_id, request.session_timeout_ms)
             future.set_result(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))
             return
         self._add_member_and_rebalance(group, request, new_id, future)
@@ -314,7 +193,7 @@ class GroupCoordinator:
     def _join_known(
         self, group: GroupMetadata, request: JoinRequest, future: asyncio.Future[JoinResult]
     ) -> None:
-        runtime = self._runtime(group.group_id)
+        runtime = self._runtimes.get(group.group_id)
         member_id = request.member_id
         if group.state is GroupState.DEAD:
             future.set_result(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
@@ -327,7 +206,7 @@ class GroupCoordinator:
         if member_id in runtime.pending:
             # its place was counted when it was handed the id (MEMBER_ID_REQUIRED)
             runtime.pending.discard(member_id)
-            self._cancel_heartbeat(group.group_id, member_id)
+            self._rebalance.cancel_session(group.group_id, member_id)
             self._add_member_and_rebalance(group, request, member_id, future)
             return
         error = membership.fenced_or_unknown(group, member_id, request.group_instance_id)
@@ -341,7 +220,7 @@ class GroupCoordinator:
         elif state is GroupState.COMPLETING_REBALANCE:
             if membership.same_protocols(member, request.protocols):
                 # its join answer was lost: the same answer again
-                future.set_result(self._join_result(group, member_id))
+                future.set_result(self._rebalance.join_result(group, member_id))
             else:
                 self._update_member_and_rebalance(group, member, request, future)
         elif state is GroupState.STABLE:
@@ -350,13 +229,13 @@ class GroupCoordinator:
             ):
                 self._update_member_and_rebalance(group, member, request, future)
             else:
-                self._schedule_heartbeat(group, member)
-                future.set_result(self._join_result(group, member_id, with_members=False))
+                self._rebalance.restart_session(group, member)
+                future.set_result(self._rebalance.join_result(group, member_id, with_members=False))
         else:  # Empty: the member is not known any more
             future.set_result(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
 
     def _accepts(self, group: GroupMetadata, member_id: str) -> bool:
-        runtime = self._runtime(group.group_id)
+        runtime = self._runtimes.get(group.group_id)
         return membership.accepts_member(
             group,
             member_id,
@@ -389,10 +268,10 @@ class GroupCoordinator:
             group.static_members[member.group_instance_id] = member_id
         if group.leader_id is None:
             group.leader_id = member_id  # the first member to join leads
-        runtime = self._runtime(group.group_id)
+        runtime = self._runtimes.get(group.group_id)
         runtime.join_waiters[member_id] = future
         runtime.new_member_added = True
-        self._maybe_prepare_rebalance(group, f"member {member_id} joined")
+        self._rebalance.maybe_prepare(group, f"member {member_id} joined")
 
     def _update_member_and_rebalance(
         self,
@@ -404,14 +283,14 @@ class GroupCoordinator:
         member.protocols = list(request.protocols)
         member.rebalance_timeout_ms = request.rebalance_timeout_ms
         member.session_timeout_ms = request.session_timeout_ms
-        runtime = self._runtime(group.group_id)
+        runtime = self._runtimes.get(group.group_id)
         previous = runtime.join_waiters.get(member.member_id)
         if previous is not None and previous is not future:
             # a second join of the same member replaces the first, which is told to retry
-            _settle(previous, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+            settle(previous, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
         runtime.join_waiters[member.member_id] = future
-        self._cancel_heartbeat(group.group_id, member.member_id)
-        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
+        self._rebalance.cancel_session(group.group_id, member.member_id)
+        self._rebalance.maybe_prepare(group, f"member {member.member_id} rejoined")
 
     def _static_rejoin(
         self,
@@ -424,9 +303,9 @@ class GroupCoordinator:
         """A known group.instance.id joins with no member id (a restarted static member):
         its old member id is replaced (and fenced from then on). When nothing else changed
         in a Stable group, the group keeps its generation and assignment (no rebalance)."""
-        runtime = self._runtime(group.group_id)
+        runtime = self._runtimes.get(group.group_id)
         old = group.members[old_id]
-        self._cancel_heartbeat(group.group_id, old_id)
+        self._rebalance.cancel_session(group.group_id, old_id)
         runtime.refuse_waiters(old_id, ErrorCode.FENCED_INSTANCE_ID)
         old_protocols = old.protocols
         old.client_id = request.client_id
@@ -440,8 +319,10 @@ class GroupCoordinator:
             state is GroupState.STABLE
             and membership.select_protocol(list(group.members.values())) == group.protocol_name
         ):
-            self._schedule_heartbeat(group, old)
-            self._spawn(self._store_static_rejoin(group, old, old_id, old_protocols, future))
+            self._rebalance.restart_session(group, old)
+            self._rebalance.spawn(
+                self._store_static_rejoin(group, old, old_id, old_protocols, future)
+            )
         elif state is GroupState.PREPARING_REBALANCE:
             runtime.join_waiters[new_id] = future
             self.join_purgatory.check_and_complete(join_key(group.group_id))
@@ -449,7 +330,7 @@ class GroupCoordinator:
             # CompletingRebalance: the leader may be assigning to the old id; Stable with
             # another protocol: the assignment no longer fits. Either way, rebalance.
             runtime.join_waiters[new_id] = future
-            self._prepare_rebalance(group, f"static member {new_id} replaced {old_id}")
+            self._rebalance.prepare(group, f"static member {new_id} replaced {old_id}")
 
     async def _store_static_rejoin(
         self,
@@ -464,193 +345,21 @@ class GroupCoordinator:
         if error != ErrorCode.NONE:
             # put the old member back: the client retries and the old id stays valid
             if group.members.get(new_id) is member:
-                self._cancel_heartbeat(group.group_id, new_id)
+                self._rebalance.cancel_session(group.group_id, new_id)
                 member.protocols = old_protocols
                 self._rename(group, new_id, old_id)
-                self._schedule_heartbeat(group, member)
-            _settle(future, JoinResult(error, member_id=UNKNOWN_MEMBER_ID))
+                self._rebalance.restart_session(group, member)
+            settle(future, JoinResult(error, member_id=UNKNOWN_MEMBER_ID))
             return
-        _settle(future, self._join_result(group, new_id, with_members=False))
+        settle(future, self._rebalance.join_result(group, new_id, with_members=False))
 
     def _rename(self, group: GroupMetadata, old_id: str, new_id: str) -> None:
         """``_rename_member``, and a SyncGroup the old id owed is owed by the new one."""
         _rename_member(group, old_id, new_id)
-        pending = self._runtime(group.group_id).pending_sync
+        pending = self._runtimes.get(group.group_id).pending_sync
         if old_id in pending:
             pending.discard(old_id)
             pending.add(new_id)
-
-    # -- the join phase ---------------------------------------------------------------------
-
-    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
-        if group.state in (
-            GroupState.STABLE,
-            GroupState.COMPLETING_REBALANCE,
-            GroupState.EMPTY,
-        ):
-            self._prepare_rebalance(group, reason)
-        elif group.state is GroupState.PREPARING_REBALANCE:
-            self.join_purgatory.check_and_complete(join_key(group.group_id))
-
-    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
-        runtime = self._runtime(group.group_id)
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            self._fail_syncs(group, ErrorCode.REBALANCE_IN_PROGRESS)
-        runtime.pending_sync.clear()
-        self.join_purgatory.check_and_complete(sync_key(group.group_id))
-        was_empty = group.state is GroupState.EMPTY
-        transition(group, GroupState.PREPARING_REBALANCE, self.clock.time_ms())
-        self._on_rebalance()
-        log.info(
-            "group %s: preparing to rebalance (generation %d): %s",
-            group.group_id,
-            group.generation_id,
-            reason,
-        )
-        timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
-        op: DelayedOperation
-        if was_empty:
-            delay = self.config.initial_rebalance_delay_ms
-            runtime.new_member_added = False
-            op = InitialDelayedJoin(
-                min(delay, timeout),
-                max(timeout - delay, 0),
-                lambda remaining: self._initial_join_done(group, remaining),
-            )
-        else:
-            op = DelayedJoin(
-                timeout, lambda: self._all_joined(group), lambda: self._complete_join(group)
-            )
-        runtime.join_op = op
-        self.join_purgatory.try_complete_else_watch(op, [join_key(group.group_id)])
-
-    def _initial_join_done(self, group: GroupMetadata, remaining_ms: int) -> None:
-        runtime = self._runtimes.get(group.group_id)
-        if runtime is None or self.store.get_group(group.group_id) is not group:
-            return  # unloaded meanwhile
-        if runtime.new_member_added and remaining_ms > 0:
-            runtime.new_member_added = False
-            delay = min(self.config.initial_rebalance_delay_ms, remaining_ms)
-            op = InitialDelayedJoin(
-                delay,
-                max(remaining_ms - delay, 0),
-                lambda remaining: self._initial_join_done(group, remaining),
-            )
-            runtime.join_op = op
-            self.join_purgatory.try_complete_else_watch(op, [join_key(group.group_id)])
-        else:
-            self._complete_join(group)
-
-    def _all_joined(self, group: GroupMetadata) -> bool:
-        runtime = self._runtime(group.group_id)
-        return not runtime.pending and all(m in runtime.join_waiters for m in group.members)
-
-    def _complete_join(self, group: GroupMetadata) -> None:
-        """End the join phase: drop who did not rejoin, next generation, answer the joins."""
-        runtime = self._runtimes.get(group.group_id)
-        if runtime is None or group.state is not GroupState.PREPARING_REBALANCE:
-            return
-        runtime.join_op = None
-        for member_id in [m for m in group.members if m not in runtime.join_waiters]:
-            log.info("group %s: member %s did not rejoin; removed", group.group_id, member_id)
-            self._remove_member(group, member_id)
-        for member_id in list(runtime.pending):
-            self._cancel_heartbeat(group.group_id, member_id)
-        runtime.pending.clear()
-        group.leader_id = membership.next_leader(
-            list(group.members), group.leader_id, runtime.join_waiters.keys()
-        )
-        group.generation_id += 1
-        now = self.clock.time_ms()
-        if not group.members:
-            group.protocol_name = None
-            transition(group, GroupState.EMPTY, now)
-            log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
-            self._spawn(self._store_quietly(group))
-            return
-        group.protocol_name = membership.select_protocol(list(group.members.values()))
-        transition(group, GroupState.COMPLETING_REBALANCE, now)
-        log.info(
-            "group %s: generation %d with %d members, protocol %s, leader %s",
-            group.group_id,
-            group.generation_id,
-            len(group.members),
-            group.protocol_name,
-            group.leader_id,
-        )
-        waiters, runtime.join_waiters = runtime.join_waiters, {}
-        for member_id, future in waiters.items():
-            member = group.members.get(member_id)
-            if member is None:
-                continue
-            _settle(future, self._join_result(group, member_id))
-            self._schedule_heartbeat(group, member)
-        self._schedule_pending_sync(group)
-
-    def _schedule_pending_sync(self, group: GroupMetadata) -> None:
-        """Every member of the generation just formed owes a SyncGroup; a DelayedSync
-        waits for them at most the rebalance timeout (see the module doc)."""
-        runtime = self._runtime(group.group_id)
-        runtime.pending_sync = set(group.members)
-        generation = group.generation_id
-
-        def settled() -> bool:
-            return not runtime.pending_sync or not self._in_generation(group, generation)
-
-        def expired() -> None:
-            self._expire_pending_syncs(group, generation)
-
-        timeout = max(m.rebalance_timeout_ms for m in group.members.values())
-        op = DelayedSync(timeout, settled, expired)
-        runtime.sync_op = op
-        self.join_purgatory.try_complete_else_watch(op, [sync_key(group.group_id)])
-
-    def _in_generation(self, group: GroupMetadata, generation_id: int) -> bool:
-        """``group`` is still here, in ``generation_id``, past its join phase."""
-        return (
-            self.store.get_group(group.group_id) is group
-            and group.generation_id == generation_id
-            and group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
-        )
-
-    def _expire_pending_syncs(self, group: GroupMetadata, generation_id: int) -> None:
-        runtime = self._runtimes.get(group.group_id)
-        if runtime is None or not self._in_generation(group, generation_id):
-            return
-        late = [m for m in group.members if m in runtime.pending_sync]
-        runtime.pending_sync.clear()
-        if not late:
-            return
-        log.info(
-            "group %s: members %s did not sync within the rebalance timeout; removed",
-            group.group_id,
-            late,
-        )
-        for member_id in late:
-            self._remove_member(group, member_id)
-        self._prepare_rebalance(group, f"members {late} did not sync in time")
-
-    def _join_result(
-        self, group: GroupMetadata, member_id: str, *, with_members: bool = True
-    ) -> JoinResult:
-        members: tuple[JoinedMember, ...] = ()
-        protocol = group.protocol_name or ""
-        if with_members and member_id == group.leader_id:
-            members = tuple(
-                JoinedMember(
-                    m.member_id, m.group_instance_id, membership.member_metadata(m, protocol)
-                )
-                for m in group.members.values()
-            )
-        return JoinResult(
-            ErrorCode.NONE,
-            member_id=member_id,
-            generation_id=group.generation_id,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            leader_id=group.leader_id or "",
-            members=members,
-        )
 
     # -- SyncGroup --------------------------------------------------------------------------
 
@@ -692,62 +401,19 @@ class GroupCoordinator:
         elif state is GroupState.PREPARING_REBALANCE:
             future.set_result(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         elif state is GroupState.STABLE:
-            self._synced(group, member_id)
-            self._schedule_heartbeat(group, member)
-            future.set_result(self._sync_result(group, member))
+            self._rebalance.synced(group, member_id)
+            self._rebalance.restart_session(group, member)
+            future.set_result(self._rebalance.sync_result(group, member))
         else:  # CompletingRebalance
-            runtime = self._runtime(group_id)
-            self._synced(group, member_id)
+            runtime = self._runtimes.get(group_id)
+            self._rebalance.synced(group, member_id)
             runtime.sync_waiters[member_id] = future
-            self._schedule_heartbeat(group, member)
+            self._rebalance.restart_session(group, member)
             if member_id == group.leader_id:
                 for m in group.members.values():
                     m.assignment = assignments.get(m.member_id, b"")
-                self._spawn(self._store_assignment(group, group.generation_id))
+                self._rebalance.spawn(self._rebalance.store_assignment(group, group.generation_id))
         return future
-
-    def _synced(self, group: GroupMetadata, member_id: str) -> None:
-        """``member_id`` sent its SyncGroup of this generation."""
-        runtime = self._runtime(group.group_id)
-        if member_id in runtime.pending_sync:
-            runtime.pending_sync.discard(member_id)
-            self.join_purgatory.check_and_complete(sync_key(group.group_id))
-
-    async def _store_assignment(self, group: GroupMetadata, generation_id: int) -> None:
-        error = await self.store.store_group(group)
-        if (
-            self.store.get_group(group.group_id) is not group
-            or group.state is not GroupState.COMPLETING_REBALANCE
-            or group.generation_id != generation_id
-        ):
-            return  # the group moved on (a new rebalance, or unloaded) meanwhile
-        if error != ErrorCode.NONE:
-            log.warning("group %s: storing the assignment failed: %s", group.group_id, error)
-            self._fail_syncs(group, error)
-            self._maybe_prepare_rebalance(group, "storing the assignment failed")
-            return
-        transition(group, GroupState.STABLE, self.clock.time_ms())
-        runtime = self._runtime(group.group_id)
-        waiters, runtime.sync_waiters = runtime.sync_waiters, {}
-        for member_id, future in waiters.items():
-            member = group.members.get(member_id)
-            if member is not None:
-                _settle(future, self._sync_result(group, member))
-                self._schedule_heartbeat(group, member)
-
-    def _sync_result(self, group: GroupMetadata, member: MemberMetadata) -> SyncResult:
-        return SyncResult(
-            ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment
-        )
-
-    def _fail_syncs(self, group: GroupMetadata, error: int) -> None:
-        """Answer the parked SyncGroups with ``error`` and forget the assignment."""
-        for member in group.members.values():
-            member.assignment = b""
-        runtime = self._runtime(group.group_id)
-        waiters, runtime.sync_waiters = runtime.sync_waiters, {}
-        for future in waiters.values():
-            _settle(future, SyncResult(error))
 
     # -- Heartbeat --------------------------------------------------------------------------
 
@@ -766,61 +432,10 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-        self._schedule_heartbeat(group, group.members[member_id])
+        self._rebalance.restart_session(group, group.members[member_id])
         if group.state is GroupState.PREPARING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
-
-    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
-        """Restart ``member``'s session timer."""
-        group_id, member_id = group.group_id, member.member_id
-        runtime = self._runtime(group_id)
-        self._cancel_heartbeat(group_id, member_id)
-
-        def expired() -> None:
-            if runtime.heartbeats.get(member_id) is op:
-                del runtime.heartbeats[member_id]
-                self._expire_member(group, member_id)
-
-        op = DelayedHeartbeat(member.session_timeout_ms, expired)
-        runtime.heartbeats[member_id] = op
-        self.heartbeat_purgatory.try_complete_else_watch(op, [heartbeat_key(group_id, member_id)])
-
-    def _schedule_pending_expiry(
-        self, group: GroupMetadata, member_id: str, session_timeout_ms: int
-    ) -> None:
-        """A member id handed out with MEMBER_ID_REQUIRED lapses after a session timeout."""
-        runtime = self._runtime(group.group_id)
-
-        def expired() -> None:
-            if runtime.heartbeats.get(member_id) is op:
-                del runtime.heartbeats[member_id]
-                if member_id in runtime.pending:
-                    runtime.pending.discard(member_id)
-                    if group.state is GroupState.PREPARING_REBALANCE:
-                        self.join_purgatory.check_and_complete(join_key(group.group_id))
-
-        op = DelayedHeartbeat(session_timeout_ms, expired)
-        runtime.heartbeats[member_id] = op
-        self.heartbeat_purgatory.try_complete_else_watch(
-            op, [heartbeat_key(group.group_id, member_id)]
-        )
-
-    def _cancel_heartbeat(self, group_id: str, member_id: str) -> None:
-        runtime = self._runtimes.get(group_id)
-        op = runtime.heartbeats.pop(member_id, None) if runtime is not None else None
-        if op is not None:
-            op.cancel()
-            self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group_id, member_id))
-
-    def _expire_member(self, group: GroupMetadata, member_id: str) -> None:
-        if self.store.get_group(group.group_id) is not group or member_id not in group.members:
-            return
-        runtime = self._runtime(group.group_id)
-        if member_id in runtime.join_waiters or member_id in runtime.sync_waiters:
-            return  # its parked request is its sign of life
-        log.info("group %s: member %s's session expired", group.group_id, member_id)
-        self._remove_member_and_update(group, member_id)
 
     # -- LeaveGroup -------------------------------------------------------------------------
 
@@ -834,14 +449,14 @@ class GroupCoordinator:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in leaving]
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        runtime = self._runtime(group_id)
+        runtime = self._runtimes.get(group_id)
         errors: list[int] = []
         for member_id, instance_id in leaving:
             if member_id == UNKNOWN_MEMBER_ID and instance_id is not None:
                 member_id = group.static_members.get(instance_id, UNKNOWN_MEMBER_ID)
             if member_id in runtime.pending:
                 runtime.pending.discard(member_id)
-                self._cancel_heartbeat(group_id, member_id)
+                self._rebalance.cancel_session(group_id, member_id)
                 if group.state is GroupState.PREPARING_REBALANCE:
                     self.join_purgatory.check_and_complete(join_key(group_id))
                 errors.append(ErrorCode.NONE)
@@ -849,110 +464,9 @@ class GroupCoordinator:
             error = membership.fenced_or_unknown(group, member_id, instance_id)
             if error == ErrorCode.NONE:
                 log.info("group %s: member %s left", group_id, member_id)
-                self._remove_member_and_update(group, member_id)
+                self._rebalance.remove_member_and_update(group, member_id)
             errors.append(error)
         return ErrorCode.NONE, errors
-
-    def _remove_member(self, group: GroupMetadata, member_id: str) -> None:
-        """Drop ``member_id`` (its timers and parked answers too) and pick a new leader."""
-        member = group.members.pop(member_id, None)
-        if member is None:
-            return
-        instance = member.group_instance_id
-        if instance is not None and group.static_members.get(instance) == member_id:
-            del group.static_members[instance]
-        self._cancel_heartbeat(group.group_id, member_id)
-        runtime = self._runtime(group.group_id)
-        runtime.refuse_waiters(member_id, ErrorCode.UNKNOWN_MEMBER_ID)
-        runtime.pending_sync.discard(member_id)
-        if group.leader_id == member_id:
-            group.leader_id = membership.next_leader(list(group.members), None)
-
-    def _remove_member_and_update(self, group: GroupMetadata, member_id: str) -> None:
-        self._remove_member(group, member_id)
-        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, f"member {member_id} left")
-        elif group.state is GroupState.PREPARING_REBALANCE:
-            self.join_purgatory.check_and_complete(join_key(group.group_id))
-
-    # -- offsets ----------------------------------------------------------------------------
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-        offsets: Mapping[TopicPartition, CommittedOffset],
-    ) -> asyncio.Future[dict[TopicPartition, int]]:
-        """OffsetCommit: check the committer now (see ``commit_error``), then store; the
-        errors per partition once the store acknowledged."""
-        future: asyncio.Future[dict[TopicPartition, int]]
-        group = self.store.get_group(group_id)
-        error = self.commit_error(group, member_id, group_instance_id, generation_id)
-        if error != ErrorCode.NONE:
-            future = asyncio.get_running_loop().create_future()
-            future.set_result({tp: error for tp in offsets})
-            return future
-        if group is None:
-            group = self.store.add_group(GroupMetadata(group_id))
-        member = group.members.get(member_id)
-        if member is not None:
-            self._schedule_heartbeat(group, member)
-        return asyncio.ensure_future(self._store_commits(group, offsets))
-
-    def commit_error(
-        self,
-        group: GroupMetadata | None,
-        member_id: str,
-        group_instance_id: str | None,
-        generation_id: int,
-    ) -> int:
-        """Who may commit: anyone with generation -1 to a group without members (assign()
-        consumers); otherwise a current member of the current generation, outside the
-        assignment phase (CompletingRebalance: REBALANCE_IN_PROGRESS)."""
-        if group is None:
-            return ErrorCode.NONE if generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
-        if group.state is GroupState.DEAD:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.state is GroupState.EMPTY:
-            return ErrorCode.NONE
-        error = membership.fenced_or_unknown(group, member_id, group_instance_id)
-        if error != ErrorCode.NONE:
-            return error
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
-
-    async def _store_commits(
-        self, group: GroupMetadata, offsets: Mapping[TopicPartition, CommittedOffset]
-    ) -> dict[TopicPartition, int]:
-        limit = self.config.offset_metadata_max_bytes
-        results: dict[TopicPartition, int] = {}
-        valid: dict[TopicPartition, CommittedOffset] = {}
-        for tp, offset in offsets.items():
-            if len(offset.metadata.encode()) > limit:
-                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                valid[tp] = offset
-        if valid:
-            stored = await self.store.store_offsets(group, valid)
-            results.update(stored)
-            self._on_offsets_committed(sum(1 for e in stored.values() if e == ErrorCode.NONE))
-        return {tp: results[tp] for tp in offsets}
-
-    def fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition] | None
-    ) -> dict[TopicPartition, CommittedOffset | None]:
-        """The committed offsets of ``partitions`` (None: all of the group's); None for a
-        partition without one."""
-        group = self.store.get_group(group_id)
-        committed = group.offsets if group is not None else {}
-        if partitions is None:
-            return dict(committed)
-        return {tp: committed.get(tp) for tp in partitions}
 
     # -- listing, describing, deleting ------------------------------------------------------
 
@@ -996,48 +510,7 @@ class GroupCoordinator:
         self.on_groups_unloaded([group])
         return error
 
-    async def delete_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition]
-    ) -> tuple[int, dict[TopicPartition, int]]:
-        """OffsetDelete: the commits of partitions whose topic no member of a consumer
-        group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC for the others)."""
-        group = self.store.get_group(group_id)
-        if group is None or group.state is GroupState.DEAD:
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        results: dict[TopicPartition, int] = {}
-        if group.state is not GroupState.EMPTY:
-            if group.protocol_type != "consumer":
-                return ErrorCode.NON_EMPTY_GROUP, {}
-            subscribed = subscribed_topics(group)
-            for tp in partitions:
-                if subscribed is None or tp.topic in subscribed:
-                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-        deletable = [tp for tp in partitions if tp not in results]
-        if deletable:
-            error = await self.store.delete_offsets(group, deletable)
-            if error != ErrorCode.NONE:
-                return error, {}
-            results.update((tp, ErrorCode.NONE) for tp in deletable)
-        return ErrorCode.NONE, results
-
-    # -- helpers ----------------------------------------------------------------------------
-
-    def _runtime(self, group_id: str) -> _Runtime:
-        runtime = self._runtimes.get(group_id)
-        if runtime is None:
-            runtime = self._runtimes[group_id] = _Runtime()
-        return runtime
-
-    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(_log_failure)
-
-    async def _store_quietly(self, group: GroupMetadata) -> None:
-        error = await self.store.store_group(group)
-        if error != ErrorCode.NONE:
-            log.warning("group %s: storing the empty generation failed: %s", group.group_id, error)
+    # -- for the metrics --------------------------------------------------------------------
 
     def states(self) -> dict[GroupState, int]:
         """How many groups are in each state (for the groups-by-state gauge)."""
@@ -1057,25 +530,3 @@ def _rename_member(group: GroupMetadata, old_id: str, new_id: str) -> None:
         group.static_members[member.group_instance_id] = new_id
     if group.leader_id == old_id:
         group.leader_id = new_id
-
-
-def subscribed_topics(group: GroupMetadata) -> set[str] | None:
-    """The topics a consumer group's members subscribe to, from their metadata for the
-    chosen protocol (ConsumerProtocolSubscription); None when it cannot be told (no
-    protocol chosen yet, or metadata that does not decode)."""
-    if group.protocol_name is None:
-        return None
-    topics: set[str] = set()
-    for member in group.members.values():
-        metadata = membership.member_metadata(member, group.protocol_name)
-        try:
-            subscription = decode_data("ConsumerProtocolSubscription", metadata)
-        except Exception:  # any malformed client bytes: keep every commit, to be safe
-            return None
-        topics.update(subscription.topics)
-    return topics
-
-
-def _log_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("group coordinator task failed", exc_info=task.exception())

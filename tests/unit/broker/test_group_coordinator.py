@@ -12,15 +12,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from broker.group.coordinator import (
-    GroupConfig,
-    GroupCoordinator,
-    JoinRequest,
-    JoinResult,
-    SyncResult,
-)
+from broker.group.coordinator import GroupConfig, GroupCoordinator
 from broker.group.delayed import DelayedHeartbeat
 from broker.group.model import CommittedOffset, GroupState
+from broker.group.results import JoinRequest, JoinResult, SyncResult
 from protocol import ErrorCode
 from protocol.data import data_class, encode_data
 from protocol.values import TopicPartition
@@ -413,12 +408,12 @@ async def test_members_starting_together_fill_an_empty_group_only_to_its_size() 
 async def test_commit_checks_generation_member_and_phase(h: Harness) -> None:
     offsets = {TP0: CommittedOffset(5)}
     ids = await h.stable_group("a", "b")
-    commit = h.coordinator.commit_offsets
+    commit = h.coordinator.offsets.commit
     assert (await commit("g", ids["a"], None, 7, offsets)) == {TP0: ErrorCode.ILLEGAL_GENERATION}
     assert (await commit("g", "who", None, 1, offsets)) == {TP0: ErrorCode.UNKNOWN_MEMBER_ID}
     assert (await commit("g", "", None, -1, offsets)) == {TP0: ErrorCode.UNKNOWN_MEMBER_ID}
     assert (await commit("g", ids["a"], None, 1, offsets)) == {TP0: ErrorCode.NONE}
-    assert h.coordinator.fetch_offsets("g", [TP0]) == {TP0: CommittedOffset(5)}
+    assert h.coordinator.offsets.fetch("g", [TP0]) == {TP0: CommittedOffset(5)}
     assert h.committed == 1
 
     h.coordinator.leave_group("g", [(ids["b"], None)])
@@ -431,22 +426,22 @@ async def test_commit_checks_generation_member_and_phase(h: Harness) -> None:
 
 
 async def test_generation_minus_one_commits_create_and_use_a_memberless_group(h: Harness) -> None:
-    result = await h.coordinator.commit_offsets("solo", "", None, -1, {TP0: CommittedOffset(9)})
+    result = await h.coordinator.offsets.commit("solo", "", None, -1, {TP0: CommittedOffset(9)})
     assert result == {TP0: ErrorCode.NONE}
     group = h.store.get_group("solo")
     assert group is not None and group.state is GroupState.EMPTY
-    assert h.coordinator.fetch_offsets("solo", None) == {TP0: CommittedOffset(9)}
-    assert h.coordinator.fetch_offsets("solo", [TopicPartition("t", 1)]) == {
+    assert h.coordinator.offsets.fetch("solo", None) == {TP0: CommittedOffset(9)}
+    assert h.coordinator.offsets.fetch("solo", [TopicPartition("t", 1)]) == {
         TopicPartition("t", 1): None
     }
-    refused = await h.coordinator.commit_offsets("nope", "m", None, 3, {TP0: CommittedOffset(1)})
+    refused = await h.coordinator.offsets.commit("nope", "m", None, 3, {TP0: CommittedOffset(1)})
     assert refused == {TP0: ErrorCode.ILLEGAL_GENERATION}
 
 
 async def test_oversized_commit_metadata_is_refused_per_partition(h: Harness) -> None:
     big = CommittedOffset(1, metadata="x" * 5000)
     tp1 = TopicPartition("t", 1)
-    result = await h.coordinator.commit_offsets(
+    result = await h.coordinator.offsets.commit(
         "g", "", None, -1, {TP0: big, tp1: CommittedOffset(2)}
     )
     assert result == {TP0: ErrorCode.OFFSET_METADATA_TOO_LARGE, tp1: ErrorCode.NONE}
@@ -469,12 +464,12 @@ async def test_offsets_of_subscribed_topics_cannot_be_deleted_from_a_live_group(
     ids = await h.stable_group("a")
     other = TopicPartition("other", 0)
     offsets = {TP0: CommittedOffset(1), other: CommittedOffset(2)}
-    await h.coordinator.commit_offsets("g", ids["a"], None, 1, offsets)
-    top, results = await h.coordinator.delete_offsets("g", [TP0, other])
+    await h.coordinator.offsets.commit("g", ids["a"], None, 1, offsets)
+    top, results = await h.coordinator.offsets.delete("g", [TP0, other])
     assert top == ErrorCode.NONE
     assert results == {TP0: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, other: ErrorCode.NONE}
-    assert h.coordinator.fetch_offsets("g", None) == {TP0: CommittedOffset(1)}
-    assert (await h.coordinator.delete_offsets("nope", [TP0]))[0] == ErrorCode.GROUP_ID_NOT_FOUND
+    assert h.coordinator.offsets.fetch("g", None) == {TP0: CommittedOffset(1)}
+    assert (await h.coordinator.offsets.delete("nope", [TP0]))[0] == ErrorCode.GROUP_ID_NOT_FOUND
 
 
 async def test_unloading_answers_parked_joins_not_coordinator(h: Harness) -> None:

@@ -1,7 +1,8 @@
-"""The operators' metrics keep their names and labels: broker.metrics.OPERATOR_METRICS is
-what the alert rules and the dashboard rely on, so a broker's registry must expose every
-listed family with exactly the listed labels, and the rules and the dashboard may name
-nothing else (a renamed series would otherwise leave an empty panel or a silent alert)."""
+"""The operators' metrics keep their names and labels: broker.metrics.OPERATOR_METRICS (the
+declarations flagged operator-facing) is what the alert rules and the dashboard rely on,
+so a broker's registry must expose every listed family with exactly the listed labels,
+and the rules and the dashboard may name nothing else (a renamed series would otherwise
+leave an empty panel or a silent alert)."""
 
 from __future__ import annotations
 

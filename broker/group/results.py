@@ -1,0 +1,85 @@
+"""What the group coordinator takes from the JoinGroup handler and gives back to the
+group handlers.
+
+The handlers decode a request, build the coordinator's own view of it (``JoinRequest``),
+and encode the answer from a result (``JoinResult``, ``SyncResult``, ``GroupSummary``).
+These are plain frozen values, free of wire versions: the handler decides which fields a
+version carries. A result with an error carries defaults in every other field, which is
+what the handlers answer with (``JoinResult(error, member_id)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from broker.group.model import GroupState
+
+#: the member id of a member that has none yet (first JoinGroup)
+UNKNOWN_MEMBER_ID = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """One JoinGroup, as the coordinator needs it. ``require_known_member_id`` is set for
+    v4+ (a first join gets MEMBER_ID_REQUIRED and a member id to rejoin with)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: Sequence[tuple[str, bytes]]
+    require_known_member_id: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    """A JoinGroup answer; ``members`` is filled for the leader only."""
+
+    error: int
+    member_id: str = UNKNOWN_MEMBER_ID
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    members: tuple[JoinedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    error: int
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSummary:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """What DescribeGroups reports: members' metadata and assignments only when Stable."""
+
+    group_id: str
+    state: GroupState
+    protocol_type: str
+    protocol_name: str
+    members: tuple[MemberSummary, ...]
