@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from broker.context import BrokerContext
+from config.errors import ConfigError
 from storage.config import LogConfig
-from storage.config_def import ConfigError
 from zk import paths
 from zk.client import KafkaZkClient
 from zk.codec import ZkDataError

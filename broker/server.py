@@ -67,12 +67,12 @@ from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import ReplicaManager
 from broker.replication import FetcherConfig, ReplicaFetcherManager
 from broker.zk_reachability import ZooKeeperReachability
+from config.definitions import checked
+from config.log_keys import TOPIC_KEYS
 from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
 from storage import LogManager, LogManagerConfig, TaskSpec
-from storage.config_def import checked
-from storage.log_keys import TOPIC_KEYS
 from storage.meta import (
     check_cluster_id,
     read_meta_properties,

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from storage.config_def import LONG_MAX, typed_values
-from storage.log_keys import (
+from config.definitions import LONG_MAX, typed_values
+from config.log_keys import (
     BROKER_LOG_KEYS,
     CLEANUP_COMPACT,
     CLEANUP_DELETE,

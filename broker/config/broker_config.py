@@ -23,16 +23,17 @@ from typing import Any, TypeVar
 
 from broker.config.describe import ConfigEntry, ConfigSource, describe_broker_config
 from broker.config.keys import BROKER_CONFIG_DEFS, KNOWN_PREFIXES
-from broker.config.layering import parse_overrides, properties_from_env
 from broker.config.listeners import (
     SUPPORTED_SECURITY_PROTOCOLS,
     parse_ip_overrides,
     parse_listeners,
     parse_security_protocol_map,
 )
-from broker.config.properties import read_properties
-from storage.config_def import ConfigError, typed_values
-from storage.log_keys import broker_value, log_dirs, topic_defaults
+from config.definitions import typed_values
+from config.errors import ConfigError
+from config.log_keys import broker_value, log_dirs, topic_defaults
+from config.properties import read_properties
+from config.sources import parse_overrides, properties_from_env
 from zk.model import EndPoint
 
 _T = TypeVar("_T")

@@ -14,11 +14,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from broker.config.keys import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_KEYS
-from storage.config_def import NO_DEFAULT, ConfigType
-from storage.log_keys import TOPIC_KEYS, related_broker_keys, resolve_topic_config, topic_defaults
+from config.definitions import ConfigType, format_value
+from config.log_keys import TOPIC_KEYS, related_broker_keys, resolve_topic_config, topic_defaults
 
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
@@ -52,17 +52,6 @@ class ConfigEntry:
     is_sensitive: bool
     #: (name, value, source), strongest first; the entry's own value leads
     synonyms: tuple[Synonym, ...]
-
-
-def format_value(value: Any) -> str | None:
-    """A typed value in Kafka's text form: ``true``, ``a,b``, ``104857600``; None stays."""
-    if value is None or value is NO_DEFAULT:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def _entry(

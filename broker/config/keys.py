@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from storage.config_def import (
+from config.definitions import (
     INT_MAX,
     ConfigDef,
     ConfigType,
@@ -19,7 +19,7 @@ from storage.config_def import (
     key_table,
     one_of,
 )
-from storage.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, related_broker_keys
+from config.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, related_broker_keys
 
 DEFAULT_SECURITY_PROTOCOL_MAP: Final = (
     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"

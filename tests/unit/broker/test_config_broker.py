@@ -21,8 +21,8 @@ from broker.config import (
     properties_from_env,
     validate_topic_configs,
 )
-from storage.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
-from storage.log_keys import resolve_topic_config
+from config.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
+from config.log_keys import resolve_topic_config
 from zk.model import EndPoint
 
 # --- .properties syntax --------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The package table of docs/architecture.md holds: a package imports only the project
 packages its row names (any import counts: at module level, inside a function, or only
-under TYPE_CHECKING), and the two leaf packages import nothing from outside the stdlib but
-protocol's codecs. protocol/ is sans-IO besides: no sockets, event loops or processes."""
+under TYPE_CHECKING), and the three leaf packages import nothing from outside the stdlib but
+protocol's codecs and config's .properties library. protocol/ is sans-IO besides: no
+sockets, event loops or processes."""
 
 from __future__ import annotations
 
@@ -17,26 +18,39 @@ ROOT = Path(__file__).resolve().parents[3]
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "protocol": frozenset(),
     "timer": frozenset(),
-    "storage": frozenset({"protocol", "timer"}),
+    "config": frozenset(),
+    "storage": frozenset({"protocol", "timer", "config"}),
     "zk": frozenset({"protocol"}),
     "client": frozenset({"protocol", "timer"}),
-    "controller": frozenset({"protocol", "timer", "zk", "client"}),
-    "broker": frozenset({"protocol", "timer", "storage", "zk", "client", "controller"}),
+    "controller": frozenset({"protocol", "timer", "config", "zk", "client"}),
+    "broker": frozenset({"protocol", "timer", "config", "storage", "zk", "client", "controller"}),
     "tools": frozenset(
-        {"protocol", "timer", "storage", "zk", "client", "controller", "broker", "spark_jobs"}
+        {
+            "protocol",
+            "timer",
+            "config",
+            "storage",
+            "zk",
+            "client",
+            "controller",
+            "broker",
+            "spark_jobs",
+        }
     ),
     "spark_jobs": frozenset({"protocol", "storage", "client"}),
 }
 PROJECT_PACKAGES = frozenset(MAY_IMPORT) | {"tests"}
 
 #: What the leaf packages may import from outside the project (other packages: anything).
-#: protocol: the stdlib without I/O, msgspec, a CRC-32C package and the compression codecs.
+#: protocol: the stdlib without I/O, msgspec, a CRC-32C package and the compression codecs;
+#: config: the stdlib and the .properties library.
 IO_STDLIB = frozenset({"asyncio", "socket", "selectors", "ssl", "subprocess", "asyncore"})
 STDLIB = frozenset(sys.stdlib_module_names)
 MAY_IMPORT_EXTERNAL: dict[str, frozenset[str]] = {
     "protocol": (STDLIB - IO_STDLIB)
     | {"msgspec", "crc32c", "google_crc32c", "cramjam", "lz4", "zstandard"},
     "timer": STDLIB,
+    "config": STDLIB | {"javaproperties"},
 }
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from config.errors import ConfigError
+from config.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, broker_value
 from storage.config import LogConfig, LogManagerConfig
-from storage.config_def import ConfigError
-from storage.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, broker_value
 from storage.retention import roll_jitter_ms
 from storage.topic_configs import TopicConfigs
 

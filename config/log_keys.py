@@ -3,8 +3,11 @@
 ``BROKER_LOG_KEYS`` holds the broker keys storage obeys (with Kafka's defaults): the
 LogManager's own (directories, task periods) and the broker-wide defaults of every
 topic-level key. ``TOPIC_KEYS`` holds the topic-level keys; each names the broker key
-that supplies its default (its synonym). The broker's key table includes
-``BROKER_LOG_KEYS``; ``LogConfig`` and DescribeConfigs are built from these tables.
+that supplies its default (its synonym: ``retention.ms`` <- ``log.retention.ms``,
+``min.insync.replicas`` <- ``min.insync.replicas``). This is the one table of synonyms:
+the broker's key table includes ``BROKER_LOG_KEYS``, and ``config.effective`` (hence
+storage's ``LogConfig``, the broker's acks=all check and the controller's unclean
+election), DescribeConfigs and AlterConfigs read it.
 
 Some broker keys can be given in another unit (``log.retention.hours``) or fall back to
 another key (``log.flush.interval.ms`` to ``log.flush.scheduler.interval.ms``):
@@ -16,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from storage.config_def import (
+from config.definitions import (
     LONG_MAX,
     ConfigDef,
-    ConfigError,
     ConfigType,
     TopicConfigDef,
     at_least,
@@ -28,6 +30,7 @@ from storage.config_def import (
     key_table,
     one_of,
 )
+from config.errors import ConfigError
 
 CLEANUP_DELETE: Final = "delete"
 CLEANUP_COMPACT: Final = "compact"
