@@ -53,7 +53,7 @@ def _apply_broker(ctx: BrokerContext, entity: str, config: Mapping[str, str]) ->
         return
     ctx.config = updated
     if ctx.log_manager is not None:
-        ctx.log_manager.update_default_config(LogConfig.from_broker_values(updated.values))
+        ctx.log_manager.update_default_config(LogConfig.from_layers(updated.config_layers))
 
 
 #: entity type -> how this broker applies an entity's new dynamic config

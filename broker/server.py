@@ -221,7 +221,7 @@ class BrokerServer:
         broker_id = resolve_broker_id(found, configured)
 
         self.log_manager = LogManager(
-            LogManagerConfig.from_broker_values(config.values),
+            LogManagerConfig.from_layers(config.config_layers),
             self.clock,
             on_owner=on_loop(asyncio.get_running_loop()),
         )

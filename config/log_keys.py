@@ -195,11 +195,6 @@ def log_dirs(values: Mapping[str, Any]) -> list[str]:
     return [d.strip() for d in str(raw).split(",") if d.strip()]
 
 
-def topic_defaults(broker_values: Mapping[str, Any]) -> dict[str, Any]:
-    """Every topic-level key with the value the broker gives it (its synonym's)."""
-    return {name: broker_value(broker_values, d.synonym) for name, d in TOPIC_KEYS.items()}
-
-
 def validate_topic_configs(overrides: Mapping[str, str | None]) -> dict[str, Any]:
     """Type-check topic-level overrides (CreateTopics / AlterConfigs); unknown keys refused."""
     typed: dict[str, Any] = {}
@@ -215,10 +210,3 @@ def known_topic_configs(overrides: Mapping[str, str]) -> dict[str, Any]:
     """The typed values of the topic keys among ``overrides``; other keys (written by
     newer tools, say) are skipped, as a broker must still serve the topic."""
     return validate_topic_configs({k: v for k, v in overrides.items() if k in TOPIC_KEYS})
-
-
-def resolve_topic_config(
-    broker_values: Mapping[str, Any], overrides: Mapping[str, str | None]
-) -> dict[str, Any]:
-    """The effective configuration of a topic: broker defaults with its overrides on top."""
-    return {**topic_defaults(broker_values), **validate_topic_configs(overrides)}

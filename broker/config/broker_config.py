@@ -9,6 +9,11 @@ Where values come from, weakest first (each layer replaces keys of the one befor
 5. dynamic configs from ZooKeeper, on a running broker (``with_dynamic``): the cluster
    default ``/config/brokers/<default>``, then this broker's ``/config/brokers/<id>``.
 
+``config_layers`` hands the layers (file, environment and ``--override`` merged into the
+static one) to ``config.effective``, which works out a topic key's value from them under
+a topic's overrides: ``topic_value`` (remembered, as acks=all asks on every produce) and
+``topic_defaults``.
+
 Every value is parsed to its type and validated once, at startup; a bad value raises
 ``ConfigError`` naming the key. Keys not in the table are kept (``unknown_keys``) so the
 caller can warn about them, as Kafka does.
@@ -30,13 +35,17 @@ from broker.config.listeners import (
     parse_security_protocol_map,
 )
 from config.definitions import typed_values
+from config.effective import ConfigLayers, EffectiveValueMemo, effective_value
 from config.errors import ConfigError
-from config.log_keys import broker_value, log_dirs, topic_defaults
+from config.log_keys import TOPIC_KEYS, broker_value, log_dirs
 from config.properties import read_properties
 from config.sources import parse_overrides, properties_from_env
 from zk.model import EndPoint
 
 _T = TypeVar("_T")
+
+#: how many (topic key, overrides) answers ``topic_value`` remembers per configuration
+TOPIC_VALUE_MEMO_CAPACITY = 10_000
 
 
 @dataclass(frozen=True)
@@ -224,9 +233,30 @@ class BrokerConfig:
             "max.connections.per.ip.overrides", self.get("max.connections.per.ip.overrides")
         )
 
+    @property
+    def config_layers(self) -> ConfigLayers:
+        """This broker's layers (no topic override): this broker's dynamic config, the
+        cluster default, the static configuration."""
+        return self._cached(
+            "layers",
+            lambda: ConfigLayers(
+                dynamic_broker=self.dynamic_broker,
+                dynamic_default=self.dynamic_default,
+                static=self.originals,
+            ),
+        )
+
+    def topic_value(self, key: str, overrides: Mapping[str, str]) -> Any:
+        """Topic key ``key``'s effective value for a topic with ``overrides`` (an override
+        the key refuses is skipped). Remembered per overrides mapping, which must be
+        replaced, never changed in place (TopicConfigs stores each topic's anew)."""
+        memo = self._cached("memo", lambda: EffectiveValueMemo(TOPIC_VALUE_MEMO_CAPACITY))
+        return memo.value(key, self.config_layers.with_topic(overrides))
+
     def topic_defaults(self) -> dict[str, Any]:
         """Every topic-level key with the value this broker gives it (its synonym's)."""
-        return topic_defaults(self.values)
+        layers = self.config_layers
+        return {name: effective_value(name, layers) for name in TOPIC_KEYS}
 
     # checks across keys ---------------------------------------------------------------------
 

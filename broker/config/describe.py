@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from broker.config.keys import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_KEYS
 from config.definitions import ConfigType, format_value
-from config.log_keys import TOPIC_KEYS, related_broker_keys, resolve_topic_config, topic_defaults
+from config.log_keys import TOPIC_KEYS, related_broker_keys, validate_topic_configs
 
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
@@ -98,8 +98,8 @@ def describe_topic_config(
     names: Iterable[str] | None = None,
 ) -> list[ConfigEntry]:
     """Every topic key (or ``names``; unknown ones skipped) of a topic with ``overrides``."""
-    resolved = resolve_topic_config(broker.values, overrides)
-    defaults = topic_defaults(broker.values)
+    typed_overrides = validate_topic_configs(overrides)  # ConfigError for a bad one
+    defaults = broker.topic_defaults()
     entries = []
     for name in TOPIC_KEYS if names is None else names:
         definition = TOPIC_KEYS.get(name)
@@ -107,7 +107,9 @@ def describe_topic_config(
             continue
         synonyms: list[Synonym] = []
         if name in overrides:
-            synonyms.append((name, format_value(resolved[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG))
+            synonyms.append(
+                (name, format_value(typed_overrides[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG)
+            )
         # the strongest layer setting any key that decides the broker's value
         source = min(broker.source(key) for key in related_broker_keys(definition.synonym))
         synonyms.append((definition.synonym, format_value(defaults[name]), source))

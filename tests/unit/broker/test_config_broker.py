@@ -19,7 +19,6 @@ from broker.config import (
     validate_topic_configs,
 )
 from config.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
-from config.log_keys import resolve_topic_config
 from zk.model import EndPoint
 
 # --- defaults and types ---------------------------------------------------------------------
@@ -269,11 +268,9 @@ def test_topic_defaults_follow_broker_synonyms() -> None:
 
 def test_topic_overrides_are_typed_and_checked() -> None:
     config = BrokerConfig.from_properties({})
-    resolved = resolve_topic_config(
-        config.values, {"retention.ms": "1000", "cleanup.policy": "compact"}
-    )
-    assert resolved["retention.ms"] == 1000
-    assert resolved["cleanup.policy"] == ["compact"]
+    overrides = {"retention.ms": "1000", "cleanup.policy": "compact"}
+    assert config.topic_value("retention.ms", overrides) == 1000
+    assert config.topic_value("cleanup.policy", overrides) == ["compact"]
     with pytest.raises(ConfigError) as unknown:
         validate_topic_configs({"retention.hours": "1"})
     assert unknown.value.key == "retention.hours"
@@ -339,3 +336,16 @@ def test_dynamic_layers_beat_static_and_are_described_with_synonyms() -> None:
     assert (topic.value, topic.source) == ("2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
     with pytest.raises(ConfigError, match=r"log\.retention\.ms"):
         config.with_dynamic(default=True, config={"log.retention.ms": "soon"})
+
+
+def test_topic_value_layers_the_topic_over_the_dynamic_and_static_configs() -> None:
+    static = BrokerConfig.from_properties({"min.insync.replicas": "2"})
+    assert static.topic_value("min.insync.replicas", {}) == 2
+    config = static.with_dynamic(default=True, config={"min.insync.replicas": "3"})
+    assert config.topic_value("min.insync.replicas", {}) == 3
+    config = config.with_dynamic(default=False, config={"unclean.leader.election.enable": "true"})
+    assert config.topic_value("unclean.leader.election.enable", {}) is True
+    assert config.topic_value("min.insync.replicas", {"min.insync.replicas": "4"}) == 4
+    # an override the key refuses (written by another tool) leaves the broker's value
+    assert config.topic_value("min.insync.replicas", {"min.insync.replicas": "0"}) == 3
+    assert static.topic_value("min.insync.replicas", {}) == 2  # the old config is unchanged
