@@ -24,9 +24,10 @@ AlterConfigs), so one that is there anyway was written by another tool, and a ru
 broker serves the next layer's value rather than fail. Callers that must refuse bad input
 check it first (``validate_topic_configs``, ``typed_values``).
 
-``EffectiveValueMemo`` remembers answers for callers that ask often (acks=all asks on
-every produce), keyed by the identity of the layer mappings: it is only correct for
-layers that are replaced, never changed in place, and it is bounded.
+``EffectiveValueMemo`` remembers answers under fixed broker layers for callers that ask
+often (acks=all asks on every produce), keyed by the identity of the topic's overrides
+mapping: it is only correct for overrides that are replaced, never changed in place, and
+it is bounded.
 """
 
 from __future__ import annotations
@@ -109,37 +110,34 @@ def effective_value(key: str, layers: ConfigLayers) -> Any:
 
 
 class EffectiveValueMemo:
-    """``effective_value`` remembered for up to ``capacity`` (key, layers) pairs.
+    """``effective_value`` under fixed broker layers, remembered for up to ``capacity``
+    (key, topic overrides) pairs.
 
-    An entry is found again only for the very same layer mappings (their identity is the
-    key, and the entry holds them so that no other mapping can take their ids), so the
-    layers must be replaced, never changed in place, as the broker's are (a dynamic config
-    builds a new BrokerConfig, TopicConfigs stores new overrides). When full, the memo
-    starts again empty: topics come and go, and a stale entry is never found again.
+    An entry is found again only for the very same overrides mapping (its identity is the
+    key, and the entry holds it so that no other mapping can take its id), so overrides
+    must be replaced, never changed in place, as the broker's are (TopicConfigs stores
+    each topic's anew; a dynamic broker config builds a new BrokerConfig, with a new
+    memo). When full, the memo starts again empty: topics come and go, and a stale entry
+    is never found again.
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, broker_layers: ConfigLayers, capacity: int) -> None:
         if capacity < 1:
             raise ValueError("a memo holds at least one entry")
+        self._layers = broker_layers
         self._capacity = capacity
-        self._known: dict[tuple[str, int, int, int, int], tuple[ConfigLayers, Any]] = {}
+        self._known: dict[tuple[str, int], tuple[Layer, Any]] = {}
 
     def __len__(self) -> int:
         return len(self._known)
 
-    def value(self, key: str, layers: ConfigLayers) -> Any:
-        identity = (
-            key,
-            id(layers.topic),
-            id(layers.dynamic_broker),
-            id(layers.dynamic_default),
-            id(layers.static),
-        )
-        entry = self._known.get(identity)
+    def value(self, key: str, topic: Layer) -> Any:
+        """``effective_value(key, broker_layers.with_topic(topic))``."""
+        entry = self._known.get((key, id(topic)))
         if entry is not None:
             return entry[1]
-        value = effective_value(key, layers)
+        value = effective_value(key, self._layers.with_topic(topic))
         if len(self._known) >= self._capacity:
             self._known.clear()
-        self._known[identity] = (layers, value)
+        self._known[(key, id(topic))] = (topic, value)
         return value

@@ -60,6 +60,12 @@ class BrokerConfig:
     dynamic_default: Mapping[str, str] = field(default_factory=dict)
     dynamic_broker: Mapping[str, str] = field(default_factory=dict)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: topic_value's answers under this configuration's layers
+    _memo: EffectiveValueMemo = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        memo = EffectiveValueMemo(self.config_layers, TOPIC_VALUE_MEMO_CAPACITY)
+        object.__setattr__(self, "_memo", memo)
 
     # construction ---------------------------------------------------------------------
 
@@ -250,8 +256,7 @@ class BrokerConfig:
         """Topic key ``key``'s effective value for a topic with ``overrides`` (an override
         the key refuses is skipped). Remembered per overrides mapping, which must be
         replaced, never changed in place (TopicConfigs stores each topic's anew)."""
-        memo = self._cached("memo", lambda: EffectiveValueMemo(TOPIC_VALUE_MEMO_CAPACITY))
-        return memo.value(key, self.config_layers.with_topic(overrides))
+        return self._memo.value(key, overrides)
 
     def topic_defaults(self) -> dict[str, Any]:
         """Every topic-level key with the value this broker gives it (its synonym's)."""

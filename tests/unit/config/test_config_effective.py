@@ -114,16 +114,18 @@ def test_a_broker_key_asked_for_directly_skips_the_topic_layer() -> None:
         effective_value("num.io.threads", layers)
 
 
-def test_the_memo_answers_as_the_function_and_follows_replaced_layers() -> None:
-    memo = EffectiveValueMemo(capacity=2)
-    static = MappingProxyType({MIN_ISR: "2"})
+def test_the_memo_answers_as_the_function_and_follows_replaced_overrides() -> None:
+    broker = ConfigLayers(static=MappingProxyType({MIN_ISR: "2"}))
+    memo = EffectiveValueMemo(broker, capacity=2)
     first = MappingProxyType({MIN_ISR: "3"})
-    assert memo.value(MIN_ISR, ConfigLayers(topic=first, static=static)) == 3
-    assert memo.value(MIN_ISR, ConfigLayers(topic=first, static=static)) == 3
+    assert memo.value(MIN_ISR, first) == 3
+    assert memo.value(MIN_ISR, first) == 3
     assert len(memo) == 1
     replaced = MappingProxyType({MIN_ISR: "4"})  # new overrides: a new mapping
-    assert memo.value(MIN_ISR, ConfigLayers(topic=replaced, static=static)) == 4
-    assert memo.value(MIN_ISR, ConfigLayers(static=MappingProxyType({MIN_ISR: "5"}))) == 5
+    assert memo.value(MIN_ISR, replaced) == 4
+    assert memo.value(UNCLEAN, replaced) is False
     assert len(memo) == 1  # full at two entries: it started again empty
+    assert memo.value(MIN_ISR, MappingProxyType({})) == 2
+    assert memo.value(MIN_ISR, MappingProxyType({MIN_ISR: "0"})) == 2
     with pytest.raises(ValueError):
-        EffectiveValueMemo(capacity=0)
+        EffectiveValueMemo(broker, capacity=0)
