@@ -10,8 +10,9 @@ election), at the price of losing what the ISR had acknowledged.
 
 Whether it may is ``unclean_leader_election_enabled``: Kafka's
 ``unclean.leader.election.enable``, the topic's override over the broker's value (its
-dynamic layers over its static one). The offline strategy is first run clean; only a
-partition with no live ISR member has its topic's setting looked up.
+dynamic layers over its static one), worked out by ``config.effective`` as everywhere
+else. The offline strategy is first run clean; only a partition with no live ISR member
+has its topic's setting looked up.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+
+from config.effective import ConfigLayers, effective_value
 
 
 class ElectionStrategy(enum.Enum):
@@ -101,15 +104,16 @@ UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 
 def unclean_leader_election_enabled(
-    static_value: bool, layers: Sequence[Mapping[str, str]]
+    layers: ConfigLayers | bool, zk_layers: Sequence[Mapping[str, str]] = ()
 ) -> bool:
-    """The effective ``unclean.leader.election.enable``: the last of ``layers`` (lowest
-    precedence first: the dynamic cluster default, this broker's dynamic config, the
-    topic's override) that sets it to a boolean, else ``static_value``. A value that is
-    not a boolean is skipped, as if unset (a broker refuses it when it is written)."""
-    enabled = static_value
-    for layer in layers:
-        value = layer.get(UNCLEAN_LEADER_ELECTION_ENABLE, "").strip().lower()
-        if value in ("true", "false"):
-            enabled = value == "true"
-    return enabled
+    """The effective ``unclean.leader.election.enable`` over ``layers`` (``config.effective``:
+    the topic's override, this broker's dynamic config, the cluster default, the static
+    configuration, the default). A value that is not a boolean is skipped, as if unset (a
+    broker refuses it when it is written). Transitional: the older form, a static value and
+    the ZooKeeper layers weakest first, is still accepted until the controller passes
+    ConfigLayers."""
+    if isinstance(layers, bool):
+        default, broker, topic = [*zk_layers, {}, {}, {}][:3]
+        static = {UNCLEAN_LEADER_ELECTION_ENABLE: "true" if layers else "false"}
+        layers = ConfigLayers(topic, broker, default, static)
+    return bool(effective_value(UNCLEAN_LEADER_ELECTION_ENABLE, layers))
