@@ -18,7 +18,7 @@ has its topic's setting looked up.
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from config.effective import ConfigLayers, effective_value
@@ -103,17 +103,9 @@ def controlled_shutdown_leader(
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 
-def unclean_leader_election_enabled(
-    layers: ConfigLayers | bool, zk_layers: Sequence[Mapping[str, str]] = ()
-) -> bool:
+def unclean_leader_election_enabled(layers: ConfigLayers) -> bool:
     """The effective ``unclean.leader.election.enable`` over ``layers`` (``config.effective``:
     the topic's override, this broker's dynamic config, the cluster default, the static
     configuration, the default). A value that is not a boolean is skipped, as if unset (a
-    broker refuses it when it is written). Transitional: the older form, a static value and
-    the ZooKeeper layers weakest first, is still accepted until the controller passes
-    ConfigLayers."""
-    if isinstance(layers, bool):
-        default, broker, topic = [*zk_layers, {}, {}, {}][:3]
-        static = {UNCLEAN_LEADER_ELECTION_ENABLE: "true" if layers else "false"}
-        layers = ConfigLayers(topic, broker, default, static)
+    broker refuses it when it is written)."""
     return bool(effective_value(UNCLEAN_LEADER_ELECTION_ENABLE, layers))
