@@ -3,8 +3,8 @@
 Where values come from, weakest first (each layer replaces keys of the one before):
 
 1. the defaults in ``broker.config.keys.BROKER_CONFIG_DEFS``;
-2. the properties file (Java ``.properties`` syntax, see ``broker.config.properties``);
-3. ``KAFKA_``-prefixed environment variables (``broker.config.layering``);
+2. the properties file (Java ``.properties`` syntax, see ``config.properties``);
+3. ``KAFKA_``-prefixed environment variables (``config.sources``);
 4. ``--override key=value`` arguments;
 5. dynamic configs from ZooKeeper, on a running broker (``with_dynamic``): the cluster
    default ``/config/brokers/<default>``, then this broker's ``/config/brokers/<id>``.

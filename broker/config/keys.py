@@ -1,9 +1,9 @@
 """The broker's configuration keys as data: one ``ConfigDef`` per key, Kafka's names and defaults.
 
-The log keys (``log.*`` and the broker-wide defaults of topic-level keys) are storage's
-(``storage.log_keys.BROKER_LOG_KEYS``); this table adds the broker's own keys around
-them. ``broker.config`` parses a server.properties against it and DescribeConfigs answers
-from it; the topic-level keys are ``storage.log_keys.TOPIC_KEYS``.
+The log keys (``log.*`` and the broker-wide defaults of topic-level keys) are declared in
+the config package (``config.log_keys.BROKER_LOG_KEYS``); this table adds the broker's
+own keys around them. ``broker.config`` parses a server.properties against it and
+DescribeConfigs answers from it; the topic-level keys are ``config.log_keys.TOPIC_KEYS``.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
      "per-address caps as host:count pairs, comma-separated"),
     ("request.timeout.ms", I, 30000, "how long a request may wait for acks", at_least(0)),
     ("fetch.max.bytes", I, 57671680, "largest fetch response", at_least(1024)),
-    # --- logs (declared by storage)
+    # --- logs (declared in config.log_keys)
     *BROKER_LOG_KEYS.values(),
     # --- topics and replication
     ("num.partitions", I, 1, "partitions of auto-created topics", at_least(1)),
