@@ -47,6 +47,13 @@ _T = TypeVar("_T")
 #: how many (topic key, overrides) answers ``topic_value`` remembers per configuration
 TOPIC_VALUE_MEMO_CAPACITY = 10_000
 
+#: DescribeConfigs' source of each of ``ConfigLayers.broker_layers()``, strongest first
+_BROKER_LAYER_SOURCES = (
+    ConfigSource.DYNAMIC_BROKER_CONFIG,
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    ConfigSource.STATIC_BROKER_CONFIG,
+)
+
 
 @dataclass(frozen=True)
 class BrokerConfig:
@@ -139,11 +146,7 @@ class BrokerConfig:
         """The text values ``name`` is given, strongest layer first (defaults not
         included): Kafka's order of DescribeConfigs synonyms."""
         found = []
-        for layer, source in (
-            (self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
-            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-            (self.originals, ConfigSource.STATIC_BROKER_CONFIG),
-        ):
+        for layer, source in zip(self.config_layers.broker_layers(), _BROKER_LAYER_SOURCES):
             if name in layer:
                 found.append((layer[name], source))
         return found
