@@ -37,7 +37,7 @@ from broker.config.listeners import (
 from config.definitions import typed_values
 from config.effective import ConfigLayers, EffectiveValueMemo, effective_value
 from config.errors import ConfigError
-from config.log_keys import TOPIC_KEYS, broker_value, log_dirs
+from config.log_keys import TOPIC_KEYS, log_dirs
 from config.properties import read_properties
 from config.sources import parse_overrides, properties_from_env
 from zk.model import EndPoint
@@ -174,19 +174,19 @@ class BrokerConfig:
     @property
     def log_retention_ms(self) -> int:
         """ms beats minutes beats hours; any negative value means keep forever (-1)."""
-        return int(broker_value(self.values, "log.retention.ms"))
+        return int(effective_value("log.retention.ms", self.config_layers))
 
     @property
     def log_roll_ms(self) -> int:
-        return int(broker_value(self.values, "log.roll.ms"))
+        return int(effective_value("log.roll.ms", self.config_layers))
 
     @property
     def log_roll_jitter_ms(self) -> int:
-        return int(broker_value(self.values, "log.roll.jitter.ms"))
+        return int(effective_value("log.roll.jitter.ms", self.config_layers))
 
     @property
     def log_flush_interval_ms(self) -> int:
-        return int(broker_value(self.values, "log.flush.interval.ms"))
+        return int(effective_value("log.flush.interval.ms", self.config_layers))
 
     @property
     def zookeeper_connection_timeout_ms(self) -> int:
