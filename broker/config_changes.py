@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from broker.context import BrokerContext
+from config.errors import ConfigError
 from storage.config import LogConfig
-from storage.config_def import ConfigError
 from zk import paths
 from zk.client import KafkaZkClient
 from zk.codec import ZkDataError
@@ -53,7 +53,7 @@ def _apply_broker(ctx: BrokerContext, entity: str, config: Mapping[str, str]) ->
         return
     ctx.config = updated
     if ctx.log_manager is not None:
-        ctx.log_manager.update_default_config(LogConfig.from_broker_values(updated.values))
+        ctx.log_manager.update_default_config(LogConfig.from_layers(updated.config_layers))
 
 
 #: entity type -> how this broker applies an entity's new dynamic config

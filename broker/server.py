@@ -48,7 +48,7 @@ from typing import Protocol, TypeVar
 
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import KafkaApis, error_response
-from broker.config import BrokerConfig, ConfigError
+from broker.config import BrokerConfig
 from broker.config_changes import ConfigChangeListener
 from broker.context import BrokerContext
 from broker.delayed.delete_records import DelayedDeleteRecords
@@ -71,8 +71,6 @@ from controller.controller import ControllerConfig, KafkaController
 from controller.network import ChannelConfig, TcpChannelManager
 from controller.shutdown import request_controlled_shutdown
 from storage import LogManager, LogManagerConfig, TaskSpec
-from storage.config_def import checked
-from storage.log_keys import TOPIC_KEYS
 from storage.meta import (
     check_cluster_id,
     read_meta_properties,
@@ -101,23 +99,7 @@ class StartedPurgatory(Protocol):
     async def shutdown(self) -> None: ...
 
 
-#: the topic key that sets how many replicas acks=all waits for
-_MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
-
-#: how many topics' min.insync.replicas a broker keeps worked out (see _replica_manager)
-_MIN_ISR_KNOWN_TOPICS = 10_000
-
 _NO_OVERRIDES: Mapping[str, str] = MappingProxyType({})
-
-
-def _min_insync_replicas(config: BrokerConfig, overrides: Mapping[str, str]) -> int:
-    """A topic's min.insync.replicas: its override, else the broker's value."""
-    default_min_isr = config.get_int("min.insync.replicas")
-    try:
-        value = checked(_MIN_ISR, overrides.get(_MIN_ISR.name))
-    except ConfigError:  # refused at creation; the broker's value if one got through
-        return default_min_isr
-    return default_min_isr if value is None else int(value)
 
 
 #: when the isr-change-propagation task writes the queued ISR changes (Kafka's timings)
@@ -221,7 +203,7 @@ class BrokerServer:
         broker_id = resolve_broker_id(found, configured)
 
         self.log_manager = LogManager(
-            LogManagerConfig.from_broker_values(config.values),
+            LogManagerConfig.from_layers(config.config_layers),
             self.clock,
             on_owner=on_loop(asyncio.get_running_loop()),
         )
@@ -386,27 +368,14 @@ class BrokerServer:
         assert zk is not None
         self.isr_writer = ZkIsrWriter(zk)
 
-        # topic -> (the broker config and the overrides it was worked out from, the value).
-        # Both are replaced, never changed in place (a dynamic config builds a new
-        # BrokerConfig, TopicConfigs stores new overrides), so an entry is current while
-        # both are the very objects it holds: acks=all asks twice per produce, and this
-        # spares it parsing the same text each time.
-        known: dict[str, tuple[BrokerConfig, Mapping[str, str], int]] = {}
-
         def min_insync_replicas(topic: str) -> int:
-            """The topic's override, else the broker's value as it is now (a dynamic broker
-            config replaces ``ctx.config``, so it is read on every call)."""
+            """The topic's effective min.insync.replicas over the broker's layers as they
+            are now (a dynamic broker config replaces ``ctx.config``, so it is read on
+            every call); BrokerConfig remembers the answers."""
             ctx = self.ctx
             config = ctx.config if ctx else self.config
             overrides = ctx.topic_configs.overrides(topic) if ctx else _NO_OVERRIDES
-            entry = known.get(topic)
-            if entry is not None and entry[0] is config and entry[1] is overrides:
-                return entry[2]
-            if len(known) >= _MIN_ISR_KNOWN_TOPICS:  # topics come and go: keep it bounded
-                known.clear()
-            value = _min_insync_replicas(config, overrides)
-            known[topic] = (config, overrides, value)
-            return value
+            return int(config.topic_value("min.insync.replicas", overrides))
 
         fetchers = ReplicaFetcherManager(self._fetcher_config(), self.clock)
         self.metrics.replica_fetcher_max_lag.set_function(fetchers.max_lag)

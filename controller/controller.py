@@ -42,12 +42,17 @@ from typing import Any, Protocol, TypeGuard, TypeVar
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
+from config.effective import ConfigLayers
 from controller import events as ev
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
 from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
 from controller.elect_leaders import ElectionOutcome, ElectionType, failed, triage
-from controller.election import ElectionStrategy, unclean_leader_election_enabled
+from controller.election import (
+    UNCLEAN_LEADER_ELECTION_ENABLE,
+    ElectionStrategy,
+    unclean_leader_election_enabled,
+)
 from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.reassigner import Outcomes, PartitionReassigner
@@ -717,14 +722,16 @@ class KafkaController:
         /config/topics/<t> over the dynamic broker configs (cluster default, then ours)
         over the static one. When ZooKeeper cannot answer, the static value."""
 
-        def read_layers() -> list[dict[str, str]]:
-            return [
-                self.zk.get_entity_config("brokers", paths.DEFAULT_ENTITY),
-                self.zk.get_entity_config("brokers", str(self.broker_id)),
-                self.zk.get_topic_config(topic),
-            ]
-
         static = self.config.unclean_leader_election_enable
+
+        def read_layers() -> ConfigLayers:
+            return ConfigLayers(
+                dynamic_default=self.zk.get_entity_config("brokers", paths.DEFAULT_ENTITY),
+                dynamic_broker=self.zk.get_entity_config("brokers", str(self.broker_id)),
+                topic=self.zk.get_topic_config(topic),
+                static={UNCLEAN_LEADER_ELECTION_ENABLE: "true" if static else "false"},
+            )
+
         try:
             layers = await self._zk(read_layers)
         except (KazooException, ZkDataError) as exc:
@@ -732,7 +739,7 @@ class KafkaController:
                 "controller: cannot read the configs of %s (%s): using %s", topic, exc, static
             )
             return static
-        return unclean_leader_election_enabled(static, layers)
+        return unclean_leader_election_enabled(layers)
 
     # -- topics -----------------------------------------------------------------------------
 

@@ -10,15 +10,18 @@ election), at the price of losing what the ISR had acknowledged.
 
 Whether it may is ``unclean_leader_election_enabled``: Kafka's
 ``unclean.leader.election.enable``, the topic's override over the broker's value (its
-dynamic layers over its static one). The offline strategy is first run clean; only a
-partition with no live ISR member has its topic's setting looked up.
+dynamic layers over its static one), worked out by ``config.effective`` as everywhere
+else. The offline strategy is first run clean; only a partition with no live ISR member
+has its topic's setting looked up.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+from config.effective import ConfigLayers, effective_value
 
 
 class ElectionStrategy(enum.Enum):
@@ -100,16 +103,9 @@ def controlled_shutdown_leader(
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 
-def unclean_leader_election_enabled(
-    static_value: bool, layers: Sequence[Mapping[str, str]]
-) -> bool:
-    """The effective ``unclean.leader.election.enable``: the last of ``layers`` (lowest
-    precedence first: the dynamic cluster default, this broker's dynamic config, the
-    topic's override) that sets it to a boolean, else ``static_value``. A value that is
-    not a boolean is skipped, as if unset (a broker refuses it when it is written)."""
-    enabled = static_value
-    for layer in layers:
-        value = layer.get(UNCLEAN_LEADER_ELECTION_ENABLE, "").strip().lower()
-        if value in ("true", "false"):
-            enabled = value == "true"
-    return enabled
+def unclean_leader_election_enabled(layers: ConfigLayers) -> bool:
+    """The effective ``unclean.leader.election.enable`` over ``layers`` (``config.effective``:
+    the topic's override, this broker's dynamic config, the cluster default, the static
+    configuration, the default). A value that is not a boolean is skipped, as if unset (a
+    broker refuses it when it is written)."""
+    return bool(effective_value(UNCLEAN_LEADER_ELECTION_ENABLE, layers))

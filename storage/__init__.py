@@ -21,9 +21,8 @@ Modules, one concept each:
 - :mod:`.meta`           meta.properties rules
 - :mod:`.names`          topic-name rules and file names
 - :mod:`.file_region`    FileRegion, what reads return for sendfile
-- :mod:`.config_def`     key definitions: types, defaults, validators, parsing
-- :mod:`.log_keys`       the log keys (broker ``log.*`` and topic-level), declared once
-- :mod:`.config`         LogConfig (topic-level) and LogManagerConfig
+- :mod:`.config`         LogConfig (topic-level) and LogManagerConfig, built from the key
+                         tables and layers of the top-level ``config`` package
 - :mod:`.topic_configs`  TopicConfigs: the per-topic overrides the broker knows
 - :mod:`.errors`         StorageError and the refused-input errors with Kafka error codes
 """

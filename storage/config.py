@@ -1,12 +1,19 @@
 """Log configuration: what one partition's log obeys, and what the LogManager itself obeys.
 
-A :class:`LogConfig` is a topic's effective configuration (``storage.log_keys``: the
-broker's defaults with the topic's overrides on top) reduced to the fields the log
-reads. The broker builds the default one from its typed key values
-(:meth:`LogManagerConfig.from_broker_values`) and a topic's by applying the topic-level
-keys of ``/config/topics/<t>`` (:meth:`LogConfig.with_overrides`). The field defaults are
-the tables' defaults. :class:`LogManagerConfig` holds the settings of the LogManager
+A :class:`LogConfig` is a topic's effective configuration reduced to the fields the log
+reads (and ``min_insync_replicas``, which acks=all reads): each field is
+``config.effective.effective_value`` of its topic key over the layers (the topic's
+overrides, this broker's dynamic config, the cluster default, the static configuration,
+the key's default). The broker builds the broker-wide one from its layers
+(:meth:`LogConfig.from_layers`); a topic's is that one with the topic's overrides of
+``/config/topics/<t>`` on top (:meth:`LogConfig.with_overrides`), which gives the same
+values, since a topic override beats every broker layer. The field defaults are the
+values with no layer set. :class:`LogManagerConfig` holds the settings of the LogManager
 itself (directories, recovery threads and the periods of its scheduled tasks).
+
+Unlike ``effective_value``, which skips a value its key refuses, the constructors from
+text (``from_broker_props``, ``with_overrides``) refuse it with ``ConfigError`` naming
+the key: they are where storage is handed new text.
 """
 
 from __future__ import annotations
@@ -16,17 +23,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from storage.config_def import LONG_MAX, typed_values
-from storage.log_keys import (
+from config.definitions import LONG_MAX, typed_values
+from config.effective import ConfigLayers, effective_value
+from config.log_keys import (
     BROKER_LOG_KEYS,
     CLEANUP_COMPACT,
     CLEANUP_DELETE,
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
-    broker_value,
     known_topic_configs,
     log_dirs,
-    topic_defaults,
 )
 
 __all__ = [
@@ -63,6 +69,7 @@ _FIELDS: Final[dict[str, tuple[str, Callable[[Any], Any]]]] = {
     "min.compaction.lag.ms": ("min_compaction_lag_ms", int),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", int),
     "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
+    "min.insync.replicas": ("min_insync_replicas", int),
 }
 
 
@@ -74,8 +81,14 @@ def _fields(topic_values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _effective_fields(layers: ConfigLayers) -> dict[str, Any]:
+    """Every field's effective value over ``layers``."""
+    return _fields({key: effective_value(key, layers) for key in _FIELDS})
+
+
+_NO_LAYERS: Final = ConfigLayers()
+_D: Final = _effective_fields(_NO_LAYERS)
 _BROKER_DEFAULTS: Final = typed_values(BROKER_LOG_KEYS, {})
-_D: Final = _fields(topic_defaults(_BROKER_DEFAULTS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +112,8 @@ class LogConfig:
     min_compaction_lag_ms: int = _D["min_compaction_lag_ms"]
     max_compaction_lag_ms: int = _D["max_compaction_lag_ms"]
     min_cleanable_dirty_ratio: float = _D["min_cleanable_dirty_ratio"]
+    #: in-sync replicas an acks=all produce needs (read by the broker, not by the log)
+    min_insync_replicas: int = _D["min_insync_replicas"]
 
     @property
     def deletes(self) -> bool:
@@ -111,19 +126,21 @@ class LogConfig:
         return CLEANUP_COMPACT in self.cleanup_policy.split(",")
 
     @classmethod
-    def from_broker_values(cls, values: Mapping[str, Any]) -> LogConfig:
-        """The broker-wide default from typed broker key values (``log.segment.bytes``, ...)."""
-        return cls(**_fields(topic_defaults(values)))
+    def from_layers(cls, layers: ConfigLayers) -> LogConfig:
+        """The effective values over the layers (values a key refuses are skipped)."""
+        return cls(**_effective_fields(layers))
 
     @classmethod
     def from_broker_props(cls, props: Mapping[str, str]) -> LogConfig:
-        """The broker-wide default from broker keys as text. Raises ConfigError (a
+        """The broker-wide default from static broker keys as text. Raises ConfigError (a
         ValueError) naming the key."""
-        return cls.from_broker_values(typed_values(BROKER_LOG_KEYS, props))
+        typed_values(BROKER_LOG_KEYS, props)  # refuses a bad value
+        return cls.from_layers(ConfigLayers(static=props))
 
     def with_overrides(self, topic_props: Mapping[str, str]) -> LogConfig:
-        """Apply topic-level keys (``segment.bytes``, ``retention.ms``, ...). Keys that are
-        not log settings (``min.insync.replicas``, ...) are ignored here."""
+        """Apply topic-level keys (``segment.bytes``, ``retention.ms``, ...), which beat
+        every broker layer. Keys that are not topic keys are ignored; a bad value of a
+        topic key raises ConfigError naming it."""
         values = _fields(known_topic_configs(topic_props))
         return dataclasses.replace(self, **values) if values else self
 
@@ -139,13 +156,13 @@ class CleanerConfig:
     backoff_ms: int = _BROKER_DEFAULTS["log.cleaner.backoff.ms"]
 
     @classmethod
-    def from_broker_values(cls, values: Mapping[str, Any]) -> CleanerConfig:
+    def from_layers(cls, layers: ConfigLayers) -> CleanerConfig:
         return cls(
-            enable=values["log.cleaner.enable"],
-            threads=values["log.cleaner.threads"],
-            dedupe_buffer_size=values["log.cleaner.dedupe.buffer.size"],
-            io_max_bytes_per_second=values["log.cleaner.io.max.bytes.per.second"],
-            backoff_ms=values["log.cleaner.backoff.ms"],
+            enable=effective_value("log.cleaner.enable", layers),
+            threads=effective_value("log.cleaner.threads", layers),
+            dedupe_buffer_size=effective_value("log.cleaner.dedupe.buffer.size", layers),
+            io_max_bytes_per_second=effective_value("log.cleaner.io.max.bytes.per.second", layers),
+            backoff_ms=effective_value("log.cleaner.backoff.ms", layers),
         )
 
 
@@ -169,24 +186,30 @@ class LogManagerConfig:
     default: LogConfig = field(default_factory=LogConfig)
 
     @classmethod
-    def from_broker_values(cls, values: Mapping[str, Any]) -> LogManagerConfig:
-        """From typed broker key values: ``log.dirs`` (or ``log.dir``), the recovery
-        threads, the periods of the scheduled tasks and the ``log.*`` defaults."""
+    def from_layers(cls, layers: ConfigLayers) -> LogManagerConfig:
+        """From the broker's layers: ``log.dirs`` (or ``log.dir``), the recovery threads,
+        the periods of the scheduled tasks, the cleaner and the broker-wide log config."""
+
+        def value(key: str) -> Any:
+            return effective_value(key, layers)
+
         return cls(
-            log_dirs=tuple(log_dirs(values)),
-            num_recovery_threads_per_data_dir=values["num.recovery.threads.per.data.dir"],
-            retention_check_interval_ms=values["log.retention.check.interval.ms"],
-            flush_scheduler_interval_ms=broker_value(values, "log.flush.scheduler.interval.ms"),
-            flush_offset_checkpoint_interval_ms=values["log.flush.offset.checkpoint.interval.ms"],
-            flush_start_offset_checkpoint_interval_ms=values[
+            log_dirs=tuple(log_dirs({"log.dirs": value("log.dirs"), "log.dir": value("log.dir")})),
+            num_recovery_threads_per_data_dir=value("num.recovery.threads.per.data.dir"),
+            retention_check_interval_ms=value("log.retention.check.interval.ms"),
+            flush_scheduler_interval_ms=value("log.flush.scheduler.interval.ms"),
+            flush_offset_checkpoint_interval_ms=value("log.flush.offset.checkpoint.interval.ms"),
+            flush_start_offset_checkpoint_interval_ms=value(
                 "log.flush.start.offset.checkpoint.interval.ms"
-            ],
-            initial_task_delay_ms=values["log.initial.task.delay.ms"],
-            cleaner=CleanerConfig.from_broker_values(values),
-            default=LogConfig.from_broker_values(values),
+            ),
+            initial_task_delay_ms=value("log.initial.task.delay.ms"),
+            cleaner=CleanerConfig.from_layers(layers),
+            default=LogConfig.from_layers(layers),
         )
 
     @classmethod
     def from_broker_props(cls, props: Mapping[str, str]) -> LogManagerConfig:
-        """As :meth:`from_broker_values`, from broker keys as text."""
-        return cls.from_broker_values(typed_values(BROKER_LOG_KEYS, props))
+        """As :meth:`from_layers`, from static broker keys as text. Raises ConfigError
+        naming a key whose value is bad."""
+        typed_values(BROKER_LOG_KEYS, props)  # refuses a bad value
+        return cls.from_layers(ConfigLayers(static=props))

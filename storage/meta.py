@@ -1,6 +1,7 @@
 """meta.properties: which broker and cluster a log directory belongs to (Kafka's format).
 
-Format (Java properties, as Kafka writes it in ZooKeeper mode)::
+Format (Java properties, as Kafka writes it in ZooKeeper mode; read and written with
+``config.properties``)::
 
     #Written by minikafka
     version=0
@@ -28,6 +29,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from config.errors import ConfigError
+from config.properties import format_properties, parse_properties
 from storage.checkpoint import write_atomically
 from storage.errors import InconsistentMetadataError, StorageError
 
@@ -42,15 +45,10 @@ class MetaProperties:
 
 
 def parse_meta_properties(text: str, source: str) -> MetaProperties:
-    fields: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            key, sep, value = line.partition(":")
-        fields[key.strip()] = value.strip()
+    try:
+        fields = {k: v.strip() for k, v in parse_properties(text).items()}
+    except ConfigError as exc:
+        raise InconsistentMetadataError(f"{source}: {exc}") from None
     try:
         version = int(fields.get("version", "0"))
         broker_id = int(fields["broker.id"])
@@ -62,10 +60,10 @@ def parse_meta_properties(text: str, source: str) -> MetaProperties:
 
 
 def format_meta_properties(meta: MetaProperties) -> bytes:
-    lines = ["#Written by minikafka", f"version={meta.version}", f"broker.id={meta.broker_id}"]
+    fields = {"version": str(meta.version), "broker.id": str(meta.broker_id)}
     if meta.cluster_id is not None:
-        lines.append(f"cluster.id={meta.cluster_id}")
-    return ("\n".join(lines) + "\n").encode()
+        fields["cluster.id"] = meta.cluster_id
+    return ("#Written by minikafka\n" + format_properties(fields)).encode()
 
 
 def read_meta_properties(log_dirs: Iterable[str]) -> dict[str, MetaProperties | None]:

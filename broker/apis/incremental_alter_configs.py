@@ -17,10 +17,10 @@ from broker.config import format_value
 from broker.config.alter import ResourceType, incremental
 from broker.config.keys import BROKER_CONFIG_DEFS
 from broker.context import BrokerContext
+from config.definitions import AnyDef
+from config.log_keys import TOPIC_KEYS
 from protocol import Response, make_response
 from protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
-from storage.config_def import AnyDef
-from storage.log_keys import TOPIC_KEYS
 
 Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 

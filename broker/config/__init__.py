@@ -1,15 +1,16 @@
 """The broker's configuration, one concept per module:
 
-- :mod:`.properties`     Java ``.properties`` text, read and written
-- :mod:`.layering`       the environment (``KAFKA_*``) and ``--override`` sources
 - :mod:`.listeners`      ``listeners`` values parsed into zk.model EndPoints
-- :mod:`.keys`           the broker's key table (storage's log keys plus the broker's own)
+- :mod:`.keys`           the broker's key table (the log keys plus the broker's own)
 - :mod:`.broker_config`  BrokerConfig: the layered, typed, validated configuration
 - :mod:`.describe`       DescribeConfigs entries: values, sources and synonyms
+- :mod:`.alter`          AlterConfigs and IncrementalAlterConfigs as pure decisions
+- :mod:`.docs`           the README's configuration tables
 
-The key machinery (types, validators, ``ConfigError``) and the log and topic-level keys
-are storage's (``storage.config_def``, ``storage.log_keys``): storage obeys them and may
-not import the broker.
+The key machinery (types, validators, ``ConfigError``), the log and topic-level keys,
+``.properties`` parsing, the ``KAFKA_*`` and ``--override`` sources and the rule that
+combines a key's layers are the top-level ``config`` package's, which storage and the
+controller use too; this package re-exports the names its callers have always used.
 """
 
 from broker.config.broker_config import BrokerConfig
@@ -18,14 +19,14 @@ from broker.config.describe import (
     ConfigSource,
     describe_broker_config,
     describe_topic_config,
-    format_value,
 )
 from broker.config.keys import BROKER_CONFIG_DEFS, KNOWN_PREFIXES
-from broker.config.layering import env_key, parse_overrides, properties_from_env
 from broker.config.listeners import parse_listeners, parse_security_protocol_map
-from broker.config.properties import format_properties, parse_properties, read_properties
-from storage.config_def import ConfigError
-from storage.log_keys import validate_topic_configs
+from config.definitions import format_value
+from config.errors import ConfigError
+from config.log_keys import validate_topic_configs
+from config.properties import format_properties, parse_properties, read_properties
+from config.sources import env_key, parse_overrides, properties_from_env
 
 __all__ = [
     "BROKER_CONFIG_DEFS",

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from broker.config.keys import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_KEYS
+from config.definitions import ConfigType, checked
+from config.errors import ConfigError
+from config.log_keys import TOPIC_KEYS, validate_topic_configs
 from protocol import ErrorCode
-from storage.config_def import ConfigError, ConfigType, checked
-from storage.log_keys import TOPIC_KEYS, validate_topic_configs
 
 
 class ResourceType(enum.IntEnum):

@@ -3,11 +3,16 @@
 Where values come from, weakest first (each layer replaces keys of the one before):
 
 1. the defaults in ``broker.config.keys.BROKER_CONFIG_DEFS``;
-2. the properties file (Java ``.properties`` syntax, see ``broker.config.properties``);
-3. ``KAFKA_``-prefixed environment variables (``broker.config.layering``);
+2. the properties file (Java ``.properties`` syntax, see ``config.properties``);
+3. ``KAFKA_``-prefixed environment variables (``config.sources``);
 4. ``--override key=value`` arguments;
 5. dynamic configs from ZooKeeper, on a running broker (``with_dynamic``): the cluster
    default ``/config/brokers/<default>``, then this broker's ``/config/brokers/<id>``.
+
+``config_layers`` hands the layers (file, environment and ``--override`` merged into the
+static one) to ``config.effective``, which works out a topic key's value from them under
+a topic's overrides: ``topic_value`` (remembered, as acks=all asks on every produce) and
+``topic_defaults``.
 
 Every value is parsed to its type and validated once, at startup; a bad value raises
 ``ConfigError`` naming the key. Keys not in the table are kept (``unknown_keys``) so the
@@ -23,19 +28,31 @@ from typing import Any, TypeVar
 
 from broker.config.describe import ConfigEntry, ConfigSource, describe_broker_config
 from broker.config.keys import BROKER_CONFIG_DEFS, KNOWN_PREFIXES
-from broker.config.layering import parse_overrides, properties_from_env
 from broker.config.listeners import (
     SUPPORTED_SECURITY_PROTOCOLS,
     parse_ip_overrides,
     parse_listeners,
     parse_security_protocol_map,
 )
-from broker.config.properties import read_properties
-from storage.config_def import ConfigError, typed_values
-from storage.log_keys import broker_value, log_dirs, topic_defaults
+from config.definitions import typed_values
+from config.effective import ConfigLayers, EffectiveValueMemo, effective_value
+from config.errors import ConfigError
+from config.log_keys import TOPIC_KEYS, log_dirs
+from config.properties import read_properties
+from config.sources import parse_overrides, properties_from_env
 from zk.model import EndPoint
 
 _T = TypeVar("_T")
+
+#: how many (topic key, overrides) answers ``topic_value`` remembers per configuration
+TOPIC_VALUE_MEMO_CAPACITY = 10_000
+
+#: DescribeConfigs' source of each of ``ConfigLayers.broker_layers()``, strongest first
+_BROKER_LAYER_SOURCES = (
+    ConfigSource.DYNAMIC_BROKER_CONFIG,
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    ConfigSource.STATIC_BROKER_CONFIG,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,12 @@ class BrokerConfig:
     dynamic_default: Mapping[str, str] = field(default_factory=dict)
     dynamic_broker: Mapping[str, str] = field(default_factory=dict)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: topic_value's answers under this configuration's layers
+    _memo: EffectiveValueMemo = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        memo = EffectiveValueMemo(self.config_layers, TOPIC_VALUE_MEMO_CAPACITY)
+        object.__setattr__(self, "_memo", memo)
 
     # construction ---------------------------------------------------------------------
 
@@ -123,11 +146,7 @@ class BrokerConfig:
         """The text values ``name`` is given, strongest layer first (defaults not
         included): Kafka's order of DescribeConfigs synonyms."""
         found = []
-        for layer, source in (
-            (self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
-            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-            (self.originals, ConfigSource.STATIC_BROKER_CONFIG),
-        ):
+        for layer, source in zip(self.config_layers.broker_layers(), _BROKER_LAYER_SOURCES):
             if name in layer:
                 found.append((layer[name], source))
         return found
@@ -155,19 +174,19 @@ class BrokerConfig:
     @property
     def log_retention_ms(self) -> int:
         """ms beats minutes beats hours; any negative value means keep forever (-1)."""
-        return int(broker_value(self.values, "log.retention.ms"))
+        return int(effective_value("log.retention.ms", self.config_layers))
 
     @property
     def log_roll_ms(self) -> int:
-        return int(broker_value(self.values, "log.roll.ms"))
+        return int(effective_value("log.roll.ms", self.config_layers))
 
     @property
     def log_roll_jitter_ms(self) -> int:
-        return int(broker_value(self.values, "log.roll.jitter.ms"))
+        return int(effective_value("log.roll.jitter.ms", self.config_layers))
 
     @property
     def log_flush_interval_ms(self) -> int:
-        return int(broker_value(self.values, "log.flush.interval.ms"))
+        return int(effective_value("log.flush.interval.ms", self.config_layers))
 
     @property
     def zookeeper_connection_timeout_ms(self) -> int:
@@ -223,9 +242,29 @@ class BrokerConfig:
             "max.connections.per.ip.overrides", self.get("max.connections.per.ip.overrides")
         )
 
+    @property
+    def config_layers(self) -> ConfigLayers:
+        """This broker's layers (no topic override): this broker's dynamic config, the
+        cluster default, the static configuration."""
+        return self._cached(
+            "layers",
+            lambda: ConfigLayers(
+                dynamic_broker=self.dynamic_broker,
+                dynamic_default=self.dynamic_default,
+                static=self.originals,
+            ),
+        )
+
+    def topic_value(self, key: str, overrides: Mapping[str, str]) -> Any:
+        """Topic key ``key``'s effective value for a topic with ``overrides`` (an override
+        the key refuses is skipped). Remembered per overrides mapping, which must be
+        replaced, never changed in place (TopicConfigs stores each topic's anew)."""
+        return self._memo.value(key, overrides)
+
     def topic_defaults(self) -> dict[str, Any]:
         """Every topic-level key with the value this broker gives it (its synonym's)."""
-        return topic_defaults(self.values)
+        layers = self.config_layers
+        return {name: effective_value(name, layers) for name in TOPIC_KEYS}
 
     # checks across keys ---------------------------------------------------------------------
 

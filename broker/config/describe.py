@@ -14,11 +14,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from broker.config.keys import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_KEYS
-from storage.config_def import NO_DEFAULT, ConfigType
-from storage.log_keys import TOPIC_KEYS, related_broker_keys, resolve_topic_config, topic_defaults
+from config.definitions import ConfigType, format_value
+from config.log_keys import TOPIC_KEYS, related_broker_keys, validate_topic_configs
 
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
@@ -52,17 +52,6 @@ class ConfigEntry:
     is_sensitive: bool
     #: (name, value, source), strongest first; the entry's own value leads
     synonyms: tuple[Synonym, ...]
-
-
-def format_value(value: Any) -> str | None:
-    """A typed value in Kafka's text form: ``true``, ``a,b``, ``104857600``; None stays."""
-    if value is None or value is NO_DEFAULT:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def _entry(
@@ -109,8 +98,8 @@ def describe_topic_config(
     names: Iterable[str] | None = None,
 ) -> list[ConfigEntry]:
     """Every topic key (or ``names``; unknown ones skipped) of a topic with ``overrides``."""
-    resolved = resolve_topic_config(broker.values, overrides)
-    defaults = topic_defaults(broker.values)
+    typed_overrides = validate_topic_configs(overrides)  # ConfigError for a bad one
+    defaults = broker.topic_defaults()
     entries = []
     for name in TOPIC_KEYS if names is None else names:
         definition = TOPIC_KEYS.get(name)
@@ -118,7 +107,9 @@ def describe_topic_config(
             continue
         synonyms: list[Synonym] = []
         if name in overrides:
-            synonyms.append((name, format_value(resolved[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG))
+            synonyms.append(
+                (name, format_value(typed_overrides[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG)
+            )
         # the strongest layer setting any key that decides the broker's value
         source = min(broker.source(key) for key in related_broker_keys(definition.synonym))
         synonyms.append((definition.synonym, format_value(defaults[name]), source))

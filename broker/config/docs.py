@@ -7,9 +7,9 @@ Kafka's text form (``null``, ``""`` for the empty string).
 
 from __future__ import annotations
 
-from broker.config.describe import format_value
 from broker.config.keys import BROKER_CONFIG_DEFS
-from storage.log_keys import TOPIC_KEYS
+from config.definitions import format_value
+from config.log_keys import TOPIC_KEYS
 
 
 def _default(value: object) -> str:

@@ -1,16 +1,16 @@
 """The broker's configuration keys as data: one ``ConfigDef`` per key, Kafka's names and defaults.
 
-The log keys (``log.*`` and the broker-wide defaults of topic-level keys) are storage's
-(``storage.log_keys.BROKER_LOG_KEYS``); this table adds the broker's own keys around
-them. ``broker.config`` parses a server.properties against it and DescribeConfigs answers
-from it; the topic-level keys are ``storage.log_keys.TOPIC_KEYS``.
+The log keys (``log.*`` and the broker-wide defaults of topic-level keys) are declared in
+the config package (``config.log_keys.BROKER_LOG_KEYS``); this table adds the broker's
+own keys around them. ``broker.config`` parses a server.properties against it and
+DescribeConfigs answers from it; the topic-level keys are ``config.log_keys.TOPIC_KEYS``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from storage.config_def import (
+from config.definitions import (
     INT_MAX,
     ConfigDef,
     ConfigType,
@@ -19,7 +19,7 @@ from storage.config_def import (
     key_table,
     one_of,
 )
-from storage.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, related_broker_keys
+from config.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, related_broker_keys
 
 DEFAULT_SECURITY_PROTOCOL_MAP: Final = (
     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -82,7 +82,7 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
      "per-address caps as host:count pairs, comma-separated"),
     ("request.timeout.ms", I, 30000, "how long a request may wait for acks", at_least(0)),
     ("fetch.max.bytes", I, 57671680, "largest fetch response", at_least(1024)),
-    # --- logs (declared by storage)
+    # --- logs (declared in config.log_keys)
     *BROKER_LOG_KEYS.values(),
     # --- topics and replication
     ("num.partitions", I, 1, "partitions of auto-created topics", at_least(1)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from storage.config_def import ConfigError
+from config.errors import ConfigError
 from zk.model import EndPoint
 
 #: security protocols the network server can serve today

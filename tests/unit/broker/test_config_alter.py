@@ -16,8 +16,8 @@ from broker.config.alter import (
     validate_topic,
 )
 from broker.config_changes import obsolete
+from config.definitions import ConfigType
 from protocol import ErrorCode
-from storage.config_def import ConfigType
 
 KINDS = {"cleanup.policy": ConfigType.LIST, "retention.ms": ConfigType.LONG}
 DEFAULTS = {"cleanup.policy": "delete"}

@@ -1,12 +1,11 @@
-"""BrokerConfig: properties syntax, defaults, layering of file/env/overrides, validation."""
+"""BrokerConfig: defaults, layering of file/env/overrides, validation (the .properties
+syntax itself is tested in tests/unit/config)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from broker.config import (
     BROKER_CONFIG_DEFS,
@@ -15,64 +14,12 @@ from broker.config import (
     ConfigSource,
     describe_topic_config,
     env_key,
-    format_properties,
     parse_overrides,
-    parse_properties,
     properties_from_env,
     validate_topic_configs,
 )
-from storage.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
-from storage.log_keys import resolve_topic_config
+from config.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
 from zk.model import EndPoint
-
-# --- .properties syntax --------------------------------------------------------------------
-
-
-def test_properties_separators_and_whitespace() -> None:
-    text = "a=1\nb : 2\nc 3\n  d=  spaced value  \ne\n\tf\t=\tx"
-    assert parse_properties(text) == {
-        "a": "1",
-        "b": "2",
-        "c": "3",
-        "d": "spaced value  ",
-        "e": "",
-        "f": "x",
-    }
-
-
-def test_properties_comments_and_blank_lines_are_skipped() -> None:
-    text = "# comment\n! also a comment\n\n   \n  # indented comment\nkey=value # not a comment"
-    assert parse_properties(text) == {"key": "value # not a comment"}
-
-
-def test_properties_line_continuation_drops_leading_whitespace() -> None:
-    text = "listeners=PLAINTEXT://a:1,\\\n          PLAINTEXT2://b:2\nnext=1"
-    assert parse_properties(text)["listeners"] == "PLAINTEXT://a:1,PLAINTEXT2://b:2"
-    assert parse_properties(text)["next"] == "1"
-
-
-def test_properties_even_backslashes_do_not_continue() -> None:
-    text = "path=C:\\\\dir\\\\\nother=2"
-    assert parse_properties(text) == {"path": "C:\\dir\\", "other": "2"}
-
-
-def test_properties_comment_marker_inside_continuation_is_text() -> None:
-    assert parse_properties("k=a\\\n  # b") == {"k": "a# b"}
-
-
-def test_properties_escapes_in_keys_and_values() -> None:
-    text = "key\\=with\\:seps=tab\\there\\nnl \\u0041\\q"
-    assert parse_properties(text) == {"key=with:seps": "tab\there\nnl Aq"}
-
-
-def test_properties_crlf_and_last_key_wins() -> None:
-    assert parse_properties("a=1\r\nb=2\ra=3\n") == {"a": "3", "b": "2"}
-
-
-def test_properties_malformed_unicode_escape_is_refused() -> None:
-    with pytest.raises(ConfigError, match="uxxxx"):
-        parse_properties("a=\\u12")
-
 
 # --- defaults and types ---------------------------------------------------------------------
 
@@ -321,11 +268,9 @@ def test_topic_defaults_follow_broker_synonyms() -> None:
 
 def test_topic_overrides_are_typed_and_checked() -> None:
     config = BrokerConfig.from_properties({})
-    resolved = resolve_topic_config(
-        config.values, {"retention.ms": "1000", "cleanup.policy": "compact"}
-    )
-    assert resolved["retention.ms"] == 1000
-    assert resolved["cleanup.policy"] == ["compact"]
+    overrides = {"retention.ms": "1000", "cleanup.policy": "compact"}
+    assert config.topic_value("retention.ms", overrides) == 1000
+    assert config.topic_value("cleanup.policy", overrides) == ["compact"]
     with pytest.raises(ConfigError) as unknown:
         validate_topic_configs({"retention.hours": "1"})
     assert unknown.value.key == "retention.hours"
@@ -365,19 +310,6 @@ def test_describe_topic_layers_override_static_and_default() -> None:
     assert not segment.read_only
 
 
-# --- round trip ---------------------------------------------------------------------------------
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.text(max_size=12), st.text(max_size=20), max_size=6))
-def test_format_then_parse_round_trips(props: dict[str, str]) -> None:
-    assert parse_properties(format_properties(props)) == props
-
-
-def test_unicode_escapes_combine_surrogate_pairs() -> None:
-    assert parse_properties("k=\\ud83d\\ude00 \\u00e9") == {"k": "\U0001f600 \u00e9"}
-
-
 def test_dynamic_layers_beat_static_and_are_described_with_synonyms() -> None:
     static = BrokerConfig.from_properties({"log.retention.ms": "1000", "num.io.threads": "4"})
     config = static.with_dynamic(default=True, config={"log.retention.ms": "2000"})
@@ -404,3 +336,16 @@ def test_dynamic_layers_beat_static_and_are_described_with_synonyms() -> None:
     assert (topic.value, topic.source) == ("2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
     with pytest.raises(ConfigError, match=r"log\.retention\.ms"):
         config.with_dynamic(default=True, config={"log.retention.ms": "soon"})
+
+
+def test_topic_value_layers_the_topic_over_the_dynamic_and_static_configs() -> None:
+    static = BrokerConfig.from_properties({"min.insync.replicas": "2"})
+    assert static.topic_value("min.insync.replicas", {}) == 2
+    config = static.with_dynamic(default=True, config={"min.insync.replicas": "3"})
+    assert config.topic_value("min.insync.replicas", {}) == 3
+    config = config.with_dynamic(default=False, config={"unclean.leader.election.enable": "true"})
+    assert config.topic_value("unclean.leader.election.enable", {}) is True
+    assert config.topic_value("min.insync.replicas", {"min.insync.replicas": "4"}) == 4
+    # an override the key refuses (written by another tool) leaves the broker's value
+    assert config.topic_value("min.insync.replicas", {"min.insync.replicas": "0"}) == 3
+    assert static.topic_value("min.insync.replicas", {}) == 2  # the old config is unchanged

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from config.effective import ConfigLayers
 from controller.election import (
     Election,
     controlled_shutdown_leader,
@@ -109,4 +110,11 @@ UNCLEAN_CONFIG_CASES = [
 def test_unclean_leader_election_enabled(
     static: bool, layers: list[dict[str, str]], expected: bool
 ) -> None:
-    assert unclean_leader_election_enabled(static, layers) is expected
+    default, broker, topic = [*layers, {}, {}, {}][:3]
+    config_layers = ConfigLayers(
+        topic=topic,
+        dynamic_broker=broker,
+        dynamic_default=default,
+        static={"unclean.leader.election.enable": "true" if static else "false"},
+    )
+    assert unclean_leader_election_enabled(config_layers) is expected

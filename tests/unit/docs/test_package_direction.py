@@ -1,7 +1,8 @@
 """The package table of docs/architecture.md holds: a package imports only the project
 packages its row names (any import counts: at module level, inside a function, or only
-under TYPE_CHECKING), and the two leaf packages import nothing from outside the stdlib but
-protocol's codecs. protocol/ is sans-IO besides: no sockets, event loops or processes."""
+under TYPE_CHECKING), and the three leaf packages import nothing from outside the stdlib but
+protocol's codecs and config's .properties library. protocol/ is sans-IO besides: no
+sockets, event loops or processes."""
 
 from __future__ import annotations
 
@@ -40,13 +41,15 @@ MAY_IMPORT: dict[str, frozenset[str]] = package_table(ARCHITECTURE.read_text())
 PROJECT_PACKAGES = frozenset(MAY_IMPORT) | {"tests"}
 
 #: What the leaf packages may import from outside the project (other packages: anything).
-#: protocol: the stdlib without I/O, msgspec, a CRC-32C package and the compression codecs.
+#: protocol: the stdlib without I/O, msgspec, a CRC-32C package and the compression codecs;
+#: config: the stdlib and the .properties library.
 IO_STDLIB = frozenset({"asyncio", "socket", "selectors", "ssl", "subprocess", "asyncore"})
 STDLIB = frozenset(sys.stdlib_module_names)
 MAY_IMPORT_EXTERNAL: dict[str, frozenset[str]] = {
     "protocol": (STDLIB - IO_STDLIB)
     | {"msgspec", "crc32c", "google_crc32c", "cramjam", "lz4", "zstandard"},
     "timer": STDLIB,
+    "config": STDLIB | {"javaproperties"},
 }
 
 
@@ -90,7 +93,7 @@ def test_a_leaf_package_imports_only_the_stdlib_and_its_codecs(package: str) -> 
 
 def test_the_table_is_read_as_written() -> None:
     assert MAY_IMPORT["protocol"] == frozenset()
-    assert MAY_IMPORT["storage"] == {"protocol", "timer"}
+    assert MAY_IMPORT["storage"] == {"protocol", "timer", "config"}
     assert MAY_IMPORT["zk"] == {"protocol"}  # kazoo is external
     assert MAY_IMPORT["tools"] == set(MAY_IMPORT) - {"tools"}
 

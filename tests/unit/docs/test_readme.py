@@ -8,7 +8,7 @@ import pytest
 
 from broker.config import BROKER_CONFIG_DEFS
 from broker.config.docs import config_tables
-from storage.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
+from config.log_keys import TOPIC_KEYS as TOPIC_CONFIG_DEFS
 from tools.main import build_parser
 
 README = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")

@@ -21,6 +21,7 @@ from storage.errors import InconsistentMetadataError, InvalidTopicError
 from storage.meta import (
     MetaProperties,
     check_cluster_id,
+    parse_meta_properties,
     read_meta_properties,
     resolve_broker_id,
     write_meta_properties,
@@ -83,6 +84,13 @@ def test_meta_properties_round_trip(tmp_path: os.PathLike[str]) -> None:
     with open(os.path.join(dirs[0], "meta.properties")) as f:
         text = f.read()
     assert "version=0\n" in text and "broker.id=3\n" in text and "cluster.id=clu\n" in text
+
+
+def test_meta_properties_are_read_with_java_rules() -> None:
+    text = "#Written by Kafka\nversion = 0\nbroker.id: 3\ncluster.id=\\u0041b \n"
+    assert parse_meta_properties(text, "m") == MetaProperties(3, "Ab")
+    with pytest.raises(InconsistentMetadataError, match=r"^m: "):
+        parse_meta_properties("broker.id=1\ncluster.id=\\u12", "m")
 
 
 def test_broker_id_rules() -> None:

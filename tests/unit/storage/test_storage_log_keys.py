@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from config.effective import ConfigLayers
+from config.errors import ConfigError
+from config.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, broker_value
 from storage.config import LogConfig, LogManagerConfig
-from storage.config_def import ConfigError
-from storage.log_keys import BROKER_LOG_KEYS, TOPIC_KEYS, broker_value
 from storage.retention import roll_jitter_ms
 from storage.topic_configs import TopicConfigs
 
@@ -53,3 +54,24 @@ def test_topic_configs_tell_listeners_of_changes_and_forget_deleted_topics() -> 
     assert changed == ["t", "t"]
     configs.forget("t")
     assert not configs.knows("t")
+
+
+def test_log_config_is_each_keys_effective_value_over_the_layers() -> None:
+    broker = ConfigLayers(
+        dynamic_broker={"min.insync.replicas": "3"},
+        dynamic_default={"log.retention.hours": "2", "log.segment.bytes": "4096"},
+        static={"log.segment.bytes": "2048", "min.insync.replicas": "2"},
+    )
+    default = LogConfig.from_layers(broker)
+    assert (default.min_insync_replicas, default.segment_bytes) == (3, 4096)
+    assert default.retention_ms == 7_200_000
+    overrides = {"min.insync.replicas": "4", "retention.ms": "10", "other.key": "x"}
+    # a topic override beats every broker layer: applying the overrides to the broker's
+    # config gives what the layers give with the topic's on top
+    assert default.with_overrides(overrides) == LogConfig.from_layers(broker.with_topic(overrides))
+    assert default.with_overrides(overrides).min_insync_replicas == 4
+    assert LogConfig().min_insync_replicas == 1
+    with pytest.raises(ConfigError, match=r"min\.insync\.replicas"):
+        default.with_overrides({"min.insync.replicas": "0"})
+    with pytest.raises(ConfigError, match=r"log\.segment\.bytes"):
+        LogConfig.from_broker_props({"log.segment.bytes": "1"})

@@ -6,10 +6,12 @@ optional validator and a one-line doc. A ``TopicConfigDef`` declares a topic-lev
 whose default is the value of a broker key, its "synonym" (``retention.ms`` <-
 ``log.retention.ms``).
 
-Storage declares the log keys (``storage.log_keys``); the broker's table extends them with
-its own keys. Values arrive as text (a .properties file, a znode, a request) and are
-parsed once with ``checked``; a bad value raises ``ConfigError`` naming the key.
-``ConfigType`` values are the wire ids of DescribeConfigs' ``config_type`` field (v3+).
+The log and topic-level keys are declared in ``config.log_keys``; the broker's table
+(``broker.config.keys``) extends them with its own keys. Values arrive as text (a
+.properties file, a znode, a request) and are parsed once with ``checked``; a bad value
+raises ``ConfigError`` naming the key. ``format_value`` writes a typed value back in
+Kafka's text form. ``ConfigType`` values are the wire ids of DescribeConfigs'
+``config_type`` field (v3+).
 """
 
 from __future__ import annotations
@@ -19,16 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from config.errors import ConfigError
+
 INT_MAX: Final = 2**31 - 1
 LONG_MAX: Final = 2**63 - 1
-
-
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; ``key`` names the offending key."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"invalid configuration {key}: {message}")
-        self.key = key
 
 
 class ConfigType(enum.IntEnum):
@@ -190,3 +186,14 @@ def typed_values(defs: Mapping[str, ConfigDef], props: Mapping[str, str]) -> dic
         else:
             values[name] = definition.typed_default()
     return values
+
+
+def format_value(value: Any) -> str | None:
+    """A typed value in Kafka's text form: ``true``, ``a,b``, ``104857600``; None stays."""
+    if value is None or value is NO_DEFAULT:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)

@@ -1,4 +1,7 @@
-"""Where a broker's settings come from besides its file: the environment and ``--override``.
+"""Where a broker's static settings come from besides its file: the environment and
+``--override``. Both are merged over the file into the static layer (file, then
+environment, then ``--override``), the layer ``config.effective`` places below the
+dynamic ones.
 
 ``KAFKA_``-prefixed environment variables follow Confluent's convention: the rest of the
 name is lower-cased and ``___`` becomes ``-``, ``__`` becomes ``_``, ``_`` becomes ``.``
@@ -10,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from storage.config_def import ConfigError
+from config.errors import ConfigError
 
 ENV_PREFIX = "KAFKA_"
 

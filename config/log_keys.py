@@ -3,8 +3,11 @@
 ``BROKER_LOG_KEYS`` holds the broker keys storage obeys (with Kafka's defaults): the
 LogManager's own (directories, task periods) and the broker-wide defaults of every
 topic-level key. ``TOPIC_KEYS`` holds the topic-level keys; each names the broker key
-that supplies its default (its synonym). The broker's key table includes
-``BROKER_LOG_KEYS``; ``LogConfig`` and DescribeConfigs are built from these tables.
+that supplies its default (its synonym: ``retention.ms`` <- ``log.retention.ms``,
+``min.insync.replicas`` <- ``min.insync.replicas``). This is the one table of synonyms:
+the broker's key table includes ``BROKER_LOG_KEYS``, and ``config.effective`` (hence
+storage's ``LogConfig``, the broker's acks=all check and the controller's unclean
+election), DescribeConfigs and AlterConfigs read it.
 
 Some broker keys can be given in another unit (``log.retention.hours``) or fall back to
 another key (``log.flush.interval.ms`` to ``log.flush.scheduler.interval.ms``):
@@ -16,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from storage.config_def import (
+from config.definitions import (
     LONG_MAX,
     ConfigDef,
-    ConfigError,
     ConfigType,
     TopicConfigDef,
     at_least,
@@ -28,6 +30,7 @@ from storage.config_def import (
     key_table,
     one_of,
 )
+from config.errors import ConfigError
 
 CLEANUP_DELETE: Final = "delete"
 CLEANUP_COMPACT: Final = "compact"
@@ -192,11 +195,6 @@ def log_dirs(values: Mapping[str, Any]) -> list[str]:
     return [d.strip() for d in str(raw).split(",") if d.strip()]
 
 
-def topic_defaults(broker_values: Mapping[str, Any]) -> dict[str, Any]:
-    """Every topic-level key with the value the broker gives it (its synonym's)."""
-    return {name: broker_value(broker_values, d.synonym) for name, d in TOPIC_KEYS.items()}
-
-
 def validate_topic_configs(overrides: Mapping[str, str | None]) -> dict[str, Any]:
     """Type-check topic-level overrides (CreateTopics / AlterConfigs); unknown keys refused."""
     typed: dict[str, Any] = {}
@@ -212,10 +210,3 @@ def known_topic_configs(overrides: Mapping[str, str]) -> dict[str, Any]:
     """The typed values of the topic keys among ``overrides``; other keys (written by
     newer tools, say) are skipped, as a broker must still serve the topic."""
     return validate_topic_configs({k: v for k, v in overrides.items() if k in TOPIC_KEYS})
-
-
-def resolve_topic_config(
-    broker_values: Mapping[str, Any], overrides: Mapping[str, str | None]
-) -> dict[str, Any]:
-    """The effective configuration of a topic: broker defaults with its overrides on top."""
-    return {**topic_defaults(broker_values), **validate_topic_configs(overrides)}
