@@ -19,7 +19,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from zk import codec, paths
 from zk.model import INITIAL_CONTROLLER_EPOCH
 from zk.session import Watch, ZkSession
-from zk.transactions import CreateOp, SetDataOp, commit, first_failure
+from zk.transactions import CreateOp, Op, SetDataOp, commit, first_failure
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def try_become_controller(
                 )
             continue
         epoch, version = current
-        ops = [
+        ops: list[Op] = [
             CreateOp(
                 paths.CONTROLLER, codec.encode_controller(broker_id, timestamp_ms), ephemeral=True
             ),
