@@ -28,8 +28,8 @@ from broker.context import BrokerContext
 from config.errors import ConfigError
 from storage.config import LogConfig
 from zk import paths
-from zk.client import KafkaZkClient
 from zk.codec import ZkDataError
+from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class ConfigChangeListener:
     def __init__(
         self,
         ctx: BrokerContext,
-        zk: KafkaZkClient,
+        zk: ZkFacade,
         expiration_ms: int = DEFAULT_EXPIRATION_MS,
     ) -> None:
         self._ctx = ctx
@@ -97,9 +97,7 @@ class ConfigChangeListener:
     async def start(self) -> None:
         """Apply the dynamic broker configs there are, then every notification left."""
         for entity in (paths.DEFAULT_ENTITY, str(self._ctx.broker_id)):
-            config = await asyncio.to_thread(
-                self._zk.get_entity_config, paths.BROKERS_ENTITY, entity
-            )
+            config = await self._zk.get_entity_config(paths.BROKERS_ENTITY, entity)
             if config:
                 apply_entity_config(self._ctx, paths.BROKERS_ENTITY, entity, config)
         loop = asyncio.get_running_loop()
@@ -126,12 +124,12 @@ class ConfigChangeListener:
                 log.exception("processing config change notifications failed")
 
     async def _process(self) -> None:
-        names = await asyncio.to_thread(self._zk.get_config_changes, self._watch)
+        names = await self._zk.get_config_changes(self._watch)
         created: dict[str, int] = {}
         for name in names:
             sequence = paths.config_change_sequence(name)
             try:
-                found = await asyncio.to_thread(self._zk.read_config_change, name)
+                found = await self._zk.read_config_change(name)
             except ZkDataError as exc:  # not ours to understand; it expires like the rest
                 log.warning("skipping config change notification %s: %s", name, exc)
                 continue
@@ -140,10 +138,10 @@ class ConfigChangeListener:
             entity_type, entity, created[name] = found
             if sequence <= self._last_sequence:
                 continue
-            config = await asyncio.to_thread(self._zk.get_entity_config, entity_type, entity)
+            config = await self._zk.get_entity_config(entity_type, entity)
             log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, config)
             apply_entity_config(self._ctx, entity_type, entity, config)
             self._last_sequence = sequence
         stale = obsolete(created, self._ctx.clock.time_ms(), self._expiration_ms)
         if stale:
-            await asyncio.to_thread(self._zk.delete_config_changes, stale)
+            await self._zk.delete_config_changes(stale)

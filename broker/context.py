@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from controller.controller import KafkaController
     from storage import LogManager
     from timer import DelayedOperation, DelayedOperationPurgatory, Scheduler
-    from zk.client import KafkaZkClient
+    from zk.facade import ZkFacade
 
 T = TypeVar("T")
 
@@ -54,7 +54,7 @@ class BrokerContext:
     log_manager: LogManager | None = None
     #: the only owner of Partition objects
     replica_manager: ReplicaManager | None = None
-    zk: KafkaZkClient | None = None
+    zk: ZkFacade | None = None
     controller: KafkaController | None = None
     produce_purgatory: DelayedOperationPurgatory[DelayedProduce] | None = None
     fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] | None = None

@@ -2,8 +2,8 @@
 
 1. :class:`ZkIsrWriter` writes the new ISR to /brokers/topics/<t>/partitions/<p>/state,
    keeping the leader, leader epoch and controller epoch, conditionally on the zkVersion
-   the leader holds (``KafkaZkClient.update_leader_and_isr``). kazoo blocks, so the write
-   runs in a worker thread and its outcome comes back to the Partition on the event loop.
+   the leader holds (``ZkFacade.update_leader_and_isr``); its outcome comes back to the
+   Partition on the event loop.
 
 2. The controller does not watch thousands of state znodes; it watches
    /isr_change_notification. :class:`IsrChangePropagator` (Kafka's isr-change-propagation
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from broker.isr import IsrWriteOutcome, IsrWriteResult
 from protocol.values import TopicPartition
 from timer.clock import Clock
-from zk.client import KafkaZkClient
 from zk.errors import StateConflictError
+from zk.facade import ZkFacade
 from zk.model import LeaderAndIsr
 
 log = logging.getLogger(__name__)
@@ -104,10 +104,10 @@ class IsrChangePropagator:
 
 
 class ZkIsrWriter:
-    """The broker's IsrWriter: each write in a worker thread, bounded by ``timeout_s``
+    """The broker's IsrWriter: each write a task of its own, bounded by ``timeout_s``
     (a ZooKeeper that does not answer fails the write; the leader tries again later)."""
 
-    def __init__(self, zk: KafkaZkClient, timeout_s: float = 10.0) -> None:
+    def __init__(self, zk: ZkFacade, timeout_s: float = 10.0) -> None:
         self._zk = zk
         self._timeout_s = timeout_s
         self._tasks: set[asyncio.Task[None]] = set()
@@ -134,7 +134,7 @@ class ZkIsrWriter:
     ) -> None:
         try:
             written = await asyncio.wait_for(
-                asyncio.to_thread(self._zk.update_leader_and_isr, tp, state, controller_epoch),
+                self._zk.update_leader_and_isr(tp, state, controller_epoch),
                 self._timeout_s,
             )
         except StateConflictError:

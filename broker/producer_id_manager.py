@@ -7,50 +7,27 @@ controller's ZooKeeper client does the read-modify-write and retries lost races)
 hands ids out of it one by one. A new block is claimed when the current one is spent;
 ids of a block that a restart abandons are simply never used.
 
-The ZooKeeper call blocks, so it runs in a worker thread; a lock makes concurrent
-callers wait for one claim instead of claiming several blocks.
+A lock makes concurrent callers wait for one claim (a ZooKeeper round trip through
+zk.facade) instead of claiming several blocks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
 
 from zk.codec import ProducerIdBlock
+from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-
-class ProducerIdBlockSource(Protocol):
-    """Claims the next block for a broker (blocking): zk.client.KafkaZkClient."""
-
-    def allocate_producer_id_block(self, broker_id: int) -> ProducerIdBlock: ...
-
-
-RunBlocking = Callable[[Callable[[], ProducerIdBlock]], Awaitable[ProducerIdBlock]]
-
-
-async def _in_thread(fn: Callable[[], ProducerIdBlock]) -> ProducerIdBlock:
-    return await asyncio.to_thread(fn)
 
 
 class ProducerIdManager:
     """Event-loop only."""
 
-    def __init__(
-        self,
-        broker_id: int,
-        source: ProducerIdBlockSource,
-        *,
-        run_blocking: RunBlocking = _in_thread,
-    ) -> None:
+    def __init__(self, broker_id: int, zk: ZkFacade) -> None:
         self.broker_id = broker_id
-        self._source = source
-        self._run_blocking = run_blocking
+        self._zk = zk
         self._next = 0
         self._block: ProducerIdBlock | None = None
         self._lock = asyncio.Lock()
@@ -64,9 +41,7 @@ class ProducerIdManager:
         Raises whatever the ZooKeeper claim raised (the caller answers a retriable error)."""
         async with self._lock:
             if self._block is None or self._next > self._block.last:
-                block = await self._run_blocking(
-                    lambda: self._source.allocate_producer_id_block(self.broker_id)
-                )
+                block = await self._zk.allocate_producer_id_block(self.broker_id)
                 log.info("claimed producer ids %d-%d", block.first, block.last)
                 self._block, self._next = block, block.first
             producer_id = self._next

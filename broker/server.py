@@ -79,7 +79,7 @@ from storage.meta import (
 )
 from timer import DelayedOperation, DelayedOperationPurgatory, Scheduler
 from timer.clock import Clock, SystemClock
-from zk.client import KafkaZkClient
+from zk.facade import ZkFacade
 from zk.latency import observe_request_latency
 from zk.model import BrokerInfo
 
@@ -134,23 +134,6 @@ def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], bool]], b
     return run
 
 
-def ensure_chroot(hosts: str, connect_timeout_s: float) -> None:
-    """Create the chroot of ``host:port[,...]/chroot`` if missing, as Kafka does at startup
-    (kazoo would otherwise work in a path that does not exist). Blocking."""
-    servers, slash, chroot = hosts.partition("/")
-    if not slash or not chroot.strip("/"):
-        return
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=servers, timeout=max(connect_timeout_s, 1.0))
-    client.start(timeout=connect_timeout_s)
-    try:
-        client.ensure_path("/" + chroot.strip("/"))
-    finally:
-        client.stop()
-        client.close()
-
-
 class StartupError(Exception):
     """The broker cannot start; the message says why (no traceback needed)."""
 
@@ -164,17 +147,17 @@ class BrokerServer:
         config: BrokerConfig,
         clock: Clock | None = None,
         *,
-        zk_connect: Callable[[str, float, float], KafkaZkClient] | None = None,
+        zk_connect: Callable[[str, float, float], Awaitable[ZkFacade]] | None = None,
     ) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.metrics = BrokerMetrics()
         self._zk_connect = zk_connect or (
-            lambda hosts, session_s, connect_s: KafkaZkClient.connect(hosts, session_s, connect_s)
+            lambda hosts, session_s, connect_s: ZkFacade.connect(hosts, session_s, connect_s)
         )
         self.broker_id = -1
         self.cluster_id = ""
-        self.zk: KafkaZkClient | None = None
+        self.zk: ZkFacade | None = None
         self.zk_reachability: ZooKeeperReachability | None = None
         self.log_manager: LogManager | None = None
         self.scheduler: Scheduler | None = None
@@ -214,15 +197,13 @@ class BrokerServer:
         self.zk = await self._connect_zookeeper()
         zk = self.zk
         self.zk_reachability = ZooKeeperReachability(zk.kazoo)
-        await asyncio.to_thread(zk.ensure_persistent_paths)
-        self.cluster_id = await asyncio.to_thread(zk.get_or_create_cluster_id, None)
+        await zk.ensure_persistent_paths()
+        self.cluster_id = await zk.get_or_create_cluster_id(None)
         check_cluster_id(found, self.cluster_id)
         if broker_id is None:
             if not config.get_bool("broker.id.generation.enable"):
                 raise StartupError("broker.id is not set and broker.id.generation.enable is false")
-            broker_id = await asyncio.to_thread(
-                zk.generate_broker_id, config.get_int("reserved.broker.max.id")
-            )
+            broker_id = await zk.generate_broker_id(config.get_int("reserved.broker.max.id"))
             log.info("generated broker id %d from /brokers/seqid", broker_id)
         self.broker_id = broker_id
         await asyncio.to_thread(write_meta_properties, log_dirs, broker_id, self.cluster_id, found)
@@ -310,7 +291,7 @@ class BrokerServer:
             self.ctx.broker_epoch,
         )
 
-    async def _connect_zookeeper(self) -> KafkaZkClient:
+    async def _connect_zookeeper(self) -> ZkFacade:
         hosts = self.config.get_str("zookeeper.connect")
         if not hosts:
             raise StartupError("zookeeper.connect is not set")
@@ -320,8 +301,7 @@ class BrokerServer:
         while True:
             attempt += 1
             try:
-                await asyncio.to_thread(ensure_chroot, hosts, connect_s)
-                zk = await asyncio.to_thread(self._zk_connect, hosts, session_s, connect_s)
+                zk = await self._zk_connect(hosts, session_s, connect_s)
             except Exception as exc:  # kazoo raises its own timeout types; all mean "retry"
                 message = (
                     f"cannot connect to ZooKeeper at {hosts} (attempt {attempt}: "
@@ -392,7 +372,7 @@ class BrokerServer:
             isr_writer=self.isr_writer,
             isr_propagator=IsrChangePropagator(
                 self.clock,
-                lambda tps: asyncio.to_thread(zk.propagate_isr_change, tps),
+                lambda tps: zk.propagate_isr_change(tps),
                 ISR_PROPAGATION,
             ),
             replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms"),
@@ -598,12 +578,12 @@ class BrokerServer:
             if self.broker_id >= 0:
                 await self._step(
                     "deregistration",
-                    asyncio.to_thread(zk.deregister_broker, self.broker_id),
+                    zk.deregister_broker(self.broker_id),
                     needs_zookeeper=True,
                 )
             if self.zk_reachability is not None:
                 self.zk_reachability.close()
-            await self._step("ZooKeeper session", asyncio.to_thread(zk.close))
+            await self._step("ZooKeeper session", zk.close())
         if self.lag_monitor is not None:
             await self._step("loop lag monitor", self.lag_monitor.stop())
         log.info("[BrokerServer id=%d] shut down completed", self.broker_id)

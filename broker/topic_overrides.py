@@ -7,7 +7,6 @@ the topic is deleted (UpdateMetadata forgets them then).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 
@@ -18,7 +17,7 @@ log = logging.getLogger(__name__)
 
 async def _read(ctx: BrokerContext, topic: str) -> Mapping[str, str]:
     zk = require(ctx.zk, "zk")
-    overrides: dict[str, str] = await asyncio.to_thread(zk.get_topic_config, topic)
+    overrides: dict[str, str] = await zk.get_topic_config(topic)
     ctx.topic_configs.set(topic, overrides)
     return overrides
 

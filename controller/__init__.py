@@ -1,6 +1,6 @@
 """minikafka controller package: controller election, state machines, requests to brokers.
 
-The ZooKeeper data layer (znode paths, codecs, ``KafkaZkClient`` and the value types
+The ZooKeeper data layer (znode paths, codecs, the ``ZkFacade`` client and the value types
 TopicPartition, LeaderAndIsr, BrokerInfo, TopicAssignment) is the top-level ``zk``
 package; the connections to brokers are the top-level ``client`` package's.
 
@@ -26,9 +26,9 @@ Modules, by concept:
 
 What the broker assembly calls::
 
-    zk = KafkaZkClient.connect(config.zookeeper_connect, session_timeout_s)  # blocking
-    zk.ensure_persistent_paths(); cluster_id = zk.get_or_create_cluster_id()
-    broker_id = configured_id if configured_id >= 0 else zk.generate_broker_id()
+    zk = await ZkFacade.connect(config.zookeeper_connect, session_timeout_s)
+    await zk.ensure_persistent_paths(); cluster_id = await zk.get_or_create_cluster_id()
+    broker_id = configured_id if configured_id >= 0 else await zk.generate_broker_id()
     controller = KafkaController(
         zk, BrokerInfo(broker_id, endpoints, rack), TcpChannelManager(broker_id,
         ChannelConfig(listener_name=control_plane_listener)), clock,
@@ -42,11 +42,11 @@ What the broker assembly calls::
     response_body = controlled_shutdown_response(result)
     # on SIGTERM, before closing listeners:
     await request_controlled_shutdown(zk, broker_id, controller.broker_epoch)
-    await controller.shutdown(); zk.close()   # closing the session drops /brokers/ids/<id>
+    await controller.shutdown(); await zk.close()  # closing the session drops /brokers/ids/<id>
 
 Topic admin (CreateTopics/CreatePartitions handlers) writes through the same client:
-``zk.create_topic(TopicAssignment(...), config)``, ``zk.get_topic(name)``,
-``zk.set_topic_assignment(assignment, version)``; InitProducerId takes blocks with
-``zk.allocate_producer_id_block(broker_id)``. These are blocking: call them with
-``asyncio.to_thread``.
+``await zk.create_topic(TopicAssignment(...), config)``, ``await zk.get_topic(name)``,
+``await zk.set_topic_assignment(assignment, version)``; InitProducerId takes blocks with
+``await zk.allocate_producer_id_block(broker_id)``. Each runs on a worker thread of the
+facade's, so the event loop never waits on ZooKeeper.
 """

@@ -27,8 +27,8 @@ TopicDeletionManager (controller.topic_deletion), which the broker-failure, brok
 reassignment and StopReplica-answer handlers keep informed.
 
 Threads: kazoo calls ``_on_*`` watch and state callbacks on its own thread; they only
-enqueue events. Everything else runs on the event manager's single task, and blocking
-ZooKeeper calls go through ``asyncio.to_thread``.
+enqueue events. Everything else runs on the event manager's single task, and ZooKeeper
+calls await zk.facade.ZkFacade, which runs them on worker threads.
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ from protocol.values import TopicPartition
 from timer.clock import Clock
 from timer.scheduler import ScheduledTask, Scheduler
 from zk import paths
-from zk.client import KafkaZkClient
 from zk.codec import ZkDataError
 from zk.errors import ControllerMovedError
+from zk.facade import ZkFacade
 from zk.model import BrokerInfo, TopicAssignment
 from zk.store import ZkPartitionStateStore
 
@@ -153,7 +153,7 @@ def _answered(response: _A | None, broker_id: int, api: str) -> TypeGuard[_A]:
 class KafkaController:
     def __init__(
         self,
-        zk: KafkaZkClient,
+        zk: ZkFacade,
         broker_info: BrokerInfo,
         channel: ControllerChannelManager,
         clock: Clock,
@@ -227,7 +227,7 @@ class KafkaController:
 
         Returns the broker epoch (the registration znode's czxid).
         """
-        await self._zk(self.zk.ensure_persistent_paths)
+        await self.zk.ensure_persistent_paths()
         self.broker_epoch = await self._register()
         self.events.start()
         self.zk.kazoo.add_listener(self._on_session_state)
@@ -244,7 +244,7 @@ class KafkaController:
         was_active = self.is_active
         self._resign()
         if was_active and zookeeper_reachable:
-            await self._zk(self.zk.resign_controller, self.broker_id)
+            await self.zk.resign_controller(self.broker_id)
         await self.channel.shutdown()
 
     async def controlled_shutdown(
@@ -343,9 +343,6 @@ class KafkaController:
 
     # -- event dispatch ---------------------------------------------------------------------
 
-    async def _zk(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(fn, *args)
-
     async def _process(self, event: ev.ControllerEvent) -> None:
         try:
             await self._dispatch(event)
@@ -422,22 +419,18 @@ class KafkaController:
         await handler.run(event)
 
     async def _register(self) -> int:
-        return await self._zk(
-            self.zk.register_broker,
-            self.broker_info,
-            self.clock.time_ms(),
-            5,
-            self.config.stale_registration_wait_s,
+        return await self.zk.register_broker(
+            self.broker_info, self.clock.time_ms(), 5, self.config.stale_registration_wait_s
         )
 
     async def _on_reelect(self) -> None:
         # /controller went away; if it is back and ours we stay, else we resign
-        current = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+        current = await self.zk.get_controller_id(self._on_controller_watch)
         self._resign_if_moved(current)
         await self._elect()
 
     async def _on_controller_change(self) -> None:
-        controller_id = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+        controller_id = await self.zk.get_controller_id(self._on_controller_watch)
         self._resign_if_moved(controller_id)
         self.active_controller_id = controller_id
         if controller_id is None:
@@ -468,16 +461,16 @@ class KafkaController:
     async def _elect(self) -> None:
         if self._stopped:
             return
-        current = await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+        current = await self.zk.get_controller_id(self._on_controller_watch)
         if current is not None:
             if current != self.broker_id or not self.is_active:
                 self.active_controller_id = current
             return
-        result = await self._zk(self.zk.try_become_controller, self.broker_id, self.clock.time_ms())
+        result = await self.zk.try_become_controller(self.broker_id, self.clock.time_ms())
         if not result.won:
             self.active_controller_id = result.controller_id
             # re-arm the watch: it may have fired on the creation we just lost to
-            await self._zk(self.zk.get_controller_id, self._on_controller_watch)
+            await self.zk.get_controller_id(self._on_controller_watch)
             return
         self.ctx.reset()
         self.ctx.epoch = result.epoch
@@ -506,13 +499,13 @@ class KafkaController:
     async def _resign_after_fencing(self) -> None:
         self._resign()
         # a fenced controller's /controller must not keep the job from the others
-        await self._zk(self.zk.resign_controller, self.broker_id)
+        await self.zk.resign_controller(self.broker_id)
         self.events.put(ev.Reelect())
 
     async def _on_controller_failover(self) -> None:
-        await self._zk(self.zk.get_broker_ids, self._on_brokers_watch)
-        await self._zk(self.zk.get_topics, self._on_topics_watch)
-        await self._zk(self.zk.get_isr_change_notifications, self._on_isr_change_watch)
+        await self.zk.get_broker_ids(self._on_brokers_watch)
+        await self.zk.get_topics(self._on_topics_watch)
+        await self.zk.get_isr_change_notifications(self._on_isr_change_watch)
         await self._load_context()
         # before the first UpdateMetadata, so that it already carries the deletions
         queued = await self._topics_queued_for_deletion()
@@ -554,13 +547,13 @@ class KafkaController:
         await self._on_replicas_become_offline(stranded, batch)
 
     async def _load_context(self) -> None:
-        ids = await self._zk(self.zk.get_broker_ids)
-        self.ctx.add_live_brokers((await self._zk(self.zk.get_brokers, ids)).values())
-        for topic in await self._zk(self.zk.get_topics):
+        ids = await self.zk.get_broker_ids()
+        self.ctx.add_live_brokers((await self.zk.get_brokers(ids)).values())
+        for topic in await self.zk.get_topics():
             found = await self._read_topic(topic)
             if found is not None:
                 self.ctx.set_topic(found)
-        states = await self._zk(self.zk.get_partition_states, self.ctx.all_partitions())
+        states = await self.zk.get_partition_states(self.ctx.all_partitions())
         for tp, st in states.items():
             self.ctx.put_leadership(tp, st)
 
@@ -645,8 +638,8 @@ class KafkaController:
     # -- brokers ----------------------------------------------------------------------------
 
     async def _on_broker_change(self) -> None:
-        ids = set(await self._zk(self.zk.get_broker_ids, self._on_brokers_watch))
-        infos = await self._zk(self.zk.get_brokers, sorted(ids))
+        ids = set(await self.zk.get_broker_ids(self._on_brokers_watch))
+        infos = await self.zk.get_brokers(sorted(ids))
         known = set(self.ctx.live_brokers)
         dead = known - set(infos)
         new = set(infos) - known
@@ -724,16 +717,16 @@ class KafkaController:
 
         static = self.config.unclean_leader_election_enable
 
-        def read_layers() -> ConfigLayers:
+        async def read_layers() -> ConfigLayers:
             return ConfigLayers(
-                dynamic_default=self.zk.get_entity_config("brokers", paths.DEFAULT_ENTITY),
-                dynamic_broker=self.zk.get_entity_config("brokers", str(self.broker_id)),
-                topic=self.zk.get_topic_config(topic),
+                dynamic_default=await self.zk.get_entity_config("brokers", paths.DEFAULT_ENTITY),
+                dynamic_broker=await self.zk.get_entity_config("brokers", str(self.broker_id)),
+                topic=await self.zk.get_topic_config(topic),
                 static={UNCLEAN_LEADER_ELECTION_ENABLE: "true" if static else "false"},
             )
 
         try:
-            layers = await self._zk(read_layers)
+            layers = await read_layers()
         except (KazooException, ZkDataError) as exc:
             log.warning(
                 "controller: cannot read the configs of %s (%s): using %s", topic, exc, static
@@ -744,7 +737,7 @@ class KafkaController:
     # -- topics -----------------------------------------------------------------------------
 
     async def _on_topic_change(self) -> None:
-        topics = set(await self._zk(self.zk.get_topics, self._on_topics_watch))
+        topics = set(await self.zk.get_topics(self._on_topics_watch))
         for gone in sorted(self.ctx.all_topics() - topics):
             self.ctx.remove_topic(gone)
             self._topic_watches.pop(gone, None)
@@ -761,7 +754,7 @@ class KafkaController:
     async def _read_topic(self, topic: str) -> TopicAssignment | None:
         """Read a topic's assignment and (re)arm its watch; a corrupt znode is skipped."""
         try:
-            found = await self._zk(self.zk.get_topic, topic, self._topic_watch(topic))
+            found = await self.zk.get_topic(topic, self._topic_watch(topic))
         except ZkDataError as exc:
             log.error("ignoring topic %s: %s", topic, exc)
             return None
@@ -802,11 +795,11 @@ class KafkaController:
     async def _topics_queued_for_deletion(self) -> set[str]:
         """/admin/delete_topics (re-arming its watch). Entries for topics that do not
         exist are removed, as Kafka does."""
-        queued = set(await self._zk(self.zk.get_topic_deletions, self._on_topic_deletions_watch))
+        queued = set(await self.zk.get_topic_deletions(self._on_topic_deletions_watch))
         unknown = sorted(queued - self.ctx.all_topics())
         if unknown:
             log.warning("controller: ignoring deletion of unknown topics %s", unknown)
-            await self._zk(self.zk.delete_topic_deletions, unknown, self.ctx.epoch_zk_version)
+            await self.zk.delete_topic_deletions(unknown, self.ctx.epoch_zk_version)
         return queued - set(unknown)
 
     async def _on_topic_deletion(self) -> None:
@@ -816,9 +809,7 @@ class KafkaController:
         if not self.deletion.enabled:
             if queued:
                 log.info("controller: topic deletion is disabled: dropping %s", sorted(queued))
-                await self._zk(
-                    self.zk.delete_topic_deletions, sorted(queued), self.ctx.epoch_zk_version
-                )
+                await self.zk.delete_topic_deletions(sorted(queued), self.ctx.epoch_zk_version)
             return
         new = queued - self.ctx.topics_to_delete
         if not new:
@@ -839,20 +830,20 @@ class KafkaController:
             await self.deletion.resume_for_topics(waiting)
 
     async def _on_isr_change(self) -> None:
-        names = await self._zk(self.zk.get_isr_change_notifications, self._on_isr_change_watch)
+        names = await self.zk.get_isr_change_notifications(self._on_isr_change_watch)
         if not names:
             return
         changed: set[TopicPartition] = set()
         for name in names:
-            changed |= set(await self._zk(self.zk.read_isr_change_notification, name))
+            changed |= set(await self.zk.read_isr_change_notification(name))
         known = sorted(tp for tp in changed if tp in self.ctx.leadership)
-        for tp, st in (await self._zk(self.zk.get_partition_states, known)).items():
+        for tp, st in (await self.zk.get_partition_states(known)).items():
             self.ctx.put_leadership(tp, st)
         batch = ControllerRequestBatch()
         batch.add_update_metadata(set(self.ctx.live_brokers), set(known))
         self._send(batch)
         await self.reassigner.on_isr_change(known)
-        await self._zk(self.zk.delete_isr_change_notifications, names, self.ctx.epoch_zk_version)
+        await self.zk.delete_isr_change_notifications(names, self.ctx.epoch_zk_version)
 
     # -- preferred leaders ------------------------------------------------------------------
 
@@ -873,14 +864,12 @@ class KafkaController:
         await self._elect_preferred(partitions_to_rebalance(self.ctx, pct))
 
     async def _on_preferred_replica_election(self) -> None:
-        requested = await self._zk(
-            self.zk.get_preferred_replica_election, self._on_preferred_election_watch
-        )
+        requested = await self.zk.get_preferred_replica_election(self._on_preferred_election_watch)
         if requested is None:
             return
         known = [tp for tp in requested if tp in self.ctx.leadership]
         await self._elect_preferred(preferred_candidates(self.ctx, known))
-        await self._zk(self.zk.delete_preferred_replica_election, self.ctx.epoch_zk_version)
+        await self.zk.delete_preferred_replica_election(self.ctx.epoch_zk_version)
 
     async def _elect_preferred(self, partitions: list[TopicPartition]) -> None:
         if not partitions:
@@ -949,11 +938,11 @@ class _ControllerDeletionClient:
 
     async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
         c = self.controller
-        await c._zk(c.zk.delete_topic_znodes, topic, epoch_zk_version)
+        await c.zk.delete_topic_znodes(topic, epoch_zk_version)
 
     async def delete_topic_deletions(self, topics: Collection[str], epoch_zk_version: int) -> None:
         c = self.controller
-        await c._zk(c.zk.delete_topic_deletions, sorted(topics), epoch_zk_version)
+        await c.zk.delete_topic_deletions(sorted(topics), epoch_zk_version)
 
     def mute_partition_modifications(self, topic: str) -> None:
         # the watch stays armed in ZooKeeper but its callback is no longer the topic's

@@ -28,10 +28,8 @@ new ones hold every acknowledged record.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Collection, Iterable
-from typing import Any, TypeVar
 
 from kazoo.protocol.states import EventType, WatchedEvent
 
@@ -58,14 +56,12 @@ from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from protocol import ErrorCode
 from protocol.values import TopicPartition
-from zk.client import KafkaZkClient
 from zk.codec import ZkDataError
 from zk.errors import ControllerMovedError, StateConflictError
+from zk.facade import ZkFacade
 from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicAssignment
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 #: per partition: None when it started, else why it was refused
 Outcomes = dict[TopicPartition, ReassignmentError | None]
@@ -82,7 +78,7 @@ class PartitionReassigner:
     def __init__(
         self,
         ctx: ControllerContext,
-        zk: KafkaZkClient,
+        zk: ZkFacade,
         partition_sm: PartitionStateMachine,
         replica_sm: ReplicaStateMachine,
         events: ev.ControllerEventManager,
@@ -98,9 +94,6 @@ class PartitionReassigner:
         self._handled_request: int | None = None
         #: one watch callback per partition (kazoo keeps watchers in a set)
         self._isr_watches: dict[TopicPartition, Callable[[WatchedEvent], None]] = {}
-
-    async def _zk(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(fn, *args)
 
     def reset(self) -> None:
         """Forget what was handled (this broker stopped being the controller)."""
@@ -169,7 +162,7 @@ class PartitionReassigner:
         """Act on /admin/reassign_partitions if it is a request not seen yet (and re-arm
         its watch); returns the partitions it started."""
         try:
-            found = await self._zk(self.zk.get_partition_reassignment, self._on_request_watch)
+            found = await self.zk.get_partition_reassignment(self._on_request_watch)
         except ZkDataError as exc:
             log.error("ignoring /admin/reassign_partitions: %s", exc)
             return set()
@@ -354,7 +347,7 @@ class PartitionReassigner:
     async def _read_isr(self, tp: TopicPartition) -> tuple[int, ...] | None:
         """The partition's state as ZooKeeper has it now (kept in the context), its
         watch armed; the ISR, or None when the partition has no state."""
-        st = await self._zk(self.zk.watch_partition_state, tp, self._isr_watch(tp))
+        st = await self.zk.watch_partition_state(tp, self._isr_watch(tp))
         if st is None:
             return None
         self.ctx.put_leadership(tp, st)
@@ -406,14 +399,12 @@ class PartitionReassigner:
             if full.removing:
                 removing[tp.partition] = full.removing
         assignment = TopicAssignment(topic, self.ctx.topic_ids[topic], partitions, adding, removing)
-        await self._zk(
-            self.zk.set_topic_assignment_as_controller, assignment, self.ctx.epoch_zk_version
-        )
+        await self.zk.set_topic_assignment_as_controller(assignment, self.ctx.epoch_zk_version)
 
     async def _drop_requests(self, drop: Callable[[TopicPartition, tuple[int, ...]], bool]) -> None:
         """Remove the entries ``drop`` selects from /admin/reassign_partitions."""
         try:
-            found = await self._zk(self.zk.get_partition_reassignment)
+            found = await self.zk.get_partition_reassignment()
         except ZkDataError:
             return
         if found is None:
@@ -421,4 +412,4 @@ class PartitionReassigner:
         targets, _ = found
         kept = {tp: r for tp, r in targets.items() if not drop(tp, r)}
         if len(kept) != len(targets):
-            await self._zk(self.zk.set_partition_reassignment, kept, self.ctx.epoch_zk_version)
+            await self.zk.set_partition_reassignment(kept, self.ctx.epoch_zk_version)

@@ -26,7 +26,7 @@ from controller.network import ChannelConfig, control_endpoint
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.values import TopicPartition
-from zk.client import KafkaZkClient
+from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def next_step(error_code: int, remaining: int) -> Step:
 
 
 async def request_controlled_shutdown(
-    zk: KafkaZkClient,
+    zk: ZkFacade,
     broker_id: int,
     broker_epoch: int,
     *,
@@ -80,12 +80,8 @@ async def request_controlled_shutdown(
     remaining: list[TopicPartition] | None = None
     for attempt in range(1, attempts + 1):
         try:
-            controller_id = await asyncio.to_thread(zk.get_controller_id)
-            info = (
-                await asyncio.to_thread(zk.get_broker, controller_id)
-                if controller_id is not None
-                else None
-            )
+            controller_id = await zk.get_controller_id()
+            info = await zk.get_broker(controller_id) if controller_id is not None else None
             if info is None:
                 raise OSError("no controller is registered")
             endpoint = control_endpoint(info, listener_name)

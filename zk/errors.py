@@ -1,4 +1,4 @@
-"""Controller errors."""
+"""The errors of the ZooKeeper layer, raised by zk.facade and caught by its callers."""
 
 from __future__ import annotations
 
@@ -17,3 +17,19 @@ class BrokerIdInUseError(Exception):
 
 class StateConflictError(Exception):
     """A conditional write of a partition state found a newer zkVersion."""
+
+
+class ZooKeeperUnavailableError(Exception):
+    """No ZooKeeper answered at the configured address."""
+
+
+class TopicExistsError(Exception):
+    """/brokers/topics/<t> exists already: the topic was not created again."""
+
+
+class TopicNotFoundError(Exception):
+    """The topic has no /brokers/topics znode."""
+
+
+class TopicAlreadyMarkedForDeletionError(Exception):
+    """/admin/delete_topics/<t> exists already: the topic's deletion is pending."""

@@ -1,21 +1,16 @@
-"""ZkPartitionStateStore: the PartitionStateStore on ZooKeeper, for asyncio callers.
-
-Each call runs the blocking KafkaZkClient method in a worker thread so the event loop
-never waits on ZooKeeper.
-"""
+"""ZkPartitionStateStore: the controller's PartitionStateStore on ZooKeeper (zk.facade)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 
 from protocol.values import TopicPartition
-from zk.client import KafkaZkClient
+from zk.facade import ZkFacade
 from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, WriteResults
 
 
 class ZkPartitionStateStore:
-    def __init__(self, zk: KafkaZkClient) -> None:
+    def __init__(self, zk: ZkFacade) -> None:
         self.zk = zk
 
     async def create_states(
@@ -24,9 +19,7 @@ class ZkPartitionStateStore:
         controller_epoch: int,
         epoch_zk_version: int,
     ) -> WriteResults:
-        return await asyncio.to_thread(
-            self.zk.create_partition_states, dict(states), controller_epoch, epoch_zk_version
-        )
+        return await self.zk.create_partition_states(states, controller_epoch, epoch_zk_version)
 
     async def update_states(
         self,
@@ -34,11 +27,9 @@ class ZkPartitionStateStore:
         controller_epoch: int,
         epoch_zk_version: int,
     ) -> WriteResults:
-        return await asyncio.to_thread(
-            self.zk.update_partition_states, dict(states), controller_epoch, epoch_zk_version
-        )
+        return await self.zk.update_partition_states(states, controller_epoch, epoch_zk_version)
 
     async def read_states(
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-        return await asyncio.to_thread(self.zk.get_partition_states, list(partitions))
+        return await self.zk.get_partition_states(partitions)

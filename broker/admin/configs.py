@@ -11,7 +11,6 @@ broker also applies it at once, so a DescribeConfigs right after the answer sees
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 
 from broker.config.alter import AlterRefused, ResourceType, validate_broker, validate_topic
@@ -49,7 +48,7 @@ async def alter_config(
     """Apply ``change`` to the resource's dynamic set; AlterRefused when it is refused."""
     zk = require(ctx.zk, "zk")
     entity_type, entity = config_entity(ctx, resource_type, name)
-    current = await asyncio.to_thread(zk.get_entity_config, entity_type, entity)
+    current = await zk.get_entity_config(entity_type, entity)
     updated = change(current)
     if resource_type == ResourceType.TOPIC:
         validate_topic(name, updated)
@@ -57,7 +56,7 @@ async def alter_config(
         validate_broker(name, updated)
     if validate_only:
         return
-    await asyncio.to_thread(zk.set_entity_config, entity_type, entity, updated)
+    await zk.set_entity_config(entity_type, entity, updated)
     apply_entity_config(ctx, entity_type, entity, updated)
 
 

@@ -12,18 +12,15 @@ controller's TopicDeletionManager carries it out. While it is queued the topic's
 stays, so creating the same name again is TOPIC_ALREADY_EXISTS until deletion completed.
 
 ``plan_topic`` and ``plan_partitions`` are pure decisions (what to write, or which Kafka
-error to answer); ``create_topic`` and ``add_partitions`` do the blocking ZooKeeper writes
-on a worker thread, since kazoo's calls block.
+error to answer); ``create_topic`` and ``add_partitions`` write through zk.facade.ZkFacade.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from broker.admin.assignment import (
     AssignmentError,
@@ -35,6 +32,8 @@ from broker.config import BrokerConfig, ConfigError, validate_topic_configs
 from protocol import ErrorCode
 from storage.errors import InvalidTopicError
 from storage.names import validate_topic_name
+from zk.errors import TopicAlreadyMarkedForDeletionError, TopicExistsError, TopicNotFoundError
+from zk.facade import ZkFacade
 from zk.model import TopicAssignment
 
 #: CreateTopics' "use the broker default" for partitions and replication factor
@@ -49,20 +48,6 @@ class AdminError(Exception):
         super().__init__(message)
         self.error_code = int(error_code)
         self.message = message
-
-
-class TopicStore(Protocol):
-    """What topic administration needs of zk.client.KafkaZkClient (blocking)."""
-
-    def get_topics(self) -> list[str]: ...
-
-    def get_topic(self, topic: str) -> tuple[TopicAssignment, int] | None: ...
-
-    def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None: ...
-
-    def set_topic_assignment(self, assignment: TopicAssignment, expected_version: int) -> int: ...
-
-    def mark_topic_for_deletion(self, topic: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -217,24 +202,22 @@ def plan_partitions(
         raise AdminError(exc.error_code, exc.message) from None
 
 
-async def existing_topics(zk: TopicStore) -> list[str]:
-    return await asyncio.to_thread(zk.get_topics)
+async def existing_topics(zk: ZkFacade) -> list[str]:
+    return await zk.get_topics()
 
 
-async def create_topic(zk: TopicStore, plan: TopicPlan) -> None:
+async def create_topic(zk: ZkFacade, plan: TopicPlan) -> None:
     """Write the topic's config and assignment; TOPIC_ALREADY_EXISTS if someone won."""
-    from zk.client import TopicExistsError
-
     try:
-        await asyncio.to_thread(zk.create_topic, plan.to_assignment(), plan.configs)
+        await zk.create_topic(plan.to_assignment(), plan.configs)
     except TopicExistsError:
         raise AdminError(
             ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{plan.name}' already exists."
         ) from None
 
 
-async def read_topic(zk: TopicStore, topic: str) -> tuple[TopicAssignment, int]:
-    found = await asyncio.to_thread(zk.get_topic, topic)
+async def read_topic(zk: ZkFacade, topic: str) -> tuple[TopicAssignment, int]:
+    found = await zk.get_topic(topic)
     if found is None:
         raise AdminError(
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist."
@@ -243,7 +226,7 @@ async def read_topic(zk: TopicStore, topic: str) -> tuple[TopicAssignment, int]:
 
 
 async def add_partitions(
-    zk: TopicStore, current: TopicAssignment, version: int, new: Mapping[int, Sequence[int]]
+    zk: ZkFacade, current: TopicAssignment, version: int, new: Mapping[int, Sequence[int]]
 ) -> None:
     """Rewrite the topic znode with the new partitions, conditional on ``version``."""
     from kazoo.exceptions import BadVersionError
@@ -257,7 +240,7 @@ async def add_partitions(
         dict(current.removing_replicas),
     )
     try:
-        await asyncio.to_thread(zk.set_topic_assignment, updated, version)
+        await zk.set_topic_assignment(updated, version)
     except BadVersionError:
         # another writer (a reassignment, a concurrent CreatePartitions) got there first
         raise AdminError(
@@ -266,13 +249,11 @@ async def add_partitions(
         ) from None
 
 
-async def queue_deletion(zk: TopicStore, topic: str) -> None:
+async def queue_deletion(zk: ZkFacade, topic: str) -> None:
     """Queue ``topic`` for deletion; one queued already is not an error (the caller
     waits for it like for its own request, as Kafka does)."""
-    from zk.client import TopicAlreadyMarkedForDeletionError, TopicNotFoundError
-
     try:
-        await asyncio.to_thread(zk.mark_topic_for_deletion, topic)
+        await zk.mark_topic_for_deletion(topic)
     except TopicAlreadyMarkedForDeletionError:
         return
     except TopicNotFoundError:

@@ -24,7 +24,6 @@ from collections.abc import Collection, Sequence
 from broker.admin.topics import (
     OFFSETS_TOPIC,
     AdminError,
-    TopicStore,
     create_topic,
     existing_topics,
     offsets_topic_settings,
@@ -32,6 +31,7 @@ from broker.admin.topics import (
 )
 from broker.config import BrokerConfig
 from protocol.errors import ErrorCode
+from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def creation_error(alive_brokers: int, replication_factor: int) -> int:
 
 
 async def create_offsets_topic(
-    zk: TopicStore, config: BrokerConfig, live_brokers: Sequence[int]
+    zk: ZkFacade, config: BrokerConfig, live_brokers: Sequence[int]
 ) -> int:
     """Create the topic unless it exists: NONE once written (or already there),
     COORDINATOR_NOT_AVAILABLE when too few brokers are alive, or the AdminError's code

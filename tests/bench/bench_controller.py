@@ -31,9 +31,11 @@ from controller.states import PartitionState
 from protocol.values import TopicPartition
 from timer.clock import SystemClock
 from tools.zookeeper_server import ZooKeeperServer, free_port
-from zk import codec
-from zk.client import KafkaZkClient
+from zk import codec, partition_states
+from zk.controller_election import try_become_controller
+from zk.facade import ZkFacade
 from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment
+from zk.session import ZkSession
 
 
 def rate(n: int, seconds: float) -> str:
@@ -41,27 +43,27 @@ def rate(n: int, seconds: float) -> str:
 
 
 def bench_writes(connect: str, n: int) -> None:
-    zk = KafkaZkClient.connect(connect, 10.0)
+    zk = ZkSession.connect(connect, 10.0)
     try:
-        election = zk.try_become_controller(1, 0)
+        election = try_become_controller(zk, 1, 0)
         epoch, version = election.epoch, election.epoch_zk_version
         for name in ("pipelined", "sequential"):
             tps = [TopicPartition(f"bench-{name}", p) for p in range(n)]
             states = {tp: LeaderAndIsr(1, 0, (1, 2, 3)) for tp in tps}
             start = time.perf_counter()
             if name == "pipelined":
-                zk.create_partition_states(states, epoch, version)
+                partition_states.create_partition_states(zk, states, epoch, version)
             else:
                 for tp, lai in states.items():
-                    zk.create_partition_states({tp: lai}, epoch, version)
+                    partition_states.create_partition_states(zk, {tp: lai}, epoch, version)
             created = time.perf_counter() - start
             updates = {tp: LeaderAndIsr(2, 1, (2, 3), 0) for tp in tps}
             start = time.perf_counter()
             if name == "pipelined":
-                zk.update_partition_states(updates, epoch, version)
+                partition_states.update_partition_states(zk, updates, epoch, version)
             else:
                 for tp, lai in updates.items():
-                    zk.update_partition_states({tp: lai}, epoch, version)
+                    partition_states.update_partition_states(zk, {tp: lai}, epoch, version)
             updated = time.perf_counter() - start
             print(f"  create  {name:10s} {rate(n, created)}")
             print(f"  update  {name:10s} {rate(n, updated)}")
@@ -72,7 +74,7 @@ def bench_writes(connect: str, n: int) -> None:
 async def bench_failover(connect: str, n: int) -> None:
     nodes = []
     for bid in (1, 2):
-        zk = await asyncio.to_thread(KafkaZkClient.connect, connect, 10.0)
+        zk = await ZkFacade.connect(connect, 10.0)
         ctl = KafkaController(
             zk,
             BrokerInfo(bid, (EndPoint("127.0.0.1", 9000 + bid),)),
@@ -82,32 +84,32 @@ async def bench_failover(connect: str, n: int) -> None:
         await ctl.start()
         nodes.append((ctl, zk))
     (a, a_zk), (b, b_zk) = nodes
-    admin = await asyncio.to_thread(KafkaZkClient.connect, connect, 10.0)
+    admin = await ZkFacade.connect(connect, 10.0)
     try:
         await wait(lambda: a.is_active or b.is_active)
         active, active_zk, other = (a, a_zk, b) if a.is_active else (b, b_zk, a)
         assignment: dict[int, tuple[int, ...]] = {p: (1, 2) if p % 2 else (2, 1) for p in range(n)}
         topic = TopicAssignment("failover", codec.new_topic_id(), assignment)
         start = time.perf_counter()
-        await asyncio.to_thread(admin.create_topic, topic, {})
+        await admin.create_topic(topic, {})
         await wait(lambda: len(active.ctx.partitions_in_states(PartitionState.ONLINE)) == n)
         print(f"  new topic online       {rate(n, time.perf_counter() - start)}")
 
         start = time.perf_counter()
-        await asyncio.to_thread(active_zk.close)  # the session ends: /controller goes
+        await active_zk.close()  # the session ends: /controller goes
         await wait(lambda: other.is_active and len(other.ctx.leadership) >= n)
         took = time.perf_counter() - start
         print(f"  failover, {n} partitions loaded: {took * 1000:8.1f} ms")
         start = time.perf_counter()
         more = TopicAssignment("after", codec.new_topic_id(), {p: (1, 2) for p in range(n)})
-        await asyncio.to_thread(admin.create_topic, more, {})
+        await admin.create_topic(more, {})
         await wait(lambda: len(other.ctx.partitions_in_states(PartitionState.ONLINE)) == n)
         print(f"  new topic after it     {rate(n, time.perf_counter() - start)}")
     finally:
         for ctl, zk in nodes:
             await ctl.shutdown()
-            await asyncio.to_thread(zk.close)
-        await asyncio.to_thread(admin.close)
+            await zk.close()
+        await admin.close()
 
 
 async def wait(predicate: Callable[[], bool], timeout: float = 120.0) -> None:
@@ -141,7 +143,7 @@ def main() -> int:
 
 
 def _chroot(server: ZooKeeperServer, path: str) -> None:
-    zk = KafkaZkClient.connect(server.connect_string, 10.0)
+    zk = ZkSession.connect(server.connect_string, 10.0)
     try:
         zk.kazoo.ensure_path(path)
     finally:

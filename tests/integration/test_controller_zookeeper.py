@@ -27,7 +27,7 @@ from tests.polling import until
 from timer.clock import SystemClock
 from timer.scheduler import Scheduler
 from zk import codec, paths
-from zk.client import KafkaZkClient
+from zk.facade import ZkFacade
 from zk.model import (
     BrokerInfo,
     EndPoint,
@@ -42,7 +42,7 @@ DEADLINE_S = 20.0
 @dataclass
 class Node:
     controller: KafkaController
-    zk: KafkaZkClient
+    zk: ZkFacade
     channel: RecordingChannelManager
 
 
@@ -61,7 +61,7 @@ async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:
         config: ControllerConfig | None = None,
         scheduler: Scheduler | None = None,
     ) -> Node:
-        zk = await asyncio.to_thread(KafkaZkClient.connect, connect or zk_connect, session_s)
+        zk = await ZkFacade.connect(connect or zk_connect, session_s)
         channel = RecordingChannelManager()
         info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", port or 19000 + broker_id),))
         controller = KafkaController(
@@ -77,26 +77,26 @@ async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:
         try:
             await asyncio.wait_for(node.controller.shutdown(), 30)
         finally:
-            await asyncio.to_thread(node.zk.close)
+            await node.zk.close()
 
 
-async def side_client(zk_connect: str) -> KafkaZkClient:
-    return await asyncio.to_thread(KafkaZkClient.connect, zk_connect, 4.0)
+async def side_client(zk_connect: str) -> ZkFacade:
+    return await ZkFacade.connect(zk_connect, 4.0)
 
 
 @pytest.fixture
-async def admin(zk_connect: str) -> AsyncIterator[KafkaZkClient]:
+async def admin(zk_connect: str) -> AsyncIterator[ZkFacade]:
     """A ZooKeeper client of the test's own beside the brokers: what an admin tool sees
     and writes."""
     client = await side_client(zk_connect)
     yield client
-    await asyncio.to_thread(client.close)
+    await client.close()
 
 
 async def states(
-    zk: KafkaZkClient, *tps: TopicPartition
+    zk: ZkFacade, *tps: TopicPartition
 ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-    return await asyncio.to_thread(zk.get_partition_states, list(tps))
+    return await zk.get_partition_states(list(tps))
 
 
 def active(*nodes: Node) -> list[Node]:
@@ -114,7 +114,7 @@ async def test_exactly_one_of_two_controllers_wins(cluster: Cluster) -> None:
         what="the loser to learn the winner",
     )
     assert not loser.controller.is_active
-    assert await asyncio.to_thread(a.zk.get_controller_epoch) == (1, 1)
+    assert await a.zk.get_controller_epoch() == (1, 1)
     # the winner told both brokers about each other
     await until(lambda: {r.broker_id for r in winner.channel.sent} >= {1, 2}, what="UpdateMetadata")
     assert all(r.api_key == ApiKey.UPDATE_METADATA for r in winner.channel.sent)
@@ -141,13 +141,13 @@ async def test_failover_when_the_controllers_session_expires(
         lambda: a.controller.broker_epoch > old_epoch_broker, what="broker 1 to register again"
     )
     await until(lambda: a.controller.active_controller_id == 2, what="broker 1 to follow broker 2")
-    assert await asyncio.to_thread(b.zk.get_broker_ids) == [1, 2]
+    assert await b.zk.get_broker_ids() == [1, 2]
     await until(lambda: 1 in b.controller.ctx.live_brokers, what="the controller to see broker 1")
 
 
 async def test_new_topic_partitions_go_online_with_leaders_written(
     cluster: Cluster,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, what="broker 1 to be controller")
@@ -156,14 +156,14 @@ async def test_new_topic_partitions_go_online_with_leaders_written(
     a.channel.sent.clear()
     tid = codec.new_topic_id()
     assignment = TopicAssignment("orders", tid, {0: (1, 2), 1: (2, 1)})
-    await asyncio.to_thread(admin.create_topic, assignment, {})
+    await admin.create_topic(assignment, {})
     t0, t1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 
     async def both_online() -> bool:
         return len(await states(admin, t0, t1)) == 2
 
     await until(both_online, what="partition states in ZooKeeper")
-    st = await asyncio.to_thread(admin.get_partition_states, [t0, t1])
+    st = await admin.get_partition_states([t0, t1])
     assert (st[t0].leader_and_isr.leader, st[t0].leader_and_isr.isr) == (1, (1, 2))
     assert (st[t1].leader_and_isr.leader, st[t1].leader_and_isr.isr) == (2, (2, 1))
     assert st[t0].controller_epoch == a.controller.epoch
@@ -179,16 +179,16 @@ async def test_new_topic_partitions_go_online_with_leaders_written(
 async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
     cluster: Cluster,
     zk_connect: str,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     third = await side_client(zk_connect)  # broker 3: registered, no controller of its own
-    await asyncio.to_thread(third.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
+    await third.register_broker(BrokerInfo(3, (EndPoint("h", 3),)), 0)
     await until(lambda: 3 in a.controller.ctx.live_brokers, what="broker 3 to be seen")
     x0, x1 = TopicPartition("x", 0), TopicPartition("x", 1)
     topic = TopicAssignment("x", codec.new_topic_id(), {0: (3, 1), 1: (3,)})
-    await asyncio.to_thread(admin.create_topic, topic, {})
+    await admin.create_topic(topic, {})
 
     async def led_by(tp: TopicPartition, leader: int, isr: tuple[int, ...]) -> bool:
         st = (await states(admin, tp)).get(tp)
@@ -199,7 +199,7 @@ async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
     await until(lambda: led_by(x0, 3, (3, 1)), what="x-0 led by 3")
     await until(lambda: led_by(x1, 3, (3,)), what="x-1 led by 3")
 
-    await asyncio.to_thread(third.close)  # broker 3's session ends: its znode goes
+    await third.close()  # broker 3's session ends: its znode goes
 
     await until(lambda: led_by(x0, 1, (1,)), what="x-0 to fail over to 1")
     # no live ISR member: offline, leader -1, the last ISR member kept for a clean return
@@ -209,13 +209,13 @@ async def test_broker_failure_moves_leaders_or_takes_partitions_offline(
 
     back = await side_client(zk_connect)
     try:
-        await asyncio.to_thread(back.register_broker, BrokerInfo(3, (EndPoint("h", 3),)), 0)
+        await back.register_broker(BrokerInfo(3, (EndPoint("h", 3),)), 0)
         await until(lambda: led_by(x1, 3, (3,)), what="x-1 back online under broker 3")
         await until(lambda: a.controller.offline_partition_count == 0, what="no offline partition")
-        st = (await asyncio.to_thread(admin.get_partition_states, [x1]))[x1]
+        st = (await admin.get_partition_states([x1]))[x1]
         assert st.leader_and_isr.leader_epoch == 2  # 0 created, 1 offline, 2 back
     finally:
-        await asyncio.to_thread(back.close)
+        await back.close()
 
 
 async def test_zombie_controller_is_fenced_and_resigns(
@@ -235,9 +235,7 @@ async def test_zombie_controller_is_fenced_and_resigns(
         )
         tp = TopicPartition("z", 0)
         with caplog.at_level(logging.WARNING, logger="controller.controller"):
-            await asyncio.to_thread(
-                other.create_topic, TopicAssignment("z", codec.new_topic_id(), {0: (1,)}), {}
-            )
+            await other.create_topic(TopicAssignment("z", codec.new_topic_id(), {0: (1,)}), {})
             # its write of z-0's state is refused; it resigns, and the vote that follows
             # gives the job (back to broker 1, the only broker) with a fresh epoch
             await until(lambda: a.controller.epoch == 6, what="a fresh election after fencing")
@@ -247,25 +245,25 @@ async def test_zombie_controller_is_fenced_and_resigns(
             return tp in await states(other, tp)
 
         await until(written, what="z-0's state written by the new epoch")
-        st = (await asyncio.to_thread(other.get_partition_states, [tp]))[tp]
+        st = (await other.get_partition_states([tp]))[tp]
         # written exactly once, by the new epoch; nothing from the zombie epoch survived
         assert (st.controller_epoch, st.leader_and_isr.zk_version) == (6, 0)
         # versions: created 0, first election 1, the bump 2, the new election 3
-        assert await asyncio.to_thread(other.get_controller_epoch) == (6, 3)
+        assert await other.get_controller_epoch() == (6, 3)
     finally:
-        await asyncio.to_thread(other.close)
+        await other.close()
 
 
 async def test_controlled_shutdown_moves_leadership_away(
     cluster: Cluster,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     b = await cluster(2)
     await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
     topic = TopicAssignment("c", codec.new_topic_id(), {0: (2, 1), 1: (1, 2), 2: (2,)})
-    await asyncio.to_thread(admin.create_topic, topic, {})
+    await admin.create_topic(topic, {})
     c0, c1, c2 = (TopicPartition("c", p) for p in range(3))
 
     async def all_online() -> bool:
@@ -285,7 +283,7 @@ async def test_controlled_shutdown_moves_leadership_away(
         a.controller.controlled_shutdown(2, b.controller.broker_epoch), DEADLINE_S
     )
     assert (result.error_code, result.remaining) == (ErrorCode.NONE, [])
-    st = await asyncio.to_thread(admin.get_partition_states, [c0, c1, c2])
+    st = await admin.get_partition_states([c0, c1, c2])
     assert (st[c0].leader_and_isr.leader, st[c0].leader_and_isr.isr) == (1, (1,))
     assert (st[c1].leader_and_isr.leader, st[c1].leader_and_isr.isr) == (1, (1,))
     # a single-replica partition has nowhere to go: it stays with broker 2
@@ -294,29 +292,29 @@ async def test_controlled_shutdown_moves_leadership_away(
 
 async def test_added_partitions_go_online(
     cluster: Cluster,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     topic = TopicAssignment("grow", codec.new_topic_id(), {0: (1,)})
-    await asyncio.to_thread(admin.create_topic, topic, {})
+    await admin.create_topic(topic, {})
     g0, g1, g2 = (TopicPartition("grow", p) for p in range(3))
 
     async def online(*tps: TopicPartition) -> bool:
         return len(await states(admin, *tps)) == len(tps)
 
     await until(lambda: online(g0), what="grow-0 online")
-    found = await asyncio.to_thread(admin.get_topic, "grow")
+    found = await admin.get_topic("grow")
     assert found is not None
     grown = TopicAssignment("grow", topic.topic_id, {0: (1,), 1: (1,), 2: (1,)})
-    await asyncio.to_thread(admin.set_topic_assignment, grown, found[1])
+    await admin.set_topic_assignment(grown, found[1])
     await until(lambda: online(g0, g1, g2), what="the added partitions online")
     assert a.controller.ctx.partition_replicas(g2) == (1,)
 
 
 async def test_isr_change_notifications_reach_every_broker(
     cluster: Cluster,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, what="broker 1 to be controller")
@@ -324,7 +322,7 @@ async def test_isr_change_notifications_reach_every_broker(
     await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
     tp = TopicPartition("i", 0)
     topic = TopicAssignment("i", codec.new_topic_id(), {0: (1, 2)})
-    await asyncio.to_thread(admin.create_topic, topic, {})
+    await admin.create_topic(topic, {})
 
     async def written() -> bool:
         return tp in await states(admin, tp)
@@ -336,7 +334,7 @@ async def test_isr_change_notifications_reach_every_broker(
     raw = codec.encode_partition_state(shrunk, st.controller_epoch)
     await asyncio.to_thread(admin.kazoo.set, paths.partition_state("i", 0), raw, shrunk.zk_version)
     a.channel.sent.clear()
-    await asyncio.to_thread(admin.propagate_isr_change, [tp])
+    await admin.propagate_isr_change([tp])
 
     await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1,), what="new ISR")
     await until(
@@ -349,14 +347,14 @@ async def test_isr_change_notifications_reach_every_broker(
     assert um.body.topic_states[0].partition_states[0].isr == [1]
 
     async def consumed() -> bool:
-        return await asyncio.to_thread(admin.get_isr_change_notifications) == []
+        return await admin.get_isr_change_notifications() == []
 
     await until(consumed, what="the notification to be deleted")
 
 
 async def test_controlled_shutdown_request_over_tcp(
     cluster: Cluster,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     """The broker-side helper finds the controller in ZooKeeper and asks it over TCP."""
     holder: list[KafkaController] = []
@@ -384,7 +382,7 @@ async def test_controlled_shutdown_request_over_tcp(
         await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
         tp = TopicPartition("s", 0)
         topic = TopicAssignment("s", codec.new_topic_id(), {0: (2, 1)})
-        await asyncio.to_thread(admin.create_topic, topic, {})
+        await admin.create_topic(topic, {})
 
         async def led_by_2() -> bool:
             st = (await states(admin, tp)).get(tp)
@@ -405,14 +403,14 @@ async def test_controlled_shutdown_request_over_tcp(
 async def test_a_corrupt_topic_znode_is_skipped_not_fatal(
     cluster: Cluster,
     caplog: pytest.LogCaptureFixture,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     a = await cluster(1)
     await until(lambda: a.controller.is_active, what="broker 1 to be controller")
     with caplog.at_level(logging.ERROR, logger="controller.controller"):
         await asyncio.to_thread(admin.kazoo.create, paths.topic("bad"), b"{not json")
         good = TopicAssignment("good", codec.new_topic_id(), {0: (1,)})
-        await asyncio.to_thread(admin.create_topic, good, {})
+        await admin.create_topic(good, {})
         tp = TopicPartition("good", 0)
 
         async def online() -> bool:
@@ -471,7 +469,7 @@ class CuttableProxy:
 async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
     cluster: Cluster,
     zk_connect: str,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     host_port, chroot = zk_connect.split("/", 1)
     proxy = CuttableProxy(int(host_port.rsplit(":", 1)[1]))
@@ -484,7 +482,7 @@ async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
         await until(lambda: a.zk.kazoo.state == KazooState.SUSPENDED, what="SUSPENDED")
         # created while broker 1 cannot hear: kazoo dropped its watches meanwhile
         topic = TopicAssignment("blip", codec.new_topic_id(), {0: (1,)})
-        await asyncio.to_thread(admin.create_topic, topic, {})
+        await admin.create_topic(topic, {})
         assert a.controller.is_active  # SUSPENDED alone resigns nothing
         proxy.refusing = False
         await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, what="reconnected")
@@ -513,7 +511,7 @@ async def test_graceful_shutdown_hands_over_at_once(cluster: Cluster) -> None:
 
 
 async def move_leader_away_and_back_into_isr(
-    a: Node, b: Node, cluster: Cluster, admin: KafkaZkClient, tp: TopicPartition
+    a: Node, b: Node, cluster: Cluster, admin: ZkFacade, tp: TopicPartition
 ) -> None:
     """Leave ``tp`` led by broker 1 with broker 2 (its preferred replica) restarted and
     back in the ISR, as after a controlled shutdown, a restart and a catch-up."""
@@ -527,7 +525,7 @@ async def move_leader_away_and_back_into_isr(
     assert result.error_code == ErrorCode.NONE
     await until(lambda: led_by(1), what=f"{tp} led by 1")
     await b.controller.shutdown()
-    await asyncio.to_thread(b.zk.close)
+    await b.zk.close()
     await until(lambda: 2 not in a.controller.ctx.live_brokers, what="broker 2 to be gone")
     await cluster(2)
     await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be back")
@@ -539,12 +537,12 @@ async def move_leader_away_and_back_into_isr(
     await asyncio.to_thread(
         admin.kazoo.set, paths.partition_state(tp.topic, 0), raw, lai.zk_version
     )
-    await asyncio.to_thread(admin.propagate_isr_change, [tp])
+    await admin.propagate_isr_change([tp])
 
 
 async def test_auto_leader_rebalance_moves_leadership_back(
     cluster: Cluster,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     scheduler = Scheduler(SystemClock(), threads=1)
     scheduler.start()
@@ -556,7 +554,7 @@ async def test_auto_leader_rebalance_moves_leadership_back(
         await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
         tp = TopicPartition("pref", 0)
         topic = TopicAssignment("pref", codec.new_topic_id(), {0: (2, 1)})
-        await asyncio.to_thread(admin.create_topic, topic, {})
+        await admin.create_topic(topic, {})
         await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
 
         async def back_to_2() -> bool:
@@ -570,7 +568,7 @@ async def test_auto_leader_rebalance_moves_leadership_back(
 
 async def test_requested_preferred_replica_election(
     cluster: Cluster,
-    admin: KafkaZkClient,
+    admin: ZkFacade,
 ) -> None:
     config = ControllerConfig(auto_leader_rebalance_enable=False)
     a = await cluster(1, config=config)
@@ -579,21 +577,21 @@ async def test_requested_preferred_replica_election(
     await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
     tp = TopicPartition("ask", 0)
     topic = TopicAssignment("ask", codec.new_topic_id(), {0: (2, 1)})
-    await asyncio.to_thread(admin.create_topic, topic, {})
+    await admin.create_topic(topic, {})
     await move_leader_away_and_back_into_isr(a, b, cluster, admin, tp)
     await until(lambda: a.controller.ctx.leadership[tp].leader_and_isr.isr == (1, 2), what="ISR")
-    await asyncio.to_thread(admin.request_preferred_replica_election, [tp])
+    await admin.request_preferred_replica_election([tp])
 
     async def done() -> bool:
         st = (await states(admin, tp)).get(tp)
-        gone = await asyncio.to_thread(admin.get_preferred_replica_election) is None
+        gone = await admin.get_preferred_replica_election() is None
         return gone and st is not None and st.leader_and_isr.leader == 2
 
     await until(done, what="leader 2 and the request consumed")
 
 
 async def test_a_new_controller_carries_on_what_was_pending(
-    cluster: Cluster, admin: KafkaZkClient, zk_connect: str
+    cluster: Cluster, admin: ZkFacade, zk_connect: str
 ) -> None:
     """ISR change notifications and a preferred-election request written while no
     controller works are handled by the next one at failover, and partitions left
@@ -605,7 +603,7 @@ async def test_a_new_controller_carries_on_what_was_pending(
     await until(lambda: 2 in a.controller.ctx.live_brokers, what="broker 2 to be seen")
     isr_tp, led_by_1 = TopicPartition("fo", 0), TopicPartition("fo", 1)
     topic = TopicAssignment("fo", codec.new_topic_id(), {0: (2, 1), 1: (1, 2)})
-    await asyncio.to_thread(admin.create_topic, topic, {})
+    await admin.create_topic(topic, {})
 
     async def online() -> bool:
         return len(await states(admin, isr_tp, led_by_1)) == 2
@@ -619,15 +617,15 @@ async def test_a_new_controller_carries_on_what_was_pending(
     shrunk = LeaderAndIsr(2, st.leader_epoch, (2,), st.zk_version)
     raw = codec.encode_partition_state(shrunk, a.controller.epoch)
     await asyncio.to_thread(admin.kazoo.set, paths.partition_state("fo", 0), raw, st.zk_version)
-    await asyncio.to_thread(admin.propagate_isr_change, [isr_tp])
-    await asyncio.to_thread(admin.request_preferred_replica_election, [isr_tp])
+    await admin.propagate_isr_change([isr_tp])
+    await admin.request_preferred_replica_election([isr_tp])
     # its session ends: broker 2 takes over, and broker 1's partitions lose their leader
     await asyncio.to_thread(expire_session, zk_connect, a.zk.kazoo)
     await until(lambda: b.controller.is_active, what="broker 2 to take over")
 
     async def pending_handled() -> bool:
-        notes = await asyncio.to_thread(admin.get_isr_change_notifications)
-        asked = await asyncio.to_thread(admin.get_preferred_replica_election)
+        notes = await admin.get_isr_change_notifications()
+        asked = await admin.get_preferred_replica_election()
         return notes == [] and asked is None
 
     await until(pending_handled, what="the pending znodes consumed")

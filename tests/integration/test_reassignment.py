@@ -34,7 +34,8 @@ from tests.integration.cluster import TestCluster, start_cluster
 from tests.polling import wait_until
 from tools.main import main as minikafka
 from tools.zookeeper_server import ZooKeeperServer
-from zk.client import KafkaZkClient
+from zk import admin, topics
+from zk.session import ZkSession
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -55,8 +56,10 @@ def c(
 
 
 @pytest.fixture(scope="module")
-def zk(c: TestCluster) -> Iterator[KafkaZkClient]:
-    client = KafkaZkClient.connect(c.zk_connect, session_timeout_s=10.0)
+def zk(c: TestCluster) -> Iterator[ZkSession]:
+    """A session of the test's own: the tests read and write znodes with the blocking
+    family functions (they poll from plain functions, outside any event loop)."""
+    client = ZkSession.connect(c.zk_connect, session_timeout_s=10.0)
     yield client
     client.close()
 
@@ -101,9 +104,9 @@ def on_every_broker(c: TestCluster, tp: TopicPartition, replicas: list[int]) -> 
     return True
 
 
-def settled(zk: KafkaZkClient, tp: TopicPartition, replicas: list[int]) -> bool:
+def settled(zk: ZkSession, tp: TopicPartition, replicas: list[int]) -> bool:
     """The topic znode assigns ``replicas`` and nothing is being added or removed."""
-    found = zk.get_topic(tp.topic)
+    found = topics.get_topic(zk, tp.topic)
     assert found is not None
     assignment, _ = found
     return (
@@ -124,7 +127,7 @@ def log_dirs_of(c: TestCluster, tp: TopicPartition) -> set[int]:
     }
 
 
-def complete(c: TestCluster, zk: KafkaZkClient, tp: TopicPartition, target: list[int]) -> None:
+def complete(c: TestCluster, zk: ZkSession, tp: TopicPartition, target: list[int]) -> None:
     wait_until(lambda: settled(zk, tp, target), 30, f"{tp}'s znode at {target}")
     wait_until(lambda: on_every_broker(c, tp, target), 30, f"{tp}'s metadata at {target}")
     wait_until(lambda: log_dirs_of(c, tp) == set(target), 30, f"{tp}'s logs only on {target}")
@@ -187,7 +190,7 @@ def ongoing(c: TestCluster) -> dict[TopicPartition, tuple[list[int], list[int], 
 
 
 def test_the_tool_moves_a_partition_to_other_brokers(
-    c: TestCluster, zk: KafkaZkClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    c: TestCluster, zk: ZkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tp = TP("tool-moved", 0)
     create_topic(c, tp.topic, {0: [0, 1]})
@@ -204,7 +207,7 @@ def test_the_tool_moves_a_partition_to_other_brokers(
     status, out = tool(c, capsys, "--verify", "--reassignment-json-file", plan)
     assert status == 0
     assert "Reassignment of partition tool-moved-0 is completed." in out
-    assert zk.get_partition_reassignment() is None
+    assert admin.get_partition_reassignment(zk) is None
 
 
 def test_the_tool_generates_a_proposal_on_the_listed_brokers(
@@ -230,7 +233,7 @@ def test_the_tool_generates_a_proposal_on_the_listed_brokers(
 
 
 def test_the_api_moves_a_partition_and_keeps_a_leader_that_stays(
-    c: TestCluster, zk: KafkaZkClient
+    c: TestCluster, zk: ZkSession
 ) -> None:
     tp = TP("api-moved", 0)
     create_topic(c, tp.topic, {0: [1, 2]})
@@ -245,7 +248,7 @@ def test_the_api_moves_a_partition_and_keeps_a_leader_that_stays(
     assert t.partitions[0].leader_id == 1
 
 
-def test_the_api_answers_kafkas_errors(c: TestCluster, zk: KafkaZkClient) -> None:
+def test_the_api_answers_kafkas_errors(c: TestCluster, zk: ZkSession) -> None:
     create_topic(c, "api-errors", {0: [0, 1]})
     tp = TP("api-errors", 0)
     response = alter(
@@ -277,15 +280,15 @@ def test_the_api_answers_kafkas_errors(c: TestCluster, zk: KafkaZkClient) -> Non
     assert listed(c, broker=other).error_code == ErrorCode.NOT_CONTROLLER
 
 
-def test_a_request_in_zookeeper_is_carried_out_and_cleared(
-    c: TestCluster, zk: KafkaZkClient
-) -> None:
+def test_a_request_in_zookeeper_is_carried_out_and_cleared(c: TestCluster, zk: ZkSession) -> None:
     a, b = TP("zk-moved", 0), TP("zk-moved", 1)
     create_topic(c, a.topic, {0: [0, 1], 1: [1, 2]})
-    zk.request_partition_reassignment({a: [2, 3], b: [1, 2, 3]})
+    admin.request_partition_reassignment(zk, {a: [2, 3], b: [1, 2, 3]})
     complete(c, zk, a, [2, 3])
     complete(c, zk, b, [1, 2, 3])
-    wait_until(lambda: zk.get_partition_reassignment() is None, 30, "the request znode cleared")
+    wait_until(
+        lambda: admin.get_partition_reassignment(zk) is None, 30, "the request znode cleared"
+    )
 
 
 def stoppable(c: TestCluster) -> int:
@@ -295,7 +298,7 @@ def stoppable(c: TestCluster) -> int:
 
 
 def test_a_reassignment_waits_for_a_stopped_broker_is_listed_and_cancelled(
-    c: TestCluster, zk: KafkaZkClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    c: TestCluster, zk: ZkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     victim = stoppable(c)
     others = [i for i in c.broker_ids if i != victim]
@@ -304,8 +307,8 @@ def test_a_reassignment_waits_for_a_stopped_broker_is_listed_and_cancelled(
     c.local.stop_broker(victim)
     try:
         wait_until(lambda: victim not in c.registered(), 30, f"broker {victim} gone")
-        zk.request_partition_reassignment(
-            {kept: [others[0], victim], cancelled: [victim, others[2]]}
+        admin.request_partition_reassignment(
+            zk, {kept: [others[0], victim], cancelled: [victim, others[2]]}
         )
         wait_until(lambda: len(ongoing(c)) == 2, 30, "both reassignments listed")
         assert ongoing(c) == {
@@ -325,19 +328,19 @@ def test_a_reassignment_waits_for_a_stopped_broker_is_listed_and_cancelled(
         assert "Successfully cancelled partition reassignment for: waits-1" in out
         complete(c, zk, cancelled, [others[2], others[1]])  # ORS in the moving order
         # the cancelled partition left the request; the other one waits on
-        request = zk.get_partition_reassignment()
+        request = admin.get_partition_reassignment(zk)
         assert request is not None and request[0] == {kept: (others[0], victim)}
         assert list(ongoing(c)) == [kept]
     finally:
         c.restart(victim)
     # the broker is back: the reassignment resumes and completes
     complete(c, zk, kept, [others[0], victim])
-    wait_until(lambda: zk.get_partition_reassignment() is None, 30, "the request znode cleared")
+    wait_until(
+        lambda: admin.get_partition_reassignment(zk) is None, 30, "the request znode cleared"
+    )
 
 
-def test_a_new_controller_resumes_a_reassignment_in_progress(
-    c: TestCluster, zk: KafkaZkClient
-) -> None:
+def test_a_new_controller_resumes_a_reassignment_in_progress(c: TestCluster, zk: ZkSession) -> None:
     victim = stoppable(c)
     controller = c.controller()
     assert controller is not None
@@ -347,7 +350,7 @@ def test_a_new_controller_resumes_a_reassignment_in_progress(
     c.local.stop_broker(victim)
     try:
         wait_until(lambda: victim not in c.registered(), 30, f"broker {victim} gone")
-        zk.request_partition_reassignment({tp: [rest[0], victim]})
+        admin.request_partition_reassignment(zk, {tp: [rest[0], victim]})
         wait_until(lambda: tp in ongoing(c), 30, "the reassignment under way")
         c.local.stop_broker(controller)
         try:
@@ -359,11 +362,13 @@ def test_a_new_controller_resumes_a_reassignment_in_progress(
     finally:
         c.restart(victim)
     complete(c, zk, tp, [rest[0], victim])
-    wait_until(lambda: zk.get_partition_reassignment() is None, 30, "the request znode cleared")
+    wait_until(
+        lambda: admin.get_partition_reassignment(zk) is None, 30, "the request znode cleared"
+    )
 
 
 def test_a_partition_moves_under_load_without_losing_a_record(
-    c: TestCluster, zk: KafkaZkClient
+    c: TestCluster, zk: ZkSession
 ) -> None:
     from confluent_kafka import Consumer, KafkaException, Producer
     from confluent_kafka import TopicPartition as CkTp

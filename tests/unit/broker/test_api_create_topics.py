@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -27,44 +26,13 @@ from protocol.messages import (
     CreateTopicsRequest,
     UpdateMetadataRequest,
 )
+from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
-from zk.client import KafkaZkClient, TopicExistsError
-from zk.model import TopicAssignment
 
 U = UpdateMetadataRequest
-
-
-class FakeZk(KafkaZkClient):
-    """The topic part of KafkaZkClient, in memory (a subclass without its set-up, so
-    typed as one)."""
-
-    def __init__(self) -> None:
-        self.topics: dict[str, tuple[TopicAssignment, int]] = {}
-        self.configs: dict[str, dict[str, str]] = {}
-
-    def get_topics(self, watch: object = None) -> list[str]:
-        return sorted(self.topics)
-
-    def get_topic(self, topic: str, watch: object = None) -> tuple[TopicAssignment, int] | None:
-        return self.topics.get(topic)
-
-    def get_topic_config(self, topic: str) -> dict[str, str]:
-        return dict(self.configs.get(topic, {}))
-
-    def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
-        if assignment.topic in self.topics:
-            raise TopicExistsError(assignment.topic)
-        self.topics[assignment.topic] = (assignment, 0)
-        self.configs[assignment.topic] = dict(config)
-
-    def set_topic_assignment(self, assignment: TopicAssignment, expected_version: int) -> int:
-        _, version = self.topics[assignment.topic]
-        assert version == expected_version
-        self.topics[assignment.topic] = (assignment, version + 1)
-        return version + 1
 
 
 class FakeController(KafkaController):
@@ -181,7 +149,7 @@ async def test_the_response_waits_for_leaders_in_the_cache() -> None:
     assert isinstance(pending, asyncio.Future) and not pending.done()
     assignment, _ = fzk(ctx).topics["t"]
     assert sorted(assignment.partitions) == [0, 1]
-    assert fzk(ctx).configs["t"] == {"retention.ms": "1000"}
+    assert fzk(ctx).entity_configs[("topics", "t")] == {"retention.ms": "1000"}
     await publish(ctx, {"t": 1})  # one partition is not enough
     await asyncio.sleep(0)
     assert not pending.done()

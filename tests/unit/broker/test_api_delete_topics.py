@@ -24,29 +24,14 @@ from protocol import ApiKey, ErrorCode
 from protocol.messages import DeleteTopicsRequest, UpdateMetadataRequest
 from protocol.primitives import ZERO_UUID
 from protocol.values import LEADER_DURING_DELETE
+from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
-from zk.client import KafkaZkClient, TopicAlreadyMarkedForDeletionError, TopicNotFoundError
 
 U = UpdateMetadataRequest
 IDS = {"a": uuid.uuid4(), "b": uuid.uuid4()}
-
-
-class FakeZk(KafkaZkClient):
-    """/brokers/topics and /admin/delete_topics, in memory."""
-
-    def __init__(self, topics: set[str]) -> None:
-        self.topics = set(topics)
-        self.queued: list[str] = []
-
-    def mark_topic_for_deletion(self, topic: str) -> None:
-        if topic not in self.topics:
-            raise TopicNotFoundError(topic)
-        if topic in self.queued:
-            raise TopicAlreadyMarkedForDeletionError(topic)
-        self.queued.append(topic)
 
 
 class FakeController(KafkaController):
@@ -59,6 +44,13 @@ class FakeController(KafkaController):
         return self.active
 
 
+def zk_with_topics(names: set[str]) -> FakeZk:
+    zk = FakeZk()
+    for name in sorted(names):
+        zk.add_topic(name, topic_id=IDS[name])
+    return zk
+
+
 def make_ctx(active: bool = True, enabled: bool = True) -> BrokerContext:
     clock = MockClock()
     props = {"zookeeper.connect": "z:1", "delete.topic.enable": str(enabled).lower()}
@@ -69,7 +61,7 @@ def make_ctx(active: bool = True, enabled: bool = True) -> BrokerContext:
         clock=clock,
         metrics=BrokerMetrics(),
         metadata_cache=MetadataCache(0),
-        zk=FakeZk(set(IDS)),
+        zk=zk_with_topics(set(IDS)),
         controller=FakeController(active),
         create_topics_purgatory=DelayedOperationPurgatory(
             "topic", clock=clock, reaper_enabled=False
@@ -121,7 +113,7 @@ def codes(response: Any) -> dict[str | None, int]:
 def queued(ctx: BrokerContext) -> list[str]:
     zk = ctx.zk
     assert isinstance(zk, FakeZk)
-    return zk.queued
+    return zk.queued_deletions
 
 
 async def test_a_broker_that_is_not_the_controller_refuses() -> None:

@@ -1,7 +1,8 @@
 """LeaderAndIsr and StopReplica: thin handlers over the ReplicaManager (a fake here).
 
-The fakes subclass the services they stand in for (without their set-up), so that the
-context is typed as in the broker and a fake's method must keep its original's signature.
+The fakes subclass the services they stand in for (without their set-up; ZooKeeper is the
+shared tests.fakes.zk.FakeZk), so that the context is typed as in the broker and a fake's
+method must keep its original's signature.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
 from protocol.values import TopicPartition
 from storage import LogManager, TopicConfigs
+from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
-from zk.client import KafkaZkClient
 
 L = LeaderAndIsrRequest
 TOPIC_ID = uuid.UUID(int=42)
@@ -75,12 +76,10 @@ class FakeController(KafkaController):
     broker_epoch = 100
 
 
-class FakeZk(KafkaZkClient):
-    def __init__(self) -> None:
-        pass
-
-    def get_topic_config(self, topic: str) -> dict[str, str]:
-        return {"segment.bytes": "1048576"} if topic == "t" else {}
+def zk_with_t() -> FakeZk:
+    zk = FakeZk()
+    zk.add_topic("t", {0: (0,), 1: (0,)}, {"segment.bytes": "1048576"}, topic_id=TOPIC_ID)
+    return zk
 
 
 class FakeLogManager(LogManager):
@@ -107,7 +106,7 @@ def make_ctx() -> BrokerContext:
         metadata_cache=MetadataCache(0),
         replica_manager=FakeReplicaManager(),
         controller=FakeController(),
-        zk=FakeZk(),
+        zk=zk_with_t(),
         log_manager=FakeLogManager(topic_configs),
         topic_configs=topic_configs,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 from broker.apis import describe_cluster, describe_configs, metadata
@@ -18,36 +17,25 @@ from protocol.messages import (
     MetadataRequest,
     UpdateMetadataRequest,
 )
+from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from timer.clock import MockClock
-from zk.client import KafkaZkClient
-from zk.model import TopicAssignment
 
 U = UpdateMetadataRequest
 TOPIC_ID = uuid.UUID("0f0e0d0c-0b0a-0908-0706-050403020100")
 
 
-class FakeZk(KafkaZkClient):
-    """The topic part of KafkaZkClient, in memory (a subclass without its set-up, so
-    typed as one)."""
-
-    def __init__(self) -> None:
-        self.created: list[str] = []
-        self.configs: dict[str, dict[str, str]] = {"t": {"retention.ms": "1234"}}
-
-    def get_topics(self, watch: object = None) -> list[str]:
-        return ["t", *self.created]
-
-    def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
-        self.created.append(assignment.topic)
-
-    def get_topic_config(self, topic: str) -> dict[str, str]:
-        return dict(self.configs.get(topic, {}))
+def zk_with_t() -> FakeZk:
+    """ZooKeeper knows topic t (with an override), as the cache does."""
+    zk = FakeZk()
+    zk.add_topic("t", {0: (0, 2), 1: (0, 2)}, {"retention.ms": "1234"}, topic_id=TOPIC_ID)
+    return zk
 
 
-def zk_of(ctx: BrokerContext) -> FakeZk:
+def created(ctx: BrokerContext) -> list[str]:
+    """The topics this broker created in ZooKeeper (t was there before)."""
     assert isinstance(ctx.zk, FakeZk)
-    return ctx.zk
+    return sorted(set(ctx.zk.topics) - {"t"})
 
 
 def make_ctx(auto_create: bool = True) -> BrokerContext:
@@ -100,7 +88,7 @@ def make_ctx(auto_create: bool = True) -> BrokerContext:
         clock=MockClock(),
         metrics=BrokerMetrics(),
         metadata_cache=cache,
-        zk=FakeZk(),
+        zk=zk_with_t(),
     )
 
 
@@ -143,7 +131,7 @@ async def test_unknown_topics_are_auto_created_when_allowed() -> None:
     body = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 9, topics_request("new", "t")))
     codes = {t.name: t.error_code for t in body.topics}
     assert codes == {"t": ErrorCode.NONE, "new": ErrorCode.LEADER_NOT_AVAILABLE}
-    assert zk_of(ctx).created == ["new"]
+    assert created(ctx) == ["new"]
 
 
 async def test_no_auto_creation_when_the_request_or_the_broker_forbids_it() -> None:
@@ -151,7 +139,7 @@ async def test_no_auto_creation_when_the_request_or_the_broker_forbids_it() -> N
         request = Req(ApiKey.METADATA, 9, topics_request("new", auto=auto))
         body = await call(metadata.handle, ctx, request)
         assert [t.error_code for t in body.topics] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
-        assert zk_of(ctx).created == []
+        assert created(ctx) == []
 
 
 async def test_internal_topics_get_their_own_settings_or_none() -> None:
@@ -164,7 +152,7 @@ async def test_internal_topics_get_their_own_settings_or_none() -> None:
         "__consumer_offsets": (ErrorCode.INVALID_REPLICATION_FACTOR, True),
         "__transaction_state": (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True),
     }
-    assert zk_of(ctx).created == []
+    assert created(ctx) == []
 
 
 async def test_auto_creation_refuses_bad_names() -> None:

@@ -4,7 +4,6 @@ table), and the controller running the elections on an in-memory store."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 
@@ -15,6 +14,7 @@ from controller.elect_leaders import ElectionOutcome, ElectionType, triage
 from controller.store import InMemoryPartitionStateStore
 from protocol import ErrorCode
 from protocol.values import NO_LEADER, TopicPartition
+from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk.model import (
     BrokerInfo,
@@ -81,7 +81,7 @@ def test_topics_being_deleted_are_not_elected() -> None:
 
 
 def controller(isr: tuple[int, ...], leader: int, live: tuple[int, ...]) -> KafkaController:
-    zk: Any = object()  # never used: the topic's config is not read for requested elections
+    zk = FakeZk()  # never used: the topic's config is not read for requested elections
     channel = RecordingChannelManager()
     store = InMemoryPartitionStateStore()
     c = KafkaController(zk, broker(1), channel, MockClock(), store=store)

@@ -128,15 +128,15 @@ async def test_shutdown_discards_queued_events_and_answers_waiters() -> None:
 
 
 def test_every_event_has_a_handler_in_the_controllers_table() -> None:
-    from typing import Any
 
     from controller.channel import RecordingChannelManager
     from controller.controller import KafkaController
     from controller.store import InMemoryPartitionStateStore
+    from tests.fakes.zk import FakeZk
     from timer.clock import MockClock
     from zk.model import BrokerInfo, EndPoint
 
-    zk: Any = object()  # never used: the table is built without ZooKeeper
+    zk = FakeZk()  # never used: the table is built without ZooKeeper
     controller = KafkaController(
         zk,
         BrokerInfo(1, (EndPoint("127.0.0.1", 9092),)),

@@ -8,7 +8,6 @@ while the election ran (neither case is ever seen as a broker-change event)."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from controller.channel import RecordingChannelManager, SentRequest
 from controller.context import ControllerContext
@@ -19,6 +18,7 @@ from controller.states import PartitionState, ReplicaState
 from controller.store import InMemoryPartitionStateStore
 from protocol import ApiKey
 from protocol.values import NO_LEADER, TopicPartition
+from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk.model import (
     BrokerInfo,
@@ -38,17 +38,6 @@ def broker(bid: int) -> BrokerInfo:
     return BrokerInfo(bid, (EndPoint("127.0.0.1", 9000 + bid),), epoch=100 + bid)
 
 
-class NoConfigs:
-    """The config reads the controller makes of ZooKeeper (for unclean elections): none
-    set anywhere."""
-
-    def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
-        return {}
-
-    def get_topic_config(self, topic: str) -> dict[str, str]:
-        return {}
-
-
 def loaded_controller(
     states: dict[TopicPartition, LeaderAndIsr], live: tuple[int, ...] = (2, 3)
 ) -> tuple[KafkaController, RecordingChannelManager, InMemoryPartitionStateStore]:
@@ -57,8 +46,8 @@ def loaded_controller(
     have not started."""
     channel = RecordingChannelManager()
     store = InMemoryPartitionStateStore()
-    zk: Any = NoConfigs()  # the context is loaded by hand
-    c = KafkaController(zk, broker(2), channel, MockClock(), store=store)
+    # the context is loaded by hand; no config is set anywhere in ZooKeeper
+    c = KafkaController(FakeZk(), broker(2), channel, MockClock(), store=store)
     c.ctx.epoch, c.active_controller_id = OLD_EPOCH + 1, 2
     c.ctx.add_live_brokers(broker(b) for b in live)
     c.ctx.set_topic(TopicAssignment("a", TOPIC_ID, {tp.partition: (1, 2, 3) for tp in states}))

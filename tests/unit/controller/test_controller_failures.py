@@ -7,7 +7,6 @@ LeaderAndIsr answer reporting a failed log directory."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 
@@ -21,6 +20,7 @@ from controller.store import InMemoryPartitionStateStore
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
 from protocol.values import NO_LEADER, TopicPartition
+from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk import paths
 from zk.model import (
@@ -36,27 +36,13 @@ U0 = TopicPartition("u", 0)
 TOPIC_IDS = {"a": uuid.uuid4(), "u": uuid.uuid4()}
 
 
-class FakeConfigs:
-    """The two config reads the controller makes of ZooKeeper, from dictionaries."""
-
-    def __init__(self) -> None:
-        self.entities: dict[tuple[str, str], dict[str, str]] = {}
-        self.topics: dict[str, dict[str, str]] = {}
-
-    def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
-        return self.entities.get((entity_type, name), {})
-
-    def get_topic_config(self, topic: str) -> dict[str, str]:
-        return self.topics.get(topic, {})
-
-
 def broker(bid: int) -> BrokerInfo:
     return BrokerInfo(bid, (EndPoint("127.0.0.1", 9000 + bid),), epoch=100 + bid)
 
 
 def make_controller(
     states: dict[TopicPartition, LeaderAndIsr], static_unclean: bool = False
-) -> tuple[KafkaController, RecordingChannelManager, InMemoryPartitionStateStore, FakeConfigs]:
+) -> tuple[KafkaController, RecordingChannelManager, InMemoryPartitionStateStore, FakeZk]:
     """Controller 1 of a live cluster {1, 2, 3}: topic a (a-0 on 1,2,3; a-1 on 2,3) and
     topic u (u-0 on 2,3), led by their first replica with a full ISR unless ``states``
     says otherwise."""
@@ -66,12 +52,11 @@ def make_controller(
         U0: LeaderAndIsr(2, 0, (2, 3)),
         **states,
     }
-    configs = FakeConfigs()
-    zk: Any = configs
+    configs = FakeZk()
     channel = RecordingChannelManager()
     store = InMemoryPartitionStateStore()
     c = KafkaController(
-        zk,
+        configs,
         broker(1),
         channel,
         MockClock(),
@@ -168,11 +153,13 @@ async def test_unclean_election_follows_the_topic_over_the_broker_config(
 ) -> None:
     c, _, _, configs = make_controller({U0: LeaderAndIsr(2, 5, (2,))}, static_unclean=static)
     if cluster_default is not None:
-        configs.entities[("brokers", paths.DEFAULT_ENTITY)] = {
+        configs.entity_configs[("brokers", paths.DEFAULT_ENTITY)] = {
             "unclean.leader.election.enable": cluster_default
         }
     if topic is not None:
-        configs.topics["u"] = {"unclean.leader.election.enable": topic}
+        configs.entity_configs[(paths.TOPICS_ENTITY, "u")] = {
+            "unclean.leader.election.enable": topic
+        }
     await c._on_broker_failure({2})
     if unclean:
         assert leadership(c, U0) == (3, 6, (3,))

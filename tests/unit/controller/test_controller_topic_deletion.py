@@ -34,6 +34,7 @@ from controller.topic_deletion import (
 from protocol import ApiKey, ErrorCode
 from protocol.messages import StopReplicaResponse
 from protocol.values import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, TopicPartition
+from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk.model import (
     BrokerInfo,
@@ -303,37 +304,10 @@ async def test_with_deletion_disabled_requests_are_dropped() -> None:
 # -- through the controller's handlers --------------------------------------------------------
 
 
-class FakeZk:
-    """The ZooKeeper reads and writes the controller makes for deletion."""
-
-    def __init__(self) -> None:
-        self.queued: list[str] = []
-        self.deleted_topics: list[tuple[str, int]] = []
-        self.deleted_entries: list[str] = []
-
-    def get_topic_deletions(self, watch: Any = None) -> list[str]:
-        return list(self.queued)
-
-    def delete_topic_deletions(self, topics: list[str], epoch_zk_version: int) -> None:
-        self.deleted_entries += topics
-        self.queued = [t for t in self.queued if t not in topics]
-
-    def delete_topic_znodes(self, topic: str, epoch_zk_version: int) -> None:
-        self.deleted_topics.append((topic, epoch_zk_version))
-        self.queued = [t for t in self.queued if t != topic]
-
-    def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
-        return {}
-
-    def get_topic_config(self, topic: str) -> dict[str, str]:
-        return {}
-
-
 def make_controller(
     delete_topic_enable: bool = True,
 ) -> tuple[KafkaController, RecordingChannelManager, FakeZk]:
-    fake = FakeZk()
-    zk: Any = fake
+    zk = FakeZk()
     channel = RecordingChannelManager()
     store = InMemoryPartitionStateStore(epoch_zk_version=EPOCH_ZK_VERSION)
     c = KafkaController(
@@ -352,7 +326,7 @@ def make_controller(
     seed_topics(ctx, store)
     c.partition_sm.initialize_states()
     c.replica_sm.initialize_states()
-    return c, channel, fake
+    return c, channel, zk
 
 
 def stop_answer(body: Any, code: int = ErrorCode.NONE) -> StopReplicaResponse:
@@ -377,7 +351,7 @@ async def drain(c: KafkaController) -> None:
 
 async def test_a_queued_topic_is_deleted_end_to_end_by_the_brokers_answers() -> None:
     c, channel, zk = make_controller()
-    zk.queued = ["d", "nonexistent"]
+    zk.queued_deletions = ["d", "nonexistent"]
     await c._on_topic_deletion()
     assert zk.deleted_entries == ["nonexistent"]  # unknown topics are dropped, as Kafka does
     sent = channel.take(ApiKey.STOP_REPLICA)
@@ -404,7 +378,7 @@ async def test_a_queued_topic_is_deleted_end_to_end_by_the_brokers_answers() -> 
 
 async def test_an_error_answer_and_a_dead_broker_make_replicas_ineligible() -> None:
     c, channel, zk = make_controller()
-    zk.queued = ["d"]
+    zk.queued_deletions = ["d"]
     await c._on_topic_deletion()
     sent = {r.broker_id: r for r in channel.take(ApiKey.STOP_REPLICA)}
     sent[1].respond(stop_answer(sent[1].body, ErrorCode.KAFKA_STORAGE_ERROR))
@@ -433,7 +407,7 @@ async def test_an_error_answer_and_a_dead_broker_make_replicas_ineligible() -> N
 
 async def test_a_topic_being_deleted_ignores_partition_changes_and_gets_no_leaders() -> None:
     c, channel, zk = make_controller()
-    zk.queued = ["d"]
+    zk.queued_deletions = ["d"]
     await c._on_topic_deletion()
     channel.take()
     await c._on_partition_modifications("d")  # would read the znode: must not
@@ -444,7 +418,7 @@ async def test_a_topic_being_deleted_ignores_partition_changes_and_gets_no_leade
 
 async def test_with_deletion_disabled_the_controller_drops_the_requests() -> None:
     c, channel, zk = make_controller(delete_topic_enable=False)
-    zk.queued = ["d"]
+    zk.queued_deletions = ["d"]
     await c._on_topic_deletion()
     assert zk.deleted_entries == ["d"] and c.ctx.topics_to_delete == set()
     assert channel.take(ApiKey.STOP_REPLICA) == []
@@ -453,7 +427,7 @@ async def test_with_deletion_disabled_the_controller_drops_the_requests() -> Non
 @pytest.mark.parametrize("response", [None, "refused"])
 async def test_a_missing_answer_is_left_to_the_brokers_death(response: str | None) -> None:
     c, channel, zk = make_controller()
-    zk.queued = ["d"]
+    zk.queued_deletions = ["d"]
     await c._on_topic_deletion()
     (to_2,) = [r for r in channel.take(ApiKey.STOP_REPLICA) if r.broker_id == 2]
     if response is None:
@@ -468,7 +442,7 @@ async def test_a_missing_answer_is_left_to_the_brokers_death(response: str | Non
 async def test_a_topic_with_a_partition_being_reassigned_waits_for_the_reassignment() -> None:
     c, channel, zk = make_controller()
     c.ctx.set_full_assignment(D1, ReplicaAssignment((2, 3, 1), (1,), ()))
-    zk.queued = ["d"]
+    zk.queued_deletions = ["d"]
     await c._on_topic_deletion()
     assert c.ctx.topics_ineligible_for_deletion == {"d"}
     assert channel.take(ApiKey.STOP_REPLICA) == []
