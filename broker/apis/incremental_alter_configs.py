@@ -13,10 +13,10 @@ from collections.abc import Mapping
 
 from broker.admin.configs import alter_outcome
 from broker.apis.request import ApiRequest
+from broker.apis.services import ConfigAdmin
 from broker.config import format_value
 from broker.config.alter import ResourceType, incremental
 from broker.config.keys import BROKER_CONFIG_DEFS
-from broker.context import BrokerContext
 from protocol import Response, make_response
 from protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from storage.config_def import AnyDef
@@ -26,7 +26,7 @@ Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 
 
 def _edit(
-    ctx: BrokerContext,
+    ctx: ConfigAdmin,
     resource_type: int,
     ops: list[tuple[str, int, str | None]],
     current: Mapping[str, str],
@@ -46,7 +46,7 @@ def _edit(
 
 
 async def handle(
-    ctx: BrokerContext, request: ApiRequest[IncrementalAlterConfigsRequest]
+    ctx: ConfigAdmin, request: ApiRequest[IncrementalAlterConfigsRequest]
 ) -> Response:
     body = request.body
     results = []
