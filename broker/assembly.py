@@ -605,5 +605,3 @@ def _watch_operator_metrics(parts: BrokerAssembly) -> None:
     events = controller.events
     m.controller_event_queue_size.set_function(events.queue_size)
     events.observer = m.observe_controller_event
-
-

@@ -6,15 +6,24 @@ out is an :class:`Unwired` stand-in that fails loudly, naming the service, the m
 handler uses it, so a test never runs on a default it did not ask for. The broker is
 broker 0 of cluster "test-cluster" with a MockClock and an empty metadata cache unless
 told otherwise.
+
+``family_declarations`` and ``unprovided`` read what each family declares (its fields'
+types), for the tests that check a broker's assembly provides all of it.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import importlib
+import inspect
+import typing
 from collections.abc import Iterable, Mapping
+from types import ModuleType
 from typing import Any, cast
 
 from broker.apis import HANDLERS
+from broker.apis import services as services_module
 from broker.apis.services import (
     BrokerBasics,
     ClusterAdmin,
@@ -166,3 +175,46 @@ def handler_services(
         cluster=ClusterAdmin(basics, controller=link, log_manager=logs),
         producer_ids=ProducerIds(basics, manager=_or_unwired(producer_ids, "producer ids")),
     )
+
+
+def _type_checking_names(module: ModuleType) -> dict[str, Any]:
+    """The names ``module`` imports only for type checking, imported now: its
+    annotations name them."""
+    names: dict[str, Any] = {}
+    tree = ast.parse(inspect.getsource(module))
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module:
+                    imported = importlib.import_module(statement.module)
+                    for alias in statement.names:
+                        names[alias.asname or alias.name] = getattr(imported, alias.name)
+    return names
+
+
+def family_declarations() -> dict[str, tuple[type, dict[str, Any]]]:
+    """HandlerServices' field -> (its family class, that family's fields and their
+    declared types), read from broker.apis.services."""
+    namespace = {**vars(services_module), **_type_checking_names(services_module)}
+    families = typing.get_type_hints(HandlerServices, localns=namespace)
+    return {
+        name: (family, typing.get_type_hints(family, localns=namespace))
+        for name, family in families.items()
+    }
+
+
+def unprovided(services: HandlerServices) -> list[str]:
+    """Every declared service ``services`` lacks or holds as something else than its
+    declared type ("family.field: why"); empty when the families are complete."""
+    problems = []
+    for name, (family, fields) in family_declarations().items():
+        instance = getattr(services, name, None)
+        if not isinstance(instance, family):
+            problems.append(f"{name}: not a {family.__name__}")
+            continue
+        for field, declared in fields.items():
+            value = getattr(instance, field, None)
+            expected = typing.get_origin(declared) or declared
+            if not isinstance(value, expected):
+                problems.append(f"{name}.{field}: {type(value).__name__}, not {declared}")
+    return problems
