@@ -123,7 +123,7 @@ async def test_dispatch_calls_the_tables_handler_with_its_family() -> None:
         return answer
 
     services = handler_services()
-    handlers = {ApiKey.METADATA: Route(TopicAdmin, metadata)}
+    handlers: dict[int, Route[Any]] = {ApiKey.METADATA: Route(TopicAdmin, metadata)}
     apis = KafkaApis(services, BrokerMetrics(), gate=None, handlers=handlers)
     assert await apis.handle(request) is answer
     assert seen == [(services.topics, request)]
@@ -141,7 +141,7 @@ async def test_deferred_responses_pass_through_and_count_errors() -> None:
     async def create(ctx: TopicAdmin, request: Any) -> asyncio.Future[Response]:
         return future
 
-    handlers = {ApiKey.CREATE_TOPICS: Route(TopicAdmin, create)}
+    handlers: dict[int, Route[Any]] = {ApiKey.CREATE_TOPICS: Route(TopicAdmin, create)}
     apis = KafkaApis(handler_services(), metrics, gate=None, handlers=handlers)
     req = _request(ApiKey.CREATE_TOPICS, 7, None)
     req.body = object()

@@ -8,6 +8,7 @@ field by field in tests/integration/test_broker_server_tasks.py."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import typing
 
 from broker.apis import HANDLERS
@@ -102,4 +103,4 @@ async def test_background_tasks_are_cancelled_at_close() -> None:
     assert ended == ["cancelled"] and len(tasks) == 0
     late = forever()
     tasks.spawn(late, name="late")  # after close: never runs
-    assert len(tasks) == 0 and late.cr_frame is None
+    assert len(tasks) == 0 and inspect.getcoroutinestate(late) == inspect.CORO_CLOSED
