@@ -201,7 +201,7 @@ class BrokerAssembly:
             *self._group_purgatory_steps(),
             Step("group coordinator", self._start_group_coordinator),
             Step("periodic tasks", self._schedule_tasks),
-            Step("request handlers", self._start_handlers, self.topic_tasks.close),
+            Step("request handlers", self._start_handlers, self._close_handlers),
             Step("socket server", self._start_socket_server, self._drain_requests),
             Step("controller", self._start_controller, self._stop_controller),
             Step("config change listener", self._start_config_changes,
@@ -483,6 +483,12 @@ class BrokerAssembly:
             error_response,
         )
         self.apis = KafkaApis(self.services, self.metrics, gate=self.gate)
+
+    async def _close_handlers(self) -> None:
+        """Cancel the work the handlers left running (CreateTopics' waits for its peers,
+        requests still held for readiness): the listeners have drained by now."""
+        await self.topic_tasks.close()
+        await self.gate.close()
 
     async def _start_socket_server(self) -> None:
         server = SocketServer(

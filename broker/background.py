@@ -28,15 +28,17 @@ class BackgroundTasks:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
-        """Run ``coro`` as a task held here until it ends (or ``close()`` cancels it)."""
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any] | None:
+        """Run ``coro`` as a task held here until it ends (or ``close()`` cancels it);
+        None, with ``coro`` closed unrun, once closed."""
         if self._closed:
             coro.close()
             log.debug("%s: not starting %s, shutting down", self.name, name)
-            return
+            return None
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def __len__(self) -> int:
         return len(self._tasks)
