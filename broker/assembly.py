@@ -7,12 +7,17 @@ and starting go together, step by step. The attributes below are set by their st
 read only by later steps and by the stops of started steps (``broker.lifecycle`` stops
 only what started), so none is optional.
 
-Start order (``BrokerAssembly.steps``), each step's stop undoing it in reverse:
+Start order (``BrokerAssembly.steps``), each step's stop undoing it in reverse. What a
+stop undoes gets a step of its own as soon as it exists (the ZooKeeper session before the
+reads that may fail on it, the controller before it registers), so a start that fails
+half-way still undoes it:
 
 1. the event-loop lag probe (first in, last out: it measures the whole shutdown);
 2. meta.properties, then the LogManager loads every log (recovering the ones without a
    clean-shutdown marker; on a worker thread); its stop flushes every log, writes the
-   checkpoints and the clean-shutdown marker, and is the one stop without a bound;
+   checkpoints and the clean-shutdown marker, and is the one stop without a bound (a
+   load that failed or was cancelled is neither flushed nor marked clean: the next
+   start recovers the logs again);
 3. ZooKeeper: connect (retrying while unreachable), Kafka's top-level paths, the cluster
    id (checked against meta.properties), the broker id (configured, from meta.properties
    or generated), meta.properties written; stop: close the session. Then, as a step of
@@ -40,6 +45,12 @@ where that stop belongs:
   no-op; it stops the listeners itself when start-up failed before the drain step;
 - "log cleaner" follows the scheduler: no new cleaning pass starts, and the scheduler's
   stop waits for one under way.
+
+Elsewhere the plain reverse is the order: the group store stops after the controller and
+the config listener (neither uses it), the work the handlers left running (CreateTopics'
+waits for its peers, requests held for readiness) is cancelled once the listeners have
+drained, and our registration and the ZooKeeper session end before the logs are flushed
+(the flush needs neither; the flush is still the last stop but for the lag probe's).
 
 Back-references, bound here because the two objects need each other (each is set once,
 in the step that builds the later of the two):
@@ -189,7 +200,8 @@ class BrokerAssembly:
         return [
             Step("loop lag monitor", self._start_lag_monitor, lambda: self.lag_monitor.stop()),
             Step("log manager", self._start_log_manager, self._flush_logs, bound_s=None),
-            Step("ZooKeeper session", self._start_zookeeper, self._close_zookeeper),
+            Step("ZooKeeper session", self._connect_zookeeper, self._close_zookeeper),
+            Step("broker identity", self._establish_identity),
             Step("deregistration", None, self._deregister, needs_zookeeper=True),
             Step("scheduler", self._start_scheduler, lambda: self.scheduler.shutdown()),
             Step("log cleaner", None, self._stop_log_cleaner),
@@ -203,7 +215,8 @@ class BrokerAssembly:
             Step("periodic tasks", self._schedule_tasks),
             Step("request handlers", self._start_handlers, self._close_handlers),
             Step("socket server", self._start_socket_server, self._drain_requests),
-            Step("controller", self._start_controller, self._stop_controller),
+            Step("controller", self._build_controller, self._stop_controller),
+            Step("registration and election", self._start_controller),
             Step("config change listener", self._start_config_changes,
                  lambda: self.config_changes.stop()),
             Step("gauges", self._watch_metrics),
@@ -235,11 +248,15 @@ class BrokerAssembly:
     async def _flush_logs(self) -> None:
         await asyncio.to_thread(self.log_manager.shutdown)
 
-    async def _start_zookeeper(self) -> None:
-        config, found = self.config, self._found
-        zk = await connect_zookeeper(config, self._zk_connect)
+    async def _connect_zookeeper(self) -> None:
+        zk = await connect_zookeeper(self.config, self._zk_connect)
         self.zk = zk
         self.zk_reachability = ZooKeeperReachability(zk.kazoo)
+
+    async def _establish_identity(self) -> None:
+        """Kafka's top-level paths, the cluster id and the broker id, in ZooKeeper and in
+        meta.properties."""
+        config, found, zk = self.config, self._found, self.zk
         await asyncio.to_thread(zk.ensure_persistent_paths)
         self.cluster_id = await asyncio.to_thread(zk.get_or_create_cluster_id, None)
         check_cluster_id(found, self.cluster_id)
@@ -514,7 +531,7 @@ class BrokerAssembly:
 
     # -- the controller and dynamic configuration ----------------------------------------
 
-    async def _start_controller(self) -> None:
+    async def _build_controller(self) -> None:
         control = self.config.control_plane_listener
         channel = TcpChannelManager(
             self.broker_id,
@@ -530,7 +547,9 @@ class BrokerAssembly:
         )
         self.controller = controller
         self.controller_link.attach(controller)  # back-reference: see the module doc
-        await controller.start()
+
+    async def _start_controller(self) -> None:
+        await self.controller.start()
         self.gate.check()  # registered; ready once the controller's metadata lists us
 
     async def _stop_controller(self) -> None:

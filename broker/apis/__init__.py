@@ -95,54 +95,62 @@ S = TypeVar("S")
 class Route(Generic[S]):
     """One API's handler and the family of services it takes. The body's type is the
     API's request class, which only the API key in the header tells at run time (hence
-    ``Any`` here); mypy checks that ``handle`` takes ``family``."""
+    ``Any`` here)."""
 
     family: type[S]
     handle: Callable[[S, ListenerRequest[Any]], Awaitable[HandlerResult]]
 
 
-#: API key -> handler: every API this broker serves.
+def route(
+    family: type[S], handle: Callable[[S, ListenerRequest[Any]], Awaitable[HandlerResult]]
+) -> Route[Any]:
+    """``Route(family, handle)`` for the table: ``S`` is inferred from the arguments alone
+    (not from the table's ``Route[Any]``), so mypy refuses a handler of another family."""
+    return Route(family, handle)
+
+
+#: API key -> its handler and the family of services it takes: every API this broker serves.
 HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
     {
-        ApiKey.PRODUCE: Route(ReplicaAccess, produce.handle),
-        ApiKey.FETCH: Route(ReplicaAccess, fetch.handle),
-        ApiKey.LIST_OFFSETS: Route(ReplicaAccess, list_offsets.handle),
-        ApiKey.METADATA: Route(TopicAdmin, metadata.handle),
-        ApiKey.LEADER_AND_ISR: Route(ReplicaAccess, leader_and_isr.handle),
-        ApiKey.STOP_REPLICA: Route(ReplicaAccess, stop_replica.handle),
-        ApiKey.UPDATE_METADATA: Route(ReplicaAccess, update_metadata.handle),
-        ApiKey.CONTROLLED_SHUTDOWN: Route(ClusterAdmin, controlled_shutdown.handle),
-        ApiKey.API_VERSIONS: Route(Advertised, api_versions.handle),
-        ApiKey.CREATE_TOPICS: Route(TopicAdmin, create_topics.handle),
-        ApiKey.DELETE_TOPICS: Route(TopicAdmin, delete_topics.handle),
-        ApiKey.INIT_PRODUCER_ID: Route(ProducerIds, init_producer_id.handle),
-        ApiKey.OFFSET_FOR_LEADER_EPOCH: Route(ReplicaAccess, offset_for_leader_epoch.handle),
-        ApiKey.DESCRIBE_CONFIGS: Route(ConfigAdmin, describe_configs.handle),
-        ApiKey.ALTER_CONFIGS: Route(ConfigAdmin, alter_configs.handle),
-        ApiKey.DESCRIBE_LOG_DIRS: Route(ClusterAdmin, describe_log_dirs.handle),
-        ApiKey.INCREMENTAL_ALTER_CONFIGS: Route(ConfigAdmin, incremental_alter_configs.handle),
-        ApiKey.CREATE_PARTITIONS: Route(TopicAdmin, create_partitions.handle),
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS: Route(
+        ApiKey.PRODUCE: route(ReplicaAccess, produce.handle),
+        ApiKey.FETCH: route(ReplicaAccess, fetch.handle),
+        ApiKey.LIST_OFFSETS: route(ReplicaAccess, list_offsets.handle),
+        ApiKey.METADATA: route(TopicAdmin, metadata.handle),
+        ApiKey.LEADER_AND_ISR: route(ReplicaAccess, leader_and_isr.handle),
+        ApiKey.STOP_REPLICA: route(ReplicaAccess, stop_replica.handle),
+        ApiKey.UPDATE_METADATA: route(ReplicaAccess, update_metadata.handle),
+        ApiKey.CONTROLLED_SHUTDOWN: route(ClusterAdmin, controlled_shutdown.handle),
+        ApiKey.API_VERSIONS: route(Advertised, api_versions.handle),
+        ApiKey.CREATE_TOPICS: route(TopicAdmin, create_topics.handle),
+        ApiKey.DELETE_TOPICS: route(TopicAdmin, delete_topics.handle),
+        ApiKey.INIT_PRODUCER_ID: route(ProducerIds, init_producer_id.handle),
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: route(ReplicaAccess, offset_for_leader_epoch.handle),
+        ApiKey.DESCRIBE_CONFIGS: route(ConfigAdmin, describe_configs.handle),
+        ApiKey.ALTER_CONFIGS: route(ConfigAdmin, alter_configs.handle),
+        ApiKey.DESCRIBE_LOG_DIRS: route(ClusterAdmin, describe_log_dirs.handle),
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: route(ConfigAdmin, incremental_alter_configs.handle),
+        ApiKey.CREATE_PARTITIONS: route(TopicAdmin, create_partitions.handle),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: route(
             ClusterAdmin, alter_partition_reassignments.handle
         ),
-        ApiKey.LIST_PARTITION_REASSIGNMENTS: Route(
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: route(
             ClusterAdmin, list_partition_reassignments.handle
         ),
-        ApiKey.DESCRIBE_CLUSTER: Route(ClusterAdmin, describe_cluster.handle),
-        ApiKey.ELECT_LEADERS: Route(ClusterAdmin, elect_leaders.handle),
-        ApiKey.DELETE_RECORDS: Route(ReplicaAccess, delete_records.handle),
+        ApiKey.DESCRIBE_CLUSTER: route(ClusterAdmin, describe_cluster.handle),
+        ApiKey.ELECT_LEADERS: route(ClusterAdmin, elect_leaders.handle),
+        ApiKey.DELETE_RECORDS: route(ReplicaAccess, delete_records.handle),
         # consumer groups (broker.group)
-        ApiKey.FIND_COORDINATOR: Route(GroupAccess, find_coordinator.handle),
-        ApiKey.JOIN_GROUP: Route(GroupAccess, join_group.handle),
-        ApiKey.SYNC_GROUP: Route(GroupAccess, sync_group.handle),
-        ApiKey.HEARTBEAT: Route(GroupAccess, heartbeat.handle),
-        ApiKey.LEAVE_GROUP: Route(GroupAccess, leave_group.handle),
-        ApiKey.OFFSET_COMMIT: Route(GroupAccess, offset_commit.handle),
-        ApiKey.OFFSET_FETCH: Route(GroupAccess, offset_fetch.handle),
-        ApiKey.LIST_GROUPS: Route(GroupAccess, list_groups.handle),
-        ApiKey.DESCRIBE_GROUPS: Route(GroupAccess, describe_groups.handle),
-        ApiKey.DELETE_GROUPS: Route(GroupAccess, delete_groups.handle),
-        ApiKey.OFFSET_DELETE: Route(GroupAccess, offset_delete.handle),
+        ApiKey.FIND_COORDINATOR: route(GroupAccess, find_coordinator.handle),
+        ApiKey.JOIN_GROUP: route(GroupAccess, join_group.handle),
+        ApiKey.SYNC_GROUP: route(GroupAccess, sync_group.handle),
+        ApiKey.HEARTBEAT: route(GroupAccess, heartbeat.handle),
+        ApiKey.LEAVE_GROUP: route(GroupAccess, leave_group.handle),
+        ApiKey.OFFSET_COMMIT: route(GroupAccess, offset_commit.handle),
+        ApiKey.OFFSET_FETCH: route(GroupAccess, offset_fetch.handle),
+        ApiKey.LIST_GROUPS: route(GroupAccess, list_groups.handle),
+        ApiKey.DESCRIBE_GROUPS: route(GroupAccess, describe_groups.handle),
+        ApiKey.DELETE_GROUPS: route(GroupAccess, delete_groups.handle),
+        ApiKey.OFFSET_DELETE: route(GroupAccess, offset_delete.handle),
     }
 )
 

@@ -53,7 +53,6 @@ from timer.clock import Clock
 
 if TYPE_CHECKING:
     from broker.config_changes import DynamicConfigApplier
-    from broker.delayed.delete_records import DelayedDeleteRecords  # noqa: F401
     from broker.group.coordinator import GroupCoordinator
     from broker.group.manager import GroupMetadataManager
     from broker.producer_id_manager import ProducerIdManager

@@ -16,6 +16,7 @@ from broker.apis import (
     advertised_versions,
     error_response,
     iter_error_codes,
+    route,
 )
 from broker.apis.services import ReplicaAccess, TopicAdmin
 from broker.metrics import BrokerMetrics
@@ -57,7 +58,7 @@ async def test_api_versions_lists_the_handlers_ranges() -> None:
 
     handlers: dict[int, Route[Any]] = {
         ApiKey.API_VERSIONS: HANDLERS[ApiKey.API_VERSIONS],
-        ApiKey.METADATA: Route(TopicAdmin, metadata),
+        ApiKey.METADATA: route(TopicAdmin, metadata),
     }
     apis = _apis(handlers)
     response = await apis.handle(_request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest()))
@@ -77,7 +78,7 @@ async def test_produce_is_advertised_from_v0_once_its_handler_exists() -> None:
     async def produce(ctx: ReplicaAccess, request: Any) -> None:
         return None
 
-    advertised = advertised_versions({ApiKey.PRODUCE: Route(ReplicaAccess, produce)})
+    advertised = advertised_versions({ApiKey.PRODUCE: route(ReplicaAccess, produce)})
     assert advertised == {ApiKey.PRODUCE: (0, 9)}
 
 
@@ -123,7 +124,7 @@ async def test_dispatch_calls_the_tables_handler_with_its_family() -> None:
         return answer
 
     services = handler_services()
-    handlers: dict[int, Route[Any]] = {ApiKey.METADATA: Route(TopicAdmin, metadata)}
+    handlers: dict[int, Route[Any]] = {ApiKey.METADATA: route(TopicAdmin, metadata)}
     apis = KafkaApis(services, BrokerMetrics(), gate=None, handlers=handlers)
     assert await apis.handle(request) is answer
     assert seen == [(services.topics, request)]
@@ -141,7 +142,7 @@ async def test_deferred_responses_pass_through_and_count_errors() -> None:
     async def create(ctx: TopicAdmin, request: Any) -> asyncio.Future[Response]:
         return future
 
-    handlers: dict[int, Route[Any]] = {ApiKey.CREATE_TOPICS: Route(TopicAdmin, create)}
+    handlers: dict[int, Route[Any]] = {ApiKey.CREATE_TOPICS: route(TopicAdmin, create)}
     apis = KafkaApis(handler_services(), metrics, gate=None, handlers=handlers)
     req = _request(ApiKey.CREATE_TOPICS, 7, None)
     req.body = object()
