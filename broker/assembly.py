@@ -68,7 +68,6 @@ in the step that builds the later of the two):
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from typing import Any
 
@@ -86,21 +85,28 @@ from broker.apis.services import (
     TopicAdmin,
 )
 from broker.background import BackgroundTasks
-from broker.component_settings import controller_config, fetcher_config, min_insync_replicas
+from broker.component_settings import (
+    broker_registration,
+    controller_config,
+    fetcher_config,
+    min_insync_replicas,
+)
 from broker.config import BrokerConfig
 from broker.config_changes import ConfigChangeListener, DynamicConfigApplier
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.gauges import watch_gauges, watch_operator_metrics
 from broker.group.coordinator import GroupConfig, GroupCoordinator
 from broker.group.delayed import DelayedHeartbeat
 from broker.group.manager import GroupMetadataManager, OffsetsConfig
 from broker.group.offsets_topic import create_offsets_topic
-from broker.isr_zk import IsrChangePropagator, PropagationTimes, ZkIsrWriter
+from broker.isr_zk import IsrChangePropagator, ZkIsrWriter
 from broker.lifecycle import Step
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
+from broker.periodic_tasks import ISR_PROPAGATION, periodic_tasks
 from broker.producer_id_manager import ProducerIdManager
 from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import (
@@ -126,13 +132,8 @@ from storage.meta import (
 from timer import DelayedOperation, DelayedOperationPurgatory, Scheduler
 from timer.clock import Clock
 from zk.client import KafkaZkClient
-from zk.latency import observe_request_latency
-from zk.model import BrokerInfo
 
 log = logging.getLogger(__name__)
-
-#: when the isr-change-propagation task writes the queued ISR changes (Kafka's timings)
-ISR_PROPAGATION = PropagationTimes()
 
 #: how long the listeners' drain lets in-flight requests finish (within its step's bound)
 DRAIN_TIMEOUT_S = 20.0
@@ -439,29 +440,11 @@ class BrokerAssembly:
             )
 
     def scheduled_tasks(self) -> list[TaskSpec]:
-        """Every periodic task the broker schedules at startup, in one table: storage's
-        housekeeping (``LogManager.scheduled_tasks``), then the broker's own. The active
-        controller schedules its leader-imbalance check itself while it is active
-        (``auto.leader.rebalance.enable``)."""
-        c, rm = self.config, self.replica_manager
-        lag_ms = c.get_int("replica.lag.time.max.ms")
-        return [
-            *self.log_manager.scheduled_tasks(),
-            # replication-offset-checkpoint, read back at startup: a restarted broker's
-            # high watermarks are at most one interval old (Kafka starts it at once);
-            # followers' too (their high watermarks come from the leader's fetches)
-            TaskSpec("highwatermark-checkpoint", self.log_manager.checkpoint_high_watermarks,
-                     0, c.get_int("replica.high.watermark.checkpoint.interval.ms"), True),
-            # leaders drop followers that lagged replica.lag.time.max.ms from their ISR
-            TaskSpec("isr-expiration", rm.maybe_shrink_isr, lag_ms // 2, lag_ms // 2, False),
-            TaskSpec("isr-change-propagation", self.isr_propagator.maybe_propagate,
-                     ISR_PROPAGATION.check_interval_ms, ISR_PROPAGATION.check_interval_ms,
-                     False),
-            # committed offsets of empty groups expire (broker.group.expiry)
-            TaskSpec("delete-expired-group-metadata", self.group_store.expire_offsets,
-                     c.get_int("offsets.retention.check.interval.ms"),
-                     c.get_int("offsets.retention.check.interval.ms"), False),
-        ]  # fmt: skip
+        """Every periodic task the broker schedules at startup (``broker.periodic_tasks``)."""
+        return periodic_tasks(
+            self.config, self.log_manager, self.replica_manager, self.isr_propagator,
+            self.group_store,
+        )  # fmt: skip
 
     # -- serving -------------------------------------------------------------------------
 
@@ -539,7 +522,7 @@ class BrokerAssembly:
         )
         controller = KafkaController(
             self.zk,
-            self._broker_info(),
+            broker_registration(self.config, self.broker_id, self.socket_server.bound_port),
             channel,
             self.clock,
             controller_config(self.config),
@@ -554,18 +537,6 @@ class BrokerAssembly:
 
     async def _stop_controller(self) -> None:
         await self.controller.shutdown(zookeeper_reachable=self.zk_reachability.reachable)
-
-    def _broker_info(self) -> BrokerInfo:
-        """Our registration: every advertised listener, with the port actually bound
-        (listeners configured with port 0 pick one)."""
-        endpoints = []
-        for ep in self.config.advertised_listeners:
-            port = ep.port
-            if port == 0:
-                port = self.socket_server.bound_port(ep.listener_name)
-            host = ep.host if ep.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
-            endpoints.append(dataclasses.replace(ep, host=host, port=port))
-        return BrokerInfo(self.broker_id, tuple(endpoints), self.config.get_str("broker.rack"))
 
     async def _start_config_changes(self) -> None:
         self.config_changes = ConfigChangeListener(self._applier, self.zk)
@@ -591,8 +562,11 @@ class BrokerAssembly:
     # -- metrics -------------------------------------------------------------------------
 
     async def _watch_metrics(self) -> None:
-        _watch_gauges(self)
-        _watch_operator_metrics(self)
+        controller, zk = self.controller, self.zk
+        watch_gauges(self.metrics, controller, zk)
+        watch_operator_metrics(
+            self.metrics, self.replica_manager, self.log_manager, zk, controller, self.socket_server
+        )
 
     async def _start_metrics_server(self) -> None:
         self.metrics_server = None
@@ -605,28 +579,3 @@ class BrokerAssembly:
     async def _stop_metrics_server(self) -> None:
         if self.metrics_server is not None:
             await self.metrics_server.stop()
-
-
-def _watch_gauges(parts: BrokerAssembly) -> None:
-    controller, zk, metrics = parts.controller, parts.zk, parts.metrics
-    metrics.controller_active.set_function(lambda: 1 if controller.is_active else 0)
-    metrics.offline_partitions.set_function(lambda: controller.offline_partition_count)
-    metrics.watch_unclean_leader_elections(lambda: controller.unclean_leader_elections)
-    metrics.zookeeper_connected.set_function(lambda: 1 if zk.kazoo.connected else 0)
-
-
-def _watch_operator_metrics(parts: BrokerAssembly) -> None:
-    """Wire the operators' metrics (broker.metrics, "the operators' set") to what they
-    read: replica counts, logs and log directories, idle ratios, the ZooKeeper session
-    and its request latency, the controller's events."""
-    m, rm, lm = parts.metrics, parts.replica_manager, parts.log_manager
-    zk, controller, sockets = parts.zk, parts.controller, parts.socket_server
-    m.partition_count.set_function(lambda: len(rm.all_partitions()))
-    m.leader_count.set_function(lambda: len(rm.leader_partitions()))
-    m.watch_logs(lambda: lm.log_dirs, lm.all_logs)
-    m.watch_idle(sockets.idle_seconds)
-    m.watch_zookeeper_state(lambda: str(zk.kazoo.state))
-    observe_request_latency(zk.kazoo, m.zookeeper_request_latency.observe)
-    events = controller.events
-    m.controller_event_queue_size.set_function(events.queue_size)
-    events.observer = m.observe_controller_event

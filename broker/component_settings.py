@@ -1,4 +1,5 @@
-"""The settings each broker component is built with, worked out from the BrokerConfig.
+"""The settings each broker component is built with, worked out from the BrokerConfig
+(and this broker's registration in ZooKeeper).
 
 The assembly (``broker.assembly``) calls these; they read configuration only, so a
 component's constructor takes typed values rather than the whole configuration.
@@ -9,6 +10,7 @@ topic's override, so it is worked out at each call, from a small memo.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 
 from broker.apis.services import BrokerBasics
@@ -17,6 +19,7 @@ from broker.replication import FetcherConfig
 from controller.controller import ControllerConfig
 from storage.config_def import checked
 from storage.log_keys import TOPIC_KEYS
+from zk.model import BrokerInfo
 
 #: the topic key that sets how many replicas acks=all waits for
 _MIN_ISR = TOPIC_KEYS["min.insync.replicas"]
@@ -88,3 +91,18 @@ def controller_config(config: BrokerConfig) -> ControllerConfig:
         zookeeper_session_timeout_ms=c.get_int("zookeeper.session.timeout.ms"),
         delete_topic_enable=c.get_bool("delete.topic.enable"),
     )
+
+
+def broker_registration(
+    config: BrokerConfig, broker_id: int, bound_port: Callable[[str], int]
+) -> BrokerInfo:
+    """Our registration: every advertised listener, with the port actually bound
+    (``bound_port(listener)``: listeners configured with port 0 pick one)."""
+    endpoints = []
+    for ep in config.advertised_listeners:
+        port = ep.port
+        if port == 0:
+            port = bound_port(ep.listener_name)
+        host = ep.host if ep.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        endpoints.append(dataclasses.replace(ep, host=host, port=port))
+    return BrokerInfo(broker_id, tuple(endpoints), config.get_str("broker.rack"))
