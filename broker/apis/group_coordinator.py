@@ -1,6 +1,6 @@
 """What the group handlers share: reaching the coordinator, and answering later.
 
-Every group API is served by ``ctx.group_coordinator`` (broker.group.coordinator) after
+Every group API is served by ``ctx.coordinator`` (broker.group.coordinator) after
 the store says this broker coordinates the group (``coordinator_error``). Answers that
 wait (a parked JoinGroup, a commit waiting for acks=all) are returned as a Future
 (``once``, or ``later`` for a handler's own coroutine), which the network treats as any
