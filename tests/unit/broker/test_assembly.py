@@ -2,14 +2,18 @@
 provides, no family declares an optional service, and the steps' reverse keeps the
 broker's shutdown order (controlled shutdown first, waiters answered before the
 listeners drain, the controller after the drain, the cleaner before the scheduler, the
-logs flushed last but for the lag probe). The families of a started broker are checked
-field by field in tests/integration/test_broker_server_tasks.py."""
+logs flushed last but for the lag probe); a start cancelled half-way stops what had
+started. The families of a started broker are checked field by field in
+tests/integration/test_broker_server_tasks.py."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import typing
+from pathlib import Path
+
+import pytest
 
 from broker.apis import HANDLERS
 from broker.apis.services import Advertised, HandlerServices
@@ -18,9 +22,13 @@ from broker.background import BackgroundTasks
 from broker.config import BrokerConfig
 from broker.lifecycle import Step
 from broker.metrics import BrokerMetrics
+from broker.server import BrokerServer
+from storage.log_manager import CLEAN_SHUTDOWN_FILE
 from tests.unit.broker.handler_services import family_declarations
 from timer.clock import MockClock
 from zk.client import KafkaZkClient
+
+DEADLINE_S = 10.0
 
 
 def _no_zookeeper(hosts: str, session_s: float, connect_s: float) -> KafkaZkClient:
@@ -104,3 +112,32 @@ async def test_background_tasks_are_cancelled_at_close() -> None:
     late = forever()
     tasks.spawn(late, name="late")  # after close: never runs
     assert len(tasks) == 0 and inspect.getcoroutinestate(late) == inspect.CORO_CLOSED
+
+
+async def test_a_start_cancelled_while_zookeeper_is_unreachable_stops_what_started(
+    tmp_path: Path,
+) -> None:
+    """The real steps: the logs loaded, ZooKeeper never answered, start-up cancelled (a
+    SIGTERM); shutdown flushes the logs and marks them clean, and touches nothing that
+    never started."""
+    attempts: list[str] = []
+
+    def unreachable(hosts: str, session_s: float, connect_s: float) -> KafkaZkClient:
+        attempts.append(hosts)
+        raise OSError("connection refused")
+
+    config = BrokerConfig.from_properties(
+        {"zookeeper.connect": "127.0.0.1:1", "log.dirs": str(tmp_path), "broker.id": "0"}
+    )
+    server = BrokerServer(config, zk_connect=unreachable)
+    startup = asyncio.create_task(server.startup())
+    async with asyncio.timeout(DEADLINE_S):
+        while not attempts:
+            await asyncio.sleep(0.01)
+    startup.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await startup
+    assert [s.name for s in server.lifecycle.started] == ["loop lag monitor", "log manager"]
+    await asyncio.wait_for(server.shutdown(), DEADLINE_S)
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    assert server.lifecycle.started == [] and not server.started
