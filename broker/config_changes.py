@@ -24,8 +24,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from broker.context import BrokerContext
+from broker.apis.services import BrokerBasics
 from config.errors import ConfigError
+from storage import LogManager
 from storage.config import LogConfig
 from zk import paths
 from zk.codec import ZkDataError
@@ -37,40 +38,46 @@ log = logging.getLogger(__name__)
 DEFAULT_EXPIRATION_MS: Final = 15 * 60 * 1000
 
 
-def _apply_topic(ctx: BrokerContext, topic: str, config: Mapping[str, str]) -> None:
-    ctx.topic_configs.set(topic, config)
+class DynamicConfigApplier:
+    """Applies an entity's new dynamic config on this broker: the one writer of
+    ``BrokerBasics.config`` after startup (a new BrokerConfig replaces it; readers take
+    it afresh at each use)."""
 
+    def __init__(self, broker: BrokerBasics, log_manager: LogManager) -> None:
+        self.broker = broker
+        self._log_manager = log_manager
+        #: entity type -> how this broker applies an entity's new dynamic config
+        self._appliers: Final[dict[str, Callable[[str, Mapping[str, str]], None]]] = {
+            paths.TOPICS_ENTITY: self._apply_topic,
+            paths.BROKERS_ENTITY: self._apply_broker,
+        }
 
-def _apply_broker(ctx: BrokerContext, entity: str, config: Mapping[str, str]) -> None:
-    """A new dynamic layer of this broker (its own id, or the cluster default): the
-    effective BrokerConfig is rebuilt and the log defaults follow it."""
-    if entity not in (paths.DEFAULT_ENTITY, str(ctx.broker_id)):
-        return
-    try:
-        updated = ctx.config.with_dynamic(default=entity == paths.DEFAULT_ENTITY, config=config)
-    except ConfigError as exc:  # written by something that did not validate it
-        log.error("ignoring the dynamic config of broker %s: %s", entity, exc)
-        return
-    ctx.config = updated
-    if ctx.log_manager is not None:
-        ctx.log_manager.update_default_config(LogConfig.from_layers(updated.config_layers))
+    def apply(self, entity_type: str, entity: str, config: Mapping[str, str]) -> None:
+        """Apply ``config`` as the dynamic config of /config/<entity_type>/<entity>;
+        entity types this broker has nothing to apply for (clients, users, ips) are
+        ignored."""
+        applier = self._appliers.get(entity_type)
+        if applier is not None:
+            applier(entity, config)
 
+    def _apply_topic(self, topic: str, config: Mapping[str, str]) -> None:
+        self.broker.topic_configs.set(topic, config)
 
-#: entity type -> how this broker applies an entity's new dynamic config
-_APPLIERS: Final[dict[str, Callable[[BrokerContext, str, Mapping[str, str]], None]]] = {
-    paths.TOPICS_ENTITY: _apply_topic,
-    paths.BROKERS_ENTITY: _apply_broker,
-}
-
-
-def apply_entity_config(
-    ctx: BrokerContext, entity_type: str, entity: str, config: Mapping[str, str]
-) -> None:
-    """Apply ``config`` as the dynamic config of /config/<entity_type>/<entity>; entity
-    types this broker has nothing to apply for (clients, users, ips) are ignored."""
-    applier = _APPLIERS.get(entity_type)
-    if applier is not None:
-        applier(ctx, entity, config)
+    def _apply_broker(self, entity: str, config: Mapping[str, str]) -> None:
+        """A new dynamic layer of this broker (its own id, or the cluster default): the
+        effective BrokerConfig is rebuilt and the log defaults follow it."""
+        broker = self.broker
+        if entity not in (paths.DEFAULT_ENTITY, str(broker.broker_id)):
+            return
+        try:
+            updated = broker.config.with_dynamic(
+                default=entity == paths.DEFAULT_ENTITY, config=config
+            )
+        except ConfigError as exc:  # written by something that did not validate it
+            log.error("ignoring the dynamic config of broker %s: %s", entity, exc)
+            return
+        broker.config = updated
+        self._log_manager.update_default_config(LogConfig.from_layers(updated.config_layers))
 
 
 def obsolete(created_ms: Mapping[str, int], now_ms: int, expiration_ms: int) -> list[str]:
@@ -83,11 +90,11 @@ class ConfigChangeListener:
 
     def __init__(
         self,
-        ctx: BrokerContext,
+        applier: DynamicConfigApplier,
         zk: ZkFacade,
         expiration_ms: int = DEFAULT_EXPIRATION_MS,
     ) -> None:
-        self._ctx = ctx
+        self._applier = applier
         self._zk = zk
         self._expiration_ms = expiration_ms
         self._last_sequence = -1
@@ -96,10 +103,10 @@ class ConfigChangeListener:
 
     async def start(self) -> None:
         """Apply the dynamic broker configs there are, then every notification left."""
-        for entity in (paths.DEFAULT_ENTITY, str(self._ctx.broker_id)):
+        for entity in (paths.DEFAULT_ENTITY, str(self._applier.broker.broker_id)):
             config = await self._zk.get_entity_config(paths.BROKERS_ENTITY, entity)
             if config:
-                apply_entity_config(self._ctx, paths.BROKERS_ENTITY, entity, config)
+                self._applier.apply(paths.BROKERS_ENTITY, entity, config)
         loop = asyncio.get_running_loop()
 
         def watch(_event: object) -> None:  # on kazoo's thread: only wake the task
@@ -140,8 +147,8 @@ class ConfigChangeListener:
                 continue
             config = await self._zk.get_entity_config(entity_type, entity)
             log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, config)
-            apply_entity_config(self._ctx, entity_type, entity, config)
+            self._applier.apply(entity_type, entity, config)
             self._last_sequence = sequence
-        stale = obsolete(created, self._ctx.clock.time_ms(), self._expiration_ms)
+        stale = obsolete(created, self._applier.broker.clock.time_ms(), self._expiration_ms)
         if stale:
             await self._zk.delete_config_changes(stale)

@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker.apis.request import HandlerResult, ListenerRequest
+from broker.background import BackgroundTasks
 from protocol import ApiKey, ErrorCode, Response, make_response
 from protocol.api import api_name
 from protocol.messages import CreateTopicsRequest, CreateTopicsResponse, RequestHeader
@@ -141,8 +142,8 @@ class ReadinessGate:
         self.ready = False
         #: requests waiting now (a gauge for tests and logs)
         self.held = 0
-        #: the held requests' tasks (kept referenced until done)
-        self._tasks: set[asyncio.Task[None]] = set()
+        #: the held requests' tasks, cancelled by ``close`` (the broker is stopping)
+        self._tasks = BackgroundTasks("held until ready")
 
     def check(self) -> bool:
         """Latch readiness if the condition holds now; whether the broker is ready."""
@@ -162,10 +163,17 @@ class ReadinessGate:
         loop = asyncio.get_running_loop()
         # Any: the result is a Response, or None for an acks=0 Produce (no answer at all)
         answer: asyncio.Future[Any] = loop.create_future()
-        task = loop.create_task(self._held(request, serve, answer), name="held-until-ready")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task = self._tasks.spawn(self._held(request, serve, answer), name="held-until-ready")
+        if task is None:  # closing: nobody will read an answer
+            answer.cancel()
+        else:  # a task cancelled at close takes its pending answer with it
+            task.add_done_callback(lambda done: answer.cancel() if done.cancelled() else None)
         return answer
+
+    async def close(self) -> None:
+        """Give up the requests still held (their answers are cancelled: the listeners
+        have closed by then, so nobody reads them)."""
+        await self._tasks.close()
 
     async def _held(
         self,

@@ -48,6 +48,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from broker.delayed.delete_records import (
@@ -84,7 +85,7 @@ from protocol.errors import ErrorCode
 from protocol.values import EPOCH_DURING_DELETE, INTERNAL_TOPICS, NO_LEADER_EPOCH, TopicPartition
 from storage import Log, LogManager, RecordError, StorageError, TimestampOffset
 from timer import DelayedOperationPurgatory
-from timer.clock import Clock, SystemClock
+from timer.clock import Clock
 from zk.model import INITIAL_CONTROLLER_EPOCH
 
 log = logging.getLogger(__name__)
@@ -126,67 +127,84 @@ async def in_thread(fn: Callable[[], T]) -> T:
 LeadershipChange = Callable[[Mapping[TopicPartition, int], Mapping[TopicPartition, int]], None]
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaManagerServices:
+    """The broker services a ReplicaManager works with, each built once by the assembly.
+
+    ``run_blocking`` runs the controller requests' disk work off the loop;
+    ``isr_writer`` writes a leader's ISR changes to ZooKeeper (None: leaders never
+    change their ISR) and ``isr_propagator`` queues them for the controller (None: not
+    propagated); ``replica_fetchers`` copies the leaders' logs into the followers (None:
+    nothing is fetched). DeleteRecords responses wait in ``delete_records_purgatory``."""
+
+    log_manager: LogManager
+    produce_purgatory: DelayedOperationPurgatory[DelayedProduce]
+    fetch_purgatory: DelayedOperationPurgatory[DelayedFetch]
+    delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords]
+    metrics: BrokerMetrics
+    clock: Clock
+    run_blocking: RunBlocking
+    isr_writer: IsrWriter | None
+    isr_propagator: IsrChangePropagator | None
+    replica_fetchers: ReplicaFetcherManager | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What a ReplicaManager reads of the rest of the cluster (the metadata cache and the
+    topics' configuration, in a broker). ``min_insync_replicas(topic)``: the topic's
+    min.insync.replicas; ``is_known_partition(topic, p)`` tells a partition led elsewhere
+    (NOT_LEADER_OR_FOLLOWER) from one that does not exist; ``is_alive_broker(id)``:
+    whether a follower's broker is live (DeleteRecords waits for those only);
+    ``leader_endpoint(id)``: a leader's inter-broker address, for the fetchers."""
+
+    min_insync_replicas: Callable[[str], int]
+    is_known_partition: Callable[[str, int], bool]
+    is_alive_broker: Callable[[int], bool]
+    leader_endpoint: Callable[[int], tuple[str, int] | None]
+
+
 class ReplicaManager:
     def __init__(
         self,
         broker_id: int,
-        log_manager: LogManager,
+        services: ReplicaManagerServices,
+        cluster: ClusterView,
         *,
-        produce_purgatory: DelayedOperationPurgatory[DelayedProduce],
-        fetch_purgatory: DelayedOperationPurgatory[DelayedFetch],
-        metrics: BrokerMetrics | None = None,
-        min_insync_replicas: Callable[[str], int] = lambda topic: 1,
-        is_known_partition: Callable[[str, int], bool] | None = None,
-        run_blocking: RunBlocking = in_thread,
-        clock: Clock | None = None,
-        isr_writer: IsrWriter | None = None,
-        isr_propagator: IsrChangePropagator | None = None,
-        replica_lag_time_max_ms: int = 30_000,
-        replica_fetchers: ReplicaFetcherManager | None = None,
-        leader_endpoint: Callable[[int], tuple[str, int] | None] = lambda broker_id: None,
-        delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] | None = None,
-        is_alive_broker: Callable[[int], bool] = lambda broker_id: True,
+        replica_lag_time_max_ms: int,
     ) -> None:
-        """``min_insync_replicas(topic)`` gives the topic's min.insync.replicas;
-        ``is_known_partition(topic, p)`` (the metadata cache) tells a partition led
-        elsewhere (NOT_LEADER_OR_FOLLOWER) from one that does not exist;
-        ``run_blocking`` runs the controller requests' disk work off the loop;
-        ``isr_writer`` writes a leader's ISR changes (none: leaders never change their
-        ISR) and ``isr_propagator`` queues them for the controller;
-        ``replica_fetchers`` copies the leaders' logs into the followers (None: nothing
-        is fetched) from ``leader_endpoint(broker_id)``, the inter-broker listener's
-        address in the metadata cache. DeleteRecords responses wait in
-        ``delete_records_purgatory`` (default: one without a reaper, for tests) for the
-        followers on the brokers that are ``is_alive_broker`` (the metadata cache)."""
+        """Broker ``broker_id``'s replicas over ``services``, reading ``cluster``; a
+        follower that has not caught up for ``replica_lag_time_max_ms`` leaves the ISR.
+        Every argument is required: tests build theirs with the factory under tests/."""
         self.broker_id = broker_id
-        self.log_manager = log_manager
-        self.produce_purgatory = produce_purgatory
-        self.fetch_purgatory = fetch_purgatory
-        self.metrics = metrics
-        self.min_insync_replicas = min_insync_replicas
-        self._is_known_partition = is_known_partition
-        self._run_blocking = run_blocking
-        self.clock: Clock = clock or SystemClock()
-        self._isr_writer = isr_writer
-        self.isr_propagator = isr_propagator
+        self.log_manager = services.log_manager
+        self.produce_purgatory = services.produce_purgatory
+        self.fetch_purgatory = services.fetch_purgatory
+        self.metrics = services.metrics
+        self.min_insync_replicas = cluster.min_insync_replicas
+        self._is_known_partition = cluster.is_known_partition
+        self._run_blocking = services.run_blocking
+        self.clock: Clock = services.clock
+        self._isr_writer = services.isr_writer
+        self.isr_propagator = services.isr_propagator
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
-        self.replica_fetchers = replica_fetchers
-        self._leader_endpoint = leader_endpoint
+        self.replica_fetchers = services.replica_fetchers
+        self._leader_endpoint = cluster.leader_endpoint
         self.delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = (
-            delete_records_purgatory
-            if delete_records_purgatory is not None
-            else DelayedOperationPurgatory("DeleteRecords", clock=clock, reaper_enabled=False)
+            services.delete_records_purgatory
         )
-        self.is_alive_broker = is_alive_broker
+        self.is_alive_broker = cluster.is_alive_broker
         self._state_change_lock = asyncio.Lock()
         self._partitions: dict[TopicPartition, Partition] = {}
         self.controller_id = -1
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
+        #: told of every leadership change; set once by the assembly (the group store,
+        #: which is built over this manager: the one back-reference between the two)
         self.on_leadership_change: LeadershipChange | None = None
-        if metrics is not None:
-            metrics.under_replicated_partitions.set_function(self.under_replicated_count)
-            metrics.under_min_isr_partitions.set_function(self.under_min_isr_count)
-            metrics.watch_follower_lags(self.follower_lags)
+        metrics = self.metrics
+        metrics.under_replicated_partitions.set_function(self.under_replicated_count)
+        metrics.under_min_isr_partitions.set_function(self.under_min_isr_count)
+        metrics.watch_follower_lags(self.follower_lags)
 
     # -- the partition table -------------------------------------------------------------
 

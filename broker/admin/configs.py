@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from broker.apis.services import ConfigAdmin
 from broker.config.alter import AlterRefused, ResourceType, validate_broker, validate_topic
-from broker.config_changes import apply_entity_config
-from broker.context import BrokerContext, require
 from protocol import ErrorCode
 from zk import paths
 
@@ -23,7 +22,7 @@ from zk import paths
 Change = Callable[[Mapping[str, str]], dict[str, str]]
 
 
-def config_entity(ctx: BrokerContext, resource_type: int, name: str) -> tuple[str, str]:
+def config_entity(ctx: ConfigAdmin, resource_type: int, name: str) -> tuple[str, str]:
     """The znode entity (type, name) of a ConfigResource, refused if it names nothing
     this cluster has: a topic must exist; a broker is an id or "" (the cluster default)."""
     if resource_type == ResourceType.TOPIC:
@@ -43,10 +42,10 @@ def config_entity(ctx: BrokerContext, resource_type: int, name: str) -> tuple[st
 
 
 async def alter_config(
-    ctx: BrokerContext, resource_type: int, name: str, change: Change, validate_only: bool
+    ctx: ConfigAdmin, resource_type: int, name: str, change: Change, validate_only: bool
 ) -> None:
     """Apply ``change`` to the resource's dynamic set; AlterRefused when it is refused."""
-    zk = require(ctx.zk, "zk")
+    zk = ctx.zk
     entity_type, entity = config_entity(ctx, resource_type, name)
     current = await zk.get_entity_config(entity_type, entity)
     updated = change(current)
@@ -57,11 +56,11 @@ async def alter_config(
     if validate_only:
         return
     await zk.set_entity_config(entity_type, entity, updated)
-    apply_entity_config(ctx, entity_type, entity, updated)
+    ctx.applier.apply(entity_type, entity, updated)
 
 
 async def alter_outcome(
-    ctx: BrokerContext, resource_type: int, name: str, change: Change, validate_only: bool
+    ctx: ConfigAdmin, resource_type: int, name: str, change: Change, validate_only: bool
 ) -> tuple[int, str | None]:
     """:func:`alter_config` as a response entry needs it: (error code, message), NONE when
     the change was applied (or, with ``validate_only``, would be)."""

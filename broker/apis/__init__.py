@@ -2,12 +2,15 @@
 
 Each API has one module here (``broker/apis/<api>.py``) exposing::
 
-    async def handle(ctx: BrokerContext, request: ApiRequest[<Api>Request]) -> HandlerResult
+    async def handle(ctx: <Family>, request: ApiRequest[<Api>Request]) -> HandlerResult
 
-(``ListenerRequest`` for the handlers that need the listener; see ``broker.apis.request``).
-``HANDLERS`` registers each of them explicitly: an API that is not in it is neither
-advertised by ApiVersions nor dispatched. Deliberately left out: the SASL APIs (until
-security lands).
+where ``<Family>`` is the narrow set of services its handler family reaches
+(``broker.apis.services``), and ``ListenerRequest`` replaces ``ApiRequest`` for the
+handlers that need the listener (see ``broker.apis.request``). ``HANDLERS`` registers
+each of them explicitly, with its family: an API that is not in it is neither advertised
+by ApiVersions nor dispatched. Deliberately left out: the SASL APIs (until security
+lands). ``KafkaApis`` resolves every route once, to (handler, family instance, versions):
+a request costs one dict lookup and one call, as with a single context object.
 
 Advertised versions are the codec's ``SUPPORTED_VERSIONS`` for the APIs in the table.
 Produce is advertised from v0 (librdkafka probes compression support against v0) and its
@@ -21,8 +24,9 @@ import functools
 import logging
 import typing
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 
@@ -64,7 +68,17 @@ from broker.apis import (
     update_metadata,
 )
 from broker.apis.request import Answer, HandlerResult, ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import (
+    Advertised,
+    ClusterAdmin,
+    ConfigAdmin,
+    GroupAccess,
+    HandlerServices,
+    ProducerIds,
+    ReplicaAccess,
+    TopicAdmin,
+)
+from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode, Response
 from protocol.api import api_name, response_message
 from protocol.messages import RequestHeader
@@ -74,48 +88,69 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: ``handle(ctx, request)`` of one API module. The body's type is the API's request class,
-#: which only the API key in the header tells at run time (hence ``Any`` here).
-ApiHandler = Callable[[BrokerContext, ListenerRequest[Any]], Awaitable[HandlerResult]]
+S = TypeVar("S")
 
-#: API key -> handler: every API this broker serves.
-HANDLERS: Mapping[int, ApiHandler] = MappingProxyType(
+
+@dataclass(frozen=True, slots=True)
+class Route(Generic[S]):
+    """One API's handler and the family of services it takes. The body's type is the
+    API's request class, which only the API key in the header tells at run time (hence
+    ``Any`` here)."""
+
+    family: type[S]
+    handle: Callable[[S, ListenerRequest[Any]], Awaitable[HandlerResult]]
+
+
+def route(
+    family: type[S], handle: Callable[[S, ListenerRequest[Any]], Awaitable[HandlerResult]]
+) -> Route[Any]:
+    """``Route(family, handle)`` for the table: ``S`` is inferred from the arguments alone
+    (not from the table's ``Route[Any]``), so mypy refuses a handler of another family."""
+    return Route(family, handle)
+
+
+#: API key -> its handler and the family of services it takes: every API this broker serves.
+HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
     {
-        ApiKey.PRODUCE: produce.handle,
-        ApiKey.FETCH: fetch.handle,
-        ApiKey.LIST_OFFSETS: list_offsets.handle,
-        ApiKey.METADATA: metadata.handle,
-        ApiKey.LEADER_AND_ISR: leader_and_isr.handle,
-        ApiKey.STOP_REPLICA: stop_replica.handle,
-        ApiKey.UPDATE_METADATA: update_metadata.handle,
-        ApiKey.CONTROLLED_SHUTDOWN: controlled_shutdown.handle,
-        ApiKey.API_VERSIONS: api_versions.handle,
-        ApiKey.CREATE_TOPICS: create_topics.handle,
-        ApiKey.DELETE_TOPICS: delete_topics.handle,
-        ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
-        ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
-        ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
-        ApiKey.ALTER_CONFIGS: alter_configs.handle,
-        ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
-        ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
-        ApiKey.CREATE_PARTITIONS: create_partitions.handle,
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments.handle,
-        ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
-        ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
-        ApiKey.ELECT_LEADERS: elect_leaders.handle,
-        ApiKey.DELETE_RECORDS: delete_records.handle,
+        ApiKey.PRODUCE: route(ReplicaAccess, produce.handle),
+        ApiKey.FETCH: route(ReplicaAccess, fetch.handle),
+        ApiKey.LIST_OFFSETS: route(ReplicaAccess, list_offsets.handle),
+        ApiKey.METADATA: route(TopicAdmin, metadata.handle),
+        ApiKey.LEADER_AND_ISR: route(ReplicaAccess, leader_and_isr.handle),
+        ApiKey.STOP_REPLICA: route(ReplicaAccess, stop_replica.handle),
+        ApiKey.UPDATE_METADATA: route(ReplicaAccess, update_metadata.handle),
+        ApiKey.CONTROLLED_SHUTDOWN: route(ClusterAdmin, controlled_shutdown.handle),
+        ApiKey.API_VERSIONS: route(Advertised, api_versions.handle),
+        ApiKey.CREATE_TOPICS: route(TopicAdmin, create_topics.handle),
+        ApiKey.DELETE_TOPICS: route(TopicAdmin, delete_topics.handle),
+        ApiKey.INIT_PRODUCER_ID: route(ProducerIds, init_producer_id.handle),
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: route(ReplicaAccess, offset_for_leader_epoch.handle),
+        ApiKey.DESCRIBE_CONFIGS: route(ConfigAdmin, describe_configs.handle),
+        ApiKey.ALTER_CONFIGS: route(ConfigAdmin, alter_configs.handle),
+        ApiKey.DESCRIBE_LOG_DIRS: route(ClusterAdmin, describe_log_dirs.handle),
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: route(ConfigAdmin, incremental_alter_configs.handle),
+        ApiKey.CREATE_PARTITIONS: route(TopicAdmin, create_partitions.handle),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: route(
+            ClusterAdmin, alter_partition_reassignments.handle
+        ),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: route(
+            ClusterAdmin, list_partition_reassignments.handle
+        ),
+        ApiKey.DESCRIBE_CLUSTER: route(ClusterAdmin, describe_cluster.handle),
+        ApiKey.ELECT_LEADERS: route(ClusterAdmin, elect_leaders.handle),
+        ApiKey.DELETE_RECORDS: route(ReplicaAccess, delete_records.handle),
         # consumer groups (broker.group)
-        ApiKey.FIND_COORDINATOR: find_coordinator.handle,
-        ApiKey.JOIN_GROUP: join_group.handle,
-        ApiKey.SYNC_GROUP: sync_group.handle,
-        ApiKey.HEARTBEAT: heartbeat.handle,
-        ApiKey.LEAVE_GROUP: leave_group.handle,
-        ApiKey.OFFSET_COMMIT: offset_commit.handle,
-        ApiKey.OFFSET_FETCH: offset_fetch.handle,
-        ApiKey.LIST_GROUPS: list_groups.handle,
-        ApiKey.DESCRIBE_GROUPS: describe_groups.handle,
-        ApiKey.DELETE_GROUPS: delete_groups.handle,
-        ApiKey.OFFSET_DELETE: offset_delete.handle,
+        ApiKey.FIND_COORDINATOR: route(GroupAccess, find_coordinator.handle),
+        ApiKey.JOIN_GROUP: route(GroupAccess, join_group.handle),
+        ApiKey.SYNC_GROUP: route(GroupAccess, sync_group.handle),
+        ApiKey.HEARTBEAT: route(GroupAccess, heartbeat.handle),
+        ApiKey.LEAVE_GROUP: route(GroupAccess, leave_group.handle),
+        ApiKey.OFFSET_COMMIT: route(GroupAccess, offset_commit.handle),
+        ApiKey.OFFSET_FETCH: route(GroupAccess, offset_fetch.handle),
+        ApiKey.LIST_GROUPS: route(GroupAccess, list_groups.handle),
+        ApiKey.DESCRIBE_GROUPS: route(GroupAccess, describe_groups.handle),
+        ApiKey.DELETE_GROUPS: route(GroupAccess, delete_groups.handle),
+        ApiKey.OFFSET_DELETE: route(GroupAccess, offset_delete.handle),
     }
 )
 
@@ -206,22 +241,33 @@ def _error_name(code: int) -> str:
 
 
 class KafkaApis:
-    """Dispatches each request to its API's handler; one per broker."""
+    """Dispatches each request to its API's handler, with the handler's family of
+    services; one per broker. ``gate`` holds client requests until the broker can
+    answer them (broker.readiness); None serves every request at once (handler tests).
+    ``Advertised`` is the one family provided here rather than by ``services``: the
+    versions ApiVersions lists are this table's own."""
 
     def __init__(
-        self, ctx: BrokerContext, handlers: Mapping[int, ApiHandler] | None = None
+        self,
+        services: HandlerServices,
+        metrics: BrokerMetrics,
+        *,
+        gate: ReadinessGate | None,
+        handlers: Mapping[int, Route[Any]] = HANDLERS,
     ) -> None:
-        self.ctx = ctx
-        self.handlers: dict[int, ApiHandler] = dict(HANDLERS if handlers is None else handlers)
+        self.metrics = metrics
+        self.handlers: dict[int, Route[Any]] = dict(handlers)
         self.advertised = advertised_versions(self.handlers)
-        ctx.advertised_versions = self.advertised
-        #: API key -> (handler, lowest and highest version served): one lookup a request
+        families = services.by_family()
+        families[Advertised] = Advertised(MappingProxyType(self.advertised))
+        #: API key -> (handler, its family's services, lowest and highest version served):
+        #: one lookup a request
+        self._routes: dict[int, tuple[Callable[..., Awaitable[HandlerResult]], object, int, int]]
         self._routes = {
-            key: (self.handlers[key], lo, hi) for key, (lo, hi) in self.advertised.items()
+            key: (self.handlers[key].handle, families[self.handlers[key].family], lo, hi)
+            for key, (lo, hi) in self.advertised.items()
         }
-        #: holds client requests until the broker can answer them (broker.readiness);
-        #: the broker sets it, a unit test of handlers need not
-        self.gate: ReadinessGate | None = None
+        self.gate = gate
 
     async def handle(self, request: ListenerRequest[Any]) -> HandlerResult:
         """Route ``request`` (broker.network.Request) to its handler; unknown APIs and
@@ -232,7 +278,7 @@ class KafkaApis:
             # only ApiVersions above our range decodes without a body
             return api_versions_fallback(header, self.advertised)
         route = self._routes.get(api_key)
-        if route is None or not route[1] <= int(header.api_version) <= route[2]:
+        if route is None or not route[2] <= int(header.api_version) <= route[3]:
             log.info("unsupported request %s v%s", api_key, header.api_version)
             return error_response(header, ErrorCode.UNSUPPORTED_VERSION)
         gate = self.gate
@@ -242,7 +288,8 @@ class KafkaApis:
 
     async def _serve(self, request: ListenerRequest[Any]) -> HandlerResult:
         api_key = int(request.header.api_key)
-        result = await self._routes[api_key][0](self.ctx, request)
+        handle, services, _, _ = self._routes[api_key]
+        result = await handle(services, request)
         if api_key == ApiKey.UPDATE_METADATA and self.gate is not None:
             self.gate.check()  # the cache may now list this broker
         if isinstance(result, asyncio.Future):
@@ -256,7 +303,7 @@ class KafkaApis:
             return
         api = api_name(result.api_key)
         for code in iter_error_codes(result.body):
-            self.ctx.metrics.request_errors.labels(api=api, error=_error_name(code)).inc()
+            self.metrics.request_errors.labels(api=api, error=_error_name(code)).inc()
 
     def _count_deferred_errors(
         self, future: asyncio.Future[Response] | asyncio.Future[Answer]

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 from broker.admin.configs import alter_outcome
 from broker.apis.request import ApiRequest
+from broker.apis.services import ConfigAdmin
 from broker.config.alter import replaced
-from broker.context import BrokerContext
 from protocol import Response, make_response
 from protocol.messages import AlterConfigsRequest, AlterConfigsResponse
 
@@ -26,7 +26,7 @@ def _whole_set(
     return replaced(configs)
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[AlterConfigsRequest]) -> Response:
+async def handle(ctx: ConfigAdmin, request: ApiRequest[AlterConfigsRequest]) -> Response:
     body = request.body
     results = []
     for resource in body.resources:

@@ -13,7 +13,7 @@ ListPartitionReassignments follows them.
 from __future__ import annotations
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext
+from broker.apis.services import ClusterAdmin
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -40,11 +40,11 @@ def requested_targets(
 
 
 async def handle(
-    ctx: BrokerContext, request: ApiRequest[AlterPartitionReassignmentsRequest]
+    ctx: ClusterAdmin, request: ApiRequest[AlterPartitionReassignmentsRequest]
 ) -> Response:
-    controller = ctx.controller
+    controller = ctx.controller.active()
     outcomes = None
-    if controller is not None and controller.is_active:
+    if controller is not None:
         outcomes = await controller.alter_partition_reassignments(requested_targets(request.body))
     if outcomes is None:
         body = AlterPartitionReassignmentsResponse(

@@ -9,13 +9,13 @@ else on a connection, so it must not depend on ZooKeeper or the metadata cache.
 from __future__ import annotations
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext
+from broker.apis.services import Advertised
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[ApiVersionsRequest]) -> Response:
-    advertised = ctx.advertised_versions
+async def handle(ctx: Advertised, request: ApiRequest[ApiVersionsRequest]) -> Response:
+    advertised = ctx.versions
     entry = ApiVersionsResponse.ApiVersion
     keys = [
         entry(api_key=key, min_version=lo, max_version=hi)

@@ -9,16 +9,16 @@ partitions the broker leads and taking it out of ISRs -- is the controller's
 from __future__ import annotations
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext
+from broker.apis.services import ClusterAdmin
 from controller.shutdown import controlled_shutdown_response
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[ControlledShutdownRequest]) -> Response:
+async def handle(ctx: ClusterAdmin, request: ApiRequest[ControlledShutdownRequest]) -> Response:
     body = request.body
-    controller = ctx.controller
-    if controller is None or not controller.is_active:
+    controller = ctx.controller.active()
+    if controller is None:
         return make_response(
             request.header, ControlledShutdownResponse(error_code=ErrorCode.NOT_CONTROLLER)
         )

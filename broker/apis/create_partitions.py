@@ -18,7 +18,7 @@ from collections.abc import Collection
 from broker.admin.topics import AdminError, add_partitions, plan_partitions, read_topic
 from broker.apis.create_topics import respond_when_led
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import TopicAdmin
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
@@ -28,7 +28,7 @@ Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[CreatePartitionsRequest]
+    ctx: TopicAdmin, request: ListenerRequest[CreatePartitionsRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     header = request.header
@@ -39,7 +39,7 @@ async def handle(
         ordered = [results[n] for n in dict.fromkeys(names)]
         return make_response(header, CreatePartitionsResponse(throttle_time_ms=0, results=ordered))
 
-    if ctx.controller is None or not ctx.controller.is_active:
+    if ctx.controller.active() is None:
         for name in names:
             results[name] = Result(name=name, error_code=ErrorCode.NOT_CONTROLLER)
         return respond()
@@ -56,7 +56,7 @@ async def handle(
         if topic.name in results:
             continue
         try:
-            zk = require(ctx.zk, "ZooKeeper client")
+            zk = ctx.zk
             current, version = await read_topic(zk, topic.name)
             # null (or empty: never meant as "zero new partitions") lets the broker assign
             assignments = topic.assignments

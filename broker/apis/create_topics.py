@@ -28,8 +28,8 @@ from collections.abc import Callable, Collection, Mapping
 from broker.admin.peer_metadata import wait_for_peers
 from broker.admin.topics import AdminError, TopicPlan, create_topic, existing_topics, plan_topic
 from broker.apis.request import ListenerRequest
+from broker.apis.services import TopicAdmin
 from broker.config import describe_topic_config
-from broker.context import BrokerContext, require
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
 from protocol import ErrorCode, Response, make_response
@@ -41,12 +41,9 @@ log = logging.getLogger(__name__)
 Result = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = CreateTopicsResponse.CreatableTopicConfigs
 
-#: peer probes in flight (kept referenced until done)
-_tasks: set[asyncio.Task[None]] = set()
-
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[CreateTopicsRequest]
+    ctx: TopicAdmin, request: ListenerRequest[CreateTopicsRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     header = request.header
@@ -57,7 +54,7 @@ async def handle(
         ordered = [results[n] for n in dict.fromkeys(names)]
         return make_response(header, CreateTopicsResponse(throttle_time_ms=0, topics=ordered))
 
-    if ctx.controller is None or not ctx.controller.is_active:
+    if ctx.controller.active() is None:
         for name in names:
             results[name] = _error(name, ErrorCode.NOT_CONTROLLER, "This is not the controller.")
         return respond()
@@ -73,7 +70,7 @@ async def handle(
 
     plans: dict[str, TopicPlan] = {}
     try:
-        existing = set(await existing_topics(require(ctx.zk, "ZooKeeper client")))
+        existing = set(await existing_topics(ctx.zk))
     except Exception as exc:  # ZooKeeper unreachable: every topic fails, the broker carries on
         log.warning("CreateTopics: listing topics failed: %s", exc)
         for name in names:
@@ -109,7 +106,7 @@ async def handle(
 
     for name, plan in plans.items():
         try:
-            await create_topic(require(ctx.zk, "ZooKeeper client"), plan)
+            await create_topic(ctx.zk, plan)
         except AdminError as exc:
             results[name] = _error(name, exc.error_code, exc.message)
             continue
@@ -130,7 +127,7 @@ async def handle(
 
 
 def respond_when_led(
-    ctx: BrokerContext,
+    ctx: TopicAdmin,
     request: ListenerRequest[object],
     pending: Mapping[str, Collection[int]],
     timeout_ms: int,
@@ -194,12 +191,11 @@ def respond_when_led(
             )
             timed_out(name)
         ready = {n: ps for n, ps in pending.items() if n not in not_ready}
-        task = loop.create_task(confirm_with_peers(ready), name="create-topics-peers")
-        _tasks.add(task)
-        task.add_done_callback(_tasks.discard)
+        # held by the family's tasks, cancelled at shutdown (the answer then goes at once)
+        ctx.tasks.spawn(confirm_with_peers(ready), name="create-topics-peers")
 
     operation = DelayedCreateTopics(timeout_ms, pending, cache.has_leaders, on_done)
-    purgatory = require(ctx.create_topics_purgatory, "create-topics purgatory")
+    purgatory = ctx.topic_purgatory
     purgatory.try_complete_else_watch(operation, [topic_key(name) for name in pending])
     return future
 
@@ -234,7 +230,7 @@ def _timed_out(result: Result) -> None:
     result.error_message = "Timed out waiting for the topic's partitions to have leaders."
 
 
-def _success(ctx: BrokerContext, plan: TopicPlan) -> Result:
+def _success(ctx: TopicAdmin, plan: TopicPlan) -> Result:
     return Result(
         name=plan.name,
         topic_id=plan.topic_id,

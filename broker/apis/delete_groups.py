@@ -11,7 +11,7 @@ import asyncio
 
 from broker.apis.group_coordinator import coordinator, group_error, later
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DeleteGroupsRequest, DeleteGroupsResponse
 
@@ -19,7 +19,7 @@ Result = DeleteGroupsResponse.DeletableGroupResult
 
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[DeleteGroupsRequest]
+    ctx: GroupAccess, request: ListenerRequest[DeleteGroupsRequest]
 ) -> asyncio.Future[Response]:
     names = list(dict.fromkeys(request.body.groups_names))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from broker.delayed.delete_records import DeleteRecordsPartitionResult
 from protocol import Response, make_response
 from protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse, RequestHeader
@@ -66,7 +66,7 @@ def build_response(
 
 
 async def handle(
-    ctx: BrokerContext, request: ApiRequest[DeleteRecordsRequest]
+    ctx: ReplicaAccess, request: ApiRequest[DeleteRecordsRequest]
 ) -> Response | asyncio.Future[Response]:
     header, body = request.header, request.body
     offsets = requested_offsets(body)
@@ -76,7 +76,7 @@ async def handle(
         if not future.done():  # the connection may have gone (future cancelled)
             future.set_result(build_response(header, body, results))
 
-    rm = require(ctx.replica_manager, "replica manager")
+    rm = ctx.replica_manager
     await rm.delete_records(offsets, timeout_ms=body.timeout_ms, on_done=on_done)
     if future.done():
         return future.result()

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from broker.admin.topics import AdminError, queue_deletion
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import TopicAdmin
 from broker.delayed.create_topics import topic_key
 from broker.delayed.delete_topics import DelayedDeleteTopics
 from protocol import ErrorCode, Response, make_response
@@ -89,7 +89,7 @@ def refused_code(version: int) -> int:
 
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[DeleteTopicsRequest]
+    ctx: TopicAdmin, request: ListenerRequest[DeleteTopicsRequest]
 ) -> Response | asyncio.Future[Response]:
     header = request.header
     version = int(header.api_version)
@@ -103,7 +103,7 @@ async def handle(
         result.error_code = code
         result.error_message = message
 
-    if ctx.controller is None or not ctx.controller.is_active:
+    if ctx.controller.active() is None:
         for r in results:
             fail(r, ErrorCode.NOT_CONTROLLER, "This is not the controller.")
         return respond()
@@ -123,7 +123,7 @@ async def handle(
             fail(result, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
         elif name is not None:
             queued[name] = result
-    zk = require(ctx.zk, "ZooKeeper client")
+    zk = ctx.zk
     for name, result in list(queued.items()):
         try:
             await queue_deletion(zk, name)
@@ -158,6 +158,6 @@ async def handle(
     operation = DelayedDeleteTopics(
         timeout_ms, list(queued), lambda t: not cache.contains_topic(t), on_done
     )
-    purgatory = require(ctx.create_topics_purgatory, "topic purgatory")
+    purgatory = ctx.topic_purgatory
     purgatory.try_complete_else_watch(operation, [topic_key(name) for name in queued])
     return future

@@ -8,7 +8,7 @@ ZooKeeper-mode broker serves only brokers (MISMATCHED_ENDPOINT_TYPE otherwise).
 from __future__ import annotations
 
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import ClusterAdmin
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED
@@ -16,7 +16,7 @@ from protocol.values import AUTHORIZED_OPERATIONS_OMITTED
 ENDPOINT_TYPE_BROKER = 1
 
 
-async def handle(ctx: BrokerContext, request: ListenerRequest[DescribeClusterRequest]) -> Response:
+async def handle(ctx: ClusterAdmin, request: ListenerRequest[DescribeClusterRequest]) -> Response:
     body = request.body
     endpoint_type = body.endpoint_type
     if endpoint_type != ENDPOINT_TYPE_BROKER:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 
 from broker.apis.request import ApiRequest
+from broker.apis.services import ConfigAdmin
 from broker.config import ConfigEntry, ConfigSource, describe_topic_config
-from broker.context import BrokerContext
 from broker.topic_overrides import topic_overrides
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
@@ -28,7 +28,7 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[DescribeConfigsRequest]) -> Response:
+async def handle(ctx: ConfigAdmin, request: ApiRequest[DescribeConfigsRequest]) -> Response:
     body = request.body
     version = request.header.api_version
     results = []
@@ -72,12 +72,12 @@ class _Refused(Exception):
 
 
 async def _entries(
-    ctx: BrokerContext, resource_type: int, name: str, keys: list[str] | None
+    ctx: ConfigAdmin, resource_type: int, name: str, keys: list[str] | None
 ) -> list[ConfigEntry]:
     if resource_type == TOPIC:
         if not ctx.metadata_cache.contains_topic(name):
             raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        overrides = await topic_overrides(ctx, name)
+        overrides = await topic_overrides(ctx.zk, ctx.topic_configs, name)
         return describe_topic_config(ctx.config, overrides, keys)
     if resource_type == BROKER:
         if name not in ("", str(ctx.broker_id)):

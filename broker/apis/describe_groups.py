@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from broker.apis.group_coordinator import coordinator, group_error
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED
@@ -24,7 +24,7 @@ Member = DescribeGroupsResponse.DescribedGroupMember
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
-async def handle(ctx: BrokerContext, request: ListenerRequest[DescribeGroupsRequest]) -> Response:
+async def handle(ctx: GroupAccess, request: ListenerRequest[DescribeGroupsRequest]) -> Response:
     body = request.body
     operations = (
         GROUP_OPERATIONS if body.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED

@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ClusterAdmin
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.values import TopicPartition
@@ -95,8 +95,8 @@ def describe_dirs(
     return results
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[DescribeLogDirsRequest]) -> Response:
-    manager = require(ctx.log_manager, "log manager")
+async def handle(ctx: ClusterAdmin, request: ApiRequest[DescribeLogDirsRequest]) -> Response:
+    manager = ctx.log_manager
     results = await asyncio.to_thread(
         describe_dirs,
         manager.log_dirs,

@@ -21,7 +21,7 @@ import asyncio
 import logging
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext
+from broker.apis.services import ClusterAdmin
 from controller.elect_leaders import ElectionOutcome, ElectionType
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ElectLeadersRequest, ElectLeadersResponse
@@ -66,7 +66,7 @@ def build_response(
     )
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[ElectLeadersRequest]) -> Response:
+async def handle(ctx: ClusterAdmin, request: ApiRequest[ElectLeadersRequest]) -> Response:
     body = request.body
     partitions = requested_partitions(body)
     every = partitions or []
@@ -80,8 +80,8 @@ async def handle(ctx: BrokerContext, request: ApiRequest[ElectLeadersRequest]) -
     election_type = body.election_type if request.header.api_version >= 1 else 0
     if election_type not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
         return answer_all(ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}")
-    controller = ctx.controller
-    if controller is None or not controller.is_active:
+    controller = ctx.controller.active()
+    if controller is None:
         return answer_all(ErrorCode.NOT_CONTROLLER)
     timeout_s = max(0, body.timeout_ms) / 1000
     try:

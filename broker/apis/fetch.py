@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 
 from broker.apis.request import Answer, ListenerRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
 from broker.network.codec import ResponseParts
 from protocol import ErrorCode, Response, make_response
@@ -50,7 +50,7 @@ from protocol.values import READ_COMMITTED, TopicPartition
 FULL_FETCH_EPOCHS = (0, -1)
 
 
-def fetch_params(ctx: BrokerContext, body: FetchRequest) -> FetchParams:
+def fetch_params(ctx: ReplicaAccess, body: FetchRequest) -> FetchParams:
     """The request-wide limits, capped by the broker's (fetch.max.bytes for consumers,
     replica.fetch.response.max.bytes for followers)."""
     key = "replica.fetch.response.max.bytes" if body.replica_id >= 0 else "fetch.max.bytes"
@@ -76,7 +76,7 @@ def partition_infos(body: FetchRequest) -> list[tuple[TopicPartition, PartitionF
     ]
 
 
-def follower_fetch_allowed(ctx: BrokerContext, listener: str) -> bool:
+def follower_fetch_allowed(ctx: ReplicaAccess, listener: str) -> bool:
     """Whether a follower fetch may arrive on ``listener`` (see the module doc)."""
     configured = ctx.config.get_str("inter.broker.listener.name")
     return not configured or listener == configured or listener.upper() == configured.upper()
@@ -171,7 +171,7 @@ def follower_response_parts(
 
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[FetchRequest]
+    ctx: ReplicaAccess, request: ListenerRequest[FetchRequest]
 ) -> Answer | asyncio.Future[Answer]:
     header, body = request.header, request.body
     from_follower = body.replica_id >= 0
@@ -201,9 +201,7 @@ async def handle(
         elif not future.done():  # the connection may have gone (future cancelled)
             future.set_result(answer)
 
-    require(ctx.replica_manager, "replica manager").fetch_messages(
-        params, partition_infos(body), on_done
-    )
+    ctx.replica_manager.fetch_messages(params, partition_infos(body), on_done)
     if answered:
         return answered[0]
     future = ctx.event_loop.create_future()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
@@ -42,7 +42,7 @@ def no_node(key: str, error: int, message: str) -> Coordinator:
     )
 
 
-def find(ctx: BrokerContext, key: str, key_type: int, listener: str) -> Coordinator:
+def find(ctx: GroupAccess, key: str, key_type: int, listener: str) -> Coordinator:
     """The coordinator of one key, or why there is none."""
     if key_type == TRANSACTION_KEY_TYPE:
         return no_node(
@@ -52,7 +52,7 @@ def find(ctx: BrokerContext, key: str, key_type: int, listener: str) -> Coordina
         )
     if key_type != GROUP_KEY_TYPE:
         return no_node(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    store = require(ctx.group_store, "group store")
+    store = ctx.store
     cache = ctx.metadata_cache
     if not cache.contains_topic(OFFSETS_TOPIC):
         store.request_offsets_topic()
@@ -72,7 +72,7 @@ def find(ctx: BrokerContext, key: str, key_type: int, listener: str) -> Coordina
     return Coordinator(key=key, node_id=leader, host=host, port=port, error_code=ErrorCode.NONE)
 
 
-async def handle(ctx: BrokerContext, request: ListenerRequest[FindCoordinatorRequest]) -> Response:
+async def handle(ctx: GroupAccess, request: ListenerRequest[FindCoordinatorRequest]) -> Response:
     body = request.body
     listener = request.listener.upper()
     if request.header.api_version >= BATCHED_VERSION:

@@ -1,6 +1,6 @@
 """What the group handlers share: reaching the coordinator, and answering later.
 
-Every group API is served by ``ctx.group_coordinator`` (broker.group.coordinator) after
+Every group API is served by ``ctx.coordinator`` (broker.group.coordinator) after
 the store says this broker coordinates the group (``coordinator_error``). Answers that
 wait (a parked JoinGroup, a commit waiting for acks=all) are returned as a Future
 (``once``, or ``later`` for a handler's own coroutine), which the network treats as any
@@ -13,18 +13,18 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from broker.context import BrokerContext, require
+from broker.apis.services import GroupAccess
 from broker.group.coordinator import GroupCoordinator
 from protocol import Response
 
 R = TypeVar("R")
 
 
-def coordinator(ctx: BrokerContext) -> GroupCoordinator:
-    return require(ctx.group_coordinator, "group coordinator")
+def coordinator(ctx: GroupAccess) -> GroupCoordinator:
+    return ctx.coordinator
 
 
-def group_error(ctx: BrokerContext, group_id: str) -> int:
+def group_error(ctx: GroupAccess, group_id: str) -> int:
     """NONE when this broker coordinates ``group_id`` (loaded); else the error to answer."""
     return coordinator(ctx).store.coordinator_error(group_id)
 

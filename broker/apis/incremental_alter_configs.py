@@ -13,10 +13,10 @@ from collections.abc import Mapping
 
 from broker.admin.configs import alter_outcome
 from broker.apis.request import ApiRequest
+from broker.apis.services import ConfigAdmin
 from broker.config import format_value
 from broker.config.alter import ResourceType, incremental
 from broker.config.keys import BROKER_CONFIG_DEFS
-from broker.context import BrokerContext
 from config.definitions import AnyDef
 from config.log_keys import TOPIC_KEYS
 from protocol import Response, make_response
@@ -26,7 +26,7 @@ Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 
 
 def _edit(
-    ctx: BrokerContext,
+    ctx: ConfigAdmin,
     resource_type: int,
     ops: list[tuple[str, int, str | None]],
     current: Mapping[str, str],
@@ -45,9 +45,7 @@ def _edit(
     )
 
 
-async def handle(
-    ctx: BrokerContext, request: ApiRequest[IncrementalAlterConfigsRequest]
-) -> Response:
+async def handle(ctx: ConfigAdmin, request: ApiRequest[IncrementalAlterConfigsRequest]) -> Response:
     body = request.body
     results = []
     for resource in body.resources:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ProducerIds
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import InitProducerIdRequest, InitProducerIdResponse, RequestHeader
 from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
@@ -41,13 +41,13 @@ def _response(
     return make_response(header, body)
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[InitProducerIdRequest]) -> Response:
+async def handle(ctx: ProducerIds, request: ApiRequest[InitProducerIdRequest]) -> Response:
     header, body = request.header, request.body
     error = request_error(body)
     if error:
         return _response(header, error)
     try:
-        producer_ids = require(ctx.producer_id_manager, "producer id manager")
+        producer_ids = ctx.manager
         producer_id = await producer_ids.generate_producer_id()
     except Exception as exc:  # any ZooKeeper failure: the client retries later
         log.warning("cannot hand out a producer id: %s", exc)

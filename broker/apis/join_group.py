@@ -13,14 +13,14 @@ import asyncio
 
 from broker.apis.group_coordinator import client_host, coordinator, group_error, once
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from broker.group.results import JoinRequest, JoinResult
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import JoinGroupRequest, JoinGroupResponse
 
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[JoinGroupRequest]
+    ctx: GroupAccess, request: ListenerRequest[JoinGroupRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     version = int(request.header.api_version)

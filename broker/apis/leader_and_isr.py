@@ -14,7 +14,7 @@ import uuid
 
 from broker.apis.epochs import is_stale_broker_epoch
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from broker.topic_overrides import load_topic_configs
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -39,16 +39,17 @@ def partition_states(
     return states, topic_ids
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[LeaderAndIsrRequest]) -> Response:
+async def handle(ctx: ReplicaAccess, request: ApiRequest[LeaderAndIsrRequest]) -> Response:
     body = request.body
     version = request.header.api_version
     states, topic_ids = partition_states(body)
     if is_stale_broker_epoch(ctx, body.broker_epoch):
-        log.info("LeaderAndIsr for broker epoch %s, ours %s", body.broker_epoch, ctx.broker_epoch)
+        ours = ctx.controller.broker_epoch
+        log.info("LeaderAndIsr for broker epoch %s, ours %s", body.broker_epoch, ours)
         return make_response(
             request.header, LeaderAndIsrResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
         )
-    rm = require(ctx.replica_manager, "replica manager")
+    rm = ctx.replica_manager
     if rm.is_stale_controller_epoch(body.controller_epoch):
         log.warning(
             "LeaderAndIsr from controller %s with stale epoch %s (seen %s)",
@@ -60,7 +61,7 @@ async def handle(ctx: BrokerContext, request: ApiRequest[LeaderAndIsrRequest]) -
             request.header, LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         )
     # before the logs are made, so a log starts with its topic's overrides
-    await load_topic_configs(ctx, {s.topic_name for s in states})
+    await load_topic_configs(ctx.zk, ctx.topic_configs, {s.topic_name for s in states})
     errors = await rm.become_leader_or_follower(
         body.controller_id, body.controller_epoch, states, topic_ids, body.live_leaders
     )

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from broker.apis.group_coordinator import coordinator, group_error
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import LeaveGroupRequest, LeaveGroupResponse
 
 
-async def handle(ctx: BrokerContext, request: ListenerRequest[LeaveGroupRequest]) -> Response:
+async def handle(ctx: GroupAccess, request: ListenerRequest[LeaveGroupRequest]) -> Response:
     body = request.body
     version = int(request.header.api_version)
     if version >= 3:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from broker.apis.group_coordinator import coordinator
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ListGroupsRequest, ListGroupsResponse
 
 
-async def handle(ctx: BrokerContext, request: ListenerRequest[ListGroupsRequest]) -> Response:
+async def handle(ctx: GroupAccess, request: ListenerRequest[ListGroupsRequest]) -> Response:
     states = request.body.states_filter if int(request.header.api_version) >= 4 else []
     if coordinator(ctx).store.loading_partitions:
         # a partial list would hide groups: the client asks again

@@ -11,7 +11,7 @@ timestamp -1 with no error. A partition named twice is INVALID_REQUEST, as in Ka
 from __future__ import annotations
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ListOffsetsRequest, ListOffsetsResponse
@@ -22,12 +22,12 @@ _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
 def _answer(
-    ctx: BrokerContext,
+    ctx: ReplicaAccess,
     body: ListOffsetsRequest,
     tp: TopicPartition,
     p: ListOffsetsRequest.ListOffsetsPartition,
 ) -> _Partition:
-    rm = require(ctx.replica_manager, "replica manager")
+    rm = ctx.replica_manager
     try:
         found: TimestampOffset | None = rm.fetch_offset_for_timestamp(
             tp,
@@ -51,7 +51,7 @@ def _answer(
     )
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[ListOffsetsRequest]) -> Response:
+async def handle(ctx: ReplicaAccess, request: ApiRequest[ListOffsetsRequest]) -> Response:
     header, body = request.header, request.body
     seen: set[TopicPartition] = set()
     duplicates: set[TopicPartition] = set()

@@ -10,7 +10,7 @@ replicas being added and removed.
 from __future__ import annotations
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext
+from broker.apis.services import ClusterAdmin
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
 from protocol.values import TopicPartition
@@ -19,7 +19,7 @@ Ongoing = ListPartitionReassignmentsResponse.OngoingPartitionReassignment
 
 
 async def handle(
-    ctx: BrokerContext, request: ApiRequest[ListPartitionReassignmentsRequest]
+    ctx: ClusterAdmin, request: ApiRequest[ListPartitionReassignmentsRequest]
 ) -> Response:
     topics = request.body.topics
     wanted = (
@@ -27,9 +27,9 @@ async def handle(
         if topics is None
         else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
     )
-    controller = ctx.controller
+    controller = ctx.controller.active()
     ongoing = None
-    if controller is not None and controller.is_active:
+    if controller is not None:
         ongoing = await controller.list_partition_reassignments(wanted)
     if ongoing is None:
         body = ListPartitionReassignmentsResponse(

@@ -29,7 +29,7 @@ from broker.admin.topics import (
     plan_topic,
 )
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import TopicAdmin
 from broker.metadata_cache import MetadataCache
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import MetadataRequest, MetadataResponse
@@ -47,7 +47,7 @@ Partition = MetadataResponse.MetadataResponsePartition
 Broker = MetadataResponse.MetadataResponseBroker
 
 
-async def handle(ctx: BrokerContext, request: ListenerRequest[MetadataRequest]) -> Response:
+async def handle(ctx: TopicAdmin, request: ListenerRequest[MetadataRequest]) -> Response:
     body = request.body
     version = request.header.api_version
     cache = ctx.metadata_cache
@@ -140,13 +140,13 @@ def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int) -> 
     )
 
 
-async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[Topic]:
+async def auto_create(ctx: TopicAdmin, names: list[str], ops: int) -> list[Topic]:
     """Create each unknown topic with the broker defaults (Kafka's auto.create.topics);
     __consumer_offsets with its own settings; __transaction_state never (transactions are
     not offered)."""
     results = []
     try:
-        existing = set(await existing_topics(require(ctx.zk, "ZooKeeper client")))
+        existing = set(await existing_topics(ctx.zk))
     except Exception as exc:  # ZooKeeper trouble must not fail the whole Metadata request
         log.warning("auto-create: listing topics failed: %s", exc)
         existing = None
@@ -173,7 +173,7 @@ async def auto_create(ctx: BrokerContext, names: list[str], ops: int) -> list[To
                     default_replication_factor=ctx.config.get_int("default.replication.factor"),
                     rng=random.Random(),
                 )
-                await create_topic(require(ctx.zk, "ZooKeeper client"), plan)
+                await create_topic(ctx.zk, plan)
                 existing.add(name)
                 log.info("auto-created topic %s with %d partitions", name, plan.num_partitions)
             except AdminError as exc:

@@ -14,7 +14,7 @@ import asyncio
 
 from broker.apis.group_coordinator import coordinator, group_error, once
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from broker.group.model import CommittedOffset
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import OffsetCommitRequest, OffsetCommitResponse
@@ -25,7 +25,7 @@ DEFAULT_RETENTION_TIME = -1
 
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[OffsetCommitRequest]
+    ctx: GroupAccess, request: ListenerRequest[OffsetCommitRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     version = int(request.header.api_version)

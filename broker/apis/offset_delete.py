@@ -14,7 +14,7 @@ import asyncio
 
 from broker.apis.group_coordinator import coordinator, group_error, later
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.values import TopicPartition
@@ -24,7 +24,7 @@ Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
 
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[OffsetDeleteRequest]
+    ctx: GroupAccess, request: ListenerRequest[OffsetDeleteRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     error = ErrorCode.INVALID_GROUP_ID if not body.group_id else group_error(ctx, body.group_id)

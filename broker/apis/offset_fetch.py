@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from broker.apis.group_coordinator import coordinator, group_error
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from broker.group.model import CommittedOffset
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import OffsetFetchRequest, OffsetFetchResponse
@@ -29,7 +29,7 @@ Partitions = OffsetFetchResponse.OffsetFetchResponsePartitions
 Topics = OffsetFetchResponse.OffsetFetchResponseTopics
 
 
-async def handle(ctx: BrokerContext, request: ListenerRequest[OffsetFetchRequest]) -> Response:
+async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest]) -> Response:
     body = request.body
     version = int(request.header.api_version)
     if version >= 8:
@@ -75,7 +75,7 @@ def _partitions(
 
 
 def _fetch(
-    ctx: BrokerContext, group_id: str, wanted: list[TopicPartition] | None
+    ctx: GroupAccess, group_id: str, wanted: list[TopicPartition] | None
 ) -> tuple[int, dict[TopicPartition, CommittedOffset | None]]:
     error = group_error(ctx, group_id)
     if error != ErrorCode.NONE:

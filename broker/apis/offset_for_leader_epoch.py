@@ -11,7 +11,7 @@ may ask a follower.
 from __future__ import annotations
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
@@ -22,14 +22,14 @@ _EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
 def _answer(
-    ctx: BrokerContext,
+    ctx: ReplicaAccess,
     replica_id: int,
     topic: str,
     p: OffsetForLeaderEpochRequest.OffsetForLeaderPartition,
 ) -> OffsetForLeaderEpochResponse.EpochEndOffset:
     tp = TopicPartition(topic, p.partition)
     try:
-        rm = require(ctx.replica_manager, "replica manager")
+        rm = ctx.replica_manager
         epoch, end_offset = rm.last_offset_for_leader_epoch(
             tp,
             p.leader_epoch,
@@ -50,7 +50,7 @@ def _answer(
     return _EpochEndOffset(error_code=error, partition=p.partition, leader_epoch=-1, end_offset=-1)
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[OffsetForLeaderEpochRequest]) -> Response:
+async def handle(ctx: ReplicaAccess, request: ApiRequest[OffsetForLeaderEpochRequest]) -> Response:
     header, body = request.header, request.body
     topics = [
         OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(

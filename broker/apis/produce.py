@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from broker.delayed.produce import ProducePartitionResult
 from protocol import ErrorCode, Response, make_response
 from protocol.codec import received_records
@@ -93,7 +93,7 @@ def _all_failed(
 
 
 async def handle(
-    ctx: BrokerContext, request: ApiRequest[ProduceRequest]
+    ctx: ReplicaAccess, request: ApiRequest[ProduceRequest]
 ) -> Response | asyncio.Future[Response] | None:
     header, body = request.header, request.body
     acks = body.acks
@@ -118,7 +118,7 @@ async def handle(
         elif not future.done():  # the connection may have gone (future cancelled)
             future.set_result(build_response(header, body, results))
 
-    require(ctx.replica_manager, "replica manager").append_records(
+    ctx.replica_manager.append_records(
         entries,
         required_acks=acks,
         timeout_ms=body.timeout_ms,

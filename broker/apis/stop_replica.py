@@ -12,7 +12,7 @@ import logging
 
 from broker.apis.epochs import is_stale_broker_epoch
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import StopReplicaRequest, StopReplicaResponse
 from protocol.values import TopicPartition
@@ -38,13 +38,13 @@ def stop_entries(
     return entries, epochs
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[StopReplicaRequest]) -> Response:
+async def handle(ctx: ReplicaAccess, request: ApiRequest[StopReplicaRequest]) -> Response:
     body = request.body
     if is_stale_broker_epoch(ctx, body.broker_epoch):
         return make_response(
             request.header, StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
         )
-    rm = require(ctx.replica_manager, "replica manager")
+    rm = ctx.replica_manager
     if rm.is_stale_controller_epoch(body.controller_epoch):
         log.warning("StopReplica with stale controller epoch %s", body.controller_epoch)
         return make_response(

@@ -11,14 +11,14 @@ import asyncio
 
 from broker.apis.group_coordinator import coordinator, group_error, once
 from broker.apis.request import ListenerRequest
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from broker.group.results import SyncResult
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import SyncGroupRequest, SyncGroupResponse
 
 
 async def handle(
-    ctx: BrokerContext, request: ListenerRequest[SyncGroupRequest]
+    ctx: GroupAccess, request: ListenerRequest[SyncGroupRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     version = int(request.header.api_version)

@@ -16,7 +16,7 @@ import logging
 
 from broker.apis.epochs import is_stale_broker_epoch
 from broker.apis.request import ApiRequest
-from broker.context import BrokerContext
+from broker.apis.services import ReplicaAccess
 from broker.delayed.create_topics import topic_key
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import UpdateMetadataRequest, UpdateMetadataResponse
@@ -24,15 +24,16 @@ from protocol.messages import UpdateMetadataRequest, UpdateMetadataResponse
 log = logging.getLogger(__name__)
 
 
-async def handle(ctx: BrokerContext, request: ApiRequest[UpdateMetadataRequest]) -> Response:
+async def handle(ctx: ReplicaAccess, request: ApiRequest[UpdateMetadataRequest]) -> Response:
     body = request.body
     if is_stale_broker_epoch(ctx, body.broker_epoch):
-        log.info("UpdateMetadata: broker epoch %s, ours %s", body.broker_epoch, ctx.broker_epoch)
+        ours = ctx.controller.broker_epoch
+        log.info("UpdateMetadata: broker epoch %s, ours %s", body.broker_epoch, ours)
         return make_response(
             request.header, UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
         )
     rm = ctx.replica_manager
-    if rm is not None and rm.is_stale_controller_epoch(body.controller_epoch):
+    if rm.is_stale_controller_epoch(body.controller_epoch):
         log.warning(
             "UpdateMetadata from controller %s with stale epoch %s (seen %s)",
             body.controller_id,
@@ -43,10 +44,9 @@ async def handle(ctx: BrokerContext, request: ApiRequest[UpdateMetadataRequest])
             request.header, UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         )
     touched, deleted = ctx.metadata_cache.update_metadata(body)
-    if rm is not None:
-        # as Kafka's maybeUpdateMetadataCache: the newest controller epoch seen, so that a
-        # zombie controller's later requests are refused even before any LeaderAndIsr
-        rm.controller_epoch = body.controller_epoch
+    # as Kafka's maybeUpdateMetadataCache: the newest controller epoch seen, so that a
+    # zombie controller's later requests are refused even before any LeaderAndIsr
+    rm.controller_epoch = body.controller_epoch
     if deleted:
         log.info("metadata: %d partitions deleted", len(deleted))
     # a topic re-created under the same name must not inherit the old overrides: forget
@@ -54,12 +54,10 @@ async def handle(ctx: BrokerContext, request: ApiRequest[UpdateMetadataRequest])
     for topic in touched:
         if not ctx.metadata_cache.contains_topic(topic):
             ctx.topic_configs.forget(topic)
-    if deleted and ctx.group_store is not None:  # commits go with their partitions
+    if deleted:  # commits go with their partitions
         ctx.group_store.on_partitions_deleted(deleted)
-    purgatory = ctx.create_topics_purgatory
-    if purgatory is not None:
-        for topic in touched:
-            purgatory.check_and_complete(topic_key(topic))
-    if rm is not None:
-        rm.live_brokers_changed()  # a dead follower no longer holds a DeleteRecords back
+    purgatory = ctx.topic_purgatory
+    for topic in touched:
+        purgatory.check_and_complete(topic_key(topic))
+    rm.live_brokers_changed()  # a dead follower no longer holds a DeleteRecords back
     return make_response(request.header, UpdateMetadataResponse(error_code=ErrorCode.NONE))

@@ -1,6 +1,6 @@
 """FakeZk: the test double of zk.facade.ZkFacade, ZooKeeper's state kept in dictionaries.
 
-It is a ZkFacade (so a BrokerContext, a KafkaController or a handler takes it as they
+It is a ZkFacade (so the assembly's services, a KafkaController or a handler take it as they
 take the real one), built over a ZkSession whose kazoo client is never started. Every
 coroutine a test needs is answered from memory here, with the real one's signature and
 errors (TopicExistsError, TopicNotFoundError, ...); a coroutine not faked reaches

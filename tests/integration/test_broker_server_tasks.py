@@ -1,6 +1,7 @@
 """A real BrokerServer, started from a configuration: the periodic tasks it registers are
 exactly the rows of its table (``BrokerServer.scheduled_tasks``), with their periods, plus
-the leader-imbalance check its controller schedules once active."""
+the leader-imbalance check its controller schedules once active; and every service a
+handler family declares (``broker.apis.services``) is one its assembly provided."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from broker.config import BrokerConfig
 from broker.server import BrokerServer
+from tests.unit.broker.handler_services import unprovided
 
 pytestmark = pytest.mark.integration
 
@@ -45,5 +47,7 @@ async def test_registered_tasks_are_the_brokers_table(zk_connect: str, tmp_path:
         assert registered == {t.name: t.period_ms for t in server.scheduled_tasks()}
         assert registered["highwatermark-checkpoint"] == 1234
         assert controller.config.auto_leader_rebalance_enable
+        # every declared service, of its declared type (read from the declarations)
+        assert unprovided(server.parts.services) == []
     finally:
         await server.shutdown()

@@ -1,8 +1,13 @@
 """Shared helpers for the broker tests: the request a handler is called with, the
 UpdateMetadata state of a topic on broker 0, a record batch to append; and, for tests on
 real logs, LeaderAndIsr partition states, a replica manager over a LogManager in a
-temporary directory with both purgatories on one MockClock (reapers off: a test advances
-time itself), and the BrokerContext a handler sees around it."""
+temporary directory with its purgatories on one MockClock (reapers off: a test advances
+time itself), and the handler families around it (``handler_services``).
+
+``replica_manager`` is the one place a ReplicaManager is built for tests: the defaults a
+test may leave out (min.insync.replicas 1, every partition unknown to the cache, every
+broker alive, no leader reachable, no ISR writer, no fetchers) live here, not in the
+production constructor."""
 
 from __future__ import annotations
 
@@ -12,19 +17,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
+from broker.apis.services import HandlerServices
 from broker.delayed import DelayedFetch, DelayedProduce
-from broker.metadata_cache import MetadataCache
+from broker.delayed.delete_records import DelayedDeleteRecords
+from broker.isr import IsrWriter
+from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
-from broker.replica_manager import ReplicaManager
+from broker.replica_manager import (
+    ClusterView,
+    ReplicaManager,
+    ReplicaManagerServices,
+    RunBlocking,
+)
+from broker.replication import ReplicaFetcherManager
 from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
 from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
 from storage import LogManager, LogManagerConfig
+from tests.unit.broker.handler_services import handler_services
 from timer import DelayedOperationPurgatory
-from timer.clock import MockClock
+from timer.clock import Clock, MockClock
 
 State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 T = TypeVar("T")
@@ -151,27 +164,71 @@ class LocalReplicas:
             {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=on_done
         )
 
-    def context(self, props: Mapping[str, str] | None = None) -> BrokerContext:
-        """The BrokerContext of broker 0 in cluster "test-cluster" around these replicas."""
-        return BrokerContext(
-            broker_id=0,
-            cluster_id="test-cluster",
-            config=BrokerConfig.from_properties(dict(props or {})),
+    def services(self, props: Mapping[str, str] | None = None, **doubles: Any) -> HandlerServices:
+        """The handler families of broker 0 in cluster "test-cluster" around these
+        replicas (``doubles``: more services, as ``handler_services`` takes them)."""
+        return handler_services(
+            props=props,
             clock=self.clock,
             metrics=self.metrics,
-            metadata_cache=MetadataCache(0),
-            log_manager=self.log_manager,
             replica_manager=self.rm,
-            produce_purgatory=self.produce,
-            fetch_purgatory=self.fetch,
+            log_manager=self.log_manager,
+            **doubles,
         )
+
+
+def replica_manager(
+    broker_id: int,
+    log_manager: LogManager,
+    *,
+    produce_purgatory: DelayedOperationPurgatory[DelayedProduce],
+    fetch_purgatory: DelayedOperationPurgatory[DelayedFetch],
+    metrics: BrokerMetrics,
+    clock: Clock,
+    run_blocking: RunBlocking = inline,
+    delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] | None = None,
+    min_insync_replicas: Callable[[str], int] = lambda topic: 1,
+    is_known_partition: Callable[[str, int], bool] = lambda topic, p: False,
+    is_alive_broker: Callable[[int], bool] = lambda broker_id: True,
+    leader_endpoint: Callable[[int], tuple[str, int] | None] = lambda broker_id: None,
+    isr_writer: IsrWriter | None = None,
+    isr_propagator: IsrChangePropagator | None = None,
+    replica_fetchers: ReplicaFetcherManager | None = None,
+    replica_lag_time_max_ms: int = 30_000,
+) -> ReplicaManager:
+    """A ReplicaManager with the tests' defaults (see the module doc)."""
+    if delete_records_purgatory is None:
+        delete_records_purgatory = DelayedOperationPurgatory(
+            "DeleteRecords", clock=clock, reaper_enabled=False
+        )
+    services = ReplicaManagerServices(
+        log_manager=log_manager,
+        produce_purgatory=produce_purgatory,
+        fetch_purgatory=fetch_purgatory,
+        delete_records_purgatory=delete_records_purgatory,
+        metrics=metrics,
+        clock=clock,
+        run_blocking=run_blocking,
+        isr_writer=isr_writer,
+        isr_propagator=isr_propagator,
+        replica_fetchers=replica_fetchers,
+    )
+    cluster = ClusterView(
+        min_insync_replicas=min_insync_replicas,
+        is_known_partition=is_known_partition,
+        is_alive_broker=is_alive_broker,
+        leader_endpoint=leader_endpoint,
+    )
+    return ReplicaManager(
+        broker_id, services, cluster, replica_lag_time_max_ms=replica_lag_time_max_ms
+    )
 
 
 def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:
     """A replica manager for broker 0 with its logs under ``tmp_path`` (``rm_options``:
-    ReplicaManager's keyword options beyond the purgatories and metrics; its disk work
-    runs :func:`inline` unless ``run_blocking`` says otherwise; it reads the MockClock)."""
-    rm_options.setdefault("run_blocking", inline)
+    :func:`replica_manager`'s keyword options beyond the purgatories and metrics; its
+    disk work runs :func:`inline` unless ``run_blocking`` says otherwise; it reads the
+    MockClock)."""
     clock = MockClock()
     log_manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), clock)
     produce: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
@@ -182,7 +239,7 @@ def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:
     )
     metrics = BrokerMetrics()
     rm_options.setdefault("clock", clock)
-    rm = ReplicaManager(
+    rm = replica_manager(
         0,
         log_manager,
         produce_purgatory=produce,

@@ -5,15 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from broker.apis import controlled_shutdown
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
+from broker.apis.services import ClusterAdmin
 from controller.controller import ControlledShutdownResult, KafkaController
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import ControlledShutdownRequest
 from protocol.values import TopicPartition
-from timer.clock import MockClock
+from tests.unit.broker.handler_services import handler_services
 
 
 class FakeController(KafkaController):
@@ -34,16 +31,8 @@ class FakeController(KafkaController):
         return ControlledShutdownResult(ErrorCode.NONE, [TopicPartition("t", 3)])
 
 
-def make_ctx(active: bool) -> BrokerContext:
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="c",
-        config=BrokerConfig.from_properties({"zookeeper.connect": "z:1"}),
-        clock=MockClock(),
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
-        controller=FakeController(active),
-    )
+def make_ctx(controller: FakeController) -> ClusterAdmin:
+    return handler_services(controller=controller).cluster
 
 
 class Req:
@@ -53,18 +42,18 @@ class Req:
 
 
 async def test_the_controller_answers_with_the_partitions_left() -> None:
-    ctx = make_ctx(active=True)
+    controller = FakeController(True)
+    ctx = make_ctx(controller)
     body = ControlledShutdownRequest(broker_id=2, broker_epoch=77)
     response = await controlled_shutdown.handle(ctx, Req(3, body))
     assert response.body.error_code == ErrorCode.NONE
     assert [(p.topic_name, p.partition_index) for p in response.body.remaining_partitions] == [
         ("t", 3)
     ]
-    assert isinstance(ctx.controller, FakeController)
-    assert ctx.controller.asked == [(2, 77)]
+    assert controller.asked == [(2, 77)]
 
 
 async def test_other_brokers_answer_not_controller() -> None:
-    ctx = make_ctx(active=False)
+    ctx = make_ctx(FakeController(False))
     response = await controlled_shutdown.handle(ctx, Req(1, ControlledShutdownRequest(broker_id=2)))
     assert response.body.error_code == ErrorCode.NOT_CONTROLLER

@@ -14,11 +14,9 @@ from typing import Any
 import pytest
 
 from broker.apis import create_partitions, create_topics, update_metadata
-from broker.config import BrokerConfig
-from broker.context import BrokerContext, require
+from broker.apis.services import HandlerServices
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
 from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
@@ -29,6 +27,7 @@ from protocol.messages import (
 from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
+from tests.unit.broker.handler_services import HostsNothing, NoGroups, family_for, handler_services
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -45,38 +44,37 @@ class FakeController(KafkaController):
         return self.active
 
 
-async def call(handler: Any, ctx: BrokerContext, request: Req) -> Any:
-    return await handler(ctx, request)
+async def call(handler: Any, ctx: HandlerServices, request: Req) -> Any:
+    return await handler(family_for(ctx, request.header.api_key), request)
 
 
-def fzk(ctx: BrokerContext) -> FakeZk:
-    assert isinstance(ctx.zk, FakeZk)
-    return ctx.zk
+def fzk(ctx: HandlerServices) -> FakeZk:
+    assert isinstance(ctx.topics.zk, FakeZk)
+    return ctx.topics.zk
 
 
-def make_ctx(active: bool = True) -> BrokerContext:
+def make_ctx(active: bool = True) -> HandlerServices:
     clock = MockClock()
     cache = MetadataCache(0)
-    ctx = BrokerContext(
-        broker_id=0,
+    return handler_services(
+        props={
+            "zookeeper.connect": "z:1",
+            "num.partitions": "2",
+            "default.replication.factor": "1",
+        },
         cluster_id="cluster",
-        config=BrokerConfig.from_properties(
-            {"zookeeper.connect": "z:1", "num.partitions": "2", "default.replication.factor": "1"}
-        ),
         clock=clock,
-        metrics=BrokerMetrics(),
         metadata_cache=cache,
         zk=FakeZk(),
         controller=FakeController(active),
-        create_topics_purgatory=DelayedOperationPurgatory(
-            "topic", clock=clock, reaper_enabled=False
-        ),
+        topic_purgatory=DelayedOperationPurgatory("topic", clock=clock, reaper_enabled=False),
+        replica_manager=HostsNothing(),
+        group_store=NoGroups(),
     )
-    return ctx
 
 
 async def publish(
-    ctx: BrokerContext, topics: dict[str, int], brokers: tuple[int, ...] = (0,)
+    ctx: HandlerServices, topics: dict[str, int], brokers: tuple[int, ...] = (0,)
 ) -> Any:
     """What the controller sends once leaders are elected: UpdateMetadata to this broker.
     Only this broker is live, so CreateTopics has no peer caches to wait for."""
@@ -101,7 +99,7 @@ async def publish(
             for b in brokers
         ],
     )
-    return await update_metadata.handle(ctx, Req(ApiKey.UPDATE_METADATA, 7, body))
+    return await update_metadata.handle(ctx.replicas, Req(ApiKey.UPDATE_METADATA, 7, body))
 
 
 def topic(name: str, partitions: int = -1, rf: int = -1, **kw: Any) -> Any:
@@ -115,7 +113,7 @@ def create(topics: list[Any], timeout_ms: int = 5000, validate_only: bool = Fals
     return Req(ApiKey.CREATE_TOPICS, 7, body)
 
 
-async def _ctx() -> BrokerContext:
+async def _ctx() -> HandlerServices:
     ctx = make_ctx()
     await publish(ctx, {})
     return ctx
@@ -166,8 +164,8 @@ async def test_a_wait_that_times_out_answers_request_timed_out() -> None:
     ctx = await _ctx()
     pending = await call(create_topics.handle, ctx, create([topic("t", 1, 1)], timeout_ms=300))
     assert isinstance(pending, asyncio.Future)
-    ctx.clock.advance(301)  # type: ignore[attr-defined]
-    require(ctx.create_topics_purgatory, "create-topics purgatory").advance_clock()
+    ctx.topics.clock.advance(301)  # type: ignore[attr-defined]
+    ctx.topics.topic_purgatory.advance_clock()
     response = await asyncio.wait_for(pending, 5)
     assert response.body.topics[0].error_code == ErrorCode.REQUEST_TIMED_OUT
     assert "t" in fzk(ctx).topics  # created all the same, as in Kafka

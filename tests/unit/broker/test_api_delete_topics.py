@@ -15,10 +15,7 @@ from typing import Any
 import pytest
 
 from broker.apis import delete_topics, update_metadata
-from broker.config import BrokerConfig
-from broker.context import BrokerContext, require
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
+from broker.apis.services import HandlerServices
 from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import DeleteTopicsRequest, UpdateMetadataRequest
@@ -27,6 +24,7 @@ from protocol.values import LEADER_DURING_DELETE
 from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
+from tests.unit.broker.handler_services import HostsNothing, NoGroups, handler_services
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -51,25 +49,22 @@ def zk_with_topics(names: set[str]) -> FakeZk:
     return zk
 
 
-def make_ctx(active: bool = True, enabled: bool = True) -> BrokerContext:
+def make_ctx(active: bool = True, enabled: bool = True) -> HandlerServices:
     clock = MockClock()
     props = {"zookeeper.connect": "z:1", "delete.topic.enable": str(enabled).lower()}
-    return BrokerContext(
-        broker_id=0,
+    return handler_services(
+        props=props,
         cluster_id="cluster",
-        config=BrokerConfig.from_properties(props),
         clock=clock,
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
         zk=zk_with_topics(set(IDS)),
         controller=FakeController(active),
-        create_topics_purgatory=DelayedOperationPurgatory(
-            "topic", clock=clock, reaper_enabled=False
-        ),
+        topic_purgatory=DelayedOperationPurgatory("topic", clock=clock, reaper_enabled=False),
+        replica_manager=HostsNothing(),
+        group_store=NoGroups(),
     )
 
 
-async def publish(ctx: BrokerContext, topics: list[str], leader: int = 0) -> None:
+async def publish(ctx: HandlerServices, topics: list[str], leader: int = 0) -> None:
     """UpdateMetadata for one partition of each topic (leader -2: deleted)."""
     body = U(
         controller_id=0,
@@ -89,7 +84,7 @@ async def publish(ctx: BrokerContext, topics: list[str], leader: int = 0) -> Non
             )
         ],
     )
-    await update_metadata.handle(ctx, Req(ApiKey.UPDATE_METADATA, 7, body))
+    await update_metadata.handle(ctx.replicas, Req(ApiKey.UPDATE_METADATA, 7, body))
 
 
 def by_name(*names: str, version: int = 5, timeout_ms: int = 5000) -> Req:
@@ -110,8 +105,8 @@ def codes(response: Any) -> dict[str | None, int]:
     return {r.name: r.error_code for r in response.body.responses}
 
 
-def queued(ctx: BrokerContext) -> list[str]:
-    zk = ctx.zk
+def queued(ctx: HandlerServices) -> list[str]:
+    zk = ctx.topics.zk
     assert isinstance(zk, FakeZk)
     return zk.queued_deletions
 
@@ -119,7 +114,7 @@ def queued(ctx: BrokerContext) -> list[str]:
 async def test_a_broker_that_is_not_the_controller_refuses() -> None:
     ctx = make_ctx(active=False)
     await publish(ctx, ["a"])
-    response = await delete_topics.handle(ctx, by_name("a"))
+    response = await delete_topics.handle(ctx.topics, by_name("a"))
     assert codes(response) == {"a": ErrorCode.NOT_CONTROLLER}
     assert queued(ctx) == []
 
@@ -136,7 +131,7 @@ async def test_a_broker_that_is_not_the_controller_refuses() -> None:
 async def test_with_deletion_disabled_every_topic_is_refused(version: int, code: int) -> None:
     ctx = make_ctx(enabled=False)
     await publish(ctx, ["a"])
-    response = await delete_topics.handle(ctx, by_name("a", version=version))
+    response = await delete_topics.handle(ctx.topics, by_name("a", version=version))
     assert codes(response) == {"a": code}
     assert queued(ctx) == []
 
@@ -144,7 +139,7 @@ async def test_with_deletion_disabled_every_topic_is_refused(version: int, code:
 async def test_the_answer_waits_until_the_cache_has_dropped_the_topics() -> None:
     ctx = make_ctx()
     await publish(ctx, ["a", "b"])
-    pending = await delete_topics.handle(ctx, by_name("a", "b"))
+    pending = await delete_topics.handle(ctx.topics, by_name("a", "b"))
     assert isinstance(pending, asyncio.Future) and not pending.done()
     assert queued(ctx) == ["a", "b"]
     await publish(ctx, ["a"], leader=LEADER_DURING_DELETE)
@@ -157,12 +152,12 @@ async def test_the_answer_waits_until_the_cache_has_dropped_the_topics() -> None
 async def test_a_topic_still_cached_at_the_timeout_is_request_timed_out() -> None:
     ctx = make_ctx()
     await publish(ctx, ["a"])
-    pending = await delete_topics.handle(ctx, by_name("a", timeout_ms=100))
+    pending = await delete_topics.handle(ctx.topics, by_name("a", timeout_ms=100))
     assert isinstance(pending, asyncio.Future)
-    clock = ctx.clock
+    clock = ctx.topics.clock
     assert isinstance(clock, MockClock)
     clock.advance(200)
-    require(ctx.create_topics_purgatory, "purgatory").advance_clock()
+    ctx.topics.topic_purgatory.advance_clock()
     assert codes(pending.result()) == {"a": ErrorCode.REQUEST_TIMED_OUT}
     assert queued(ctx) == ["a"]  # queued all the same: the deletion goes on
 
@@ -170,7 +165,7 @@ async def test_a_topic_still_cached_at_the_timeout_is_request_timed_out() -> Non
 async def test_timeout_zero_queues_and_answers_at_once() -> None:
     ctx = make_ctx()
     await publish(ctx, ["a"])
-    response = await delete_topics.handle(ctx, by_name("a", timeout_ms=0))
+    response = await delete_topics.handle(ctx.topics, by_name("a", timeout_ms=0))
     assert codes(response) == {"a": ErrorCode.REQUEST_TIMED_OUT}
     assert queued(ctx) == ["a"]
 
@@ -180,7 +175,7 @@ async def test_unknown_names_and_ids_and_malformed_entries() -> None:
     await publish(ctx, ["a", "b"])
     unknown = uuid.uuid4()
     response = await delete_topics.handle(
-        ctx,
+        ctx.topics,
         by_state(("a", IDS["a"]), (None, unknown), ("nope", ZERO_UUID), (None, ZERO_UUID)),
     )
     assert not isinstance(response, asyncio.Future)
@@ -197,7 +192,7 @@ async def test_unknown_names_and_ids_and_malformed_entries() -> None:
 async def test_a_topic_by_id_is_deleted_and_answered_with_its_name() -> None:
     ctx = make_ctx()
     await publish(ctx, ["a", "b"])
-    pending = await delete_topics.handle(ctx, by_state((None, IDS["b"])))
+    pending = await delete_topics.handle(ctx.topics, by_state((None, IDS["b"])))
     assert queued(ctx) == ["b"]
     await publish(ctx, ["b"], leader=LEADER_DURING_DELETE)
     assert isinstance(pending, asyncio.Future)
@@ -208,8 +203,8 @@ async def test_a_topic_by_id_is_deleted_and_answered_with_its_name() -> None:
 async def test_a_topic_queued_already_is_waited_for_again() -> None:
     ctx = make_ctx()
     await publish(ctx, ["a"])
-    first = await delete_topics.handle(ctx, by_name("a"))
-    second = await delete_topics.handle(ctx, by_name("a", "a"))
+    first = await delete_topics.handle(ctx.topics, by_name("a"))
+    second = await delete_topics.handle(ctx.topics, by_name("a", "a"))
     assert queued(ctx) == ["a"]
     await publish(ctx, ["a"], leader=LEADER_DURING_DELETE)
     assert isinstance(first, asyncio.Future) and isinstance(second, asyncio.Future)

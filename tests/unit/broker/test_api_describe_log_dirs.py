@@ -7,16 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker.apis import describe_log_dirs
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
+from broker.apis.services import ClusterAdmin
 from protocol import ApiKey, ErrorCode
 from protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
 from storage import LogManager, LogManagerConfig
 from tests.unit.broker.broker_helpers import HandlerRequest
+from tests.unit.broker.handler_services import handler_services
 from timer.clock import MockClock
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
@@ -30,24 +28,16 @@ def batch(n: int) -> bytes:
     return bytes(builder.build())
 
 
-def context(dirs: list[Path]) -> BrokerContext:
+def context(dirs: list[Path]) -> ClusterAdmin:
     manager = LogManager(LogManagerConfig(log_dirs=tuple(map(str, dirs))), MockClock())
     manager.load_logs()
     for tp, n in ((A0, 3), (A1, 1), (B0, 2)):
         manager.get_or_create_log(tp, None).append(batch(n), leader_epoch=0)
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="c",
-        config=BrokerConfig.from_properties({}),
-        clock=MockClock(),
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
-        log_manager=manager,
-    )
+    return handler_services(cluster_id="c", log_manager=manager).cluster
 
 
 async def ask(
-    ctx: BrokerContext, topics: list[Topic] | None, version: int = 4
+    ctx: ClusterAdmin, topics: list[Topic] | None, version: int = 4
 ) -> DescribeLogDirsResponse:
     body = DescribeLogDirsRequest(topics=topics)
     request = HandlerRequest(ApiKey.DESCRIBE_LOG_DIRS, version, body)
@@ -71,7 +61,6 @@ async def test_every_partition_is_listed_once_in_its_directory_with_its_size(
 ) -> None:
     dirs = [tmp_path / "d0", tmp_path / "d1"]
     ctx = context(dirs)
-    assert ctx.log_manager is not None
     body = await ask(ctx, None)
     assert body.error_code == ErrorCode.NONE
     assert [r.log_dir for r in body.results] == [str(d) for d in dirs]
@@ -96,7 +85,6 @@ async def test_an_offline_directory_answers_a_storage_error_and_no_partitions(
     tmp_path: Path,
 ) -> None:
     ctx = context([tmp_path / "d0", tmp_path / "d1"])
-    assert ctx.log_manager is not None
     ctx.log_manager.offline_dirs[str(tmp_path / "d1")] = "disk gone"
     body = await ask(ctx, None)
     offline = [r for r in body.results if r.log_dir == str(tmp_path / "d1")]

@@ -7,16 +7,13 @@ import asyncio
 from typing import Any
 
 from broker.apis import elect_leaders
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
+from broker.apis.services import ClusterAdmin
 from controller.controller import KafkaController
 from controller.elect_leaders import ElectionOutcome, ElectionType
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import ElectLeadersRequest
 from protocol.values import TopicPartition
-from timer.clock import MockClock
+from tests.unit.broker.handler_services import handler_services
 
 T0, T1, U0 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
 
@@ -45,16 +42,8 @@ class FakeController(KafkaController):
         return self.outcomes
 
 
-def make_ctx(controller: FakeController) -> BrokerContext:
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="c",
-        config=BrokerConfig.from_properties({"zookeeper.connect": "z:1"}),
-        clock=MockClock(),
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
-        controller=controller,
-    )
+def make_ctx(controller: FakeController) -> ClusterAdmin:
+    return handler_services(controller=controller).cluster
 
 
 class Req:

@@ -15,7 +15,7 @@ import pytest
 
 import protocol
 from broker.apis import fetch
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from broker.network import Codec, ResponseParts
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest
@@ -37,21 +37,21 @@ def batch(n: int = 1, value_size: int = 50) -> bytes:
     return bytes(builder.build())
 
 
-def make_ctx(tmp_path: Path, props: dict[str, str] | None = None) -> BrokerContext:
+def make_ctx(tmp_path: Path, props: dict[str, str] | None = None) -> ReplicaAccess:
     replicas = local_replicas(tmp_path)
     replicas.become({TOPIC: uuid.uuid4()}, partition_state(A), partition_state(B))
-    return replicas.context(props)
+    return replicas.services(props).replicas
 
 
 @pytest.fixture
-def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
+def ctx(tmp_path: Path) -> Iterator[ReplicaAccess]:
     context = make_ctx(tmp_path)
     yield context
-    require(context.log_manager, "log manager").shutdown()
+    context.replica_manager.log_manager.shutdown()
 
 
-def produce(ctx: BrokerContext, tp: TopicPartition, records: bytes) -> None:
-    require(ctx.replica_manager, "replica manager").append_records(
+def produce(ctx: ReplicaAccess, tp: TopicPartition, records: bytes) -> None:
+    ctx.replica_manager.append_records(
         {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=lambda r: None
     )
 
@@ -111,7 +111,7 @@ def partitions(body: Any) -> dict[int, Any]:
 
 
 @pytest.mark.parametrize("version", [4, 7, 11, 12])
-async def test_records_and_offsets_on_the_wire(ctx: BrokerContext, version: int) -> None:
+async def test_records_and_offsets_on_the_wire(ctx: ReplicaAccess, version: int) -> None:
     produce(ctx, A, batch(2))
     produce(ctx, A, batch(3))
     response = await fetch.handle(ctx, request(version, {0: 0, 1: 0}))
@@ -127,14 +127,14 @@ async def test_records_and_offsets_on_the_wire(ctx: BrokerContext, version: int)
     assert b.records is not None and len(b.records) == 0  # empty, never null
 
 
-async def test_error_partitions_carry_empty_records(ctx: BrokerContext) -> None:
+async def test_error_partitions_carry_empty_records(ctx: ReplicaAccess) -> None:
     body = on_the_wire(await fetch.handle(ctx, request(12, {0: 99})))
     p = partitions(body)[0]
     assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
     assert p.records is not None and len(p.records) == 0
 
 
-async def test_read_committed_gets_empty_aborted_list(ctx: BrokerContext) -> None:
+async def test_read_committed_gets_empty_aborted_list(ctx: ReplicaAccess) -> None:
     produce(ctx, A, batch())
     body = on_the_wire(await fetch.handle(ctx, request(12, isolation_level=1)))
     assert partitions(body)[0].aborted_transactions == []
@@ -142,7 +142,7 @@ async def test_read_committed_gets_empty_aborted_list(ctx: BrokerContext) -> Non
 
 @pytest.mark.parametrize(("session_id", "epoch"), [(0, -1), (0, 0), (77, -1), (77, 0)])
 async def test_full_fetches_are_served_sessionless(
-    ctx: BrokerContext, session_id: int, epoch: int
+    ctx: ReplicaAccess, session_id: int, epoch: int
 ) -> None:
     produce(ctx, A, batch())
     body = on_the_wire(
@@ -152,7 +152,7 @@ async def test_full_fetches_are_served_sessionless(
     assert len(partitions(body)[0].records) == len(batch())
 
 
-async def test_incremental_fetch_gets_session_not_found(ctx: BrokerContext) -> None:
+async def test_incremental_fetch_gets_session_not_found(ctx: ReplicaAccess) -> None:
     body = on_the_wire(await fetch.handle(ctx, request(12, session_id=77, session_epoch=3)))
     assert body.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     assert body.session_id == 0 and body.responses == []
@@ -167,10 +167,10 @@ async def test_fetch_max_bytes_caps_the_request(tmp_path: Path) -> None:
         body = on_the_wire(await fetch.handle(ctx, request(12, max_bytes=1 << 30)))
         assert len(partitions(body)[0].records) == 1024
     finally:
-        require(ctx.log_manager, "log manager").shutdown()
+        ctx.replica_manager.log_manager.shutdown()
 
 
-async def test_long_poll_returns_future_completed_by_append(ctx: BrokerContext) -> None:
+async def test_long_poll_returns_future_completed_by_append(ctx: ReplicaAccess) -> None:
     result = await fetch.handle(ctx, request(12, max_wait_ms=5000))
     assert isinstance(result, asyncio.Future) and not result.done()
     produce(ctx, A, batch(4))
@@ -179,17 +179,17 @@ async def test_long_poll_returns_future_completed_by_append(ctx: BrokerContext) 
     assert p.high_watermark == 4 and len(p.records) == len(batch(4))
 
 
-async def test_long_poll_times_out_empty(ctx: BrokerContext) -> None:
+async def test_long_poll_times_out_empty(ctx: ReplicaAccess) -> None:
     result = await fetch.handle(ctx, request(12, max_wait_ms=500))
     assert isinstance(ctx.clock, MockClock) and isinstance(result, asyncio.Future)
     ctx.clock.advance(500)
-    require(ctx.fetch_purgatory, "fetch purgatory").advance_clock()
+    ctx.replica_manager.fetch_purgatory.advance_clock()
     p = partitions(on_the_wire(result.result()))[0]
     assert p.error_code == ErrorCode.NONE and len(p.records) == 0
 
 
 async def test_record_bytes_never_enter_python(
-    ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
+    ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The response's records are the segment's file region; serving them reads batch
     headers (to find the start) and never the records: os.read and region reads would
@@ -260,7 +260,7 @@ async def test_follower_fetch_only_on_the_inter_broker_listener(tmp_path: Path) 
         "listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT",
         "inter.broker.listener.name": "INTERNAL",
     }
-    ctx = replicas.context(props)
+    ctx = replicas.services(props).replicas
     produce(ctx, A, batch(2))
     try:
         forged = partitions(on_the_wire(await fetch.handle(ctx, follower_request("CLIENT"))))
@@ -271,7 +271,7 @@ async def test_follower_fetch_only_on_the_inter_broker_listener(tmp_path: Path) 
         served = partitions(on_the_wire(await fetch.handle(ctx, follower_request("INTERNAL"))))
         assert served[0].error_code == ErrorCode.NONE and len(served[0].records) > 0
         # without inter.broker.listener.name every listener serves followers
-        anywhere = replicas.context({})
+        anywhere = replicas.services({}).replicas
         plain = partitions(on_the_wire(await fetch.handle(anywhere, follower_request("CLIENT"))))
         assert plain[0].error_code == ErrorCode.NONE
     finally:
@@ -285,7 +285,7 @@ async def test_a_follower_answer_is_encoded_by_the_handler(tmp_path: Path, versi
     Response, which the error metric reads."""
     replicas = local_replicas(tmp_path)
     replicas.become({TOPIC: uuid.uuid4()}, partition_state(A, isr=(0, 1), replicas=(0, 1)))
-    ctx = replicas.context({})
+    ctx = replicas.services({}).replicas
     produce(ctx, A, batch(2))
     produce(ctx, A, batch(3))
     try:

@@ -10,18 +10,17 @@ from typing import Any
 
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import find_coordinator
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
+from broker.apis.services import GroupAccess
 from broker.group.manager import GroupMetadataManager, OffsetsConfig
 from broker.group.offsets_topic import creation_error
 from broker.group.partitioner import partition_for
 from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
 from broker.partition import Partition
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FindCoordinatorRequest, UpdateMetadataRequest
 from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
+from tests.unit.broker.handler_services import handler_services
 from timer.clock import MockClock
 
 U = UpdateMetadataRequest
@@ -90,7 +89,7 @@ class Creations:
         return ErrorCode.NONE
 
 
-def make_ctx(leaders: Sequence[int] | None, creations: Creations) -> BrokerContext:
+def make_ctx(leaders: Sequence[int] | None, creations: Creations) -> GroupAccess:
     cache = MetadataCache(0)
     feed(cache, leaders)
     store = GroupMetadataManager(
@@ -100,15 +99,7 @@ def make_ctx(leaders: Sequence[int] | None, creations: Creations) -> BrokerConte
         topic_partition_count=lambda: cache.num_partitions(OFFSETS_TOPIC),
         create_offsets_topic=creations.create,
     )
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="cid",
-        config=BrokerConfig.from_properties({}),
-        clock=MockClock(),
-        metrics=BrokerMetrics(),
-        metadata_cache=cache,
-        group_store=store,
-    )
+    return handler_services(cluster_id="cid", metadata_cache=cache, group_store=store).groups
 
 
 def group_led_by(broker: int, leaders: Sequence[int]) -> str:
@@ -117,7 +108,7 @@ def group_led_by(broker: int, leaders: Sequence[int]) -> str:
     )
 
 
-async def call(ctx: BrokerContext, version: int, body: Any, listener: str = "PLAINTEXT") -> Any:
+async def call(ctx: GroupAccess, version: int, body: Any, listener: str = "PLAINTEXT") -> Any:
     request = Req(ApiKey.FIND_COORDINATOR, version, body, listener)
     return (await find_coordinator.handle(ctx, request)).body
 
@@ -144,7 +135,7 @@ async def test_v0_has_no_key_type_and_means_a_group() -> None:
 async def test_the_partition_count_is_the_existing_topics() -> None:
     # the broker's setting says 50 partitions, the topic has 4: 4 decides
     ctx = make_ctx(LEADERS, Creations())
-    assert ctx.group_store is not None and ctx.group_store.partition_count() == PARTITIONS
+    assert ctx.store.partition_count() == PARTITIONS
 
 
 async def test_v4_answers_each_key_of_the_batch() -> None:
@@ -169,8 +160,7 @@ async def test_a_missing_offsets_topic_is_created_and_answered_not_available() -
     # a second request while the first creation is under way does not start another
     again = await call(ctx, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=["h"]))
     assert again.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert ctx.group_store is not None
-    creation = ctx.group_store.offsets_topic_creation
+    creation = ctx.store.offsets_topic_creation
     assert creation is not None and await creation == ErrorCode.NONE
     assert creations.count == 1
 

@@ -25,13 +25,10 @@ from broker.apis import (
     offset_fetch,
     sync_group,
 )
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
 from broker.group.coordinator import GroupConfig, GroupCoordinator
 from broker.group.delayed import DelayedHeartbeat
 from broker.group.model import CommittedOffset
 from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode, Response
 from protocol.messages import (
     DeleteGroupsRequest,
@@ -49,6 +46,7 @@ from protocol.messages import (
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED, TopicPartition
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
+from tests.unit.broker.handler_services import handler_services
 from tests.unit.broker.memory_group_store import MemoryGroupStore
 from timer import DelayedOperation, DelayedOperationPurgatory
 from timer.clock import MockClock
@@ -79,21 +77,18 @@ class World:
                 live_brokers=[U.UpdateMetadataBroker(id=0, endpoints=[])],
             )
         )
-        self.ctx = BrokerContext(
-            broker_id=0,
+        self.ctx = handler_services(
             cluster_id="cid",
-            config=BrokerConfig.from_properties({}),
             clock=self.clock,
-            metrics=BrokerMetrics(),
             metadata_cache=cache,
-            group_coordinator=GroupCoordinator(
+            coordinator=GroupCoordinator(
                 self.store,
                 GroupConfig(initial_rebalance_delay_ms=0),
                 self.clock,
                 self.joins,
                 heartbeats,
             ),
-        )
+        ).groups
 
     async def call(self, module: Any, api_key: int, version: int, body: Any) -> Any:
         result = await module.handle(self.ctx, Req(api_key, version, body))

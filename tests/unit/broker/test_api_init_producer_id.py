@@ -10,14 +10,11 @@ import pytest
 
 import protocol
 from broker.apis import init_producer_id
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
+from broker.apis.services import ProducerIds
 from broker.producer_id_manager import ProducerIdManager
 from protocol import ApiKey, ErrorCode
 from protocol.messages import InitProducerIdRequest
-from timer.clock import MockClock
+from tests.unit.broker.handler_services import handler_services
 
 
 class FakeProducerIds(ProducerIdManager):
@@ -35,19 +32,11 @@ class FakeProducerIds(ProducerIdManager):
 
 
 @pytest.fixture
-def ctx() -> BrokerContext:
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="test-cluster",
-        config=BrokerConfig.from_properties({}),
-        clock=MockClock(),
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
-        producer_id_manager=FakeProducerIds(),
-    )
+def ctx() -> ProducerIds:
+    return handler_services(producer_ids=FakeProducerIds()).producer_ids
 
 
-async def init(ctx: BrokerContext, version: int, **fields: Any) -> Any:
+async def init(ctx: ProducerIds, version: int, **fields: Any) -> Any:
     fields.setdefault("transactional_id", None)  # what idempotent clients send
     body = InitProducerIdRequest(transaction_timeout_ms=60_000, **fields)
     req = protocol.make_request(ApiKey.INIT_PRODUCER_ID, version, 1, "p", body)
@@ -59,16 +48,14 @@ async def init(ctx: BrokerContext, version: int, **fields: Any) -> Any:
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
-async def test_idempotent_producer_gets_fresh_id_at_epoch_0(
-    ctx: BrokerContext, version: int
-) -> None:
+async def test_idempotent_producer_gets_fresh_id_at_epoch_0(ctx: ProducerIds, version: int) -> None:
     first = await init(ctx, version)
     second = await init(ctx, version)
     assert (first.error_code, first.producer_id, first.producer_epoch) == (0, 4000, 0)
     assert second.producer_id == 4001
 
 
-async def test_kip360_bump_gets_a_new_id(ctx: BrokerContext) -> None:
+async def test_kip360_bump_gets_a_new_id(ctx: ProducerIds) -> None:
     answer = await init(ctx, 4, producer_id=4000, producer_epoch=3)
     assert (answer.error_code, answer.producer_id, answer.producer_epoch) == (0, 4000, 0)
     again = await init(ctx, 4, producer_id=4000, producer_epoch=0)
@@ -76,21 +63,21 @@ async def test_kip360_bump_gets_a_new_id(ctx: BrokerContext) -> None:
 
 
 @pytest.mark.parametrize("version", [0, 4])
-async def test_transactional_id_is_refused(ctx: BrokerContext, version: int) -> None:
+async def test_transactional_id_is_refused(ctx: ProducerIds, version: int) -> None:
     answer = await init(ctx, version, transactional_id="tx-1")
     assert answer.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert (answer.producer_id, answer.producer_epoch) == (-1, -1)
 
 
 @pytest.mark.parametrize(("pid", "epoch"), [(5, -1), (-1, 2)])
-async def test_half_given_identity_is_invalid(ctx: BrokerContext, pid: int, epoch: int) -> None:
+async def test_half_given_identity_is_invalid(ctx: ProducerIds, pid: int, epoch: int) -> None:
     answer = await init(ctx, 3, producer_id=pid, producer_epoch=epoch)
     assert answer.error_code == ErrorCode.INVALID_REQUEST
 
 
-async def test_claim_failure_is_retriable(ctx: BrokerContext) -> None:
-    assert isinstance(ctx.producer_id_manager, FakeProducerIds)
-    ctx.producer_id_manager.fail = True
+async def test_claim_failure_is_retriable(ctx: ProducerIds) -> None:
+    assert isinstance(ctx.manager, FakeProducerIds)
+    ctx.manager.fail = True
     answer = await init(ctx, 4)
     assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert ErrorCode(answer.error_code).retriable

@@ -14,10 +14,7 @@ from typing import Any
 import pytest
 
 from broker.apis import leader_and_isr, stop_replica
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
+from broker.apis.services import ReplicaAccess
 from broker.replica_manager import ReplicaManager
 from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
@@ -26,7 +23,7 @@ from protocol.values import TopicPartition
 from storage import LogManager, TopicConfigs
 from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
-from timer.clock import MockClock
+from tests.unit.broker.handler_services import handler_services
 
 L = LeaderAndIsrRequest
 TOPIC_ID = uuid.UUID(int=42)
@@ -95,24 +92,17 @@ class FakeLogManager(LogManager):
         self.configs[topic] = dict(overrides)
 
 
-def make_ctx() -> BrokerContext:
-    topic_configs = TopicConfigs()
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="c",
-        config=BrokerConfig.from_properties({"zookeeper.connect": "z:1"}),
-        clock=MockClock(),
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
+def make_ctx(topic_configs: TopicConfigs | None = None) -> ReplicaAccess:
+    return handler_services(
+        props={"zookeeper.connect": "z:1"},
         replica_manager=FakeReplicaManager(),
         controller=FakeController(),
         zk=zk_with_t(),
-        log_manager=FakeLogManager(topic_configs),
         topic_configs=topic_configs,
-    )
+    ).replicas
 
 
-def rm_of(ctx: BrokerContext) -> FakeReplicaManager:
+def rm_of(ctx: ReplicaAccess) -> FakeReplicaManager:
     assert isinstance(ctx.replica_manager, FakeReplicaManager)
     return ctx.replica_manager
 
@@ -145,7 +135,9 @@ def lai_body(controller_epoch: int = 3, broker_epoch: int = 100) -> Any:
 
 
 async def test_leader_and_isr_v5_passes_named_states_and_groups_errors_by_topic_id() -> None:
-    ctx = make_ctx()
+    topic_configs = TopicConfigs()
+    log_manager = FakeLogManager(topic_configs)
+    ctx = make_ctx(topic_configs)
     response = await leader_and_isr.handle(ctx, Req(ApiKey.LEADER_AND_ISR, 5, lai_body()))
     assert response.body.error_code == ErrorCode.NONE
     (topic,) = response.body.topics
@@ -158,8 +150,7 @@ async def test_leader_and_isr_v5_passes_named_states_and_groups_errors_by_topic_
     assert (kind, controller_id, epoch, ids) == ("lai", 1, 3, {"t": TOPIC_ID})
     assert [(s.topic_name, s.partition_index) for s in states] == [("t", 0), ("t", 1)]
     # the topic's overrides were loaded before its logs are made
-    assert isinstance(ctx.log_manager, FakeLogManager)
-    assert ctx.log_manager.configs == {"t": {"segment.bytes": "1048576"}}
+    assert log_manager.configs == {"t": {"segment.bytes": "1048576"}}
 
 
 async def test_leader_and_isr_v4_lists_errors_by_name() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 import protocol
 from broker.apis import list_offsets
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ListOffsetsRequest
 from protocol.records import BatchBuilder
@@ -32,14 +32,14 @@ def batch(*timestamps: int) -> bytes:
 
 
 @pytest.fixture
-def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
+def ctx(tmp_path: Path) -> Iterator[ReplicaAccess]:
     replicas = local_replicas(tmp_path)
     ids = {TOPIC: uuid.uuid4()}
     follower = partition_state(TopicPartition(TOPIC, 1), leader=1, isr=(0, 1), replicas=(0, 1))
     replicas.become(ids, partition_state(A, epoch=4), follower)
     for records in (batch(100, 150, 200), batch(300, 900, 400)):
         replicas.append(A, records)
-    yield replicas.context()
+    yield replicas.services().replicas
     replicas.log_manager.shutdown()
 
 
@@ -71,13 +71,13 @@ def request(
     return protocol.decode_request(frame)
 
 
-def log_of(ctx: BrokerContext) -> Log:
-    found = require(ctx.log_manager, "log manager").get_log(A)
+def log_of(ctx: ReplicaAccess) -> Log:
+    found = ctx.replica_manager.log_manager.get_log(A)
     assert found is not None
     return found
 
 
-async def answers(ctx: BrokerContext, req: Any) -> list[tuple[int, int, int, int]]:
+async def answers(ctx: ReplicaAccess, req: Any) -> list[tuple[int, int, int, int]]:
     response = await list_offsets.handle(ctx, req)
     frame = protocol.encode_response(response)
     body = protocol.decode_response(frame, ApiKey.LIST_OFFSETS, response.api_version).body
@@ -89,7 +89,7 @@ async def answers(ctx: BrokerContext, req: Any) -> list[tuple[int, int, int, int
 
 
 async def lookup(
-    ctx: BrokerContext, version: int, timestamp: int, isolation_level: int = 0
+    ctx: ReplicaAccess, version: int, timestamp: int, isolation_level: int = 0
 ) -> tuple[int, int, int, int]:
     """One partition per request: Kafka refuses a partition named twice."""
     [answer] = await answers(
@@ -98,7 +98,7 @@ async def lookup(
     return answer
 
 
-async def test_special_timestamps_and_lookup_v7(ctx: BrokerContext) -> None:
+async def test_special_timestamps_and_lookup_v7(ctx: ReplicaAccess) -> None:
     assert await lookup(ctx, 7, -2) == (0, -1, 0, 4)  # earliest
     assert await lookup(ctx, 7, -1) == (0, -1, 6, 4)  # latest: the high watermark
     # The largest timestamp: storage resolves it to its batch (offsets 3-5), reporting
@@ -109,12 +109,12 @@ async def test_special_timestamps_and_lookup_v7(ctx: BrokerContext) -> None:
     assert await lookup(ctx, 7, 5000) == (0, -1, -1, -1)  # nothing that late
 
 
-async def test_v1_without_epochs(ctx: BrokerContext) -> None:
+async def test_v1_without_epochs(ctx: ReplicaAccess) -> None:
     assert await lookup(ctx, 1, -1) == (0, -1, 6, -1)
     assert await lookup(ctx, 1, 300) == (0, 300, 3, -1)
 
 
-async def test_isolation_levels_hide_what_is_above_the_high_watermark(ctx: BrokerContext) -> None:
+async def test_isolation_levels_hide_what_is_above_the_high_watermark(ctx: ReplicaAccess) -> None:
     log_of(ctx).update_high_watermark(3)
     for isolation in (0, 1):
         assert (await lookup(ctx, 5, -1, isolation))[2] == 3
@@ -123,7 +123,7 @@ async def test_isolation_levels_hide_what_is_above_the_high_watermark(ctx: Broke
     assert (await lookup(ctx, 1, -1))[2] == 3
 
 
-async def test_errors_per_partition(ctx: BrokerContext) -> None:
+async def test_errors_per_partition(ctx: ReplicaAccess) -> None:
     got = await answers(ctx, request(7, [(TOPIC, 1, -1), ("absent", 0, -1), (TOPIC, 0, -1)]))
     # grouped by topic as sent: metrics [1, 0], then absent [0]
     assert [e for e, *_ in got] == [
@@ -136,18 +136,18 @@ async def test_errors_per_partition(ctx: BrokerContext) -> None:
 @pytest.mark.parametrize(
     ("epoch", "code"), [(3, ErrorCode.FENCED_LEADER_EPOCH), (5, ErrorCode.UNKNOWN_LEADER_EPOCH)]
 )
-async def test_leader_epoch_fencing(ctx: BrokerContext, epoch: int, code: int) -> None:
+async def test_leader_epoch_fencing(ctx: ReplicaAccess, epoch: int, code: int) -> None:
     [(error, _, offset, _)] = await answers(ctx, request(7, [(TOPIC, 0, -1)], epoch=epoch))
     assert (error, offset) == (code, -1)
 
 
-async def test_duplicate_partitions_are_invalid(ctx: BrokerContext) -> None:
+async def test_duplicate_partitions_are_invalid(ctx: ReplicaAccess) -> None:
     got = await answers(ctx, request(7, [(TOPIC, 0, -1), (TOPIC, 0, -2)]))
     assert [e for e, *_ in got] == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST]
 
 
 async def test_replicas_see_the_log_end_and_debug_tools_may_ask_followers(
-    ctx: BrokerContext,
+    ctx: ReplicaAccess,
 ) -> None:
     log_of(ctx).update_high_watermark(3)
     [replica] = await answers(ctx, request(7, [(TOPIC, 0, -1)], replica_id=1))

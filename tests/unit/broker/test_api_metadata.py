@@ -6,10 +6,9 @@ import uuid
 from typing import Any
 
 from broker.apis import describe_cluster, describe_configs, metadata
-from broker.config import BrokerConfig, ConfigSource
-from broker.context import BrokerContext
+from broker.apis.services import HandlerServices
+from broker.config import ConfigSource
 from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     DescribeClusterRequest,
@@ -19,7 +18,7 @@ from protocol.messages import (
 )
 from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
-from timer.clock import MockClock
+from tests.unit.broker.handler_services import family_for, handler_services
 
 U = UpdateMetadataRequest
 TOPIC_ID = uuid.UUID("0f0e0d0c-0b0a-0908-0706-050403020100")
@@ -32,13 +31,13 @@ def zk_with_t() -> FakeZk:
     return zk
 
 
-def created(ctx: BrokerContext) -> list[str]:
+def created(ctx: HandlerServices) -> list[str]:
     """The topics this broker created in ZooKeeper (t was there before)."""
-    assert isinstance(ctx.zk, FakeZk)
-    return sorted(set(ctx.zk.topics) - {"t"})
+    assert isinstance(ctx.topics.zk, FakeZk)
+    return sorted(set(ctx.topics.zk.topics) - {"t"})
 
 
-def make_ctx(auto_create: bool = True) -> BrokerContext:
+def make_ctx(auto_create: bool = True) -> HandlerServices:
     cache = MetadataCache(0)
     endpoints = [
         U.UpdateMetadataEndpoint(port=9092, host="h0", listener="PLAINTEXT", security_protocol=0),
@@ -74,22 +73,12 @@ def make_ctx(auto_create: bool = True) -> BrokerContext:
             live_brokers=brokers,
         )
     )
-    config = BrokerConfig.from_properties(
-        {
-            "zookeeper.connect": "z:1",
-            "auto.create.topics.enable": "true" if auto_create else "false",
-            "log.retention.hours": "24",
-        }
-    )
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="cid",
-        config=config,
-        clock=MockClock(),
-        metrics=BrokerMetrics(),
-        metadata_cache=cache,
-        zk=zk_with_t(),
-    )
+    props = {
+        "zookeeper.connect": "z:1",
+        "auto.create.topics.enable": "true" if auto_create else "false",
+        "log.retention.hours": "24",
+    }
+    return handler_services(props=props, cluster_id="cid", metadata_cache=cache, zk=zk_with_t())
 
 
 def topics_request(*names: str, auto: bool = True) -> Any:
@@ -99,8 +88,8 @@ def topics_request(*names: str, auto: bool = True) -> Any:
     )
 
 
-async def call(handler: Any, ctx: BrokerContext, request: Req) -> Any:
-    return (await handler(ctx, request)).body
+async def call(handler: Any, ctx: HandlerServices, request: Req) -> Any:
+    return (await handler(family_for(ctx, request.header.api_key), request)).body
 
 
 async def test_all_topics_with_brokers_on_the_requests_listener() -> None:
@@ -201,8 +190,8 @@ async def test_describe_configs_reads_the_topic_configs_the_broker_shares() -> N
         resources=[_resource(describe_configs.TOPIC, "t", ["retention.ms"])]
     )
     await call(describe_configs.handle, ctx, Req(ApiKey.DESCRIBE_CONFIGS, 4, request))
-    assert ctx.topic_configs.get("t") == {"retention.ms": "1234"}  # read once, then known
-    ctx.topic_configs.set("t", {"retention.ms": "99"})
+    assert ctx.configs.topic_configs.get("t") == {"retention.ms": "1234"}  # read once, then known
+    ctx.configs.topic_configs.set("t", {"retention.ms": "99"})
     body = await call(describe_configs.handle, ctx, Req(ApiKey.DESCRIBE_CONFIGS, 4, request))
     assert body.results[0].configs[0].value == "99"
 

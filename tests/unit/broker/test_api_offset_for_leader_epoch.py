@@ -12,7 +12,7 @@ import pytest
 
 import protocol
 from broker.apis import offset_for_leader_epoch
-from broker.context import BrokerContext
+from broker.apis.services import ReplicaAccess
 from protocol import ApiKey, ErrorCode
 from protocol.messages import OffsetForLeaderEpochRequest
 from protocol.records import BatchBuilder
@@ -38,7 +38,7 @@ def append(replicas: LocalReplicas, n: int) -> None:
 
 
 @pytest.fixture
-def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
+def ctx(tmp_path: Path) -> Iterator[ReplicaAccess]:
     """Partition 0 led here: epoch 1 wrote offsets 0-2, epoch 3 offsets 3-4, epoch 5
     is current with nothing written yet. Partition 1 is followed."""
     replicas = local_replicas(tmp_path)
@@ -48,12 +48,12 @@ def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
     replicas.become(ids, state(0, 0, 3))
     append(replicas, 2)
     replicas.become(ids, state(0, 0, 5))
-    yield replicas.context()
+    yield replicas.services().replicas
     replicas.log_manager.shutdown()
 
 
 async def ask(
-    ctx: BrokerContext, queries: list[tuple[str, int, int, int]], *, version: int = 4
+    ctx: ReplicaAccess, queries: list[tuple[str, int, int, int]], *, version: int = 4
 ) -> list[tuple[int, int, int, int]]:
     """(topic, partition, current_leader_epoch, leader_epoch) -> (error, partition,
     epoch, end offset) as a client decodes them."""
@@ -85,7 +85,7 @@ async def ask(
 
 
 @pytest.mark.parametrize("version", [2, 3, 4])
-async def test_end_offsets_per_epoch(ctx: BrokerContext, version: int) -> None:
+async def test_end_offsets_per_epoch(ctx: ReplicaAccess, version: int) -> None:
     got = await ask(
         ctx,
         [(TOPIC, 0, -1, 1)],
@@ -98,7 +98,7 @@ async def test_end_offsets_per_epoch(ctx: BrokerContext, version: int) -> None:
     assert await ask(ctx, [(TOPIC, 0, 5, 9)]) == [(0, 0, -1, -1)]  # unknown epoch
 
 
-async def test_fencing_and_partition_errors(ctx: BrokerContext) -> None:
+async def test_fencing_and_partition_errors(ctx: ReplicaAccess) -> None:
     got = await ask(
         ctx,
         [(TOPIC, 0, 4, 1), (TOPIC, 1, -1, 1), ("absent", 0, -1, 1)],

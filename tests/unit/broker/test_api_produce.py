@@ -5,6 +5,7 @@ completes), transactional batches refused, per-partition errors on the wire."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 import protocol
 from broker.apis import produce
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ProduceRequest
 from protocol.records import BatchBuilder
@@ -38,11 +39,11 @@ def batch(n: int = 1, *, transactional: bool = False) -> bytes:
 
 
 @pytest.fixture
-def ctx(tmp_path: Path) -> Iterator[BrokerContext]:
+def ctx(tmp_path: Path) -> Iterator[ReplicaAccess]:
     replicas = local_replicas(tmp_path)
     partitions = (TopicPartition(TOPIC, p) for p in (0, 1))
     replicas.become({TOPIC: uuid.uuid4()}, *(partition_state(tp) for tp in partitions))
-    yield replicas.context()
+    yield replicas.services().replicas
     replicas.log_manager.shutdown()
 
 
@@ -74,15 +75,15 @@ def partitions(body: Any) -> dict[int, Any]:
     return {p.index: p for t in body.responses for p in t.partition_responses}
 
 
-def log_end(ctx: BrokerContext, p: int) -> int:
-    log = require(ctx.log_manager, "log manager").get_log(TopicPartition(TOPIC, p))
+def log_end(ctx: ReplicaAccess, p: int) -> int:
+    log = ctx.replica_manager.log_manager.get_log(TopicPartition(TOPIC, p))
     assert log is not None
     end: int = log.log_end_offset
     return end
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
-async def test_versions_below_3_are_refused(ctx: BrokerContext, version: int) -> None:
+async def test_versions_below_3_are_refused(ctx: ReplicaAccess, version: int) -> None:
     response = await produce.handle(ctx, request(version, {0: batch()}))
     answer = partitions(on_the_wire(response))
     assert answer[0].error_code == ErrorCode.UNSUPPORTED_VERSION
@@ -90,7 +91,7 @@ async def test_versions_below_3_are_refused(ctx: BrokerContext, version: int) ->
     assert await produce.handle(ctx, request(version, {0: batch()}, acks=0)) is None
 
 
-async def test_acks_1_answers_offsets(ctx: BrokerContext) -> None:
+async def test_acks_1_answers_offsets(ctx: ReplicaAccess) -> None:
     await produce.handle(ctx, request(9, {0: batch(3)}))
     response = await produce.handle(ctx, request(9, {0: batch(2), 1: batch(1)}))
     assert isinstance(response, protocol.Response)
@@ -101,51 +102,53 @@ async def test_acks_1_answers_offsets(ctx: BrokerContext) -> None:
     assert (answer[1].error_code, answer[1].base_offset) == (0, 0)
 
 
-async def test_acks_0_never_answers_even_on_error(ctx: BrokerContext) -> None:
+async def test_acks_0_never_answers_even_on_error(ctx: ReplicaAccess) -> None:
     assert await produce.handle(ctx, request(9, {0: batch(2)}, acks=0)) is None
     assert log_end(ctx, 0) == 2
     assert await produce.handle(ctx, request(9, {0: b"garbage"}, acks=0)) is None
     assert log_end(ctx, 0) == 2
 
 
-async def test_acks_all_answers_at_once_when_leader_alone(ctx: BrokerContext) -> None:
+async def test_acks_all_answers_at_once_when_leader_alone(ctx: ReplicaAccess) -> None:
     response = await produce.handle(ctx, request(9, {0: batch()}, acks=-1))
     assert isinstance(response, protocol.Response)
     assert partitions(on_the_wire(response))[0].error_code == ErrorCode.NONE
 
 
 async def test_acks_all_waiting_returns_future_completed_by_purgatory(
-    ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
+    ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    partition = require(ctx.replica_manager, "replica manager").get_partition(TOPIC, 0)
+    partition = ctx.replica_manager.get_partition(TOPIC, 0)
     assert partition is not None
     monkeypatch.setattr(partition, "maybe_increment_high_watermark", lambda: False)
     result = await produce.handle(ctx, request(9, {0: batch()}, acks=-1))
     assert isinstance(result, asyncio.Future) and not result.done()
-    require(partition.log, "log").update_high_watermark(1)
-    require(ctx.produce_purgatory, "produce purgatory").check_and_complete(TopicPartition(TOPIC, 0))
+    assert partition.log is not None
+    partition.log.update_high_watermark(1)
+    ctx.replica_manager.produce_purgatory.check_and_complete(TopicPartition(TOPIC, 0))
     assert result.done()
     assert partitions(on_the_wire(result.result()))[0].error_code == ErrorCode.NONE
 
 
 async def test_a_waiting_produce_makes_its_future_on_the_brokers_loop(
-    ctx: BrokerContext, monkeypatch: pytest.MonkeyPatch
+    ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    partition = require(ctx.replica_manager, "replica manager").get_partition(TOPIC, 0)
+    partition = ctx.replica_manager.get_partition(TOPIC, 0)
     assert partition is not None
     monkeypatch.setattr(partition, "maybe_increment_high_watermark", lambda: False)
     running = asyncio.get_running_loop()
-    assert ctx.event_loop is running  # a context built without its loop: the running one
+    # the test's stand-in for the broker's loop: the running one
+    assert ctx.event_loop.create_future().get_loop() is running
     brokers = asyncio.new_event_loop()
     try:
-        ctx.loop = brokers
-        result = await produce.handle(ctx, request(9, {0: batch()}, acks=-1))
+        on_brokers = dataclasses.replace(ctx, event_loop=brokers)
+        result = await produce.handle(on_brokers, request(9, {0: batch()}, acks=-1))
         assert isinstance(result, asyncio.Future) and result.get_loop() is brokers
     finally:
         brokers.close()
 
 
-async def test_transactional_batches_are_refused_whole(ctx: BrokerContext) -> None:
+async def test_transactional_batches_are_refused_whole(ctx: ReplicaAccess) -> None:
     response = await produce.handle(ctx, request(9, {0: batch(), 1: batch(transactional=True)}))
     answer = partitions(on_the_wire(response))
     assert {p.error_code for p in answer.values()} == {
@@ -154,7 +157,7 @@ async def test_transactional_batches_are_refused_whole(ctx: BrokerContext) -> No
     assert log_end(ctx, 0) == 0
 
 
-async def test_bad_records_error_on_the_wire_with_message(ctx: BrokerContext) -> None:
+async def test_bad_records_error_on_the_wire_with_message(ctx: ReplicaAccess) -> None:
     damaged = bytearray(batch())
     damaged[-1] ^= 0x55
     response = await produce.handle(ctx, request(8, {0: bytes(damaged), 1: batch()}))
@@ -164,7 +167,7 @@ async def test_bad_records_error_on_the_wire_with_message(ctx: BrokerContext) ->
     assert answer[1].error_code == ErrorCode.NONE and answer[1].error_message is None
 
 
-async def test_unknown_topic(ctx: BrokerContext) -> None:
+async def test_unknown_topic(ctx: ReplicaAccess) -> None:
     body = request(9, {0: batch()}).body
     body.topic_data[0].name = "missing"
     req = protocol.make_request(ApiKey.PRODUCE, 9, 1, "t", body)

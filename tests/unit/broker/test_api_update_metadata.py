@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from broker.apis import update_metadata
-from broker.config import BrokerConfig
-from broker.context import BrokerContext, require
+from broker.apis.services import ReplicaAccess
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
-from broker.metadata_cache import MetadataCache
-from broker.metrics import BrokerMetrics
 from broker.replica_manager import ReplicaManager
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import UpdateMetadataRequest as U
+from protocol.values import TopicPartition
+from tests.unit.broker.handler_services import handler_services
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -37,21 +37,26 @@ class Req:
         self.body = body
 
 
-def make_ctx() -> BrokerContext:
+class FakeGroupStore:
+    """Records the partitions whose commits go with them."""
+
+    def __init__(self) -> None:
+        self.deleted: list[TopicPartition] = []
+
+    def on_partitions_deleted(self, partitions: Iterable[TopicPartition]) -> None:
+        self.deleted.extend(partitions)
+
+
+def make_ctx() -> ReplicaAccess:
     clock = MockClock()
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="c",
-        config=BrokerConfig.from_properties({"zookeeper.connect": "z:1"}),
+    return handler_services(
+        props={"zookeeper.connect": "z:1"},
         clock=clock,
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
         replica_manager=FakeReplicaManager(),
         broker_epoch=50,
-        create_topics_purgatory=DelayedOperationPurgatory(
-            "topic", clock=clock, reaper_enabled=False
-        ),
-    )
+        topic_purgatory=DelayedOperationPurgatory("topic", clock=clock, reaper_enabled=False),
+        group_store=FakeGroupStore(),
+    ).replicas
 
 
 def body(controller_epoch: int = 5, broker_epoch: int = 50, leader: int = 0) -> Any:
@@ -72,7 +77,7 @@ async def test_update_feeds_the_cache_and_completes_waiting_creations() -> None:
     ctx = make_ctx()
     done: list[set[str]] = []
     op = DelayedCreateTopics(10_000, {"t": [0]}, ctx.metadata_cache.has_leaders, done.append)
-    purgatory = require(ctx.create_topics_purgatory, "create-topics purgatory")
+    purgatory = ctx.topic_purgatory
     assert not purgatory.try_complete_else_watch(op, [topic_key("t")])
     response = await update_metadata.handle(ctx, Req(body()))
     assert response.body.error_code == ErrorCode.NONE

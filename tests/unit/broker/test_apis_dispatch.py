@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -10,15 +11,14 @@ import pytest
 import protocol
 from broker.apis import (
     HANDLERS,
-    ApiHandler,
     KafkaApis,
+    Route,
     advertised_versions,
     error_response,
     iter_error_codes,
+    route,
 )
-from broker.config import BrokerConfig
-from broker.context import BrokerContext
-from broker.metadata_cache import MetadataCache
+from broker.apis.services import ReplicaAccess, TopicAdmin
 from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode, Response, decode_response, encode_response, make_request
 from protocol.messages import (
@@ -29,7 +29,7 @@ from protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from timer.clock import MockClock
+from tests.unit.broker.handler_services import handler_services
 
 
 class _Req:
@@ -41,15 +41,10 @@ class _Req:
         self.listener = "PLAINTEXT"
 
 
-def _ctx() -> BrokerContext:
-    return BrokerContext(
-        broker_id=0,
-        cluster_id="c",
-        config=BrokerConfig.from_properties({"zookeeper.connect": "127.0.0.1:1"}),
-        clock=MockClock(),
-        metrics=BrokerMetrics(),
-        metadata_cache=MetadataCache(0),
-    )
+def _apis(handlers: Mapping[int, Route[Any]] = HANDLERS) -> KafkaApis:
+    """KafkaApis over every family built from doubles (none used by these tests)."""
+    services = handler_services(props={"zookeeper.connect": "127.0.0.1:1"}, cluster_id="c")
+    return KafkaApis(services, BrokerMetrics(), gate=None, handlers=handlers)
 
 
 def _request(api_key: int, version: int, body: Any) -> _Req:
@@ -58,14 +53,14 @@ def _request(api_key: int, version: int, body: Any) -> _Req:
 
 
 async def test_api_versions_lists_the_handlers_ranges() -> None:
-    async def metadata(ctx: BrokerContext, request: Any) -> None:
+    async def metadata(ctx: TopicAdmin, request: Any) -> None:
         return None
 
-    handlers: dict[int, ApiHandler] = {
+    handlers: dict[int, Route[Any]] = {
         ApiKey.API_VERSIONS: HANDLERS[ApiKey.API_VERSIONS],
-        ApiKey.METADATA: metadata,
+        ApiKey.METADATA: route(TopicAdmin, metadata),
     }
-    apis = KafkaApis(_ctx(), handlers=handlers)
+    apis = _apis(handlers)
     response = await apis.handle(_request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest()))
     assert isinstance(response, Response)
     keys = {e.api_key: (e.min_version, e.max_version) for e in response.body.api_keys}
@@ -80,15 +75,15 @@ async def test_api_versions_lists_the_handlers_ranges() -> None:
 
 
 async def test_produce_is_advertised_from_v0_once_its_handler_exists() -> None:
-    async def produce(ctx: BrokerContext, request: Any) -> None:
+    async def produce(ctx: ReplicaAccess, request: Any) -> None:
         return None
 
-    advertised = advertised_versions({ApiKey.PRODUCE: produce})
+    advertised = advertised_versions({ApiKey.PRODUCE: route(ReplicaAccess, produce)})
     assert advertised == {ApiKey.PRODUCE: (0, 9)}
 
 
 async def test_api_versions_newer_than_ours_gets_error_35_in_a_v0_body() -> None:
-    apis = KafkaApis(_ctx())
+    apis = _apis()
     header = make_request(ApiKey.API_VERSIONS, 9, 11, "new-client", None).header
     response = await apis.handle(_Req(header, None))
     assert isinstance(response, Response)
@@ -101,7 +96,7 @@ async def test_api_versions_newer_than_ours_gets_error_35_in_a_v0_body() -> None
 
 
 async def test_an_api_without_handler_gets_unsupported_version_or_close() -> None:
-    apis = KafkaApis(_ctx(), handlers={})
+    apis = _apis({})
     # DeleteTopics has no top-level error code: None tells the network to close
     delete = _request(ApiKey.DELETE_TOPICS, 4, DeleteTopicsRequest(topic_names=["t"]))
     assert await apis.handle(delete) is None
@@ -118,20 +113,21 @@ async def test_error_response_sets_top_level_error_code() -> None:
     protocol.encode_response(response)  # encodable at that version
 
 
-async def test_dispatch_calls_the_tables_handler_with_the_context() -> None:
-    seen: list[tuple[BrokerContext, Any]] = []
+async def test_dispatch_calls_the_tables_handler_with_its_family() -> None:
+    seen: list[tuple[TopicAdmin, Any]] = []
 
     request = _request(ApiKey.METADATA, 12, MetadataRequest(topics=None))
     answer = protocol.make_response(request.header, MetadataResponse())
 
-    async def metadata(ctx: BrokerContext, request: Any) -> Response:
+    async def metadata(ctx: TopicAdmin, request: Any) -> Response:
         seen.append((ctx, request))
         return answer
 
-    ctx = _ctx()
-    apis = KafkaApis(ctx, handlers={ApiKey.METADATA: metadata})
+    services = handler_services()
+    handlers: dict[int, Route[Any]] = {ApiKey.METADATA: route(TopicAdmin, metadata)}
+    apis = KafkaApis(services, BrokerMetrics(), gate=None, handlers=handlers)
     assert await apis.handle(request) is answer
-    assert seen == [(ctx, request)]
+    assert seen == [(services.topics, request)]
     # a version outside the advertised range never reaches the handler
     old = _request(ApiKey.METADATA, 0, MetadataRequest(topics=None))
     assert await apis.handle(old) is None
@@ -139,14 +135,15 @@ async def test_dispatch_calls_the_tables_handler_with_the_context() -> None:
 
 
 async def test_deferred_responses_pass_through_and_count_errors() -> None:
-    ctx = _ctx()
+    metrics = BrokerMetrics()
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Response] = loop.create_future()
 
-    async def create(ctx: BrokerContext, request: Any) -> asyncio.Future[Response]:
+    async def create(ctx: TopicAdmin, request: Any) -> asyncio.Future[Response]:
         return future
 
-    apis = KafkaApis(ctx, handlers={ApiKey.CREATE_TOPICS: create})
+    handlers: dict[int, Route[Any]] = {ApiKey.CREATE_TOPICS: route(TopicAdmin, create)}
+    apis = KafkaApis(handler_services(), metrics, gate=None, handlers=handlers)
     req = _request(ApiKey.CREATE_TOPICS, 7, None)
     req.body = object()
     assert await apis.handle(req) is future
@@ -155,7 +152,7 @@ async def test_deferred_responses_pass_through_and_count_errors() -> None:
     )
     future.set_result(protocol.make_response(req.header, CreateTopicsResponse(topics=[topic])))
     await asyncio.sleep(0)  # done callbacks run on the next loop iteration
-    sample = ctx.metrics.request_errors.labels(
+    sample = metrics.request_errors.labels(
         api="CreateTopics", error="TOPIC_ALREADY_EXISTS"
     )._value.get()
     assert sample == 1

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from broker.metrics import BrokerMetrics
-from broker.server import on_loop
+from broker.startup import on_loop
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
 from protocol.values import TopicPartition

@@ -22,7 +22,7 @@ from broker.group.manager import (
 )
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
 from broker.group.partitioner import partition_for
-from broker.server import on_loop
+from broker.startup import on_loop
 from protocol.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.messages import UpdateMetadataRequest
@@ -37,6 +37,7 @@ from tests.unit.broker.broker_helpers import (
     metadata_topic,
     partition_state,
 )
+from timer import DelayedOperation, DelayedOperationPurgatory
 
 PARTITIONS = 3
 T0 = TopicPartition("t", 0)
@@ -353,8 +354,10 @@ def deleting(topic: str, partitions: int, leader: int) -> HandlerRequest:
 async def test_update_metadata_deleting_a_topic_drops_its_commits(setup: Setup) -> None:
     store = setup.store
     await setup.lead(0)
-    ctx = setup.replicas.context()
-    ctx.group_store = store
+    topics: DelayedOperationPurgatory[DelayedOperation] = DelayedOperationPurgatory(
+        "topic", clock=setup.replicas.clock, reaper_enabled=False
+    )
+    ctx = setup.replicas.services(group_store=store, topic_purgatory=topics).replicas
     group = store.add_group(GroupMetadata(G0))
     await store.store_offsets(
         group, {T0: commit(1), T1: commit(2), TopicPartition("u", 0): commit(3)}

@@ -139,3 +139,16 @@ async def test_a_request_served_after_waiting_gets_what_is_left_of_its_timeout()
     gate.check()
     await asyncio.wait_for(pending, DEADLINE_S)
     assert serve.seen[0].body.timeout_ms == 3_000
+
+
+async def test_closing_the_gate_gives_up_the_held_requests() -> None:
+    gate = ReadinessGate(lambda: "never", MockClock(), error_response)
+    serve = _Served()
+    request = _Req(ApiKey.METADATA, 12, MetadataRequest(topics=None))
+    pending = await gate.admit(request, serve)
+    assert isinstance(pending, asyncio.Future)
+    await asyncio.sleep(0)  # the held task waits
+    await asyncio.wait_for(gate.close(), DEADLINE_S)
+    assert pending.cancelled() and serve.seen == [] and gate.held == 0
+    later = await gate.admit(request, serve)  # after close: nothing is held any more
+    assert isinstance(later, asyncio.Future) and later.cancelled()

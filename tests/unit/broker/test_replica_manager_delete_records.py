@@ -195,7 +195,8 @@ def request(*partitions: tuple[str, int, int]) -> HandlerRequest:
 async def test_the_handler_answers_in_request_order_once_the_replicas_followed(
     cluster: Cluster,
 ) -> None:
-    pending = await handler.handle(cluster.r.context(), request(("orders", 0, 4), ("nope", 3, 1)))
+    ctx = cluster.r.services().replicas
+    pending = await handler.handle(ctx, request(("orders", 0, 4), ("nope", 3, 1)))
     assert not isinstance(pending, Response)  # waiting for the followers
     cluster.follower_fetch(1, 10, 4)
     cluster.follower_fetch(2, 10, 4)
@@ -216,7 +217,7 @@ async def test_a_partition_named_twice_is_answered_once_for_the_last_offset(
 ) -> None:
     cluster.dead.update({1, 2})  # nothing to wait for
     response = await handler.handle(
-        cluster.r.context(), request(("orders", 0, 4), ("orders", 0, 5))
+        cluster.r.services().replicas, request(("orders", 0, 4), ("orders", 0, 5))
     )
     assert isinstance(response, Response)
     [topic] = response.body.topics
