@@ -1,11 +1,11 @@
 """What clients change in a led partition's log: Produce appends and DeleteRecords.
 
-A produce is appended only by the leader at the request's epoch rule, and an acks=all
-produce only while the ISR holds min.insync.replicas (NOT_ENOUGH_REPLICAS, nothing
-appended). The records arrive already checked against the Produce rules (see
-:mod:`broker.produce_records`); records the handler refused carry their error here, and
-it is raised only after the role and ISR checks, so a partition led elsewhere answers
-NOT_LEADER_OR_FOLLOWER whatever its bytes are (as Kafka orders the checks).
+A produce is appended only by the leader (Produce carries no leader epoch), and an
+acks=all produce only while the ISR holds min.insync.replicas (NOT_ENOUGH_REPLICAS,
+nothing appended). The records arrive checked against the Produce rules by the handler
+(:mod:`broker.produce_records`), their headers parsed; records it refused carry their
+error here, raised only after the role and ISR checks, so a partition led elsewhere
+answers NOT_LEADER_OR_FOLLOWER whatever its bytes are (as Kafka orders the checks).
 
 DeleteRecords moves the leader's log start (:mod:`broker.delete_records` has the rules);
 the low watermark over the live replicas tells when every follower moved too.
@@ -17,9 +17,8 @@ from collections.abc import Callable
 
 from broker import delete_records
 from broker.partition_core import PartitionCore, PartitionError
-from broker.produce_records import validate_produce_records
+from broker.produce_records import ProducedRecords, RefusedRecords
 from protocol.errors import ErrorCode
-from protocol.records.batch import InvalidBatch
 from protocol.values import NO_LEADER_EPOCH
 from storage import AppendInfo
 from storage.errors import RecordTooLargeError
@@ -57,15 +56,14 @@ class LeaderWrites(PartitionCore):
 
     def append_records_to_leader(
         self,
-        records: bytes | bytearray | memoryview | None,
+        records: ProducedRecords,
         *,
-        api_version: int,
         required_acks: int,
         min_insync_replicas: int,
     ) -> AppendInfo:
-        """Validate and append one partition's records of a Produce request as leader.
-        Raises PartitionError (role, ISR, validation), storage's RecordError (sequence,
-        epoch, size) or StorageError (disk)."""
+        """Append one partition's records of a Produce request as leader, as the handler
+        checked them. Raises PartitionError (role, ISR, then the records' refusal),
+        storage's RecordError (sequence, epoch, size) or StorageError (disk)."""
         lg = self._leader_log(NO_LEADER_EPOCH)
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise PartitionError(
@@ -73,12 +71,11 @@ class LeaderWrites(PartitionCore):
                 f"{self.tp}: ISR {list(self.isr)} is smaller than min.insync.replicas "
                 f"{min_insync_replicas}",
             )
+        if isinstance(records, RefusedRecords):
+            error = records.error
+            raise PartitionError(error.error_code, f"{self.tp}: {error}")
         try:
-            validated = validate_produce_records(records, api_version)
-        except InvalidBatch as exc:
-            raise PartitionError(exc.error_code, f"{self.tp}: {exc}") from None
-        try:
-            info = lg.append(validated, self.leader_epoch)
+            info = lg.append(records, self.leader_epoch)
         except RecordTooLargeError as exc:  # the topic's limit: a validation error too
             raise PartitionError(exc.error_code, str(exc)) from None
         self.maybe_increment_high_watermark()

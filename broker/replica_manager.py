@@ -48,7 +48,6 @@ from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition
 from broker.replica_append import ProduceAppends
-from broker.replica_append import Records as Records
 from broker.replica_delete_records import RecordDeletion
 from broker.replica_read import CONSUMER_REPLICA_ID as CONSUMER_REPLICA_ID
 from broker.replica_read import DEBUGGING_REPLICA_ID as DEBUGGING_REPLICA_ID

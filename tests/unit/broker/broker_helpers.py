@@ -17,6 +17,7 @@ from broker.context import BrokerContext
 from broker.delayed import DelayedFetch, DelayedProduce
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
+from broker.produce_records import check_produce_records
 from broker.replica_manager import ReplicaManager
 from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
@@ -148,7 +149,10 @@ class LocalReplicas:
     ) -> None:
         """Append with acks=1, answered at once through ``on_done``."""
         self.rm.append_records(
-            {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=on_done
+            {tp: check_produce_records(records, 9)},
+            required_acks=1,
+            timeout_ms=0,
+            on_done=on_done,
         )
 
     def context(self, props: Mapping[str, str] | None = None) -> BrokerContext:
