@@ -23,13 +23,7 @@ from __future__ import annotations
 import logging
 
 from broker import isr as isr_rules
-from broker.isr import (
-    FollowerState,
-    IsrState,
-    IsrWriteOutcome,
-    IsrWriteResult,
-    PendingIsrChange,
-)
+from broker.isr import FollowerState, IsrState, IsrWriteOutcome, IsrWriteResult, PendingIsrChange
 from broker.partition_core import PartitionCore, PartitionError
 from protocol.errors import ErrorCode
 from zk.model import LeaderAndIsr

@@ -31,10 +31,7 @@ from broker.delayed.fetch import (
     FetchResults,
     PartitionFetchInfo,
 )
-from broker.partition import (
-    Partition,
-    PartitionError,
-)
+from broker.partition import Partition, PartitionError
 from broker.replica_table import ReplicaTable
 from protocol.errors import ErrorCode
 from protocol.values import NO_LEADER_EPOCH, TopicPartition

@@ -34,11 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from broker.isr import IsrWriter
-from broker.partition import (
-    Partition,
-    PartitionStateLike,
-    topic_id_text,
-)
+from broker.partition import Partition, PartitionStateLike, topic_id_text
 from broker.replica_isr import IsrUpkeep
 from broker.replication import LeaderEndpoint, ReplicaFetcherManager, resolve_leader_endpoint
 from protocol.errors import ErrorCode

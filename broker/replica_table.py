@@ -22,10 +22,7 @@ from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
 from broker.metrics import BrokerMetrics
-from broker.partition import (
-    Partition,
-    PartitionError,
-)
+from broker.partition import Partition, PartitionError
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from storage import LogManager
