@@ -30,8 +30,6 @@ import uuid
 
 from broker import isr as isr_rules
 from broker.isr import IsrState
-from broker.partition_core import IsrChangeListener as IsrChangeListener
-from broker.partition_core import PartitionCore as PartitionCore
 from broker.partition_core import PartitionError as PartitionError
 from broker.partition_core import PartitionStateLike as PartitionStateLike
 from broker.partition_core import leader_epoch_error as leader_epoch_error
@@ -39,7 +37,6 @@ from broker.partition_core import topic_id_text as topic_id_text
 from broker.partition_follower import FollowerLog
 from broker.partition_isr import LeaderIsr
 from broker.partition_reads import LeaderReads
-from broker.partition_reads import LogReadResult as LogReadResult
 from broker.partition_writes import LeaderWrites
 from protocol.primitives import ZERO_UUID
 from storage import Log

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from broker.isr import IsrChange
 from broker.isr_zk import IsrChangePropagator
-from broker.partition import PartitionCore
+from broker.partition_core import PartitionCore
 from broker.replica_table import ReplicaTable
 
 

@@ -49,13 +49,9 @@ from broker.metrics import BrokerMetrics
 from broker.partition import Partition
 from broker.replica_append import ProduceAppends
 from broker.replica_delete_records import RecordDeletion
-from broker.replica_read import CONSUMER_REPLICA_ID as CONSUMER_REPLICA_ID
-from broker.replica_read import DEBUGGING_REPLICA_ID as DEBUGGING_REPLICA_ID
 from broker.replica_read import FetchReads
-from broker.replica_roles import LeadershipChange as LeadershipChange
-from broker.replica_roles import LiveLeaderLike as LiveLeaderLike
-from broker.replica_roles import ReplicaRoleChanges
-from broker.replica_table import RunBlocking as RunBlocking
+from broker.replica_roles import LeadershipChange, ReplicaRoleChanges
+from broker.replica_table import RunBlocking
 from broker.replication import ReplicaFetcherManager
 from protocol.values import TopicPartition
 from storage import LogManager
