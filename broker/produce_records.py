@@ -1,13 +1,23 @@
-"""What a Produce request (v3+) may carry for one partition: a pure check.
+"""What a Produce request (v3+) may carry for one partition: a pure check, made once.
+
+The Produce handler checks each partition's records here as it reads the request
+(:func:`check_produce_records`), with the request's API version: the one rule that
+depends on it (zstd only from Produce v7, KIP-110) is a rule of the wire request, so it
+is checked where the request is, and the layers below never see a version. The header
+read here serves the handler's request-wide transactional gate and every check after
+it, and travels on with the records, so each batch header is parsed once and each batch
+checksummed once on its way to the log.
 
 The Produce-specific rules -- exactly one whole batch of magic 2, base offset 0, a codec
 the request's version allows -- are checked here; the rules of any received batch (CRC,
 record count, the client rules) follow in :func:`protocol.records.validation.check_batch`
-on the header read here, so each batch is parsed once and checksummed once. The result,
-:class:`ValidatedRecords`, is what the log appends from; the topic's max.message.bytes
-is the log's own check.
+on the same header. Accepted records come back as :class:`ValidatedRecords`, which the
+log appends from; the topic's max.message.bytes is the log's own check. Refused records
+come back as :class:`RefusedRecords`, carrying the error: the partition raises it only
+after its role and ISR checks, so a partition led elsewhere still answers
+NOT_LEADER_OR_FOLLOWER whatever its bytes are.
 
-What is refused, in order, and the error code each answers with (``exc.error_code``):
+What is refused, in order, and the error code each answers with (``error.error_code``):
 
 ===================================================  ==================================
 records null or empty                                INVALID_RECORD (87)
@@ -22,17 +32,24 @@ then every rule of ``check_batch`` (CRC first)       CORRUPT_MESSAGE / INVALID_R
 A declared length that runs past the bytes sent means there is no whole batch: Kafka
 answers that with INVALID_RECORD too, so does this (it is a client's bug, not damage in
 flight, and CORRUPT_MESSAGE would invite endless retries). Produce v0-2 are refused by
-version before records are looked at; this function applies the v3+ rules to every
+version before records are looked at; this module applies the v3+ rules to every
 version it is given.
+
+Refused records still say whether their header, when one could be read (61 bytes or
+more, magic 2), has the transactional bit: the handler refuses a request with any
+transactional batch whole, before anything else, whatever else is wrong with it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from protocol.records.batch import (
     CURRENT_MAGIC,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    BatchHeader,
     Compression,
     InvalidBatch,
     peek_offset_and_length,
@@ -45,41 +62,66 @@ from protocol.records.validation import ValidatedRecords, check_batch
 ZSTD_MIN_PRODUCE_VERSION = 7
 
 
-def validate_produce_records(
-    records: bytes | bytearray | memoryview | None, api_version: int
-) -> ValidatedRecords:
-    """Check one partition's ``records`` of a Produce request; return them validated.
+@dataclass(frozen=True, slots=True)
+class RefusedRecords:
+    """One partition's records the Produce rules refused: ``error`` (its ``error_code``
+    is the partition's answer), ``size`` the bytes sent (counted as rejected), and
+    whether a readable header had the transactional bit."""
 
-    Raises :class:`InvalidBatch` (``corrupt`` for damage) or
-    :class:`UnsupportedCompression`; see the module's table for which answers what.
-    """
-    if records is None or len(records) == 0:
-        raise InvalidBatch("Produce v3+ needs exactly one record batch per partition, got none")
-    available = len(records)
-    if available > MAGIC_OFFSET:
-        magic = records[MAGIC_OFFSET]
-        if magic != CURRENT_MAGIC:
-            raise InvalidBatch(f"Produce v3+ needs record batches of magic 2, got magic {magic}")
-    if available < LOG_OVERHEAD:
-        raise InvalidBatch(f"{available} bytes of records are not a whole record batch")
-    _, batch_length = peek_offset_and_length(records)
-    if batch_length < HEADER_SIZE - LOG_OVERHEAD:
-        raise InvalidBatch(f"batch length {batch_length} is below the header size", corrupt=True)
-    size = batch_length + LOG_OVERHEAD
-    if size > available:
-        raise InvalidBatch(f"record batch of {size} bytes but only {available} bytes were sent")
-    if size < available:
-        raise InvalidBatch(
-            f"Produce v3+ needs exactly one record batch per partition: "
-            f"{available - size} bytes follow the first batch"
-        )
-    header = read_header(records)
-    codec = codec_of(header.compression)
-    if codec is Compression.ZSTD and api_version < ZSTD_MIN_PRODUCE_VERSION:
-        raise UnsupportedCompression(
-            f"zstd needs Produce v{ZSTD_MIN_PRODUCE_VERSION}+, request is v{api_version}"
-        )
-    if header.base_offset != 0:
-        raise InvalidBatch(f"a produced batch must have base offset 0, not {header.base_offset}")
-    check_batch(records, 0, header, from_client=True)
+    error: InvalidBatch
+    size: int
+    transactional: bool
+
+
+#: One partition's records as the handler checked them.
+ProducedRecords = ValidatedRecords | RefusedRecords
+
+
+def check_produce_records(
+    records: bytes | bytearray | memoryview | None, api_version: int
+) -> ProducedRecords:
+    """Check one partition's ``records`` of a Produce request at ``api_version``; see
+    the module's table for which refusal answers what."""
+    header: BatchHeader | None = None
+    try:
+        if records is None or len(records) == 0:
+            raise InvalidBatch("Produce v3+ needs exactly one record batch per partition, got none")
+        available = len(records)
+        if available > MAGIC_OFFSET:
+            magic = records[MAGIC_OFFSET]
+            if magic != CURRENT_MAGIC:
+                raise InvalidBatch(
+                    f"Produce v3+ needs record batches of magic 2, got magic {magic}"
+                )
+            if available >= HEADER_SIZE:
+                header = read_header(records)
+        if available < LOG_OVERHEAD:
+            raise InvalidBatch(f"{available} bytes of records are not a whole record batch")
+        _, batch_length = peek_offset_and_length(records)
+        if batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            raise InvalidBatch(
+                f"batch length {batch_length} is below the header size", corrupt=True
+            )
+        size = batch_length + LOG_OVERHEAD
+        if size > available:
+            raise InvalidBatch(f"record batch of {size} bytes but only {available} bytes were sent")
+        if size < available:
+            raise InvalidBatch(
+                f"Produce v3+ needs exactly one record batch per partition: "
+                f"{available - size} bytes follow the first batch"
+            )
+        assert header is not None  # a whole batch is at least a header (checked above)
+        codec = codec_of(header.compression)
+        if codec is Compression.ZSTD and api_version < ZSTD_MIN_PRODUCE_VERSION:
+            raise UnsupportedCompression(
+                f"zstd needs Produce v{ZSTD_MIN_PRODUCE_VERSION}+, request is v{api_version}"
+            )
+        if header.base_offset != 0:
+            raise InvalidBatch(
+                f"a produced batch must have base offset 0, not {header.base_offset}"
+            )
+        check_batch(records, 0, header, from_client=True)
+    except InvalidBatch as exc:
+        transactional = header is not None and header.is_transactional
+        return RefusedRecords(exc, len(records) if records is not None else 0, transactional)
     return ValidatedRecords(records, [(0, header)])

@@ -3,10 +3,14 @@
 Versions 0-2 are advertised (librdkafka probes compression support against v0) but
 refused with UNSUPPORTED_VERSION on every partition: they carry message sets of magic
 0/1, which minikafka does not store. From v3 each partition holds exactly one batch of
-magic 2 (:mod:`broker.produce_records` has the rules; Partition applies them once
-and hands the log the validated batch).
+magic 2. The handler checks each partition's records once, at the request's version
+(:mod:`broker.produce_records` has the rules, the zstd-from-v7 rule among them), and
+hands the ReplicaManager the checked batches with their parsed headers; a partition's
+refusal is answered after its leader and ISR checks, so the client sees the errors in
+Kafka's order.
 
-Transactions are not offered: a request with a transactional batch is refused whole with
+Transactions are not offered: a request with a transactional batch (the bit read from
+the headers just checked, whatever else is wrong with the batch) is refused whole with
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a transactional id it may not use.
 
 What the client gets back:
@@ -28,31 +32,15 @@ import asyncio
 from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.produce import ProducePartitionResult
+from broker.produce_records import ProducedRecords, RefusedRecords, check_produce_records
 from protocol import ErrorCode, Response, make_response
 from protocol.codec import received_records
 from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
-from protocol.records.batch import HEADER_SIZE, MAGIC_OFFSET, read_header
+from protocol.records.batch import TRANSACTIONAL_MASK
 from protocol.values import TopicPartition
 
 #: The first Produce version minikafka accepts (RecordBatch v2 only).
 MIN_SUPPORTED_VERSION = 3
-
-
-def has_transactional_records(body: ProduceRequest) -> bool:
-    """Whether any partition's batch has the transactional attribute: a request-wide
-    gate, looked at before any partition is validated or appended (as Kafka authorizes
-    a transactional id first), so it reads only the headers' transactional bit."""
-    for topic in body.topic_data:
-        for part in topic.partition_data:
-            records = received_records(part.records)
-            if (
-                records is not None
-                and len(records) >= HEADER_SIZE
-                and records[MAGIC_OFFSET] == 2
-                and read_header(records).is_transactional
-            ):
-                return True
-    return False
 
 
 def build_response(
@@ -100,15 +88,23 @@ async def handle(
     if header.api_version < MIN_SUPPORTED_VERSION:
         refused = _all_failed(body, ErrorCode.UNSUPPORTED_VERSION)
         return None if acks == 0 else build_response(header, body, refused)
-    if has_transactional_records(body):
+    # Each partition's records are checked once, here, at the request's version (the
+    # zstd rule is a wire rule); the headers read serve the transactional gate too.
+    version = header.api_version
+    entries: dict[TopicPartition, ProducedRecords] = {}
+    transactional = False
+    for topic in body.topic_data:
+        name = topic.name
+        for part in topic.partition_data:
+            checked = check_produce_records(received_records(part.records), version)
+            entries[TopicPartition(name, part.index)] = checked
+            if isinstance(checked, RefusedRecords):
+                transactional = transactional or checked.transactional
+            elif checked.batches[0][1].attributes & TRANSACTIONAL_MASK:
+                transactional = True
+    if transactional:
         refused = _all_failed(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return None if acks == 0 else build_response(header, body, refused)
-
-    entries = {
-        TopicPartition(topic.name, part.index): received_records(part.records)
-        for topic in body.topic_data
-        for part in topic.partition_data
-    }
     answered: list[dict[TopicPartition, ProducePartitionResult]] = []
     future: asyncio.Future[Response] | None = None
 
@@ -122,7 +118,6 @@ async def handle(
         entries,
         required_acks=acks,
         timeout_ms=body.timeout_ms,
-        api_version=header.api_version,
         on_done=on_done,
     )
     if acks == 0:

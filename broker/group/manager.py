@@ -58,8 +58,10 @@ from broker.group.model import CommittedOffset, GroupMetadata, GroupState
 from broker.group.partitioner import partition_for
 from broker.group.records import build_records, group_key, group_value, offset_key, offset_value
 from broker.partition import Partition
+from broker.produce_records import ProducedRecords
 from protocol.errors import ErrorCode
 from protocol.records.batch import Compression
+from protocol.records.validation import validate_records
 from protocol.values import EPOCH_DURING_DELETE, TopicPartition
 from storage import StorageError
 from storage.errors import OffsetOutOfRangeError
@@ -68,9 +70,6 @@ from timer.clock import Clock
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: the Produce version the coordinator's own appends are validated as (any codec allowed)
-APPEND_API_VERSION = 9
 
 #: a leader epoch a StopReplica did not give (always applies)
 NO_EPOCH = -1
@@ -129,11 +128,10 @@ class Replicas(Protocol):
 
     def append_records(
         self,
-        entries: Mapping[TopicPartition, bytes | bytearray | memoryview | None],
+        entries: Mapping[TopicPartition, ProducedRecords],
         *,
         required_acks: int,
         timeout_ms: int,
-        api_version: int,
         on_done: ProduceCallback,
         internal_topics_allowed: bool = False,
     ) -> None: ...
@@ -363,11 +361,12 @@ class GroupMetadataManager:
             if not future.done():
                 future.set_result(results.get(tp, _NO_ANSWER))
 
+        # The coordinator's own batch, not a Produce request's: the record rules apply
+        # (its header is parsed here, once), the request's wire rules do not.
         self._replicas.append_records(
-            {tp: batch},
+            {tp: validate_records(batch, from_client=True)},
             required_acks=self.config.required_acks,
             timeout_ms=self.config.commit_timeout_ms,
-            api_version=APPEND_API_VERSION,
             on_done=done,
             internal_topics_allowed=True,
         )

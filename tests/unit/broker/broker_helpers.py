@@ -23,12 +23,9 @@ from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.isr import IsrWriter
 from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
-from broker.replica_manager import (
-    ClusterView,
-    ReplicaManager,
-    ReplicaManagerServices,
-    RunBlocking,
-)
+from broker.produce_records import check_produce_records
+from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
+from broker.replica_table import RunBlocking
 from broker.replication import ReplicaFetcherManager
 from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
@@ -161,7 +158,10 @@ class LocalReplicas:
     ) -> None:
         """Append with acks=1, answered at once through ``on_done``."""
         self.rm.append_records(
-            {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=on_done
+            {tp: check_produce_records(records, 9)},
+            required_acks=1,
+            timeout_ms=0,
+            on_done=on_done,
         )
 
     def services(self, props: Mapping[str, str] | None = None, **doubles: Any) -> HandlerServices:

@@ -17,6 +17,7 @@ import protocol
 from broker.apis import fetch
 from broker.apis.services import ReplicaAccess
 from broker.network import Codec, ResponseParts
+from broker.produce_records import check_produce_records
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest
 from protocol.records import BatchBuilder, iter_batches
@@ -52,7 +53,10 @@ def ctx(tmp_path: Path) -> Iterator[ReplicaAccess]:
 
 def produce(ctx: ReplicaAccess, tp: TopicPartition, records: bytes) -> None:
     ctx.replica_manager.append_records(
-        {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=lambda r: None
+        {tp: check_produce_records(records, 9)},
+        required_acks=1,
+        timeout_ms=0,
+        on_done=lambda r: None,
     )
 
 

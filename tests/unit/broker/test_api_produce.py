@@ -18,7 +18,7 @@ from broker.apis import produce
 from broker.apis.services import ReplicaAccess
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ProduceRequest
-from protocol.records import BatchBuilder
+from protocol.records import BatchBuilder, Compression
 from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import local_replicas, partition_state
 
@@ -155,6 +155,29 @@ async def test_transactional_batches_are_refused_whole(ctx: ReplicaAccess) -> No
         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     }
     assert log_end(ctx, 0) == 0
+
+
+async def test_a_transactional_batch_refuses_the_request_even_when_malformed(
+    ctx: ReplicaAccess,
+) -> None:
+    trailing = batch(transactional=True) + b"\x00\x01"  # not exactly one batch
+    response = await produce.handle(ctx, request(9, {0: batch(), 1: trailing}))
+    answer = partitions(on_the_wire(response))
+    assert {p.error_code for p in answer.values()} == {
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    }
+    assert log_end(ctx, 0) == 0
+
+
+@pytest.mark.parametrize(("version", "code"), [(3, 76), (6, 76), (7, 0), (9, 0)])
+async def test_zstd_is_a_rule_of_the_request_version(
+    ctx: ReplicaAccess, version: int, code: int
+) -> None:
+    builder = BatchBuilder(compression=Compression.ZSTD)
+    builder.append(1_000, b"k", b"v" * 50)
+    response = await produce.handle(ctx, request(version, {0: bytes(builder.build())}))
+    assert partitions(on_the_wire(response))[0].error_code == code
+    assert log_end(ctx, 0) == (1 if code == 0 else 0)
 
 
 async def test_bad_records_error_on_the_wire_with_message(ctx: ReplicaAccess) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from broker.delayed import DelayedFetch, FetchParams, FetchPartitionResult, PartitionFetchInfo
 from broker.partition import Partition
+from broker.produce_records import check_produce_records
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
@@ -39,7 +40,9 @@ def partition(tmp_path: Path) -> Iterator[Partition]:
         builder = BatchBuilder()
         builder.append(1, None, b"v")
         p.append_records_to_leader(
-            bytes(builder.build()), api_version=9, required_acks=1, min_insync_replicas=1
+            check_produce_records(bytes(builder.build()), 9),
+            required_acks=1,
+            min_insync_replicas=1,
         )
     yield p
     manager.shutdown()
@@ -107,7 +110,7 @@ def append_one(partition: Partition) -> None:
     builder = BatchBuilder()
     builder.append(1, None, b"v")
     partition.append_records_to_leader(
-        bytes(builder.build()), api_version=9, required_acks=1, min_insync_replicas=1
+        check_produce_records(bytes(builder.build()), 9), required_acks=1, min_insync_replicas=1
     )
 
 

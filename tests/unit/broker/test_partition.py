@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from broker.partition import Partition, PartitionError, leader_epoch_error, topic_id_text
+from broker.produce_records import check_produce_records
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder, Compression
 from protocol.values import READ_COMMITTED, READ_UNCOMMITTED, TopicPartition
@@ -81,8 +82,9 @@ def append(
     min_isr: int = 1,
     version: int = 9,
 ) -> AppendInfo:
+    """Append ``records`` as a Produce request at ``version`` hands them on, checked."""
     return partition.append_records_to_leader(
-        records, api_version=version, required_acks=acks, min_insync_replicas=min_isr
+        check_produce_records(records, version), required_acks=acks, min_insync_replicas=min_isr
     )
 
 
@@ -158,6 +160,23 @@ def test_follower_opens_log_but_refuses_produce_and_fetch(log_manager: LogManage
     with pytest.raises(PartitionError) as err:
         partition.read(0, 1000)
     assert err.value.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_refused_records_answer_after_the_role_and_isr_checks(log_manager: LogManager) -> None:
+    damaged = bytearray(batch())
+    damaged[-1] ^= 0x55
+    follower = Partition(TP, 0, log_manager)
+    follower.make_follower(state(leader=1, epoch=2, isr=[0, 1], replicas=[0, 1]), TOPIC_ID)
+    with pytest.raises(PartitionError) as err:
+        append(follower, bytes(damaged))
+    assert err.value.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    follower.make_leader(state(epoch=3, isr=[0], replicas=[0, 1]), TOPIC_ID)
+    with pytest.raises(PartitionError) as err:
+        append(follower, bytes(damaged), acks=-1, min_isr=2)
+    assert err.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    with pytest.raises(PartitionError) as err:
+        append(follower, bytes(damaged), acks=-1, min_isr=1)
+    assert err.value.error_code == ErrorCode.CORRUPT_MESSAGE
 
 
 def test_not_enough_replicas_only_for_acks_all(log_manager: LogManager) -> None:

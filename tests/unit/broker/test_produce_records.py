@@ -1,4 +1,4 @@
-"""validate_produce_records: the broker's check of one partition's produced records."""
+"""check_produce_records: the Produce handler's check of one partition's records."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 import protocol.records.compression
-from broker.produce_records import validate_produce_records
+from broker.produce_records import RefusedRecords, check_produce_records
 from protocol.records import (
     BatchHeader,
     Compression,
@@ -21,9 +21,21 @@ from protocol.records import (
     build_batch,
     set_crc,
 )
+from protocol.records.validation import ValidatedRecords
 
 T0 = 1_700_000_000_000
 CORRUPT_MESSAGE, INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE = 2, 87, 76
+
+
+def validate_produce_records(
+    records: bytes | bytearray | memoryview | None, version: int
+) -> ValidatedRecords:
+    """check_produce_records at ``version``, its refusal raised (as the Partition raises
+    it once the partition's role checks passed)."""
+    checked = check_produce_records(records, version)
+    if isinstance(checked, RefusedRecords):
+        raise checked.error
+    return checked
 
 
 def batch(n: int = 3, **kwargs: object) -> bytearray:
@@ -32,7 +44,7 @@ def batch(n: int = 3, **kwargs: object) -> bytearray:
 
 
 def header_of(records: bytes | bytearray | memoryview, version: int) -> BatchHeader:
-    """The header of the one batch validate_produce_records accepted."""
+    """The header of the one batch check_produce_records accepted."""
     [(_, header)] = validate_produce_records(records, version).batches
     return header
 
@@ -157,3 +169,25 @@ def _mutated(data: bytearray, noise: bytes, where: int) -> bytes:
     where %= len(data)
     data[where : where + len(noise)] = noise
     return bytes(data)
+
+
+def test_a_refusal_carries_its_size_and_the_transactional_bit_of_a_readable_header() -> None:
+    whole = batch(2, producer_id=4, producer_epoch=0, base_sequence=0, is_transactional=True)
+    trailing = whole + b"\x00\x01"
+    refused = check_produce_records(trailing, 9)
+    assert isinstance(refused, RefusedRecords)
+    assert refused.error.error_code == INVALID_RECORD
+    assert (refused.size, refused.transactional) == (len(trailing), True)
+    short = check_produce_records(whole[:40], 9)  # no header to read
+    assert isinstance(short, RefusedRecords)
+    assert (short.size, short.transactional) == (40, False)
+    nothing = check_produce_records(None, 9)
+    assert isinstance(nothing, RefusedRecords) and nothing.size == 0
+
+
+def test_the_accepted_header_is_the_one_handed_on() -> None:
+    data = batch(2, producer_id=4, producer_epoch=0, base_sequence=0, is_transactional=True)
+    checked = check_produce_records(data, 9)
+    assert isinstance(checked, ValidatedRecords)
+    [(position, header)] = checked.batches
+    assert position == 0 and header.is_transactional and checked.buffer is data

@@ -17,6 +17,7 @@ import pytest
 from broker.delayed import DelayedFetch, DelayedProduce, ProducePartitionResult
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition
+from broker.produce_records import check_produce_records
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
@@ -60,7 +61,10 @@ class Broker:
     ) -> list[dict[TopicPartition, ProducePartitionResult]]:
         got: list[dict[TopicPartition, ProducePartitionResult]] = []
         self.rm.append_records(
-            entries, required_acks=acks, timeout_ms=timeout_ms, api_version=9, on_done=got.append
+            {tp: check_produce_records(records, 9) for tp, records in entries.items()},
+            required_acks=acks,
+            timeout_ms=timeout_ms,
+            on_done=got.append,
         )
         return got
 
@@ -211,6 +215,18 @@ def test_unknown_elsewhere_internal_and_invalid_acks(broker: Broker) -> None:
     assert result[offsets].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     [bad] = broker.produce_now({A: batch()}, acks=2)
     assert bad[A].error_code == ErrorCode.INVALID_REQUIRED_ACKS
+
+
+def test_refused_records_are_counted_as_rejected_bytes_only_where_led(broker: Broker) -> None:
+    broker.lead(A)
+    broker.known.add(B)
+    damaged = bytearray(batch(2))
+    damaged[-1] ^= 0x55
+    [result] = broker.produce_now({A: bytes(damaged), B: bytes(damaged)})
+    assert result[A].error_code == ErrorCode.CORRUPT_MESSAGE
+    assert result[B].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER  # the role first
+    assert metric(broker, "minikafka_topic_bytes_rejected_total", topic="orders") == len(damaged)
+    assert metric(broker, "minikafka_topic_failed_produce_requests_total", topic="orders") == 2
 
 
 def test_storage_error_fails_only_its_partition(

@@ -18,6 +18,7 @@ from broker.delayed import (
     PartitionFetchInfo,
 )
 from broker.metrics import BrokerMetrics
+from broker.produce_records import check_produce_records
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder
@@ -55,7 +56,10 @@ class Broker:
     def produce(self, tp: TopicPartition, records: bytes) -> None:
         got: list[object] = []
         self.rm.append_records(
-            {tp: records}, required_acks=1, timeout_ms=0, api_version=9, on_done=got.append
+            {tp: check_produce_records(records, 9)},
+            required_acks=1,
+            timeout_ms=0,
+            on_done=got.append,
         )
         assert got, "acks=1 answers at once"
 

@@ -20,6 +20,7 @@ from broker.delayed.produce import ProducePartitionResult
 from broker.isr import IsrWriteOutcome, IsrWriteResult
 from broker.isr_zk import IsrChangePropagator
 from broker.partition import Partition
+from broker.produce_records import check_produce_records
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import LocalReplicas, batch, local_replicas, partition_state
@@ -93,8 +94,8 @@ class Leader:
     ) -> list[Produced]:
         got: list[Produced] = []
         self.r.rm.append_records(
-            {A: batch(n) if records is None else records}, required_acks=acks,
-            timeout_ms=timeout_ms, api_version=9, on_done=got.append,
+            {A: check_produce_records(batch(n) if records is None else records, 9)},
+            required_acks=acks, timeout_ms=timeout_ms, on_done=got.append,
         )  # fmt: skip
         return got
 

@@ -1,0 +1,117 @@
+"""The leader's reads of a partition: Fetch, ListOffsets and OffsetForLeaderEpoch.
+
+A consumer reads below the high watermark (READ_COMMITTED below the last stable offset,
+the same offset while there are no transactions), a follower to the log end. Every read
+first passes the leader's epoch fencing and role check
+(:meth:`~broker.partition_core.PartitionCore._leader_log`); ListOffsets and
+OffsetForLeaderEpoch from the debugging replica id may also be served by a follower
+(``require_leader=False``).
+
+:meth:`LeaderReads.read` runs for every partition of every fetch, consumers' and
+followers': a fetch offset already at the end its reader may see answers from the
+offsets without asking the log, which is how a caught-up follower fetches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.partition_core import PartitionCore, PartitionError
+from protocol.errors import ErrorCode
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_LEADER_EPOCH, READ_COMMITTED
+from storage import FileRegion, TimestampOffset
+from storage.errors import OffsetOutOfRangeError
+
+
+@dataclass(frozen=True, slots=True)
+class LogReadResult:
+    """One partition's part of a fetch: the region to send (None: nothing to send) and
+    the offsets the response reports."""
+
+    region: FileRegion | None
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+class LeaderReads(PartitionCore):
+    """Reads served by the leader (and, for tools, by a follower)."""
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        current_leader_epoch: int = NO_LEADER_EPOCH,
+        up_to_high_watermark: bool = True,
+        min_one_message: bool = True,
+    ) -> LogReadResult:
+        """The region from ``fetch_offset``: consumers read below the high watermark
+        (READ_COMMITTED below the LSO, the same offset for now), replicas to the log end.
+        OFFSET_OUT_OF_RANGE outside [log start, log end].
+
+        A fetch offset already at the end its reader may see (the log end, or the high
+        watermark for a consumer) asks the log nothing: it is how a caught-up follower
+        fetches, once per append."""
+        lg = self._leader_log(current_leader_epoch)
+        hw, leo, start = lg.high_watermark, lg.log_end_offset, lg.log_start_offset
+        if fetch_offset < start or fetch_offset > leo:
+            raise PartitionError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"{self.tp}: fetch offset {fetch_offset} is outside [{start}, {leo}]",
+            )
+        if fetch_offset == leo or (up_to_high_watermark and fetch_offset >= hw):
+            return LogReadResult(None, hw, self.last_stable_offset, start, leo)
+        max_offset = hw if up_to_high_watermark else None
+        try:
+            region = lg.read(fetch_offset, max_bytes, max_offset, min_one_message)
+        except OffsetOutOfRangeError as exc:  # retention moved the start meanwhile
+            raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
+        return LogReadResult(region, hw, self.last_stable_offset, lg.log_start_offset, leo)
+
+    # -- ListOffsets and OffsetForLeaderEpoch --------------------------------------------
+
+    def fetch_offset_for_timestamp(
+        self,
+        timestamp: int,
+        *,
+        current_leader_epoch: int,
+        isolation_level: int | None,
+        require_leader: bool = True,
+    ) -> TimestampOffset | None:
+        """ListOffsets for one partition (Kafka's fetchOffsetForTimestamp). A consumer
+        (``isolation_level`` given) is not answered offsets at or above what it may
+        fetch: the high watermark, or the LSO for READ_COMMITTED; a replica or tool
+        (None) sees to the log end. None: no such offset."""
+        lg = self._leader_log(current_leader_epoch, require_leader)
+        if isolation_level is None:
+            last_fetchable = lg.log_end_offset
+        elif isolation_level == READ_COMMITTED:
+            last_fetchable = self.last_stable_offset
+        else:
+            last_fetchable = lg.high_watermark
+        # A new leader whose epoch starts above the high watermark cannot answer yet.
+        not_available = (
+            isolation_level is not None and self.leader_epoch_start_offset > lg.high_watermark
+        )
+        if timestamp == LATEST_TIMESTAMP:
+            if not_available:
+                raise PartitionError(ErrorCode.OFFSET_NOT_AVAILABLE, f"{self.tp}: epoch above HW")
+            return TimestampOffset(-1, last_fetchable, self.leader_epoch)
+        found = lg.fetch_offset_by_timestamp(timestamp)
+        if timestamp == EARLIEST_TIMESTAMP:
+            return found
+        if found is not None and found.offset < last_fetchable:
+            return found
+        if not_available:
+            raise PartitionError(ErrorCode.OFFSET_NOT_AVAILABLE, f"{self.tp}: epoch above HW")
+        return None
+
+    def end_offset_for_epoch(
+        self, leader_epoch: int, *, current_leader_epoch: int, require_leader: bool = True
+    ) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= ``leader_epoch``, its end offset), or
+        (-1, -1) when the cache knows none."""
+        lg = self._leader_log(current_leader_epoch, require_leader)
+        return lg.end_offset_for_epoch(leader_epoch)
