@@ -129,6 +129,11 @@ class GroupCoordinator:
         for group_id in self._runtimes.group_ids():
             self._runtimes.forget(group_id)
 
+    async def close(self) -> None:
+        """Cancel the group writes still under way (after ``shutdown``, before the store
+        stops: they write through it)."""
+        await self._rebalance.writes.close()
+
     def on_groups_loaded(self, groups: Iterable[GroupMetadata]) -> None:
         """The store loaded ``groups`` from the log: their members' session timers start."""
         for group in groups:

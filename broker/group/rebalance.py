@@ -39,6 +39,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 
+from broker.background import BackgroundTasks
 from broker.group import membership
 from broker.group.delayed import (
     DelayedHeartbeat,
@@ -82,8 +83,9 @@ class Rebalancer:
         self.heartbeat_purgatory = heartbeat_purgatory
         self._runtimes = runtimes
         self._on_rebalance = on_rebalance
-        #: background writes (an emptied group's metadata), kept referenced until done
-        self._tasks: set[asyncio.Task[None]] = set()
+        #: background writes (an emptied group's metadata, a leader's assignment, a static
+        #: member's rejoin), held until done and cancelled when the coordinator closes
+        self.writes = BackgroundTasks("group coordinator writes")
 
     # -- the join phase ---------------------------------------------------------------------
 
@@ -380,10 +382,9 @@ class Rebalancer:
     # -- background writes ------------------------------------------------------------------
 
     def spawn(self, coro: Coroutine[object, object, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(_log_failure)
+        task = self.writes.spawn(coro, name="group-coordinator-write")
+        if task is not None:
+            task.add_done_callback(_log_failure)
 
     async def _store_quietly(self, group: GroupMetadata) -> None:
         error = await self.store.store_group(group)

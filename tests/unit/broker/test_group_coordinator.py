@@ -552,3 +552,17 @@ async def test_shutdown_answers_parked_requests_and_stops_every_timer(h: Harness
     assert (await parked).error == ErrorCode.NOT_COORDINATOR
     assert h.heartbeats.num_delayed == h.joins.num_delayed == 0
     assert h.heartbeats.num_watch_keys == h.joins.num_watch_keys == 0
+
+
+async def test_close_cancels_the_group_writes_still_under_way(h: Harness) -> None:
+    joins = [h.join(client_id=c, require_known_member_id=False) for c in ("a", "b")]
+    await h.end_initial_delay()
+    a, _ = [await j for j in joins]
+    h.store.hold()  # the leader's assignment write will wait for ever
+    parked = h.sync(a.member_id, a.generation_id, {a.member_id: b"x"})
+    await settle()
+    assert not parked.done() and h.store.stored_groups == []
+    await h.coordinator.close()
+    h.store.release()
+    await settle()
+    assert h.store.stored_groups == []  # the write was cancelled, not finished late
