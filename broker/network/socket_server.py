@@ -90,8 +90,8 @@ class SocketServer:
         handle: Handler,
         *,
         control_handle: Handler | None = None,
+        metrics: BrokerMetrics,
         codec: Codec | None = None,
-        metrics: BrokerMetrics | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
         if isinstance(settings, BrokerConfig):
@@ -100,7 +100,7 @@ class SocketServer:
         self._handle = handle
         self._control_handle = control_handle or handle
         self._codec = codec
-        self.metrics = metrics or BrokerMetrics()
+        self.metrics = metrics
         self._clock = clock
         self._quotas = ConnectionQuotas(
             settings.max_connections,

@@ -55,6 +55,7 @@ class _Region:
 
 def _serve(kind: str, mode: str, path: str, pipe: Pipe) -> None:
     import protocol
+    from broker.metrics import BrokerMetrics
     from broker.network import Codec, ResponseParts, SocketServer, run
     from broker.network.processor import ProcessorSettings
     from broker.network.socket_server import NetworkSettings
@@ -96,7 +97,12 @@ def _serve(kind: str, mode: str, path: str, pipe: Pipe) -> None:
                 processor=ProcessorSettings(send_buffer=-1, receive_buffer=-1),
             )
             codec = Codec(_header_only, _as_parts) if mode == "no-codec" else None
-            net = SocketServer(settings, handle_raw if mode == "no-codec" else handle, codec=codec)
+            net = SocketServer(
+                settings,
+                handle_raw if mode == "no-codec" else handle,
+                codec=codec,
+                metrics=BrokerMetrics(),
+            )
             await net.start()
             pipe.send(net.bound_port("PLAINTEXT"))
         await asyncio.get_running_loop().run_in_executor(None, pipe.recv)  # until told

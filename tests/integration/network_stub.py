@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import protocol
+from broker.metrics import BrokerMetrics
 from broker.network import Codec, Request, SocketServer, run
 from broker.network.processor import ProcessorSettings
 from broker.network.socket_server import NetworkSettings
@@ -111,6 +112,7 @@ async def serving(
         network_settings(**overrides),
         handler,
         codec=Codec.default(),
+        metrics=BrokerMetrics(),
         clock=clock,
     )
     await server.start()

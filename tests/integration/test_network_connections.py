@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import protocol
+from broker.metrics import BrokerMetrics
 from broker.network import Codec, SocketServer
 from broker.network.processor import ProcessorSettings
 from protocol.messages import (
@@ -144,7 +145,9 @@ def test_control_plane_is_served_while_the_data_plane_is_stuck(kind: str) -> Non
 def test_graceful_shutdown_finishes_in_flight_requests(kind: str) -> None:
     async def test() -> None:
         stub = Stub()
-        server = SocketServer(network_settings(), stub, codec=Codec.default())
+        server = SocketServer(
+            network_settings(), stub, codec=Codec.default(), metrics=BrokerMetrics()
+        )
         await server.start()
         port = server.bound_port("PLAINTEXT")
         busy, idle = await Client.connect(port), await Client.connect(port)
@@ -258,7 +261,7 @@ def test_a_taken_port_is_refused_naming_the_listener(kind: str) -> None:
             settings = network_settings(
                 data_listeners=(EndPoint("127.0.0.1", port, "CLIENT", "PLAINTEXT"),)
             )
-            server = SocketServer(settings, Stub(), codec=Codec.default())
+            server = SocketServer(settings, Stub(), codec=Codec.default(), metrics=BrokerMetrics())
             with pytest.raises(OSError, match=f"CLIENT://127.0.0.1:{port}"):
                 await server.start()
         finally:

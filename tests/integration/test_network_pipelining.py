@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import protocol
+from broker.metrics import BrokerMetrics
 from broker.network import Codec, Request, SocketServer, run
 from broker.network.processor import ProcessorSettings
 from broker.network.socket_server import NetworkSettings
@@ -84,7 +85,7 @@ async def serving(stub: Stub, depth: int = 5) -> AsyncIterator[SocketServer]:
         queued_max_requests=10,
         processor=ProcessorSettings(max_frame_size=1 << 20, max_pipelined_requests=depth),
     )
-    server = SocketServer(settings, stub, codec=Codec.default())
+    server = SocketServer(settings, stub, codec=Codec.default(), metrics=BrokerMetrics())
     await server.start()
     try:
         yield server

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import protocol
+from broker.metrics import BrokerMetrics
 from broker.network import Codec, Request, SocketServer
 from broker.network.processor import ProcessorSettings
 from protocol.errors import ErrorCode
@@ -259,7 +260,9 @@ def test_codec_bugs_cost_only_their_connection(kind: str) -> None:
 
     async def test() -> None:
         codec = Codec(buggy_decode, protocol.encode_response_parts)
-        server = SocketServer(network_settings(num_io_threads=1), handler, codec=codec)
+        server = SocketServer(
+            network_settings(num_io_threads=1), handler, codec=codec, metrics=BrokerMetrics()
+        )
         await server.start()
         try:
             port = server.bound_port("PLAINTEXT")
