@@ -36,7 +36,7 @@ from protocol.primitives import ZERO_UUID
 from protocol.uuids import uuid_to_base64
 from protocol.values import NO_LEADER_EPOCH, TopicPartition
 from storage import Log, LogManager
-from timer.clock import Clock, SystemClock
+from timer.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -102,16 +102,16 @@ class PartitionCore:
         local_broker_id: int,
         log_manager: LogManager,
         *,
-        clock: Clock | None = None,
-        isr_writer: IsrWriter | None = None,
-        on_isr_change: IsrChangeListener | None = None,
+        clock: Clock,
+        isr_writer: IsrWriter | None,
+        on_isr_change: IsrChangeListener | None,
     ) -> None:
-        """Without an ``isr_writer`` the leader never changes its ISR (tests of the
-        other parts; a broker always has one)."""
+        """Without an ``isr_writer`` the leader never changes its ISR (a broker without
+        a ZooKeeper writer: the ReplicaManager passes what it was given)."""
         self.tp = tp
         self.local_broker_id = local_broker_id
         self._log_manager = log_manager
-        self._clock: Clock = clock or SystemClock()
+        self._clock = clock
         self._isr_writer = isr_writer
         self._on_isr_change = on_isr_change
         self.log: Log | None = None

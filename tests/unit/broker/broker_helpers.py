@@ -23,6 +23,7 @@ from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.isr import IsrWriter
 from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
+from broker.partition import Partition
 from broker.produce_records import check_produce_records
 from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
 from broker.replica_table import RunBlocking
@@ -34,7 +35,7 @@ from protocol.values import TopicPartition
 from storage import LogManager, LogManagerConfig
 from tests.unit.broker.handler_services import handler_services
 from timer import DelayedOperationPurgatory
-from timer.clock import Clock, MockClock
+from timer.clock import Clock, MockClock, SystemClock
 
 State = LeaderAndIsrRequest.LeaderAndIsrPartitionState
 T = TypeVar("T")
@@ -248,3 +249,11 @@ def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:
         **rm_options,
     )
     return LocalReplicas(clock, log_manager, produce, fetch, metrics, rm)
+
+
+def lone_partition(tp: TopicPartition, broker_id: int, log_manager: LogManager) -> Partition:
+    """A Partition outside any ReplicaManager, on the system clock, whose leader never
+    changes its ISR (no ISR writer, nobody told of changes)."""
+    return Partition(
+        tp, broker_id, log_manager, clock=SystemClock(), isr_writer=None, on_isr_change=None
+    )

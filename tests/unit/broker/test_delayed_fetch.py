@@ -19,7 +19,7 @@ from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
 from storage import LogManager, LogManagerConfig
-from tests.unit.broker.broker_helpers import partition_state
+from tests.unit.broker.broker_helpers import lone_partition, partition_state
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
@@ -34,7 +34,7 @@ def state(epoch: int) -> Any:
 @pytest.fixture
 def partition(tmp_path: Path) -> Iterator[Partition]:
     manager = LogManager(LogManagerConfig(log_dirs=(str(tmp_path),)), MockClock())
-    p = Partition(TP, 0, manager)
+    p = lone_partition(TP, 0, manager)
     p.make_leader(state(1), uuid.uuid4())
     for _ in range(3):
         builder = BatchBuilder()

@@ -26,7 +26,7 @@ from storage import (
     RecordError,
     TimestampOffset,
 )
-from tests.unit.broker.broker_helpers import partition_state
+from tests.unit.broker.broker_helpers import lone_partition, partition_state
 from timer.clock import MockClock
 
 TP = TopicPartition("orders", 0)
@@ -69,7 +69,7 @@ def log_manager(tmp_path: Path) -> Iterator[LogManager]:
 
 @pytest.fixture
 def leader(log_manager: LogManager) -> Partition:
-    partition = Partition(TP, 0, log_manager)
+    partition = lone_partition(TP, 0, log_manager)
     partition.make_leader(state(epoch=3), TOPIC_ID)
     return partition
 
@@ -150,7 +150,7 @@ def test_new_epoch_starts_at_log_end(leader: Partition) -> None:
 
 
 def test_follower_opens_log_but_refuses_produce_and_fetch(log_manager: LogManager) -> None:
-    partition = Partition(TP, 0, log_manager)
+    partition = lone_partition(TP, 0, log_manager)
     partition.make_follower(state(leader=1, epoch=2, isr=[0, 1], replicas=[0, 1]), TOPIC_ID)
     assert not partition.is_leader
     assert log_manager.get_log(TP) is not None
@@ -165,7 +165,7 @@ def test_follower_opens_log_but_refuses_produce_and_fetch(log_manager: LogManage
 def test_refused_records_answer_after_the_role_and_isr_checks(log_manager: LogManager) -> None:
     damaged = bytearray(batch())
     damaged[-1] ^= 0x55
-    follower = Partition(TP, 0, log_manager)
+    follower = lone_partition(TP, 0, log_manager)
     follower.make_follower(state(leader=1, epoch=2, isr=[0, 1], replicas=[0, 1]), TOPIC_ID)
     with pytest.raises(PartitionError) as err:
         append(follower, bytes(damaged))
@@ -180,7 +180,7 @@ def test_refused_records_answer_after_the_role_and_isr_checks(log_manager: LogMa
 
 
 def test_not_enough_replicas_only_for_acks_all(log_manager: LogManager) -> None:
-    partition = Partition(TP, 0, log_manager)
+    partition = lone_partition(TP, 0, log_manager)
     partition.make_leader(state(isr=[0], replicas=[0, 1, 2]), TOPIC_ID)
     assert partition.is_under_replicated
     with pytest.raises(PartitionError) as err:

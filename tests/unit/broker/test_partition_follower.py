@@ -18,7 +18,7 @@ from protocol.records.validation import validate_fetched_records
 from protocol.values import TopicPartition
 from storage import Log, LogConfig, LogManager, LogManagerConfig
 from storage.errors import RecordError
-from tests.unit.broker.broker_helpers import partition_state
+from tests.unit.broker.broker_helpers import lone_partition, partition_state
 from timer.clock import MockClock
 
 TP = TopicPartition("copied", 0)
@@ -50,7 +50,7 @@ def log_manager(tmp_path: Path) -> Iterator[LogManager]:
 
 @pytest.fixture
 def follower(log_manager: LogManager) -> Partition:
-    partition = Partition(TP, 1, log_manager)
+    partition = lone_partition(TP, 1, log_manager)
     partition.make_follower(partition_state(TP, leader=0, epoch=4, replicas=(0, 1)), None)
     return partition
 
@@ -105,7 +105,7 @@ def test_apply_fetched_appends_then_follows_the_leaders_offsets(follower: Partit
 
 
 def test_apply_fetched_refuses_a_leader(log_manager: LogManager) -> None:
-    partition = Partition(TP, 0, log_manager)
+    partition = lone_partition(TP, 0, log_manager)
     partition.make_leader(partition_state(TP, leader=0, epoch=1), None)
     with pytest.raises(PartitionError):
         partition.apply_fetched(None, 5, 0)
@@ -133,7 +133,7 @@ def test_a_batch_above_the_followers_max_message_bytes_is_copied(
     config = LogManagerConfig(log_dirs=(str(tmp_path),), default=LogConfig(max_message_bytes=100))
     manager = LogManager(config, MockClock())
     try:
-        partition = Partition(TP, 1, manager)
+        partition = lone_partition(TP, 1, manager)
         partition.make_follower(partition_state(TP, leader=0, epoch=4, replicas=(0, 1)), None)
         batch = leader_batch(0, 20, epoch=4)
         assert len(batch) > 100
@@ -169,7 +169,7 @@ def test_a_follower_that_leads_deduplicates_what_it_copied(follower: Partition) 
 
 
 def test_follower_methods_refuse_a_leader(log_manager: LogManager) -> None:
-    partition = Partition(TP, 0, log_manager)
+    partition = lone_partition(TP, 0, log_manager)
     partition.make_leader(partition_state(TP, leader=0, epoch=1), None)
     with pytest.raises(PartitionError) as refused:
         partition.append_records_as_follower(leader_batch(0, 1, epoch=1))
@@ -179,7 +179,7 @@ def test_follower_methods_refuse_a_leader(log_manager: LogManager) -> None:
 
 
 def test_make_follower_truncates_nothing(log_manager: LogManager) -> None:
-    partition = Partition(TP, 1, log_manager)
+    partition = lone_partition(TP, 1, log_manager)
     partition.make_follower(partition_state(TP, leader=0, epoch=1, replicas=(0, 1)), None)
     partition.append_records_as_follower(leader_batch(0, 4, epoch=1))
     partition.make_follower(partition_state(TP, leader=2, epoch=2, replicas=(0, 1, 2)), None)
