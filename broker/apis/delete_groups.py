@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.group_coordinator import coordinator, group_error, later
+from broker.apis.group_answers import group_error, later
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
@@ -28,7 +28,7 @@ async def handle(
         for group_id in names:
             error = ErrorCode.INVALID_GROUP_ID if not group_id else group_error(ctx, group_id)
             if error == ErrorCode.NONE:
-                error = await coordinator(ctx).delete_group(group_id)
+                error = await ctx.coordinator.delete_group(group_id)
             results.append(Result(group_id=group_id, error_code=error))
         return make_response(
             request.header, DeleteGroupsResponse(throttle_time_ms=0, results=results)

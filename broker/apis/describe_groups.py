@@ -9,7 +9,7 @@ group operation: there are no ACLs), -2^31 otherwise; v4 adds ``group_instance_i
 
 from __future__ import annotations
 
-from broker.apis.group_coordinator import coordinator, group_error
+from broker.apis.group_answers import group_error
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
@@ -39,7 +39,7 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[DescribeGroupsReques
                           authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
             )  # fmt: skip
             continue
-        summary = coordinator(ctx).describe_group(group_id)
+        summary = ctx.coordinator.describe_group(group_id)
         described.append(
             Described(
                 error_code=ErrorCode.NONE,

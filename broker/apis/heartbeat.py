@@ -7,7 +7,7 @@ UNKNOWN_MEMBER_ID that it is out of the group; v3 adds ``group_instance_id``
 
 from __future__ import annotations
 
-from broker.apis.group_coordinator import coordinator, group_error
+from broker.apis.group_answers import group_error
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
@@ -19,7 +19,7 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[HeartbeatRequest]) -
     error = group_error(ctx, body.group_id)
     if error == ErrorCode.NONE:
         instance = body.group_instance_id if int(request.header.api_version) >= 3 else None
-        error = coordinator(ctx).heartbeat(
+        error = ctx.coordinator.heartbeat(
             body.group_id, body.member_id, instance, body.generation_id
         )
     return make_response(request.header, HeartbeatResponse(throttle_time_ms=0, error_code=error))

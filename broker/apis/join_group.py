@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.group_coordinator import client_host, coordinator, group_error, once
+from broker.apis.group_answers import client_host, group_error, once
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from broker.group.results import JoinRequest, JoinResult
@@ -40,7 +40,7 @@ async def handle(
         require_known_member_id=version >= 4,
     )
     return once(
-        coordinator(ctx).join_group(join),
+        ctx.coordinator.join_group(join),
         lambda result: make_response(request.header, _response(result, version)),
     )
 

@@ -7,7 +7,7 @@ carries one error per member beside the top-level one.
 
 from __future__ import annotations
 
-from broker.apis.group_coordinator import coordinator, group_error
+from broker.apis.group_answers import group_error
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
@@ -24,7 +24,7 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[LeaveGroupRequest]) 
     error = group_error(ctx, body.group_id)
     errors: list[int] = []
     if error == ErrorCode.NONE:
-        error, errors = coordinator(ctx).leave_group(body.group_id, leaving)
+        error, errors = ctx.coordinator.leave_group(body.group_id, leaving)
     if version < 3:
         if error == ErrorCode.NONE and errors:
             error = errors[0]

@@ -8,7 +8,6 @@ with no groups, as Kafka answers.
 
 from __future__ import annotations
 
-from broker.apis.group_coordinator import coordinator
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
@@ -17,7 +16,7 @@ from protocol.messages import ListGroupsRequest, ListGroupsResponse
 
 async def handle(ctx: GroupAccess, request: ListenerRequest[ListGroupsRequest]) -> Response:
     states = request.body.states_filter if int(request.header.api_version) >= 4 else []
-    if coordinator(ctx).store.loading_partitions:
+    if ctx.coordinator.store.loading_partitions:
         # a partial list would hide groups: the client asks again
         response = ListGroupsResponse(
             throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, groups=[]
@@ -27,7 +26,7 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[ListGroupsRequest]) 
         ListGroupsResponse.ListedGroup(
             group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value
         )
-        for g in coordinator(ctx).list_groups(states)
+        for g in ctx.coordinator.list_groups(states)
     ]
     response = ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=groups)
     return make_response(request.header, response)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.group_coordinator import coordinator, group_error, once
+from broker.apis.group_answers import group_error, once
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from broker.group.model import CommittedOffset
@@ -54,7 +54,7 @@ async def handle(
         )
     if not offsets:
         return make_response(request.header, _response(results))
-    stored = coordinator(ctx).offsets.commit(
+    stored = ctx.coordinator.offsets.commit(
         body.group_id,
         body.member_id,
         body.group_instance_id if version >= 7 else None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.group_coordinator import coordinator, group_error, later
+from broker.apis.group_answers import group_error, later
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
@@ -39,7 +39,7 @@ async def handle(
     known = [tp for tp in requested if cache.partition(tp.topic, tp.partition) is not None]
 
     async def answer() -> Response:
-        top, results = await coordinator(ctx).offsets.delete(body.group_id, known)
+        top, results = await ctx.coordinator.offsets.delete(body.group_id, known)
         if top != ErrorCode.NONE:
             return make_response(request.header, OffsetDeleteResponse(error_code=top, topics=[]))
         by_topic: dict[str, list[Partition]] = {}

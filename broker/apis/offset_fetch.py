@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from broker.apis.group_coordinator import coordinator, group_error
+from broker.apis.group_answers import group_error
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from broker.group.model import CommittedOffset
@@ -80,7 +80,7 @@ def _fetch(
     error = group_error(ctx, group_id)
     if error != ErrorCode.NONE:
         return error, {}
-    return ErrorCode.NONE, coordinator(ctx).offsets.fetch(group_id, wanted)
+    return ErrorCode.NONE, ctx.coordinator.offsets.fetch(group_id, wanted)
 
 
 def _topics(

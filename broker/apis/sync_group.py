@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.group_coordinator import coordinator, group_error, once
+from broker.apis.group_answers import group_error, once
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from broker.group.results import SyncResult
@@ -25,7 +25,7 @@ async def handle(
     error = group_error(ctx, body.group_id)
     if error != ErrorCode.NONE:
         return make_response(request.header, _response(SyncResult(error)))
-    result = coordinator(ctx).sync_group(
+    result = ctx.coordinator.sync_group(
         body.group_id,
         body.generation_id,
         body.member_id,

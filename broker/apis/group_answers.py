@@ -1,4 +1,5 @@
-"""What the group handlers share: reaching the coordinator, and answering later.
+"""What the group handlers share: whether this broker coordinates a group, and answering
+later.
 
 Every group API is served by ``ctx.coordinator`` (broker.group.coordinator) after
 the store says this broker coordinates the group (``coordinator_error``). Answers that
@@ -14,19 +15,14 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from broker.apis.services import GroupAccess
-from broker.group.coordinator import GroupCoordinator
 from protocol import Response
 
 R = TypeVar("R")
 
 
-def coordinator(ctx: GroupAccess) -> GroupCoordinator:
-    return ctx.coordinator
-
-
 def group_error(ctx: GroupAccess, group_id: str) -> int:
     """NONE when this broker coordinates ``group_id`` (loaded); else the error to answer."""
-    return coordinator(ctx).store.coordinator_error(group_id)
+    return ctx.coordinator.store.coordinator_error(group_id)
 
 
 def later(answer: Awaitable[Response]) -> asyncio.Future[Response]:
