@@ -7,7 +7,7 @@ nothing appended). The records arrive checked against the Produce rules by the h
 error here, raised only after the role and ISR checks, so a partition led elsewhere
 answers NOT_LEADER_OR_FOLLOWER whatever its bytes are (as Kafka orders the checks).
 
-DeleteRecords moves the leader's log start (:mod:`broker.delete_records` has the rules);
+DeleteRecords moves the leader's log start (:mod:`broker.record_deletion` has the rules);
 the low watermark over the live replicas tells when every follower moved too.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker import delete_records
+from broker import record_deletion
 from broker.partition_core import PartitionCore, PartitionError
 from broker.produce_records import ProducedRecords, RefusedRecords
 from protocol.errors import ErrorCode
@@ -29,18 +29,18 @@ class LeaderWrites(PartitionCore):
 
     def delete_records_on_leader(self, requested_offset: int) -> int:
         """Move the leader's log start up to ``requested_offset`` (-1: the high
-        watermark) by the rules of :mod:`broker.delete_records`; returns the offset the
+        watermark) by the rules of :mod:`broker.record_deletion`; returns the offset the
         log start must reach on every live replica. Raises PartitionError (role, policy,
         range) or StorageError (disk)."""
         lg = self._leader_log(NO_LEADER_EPOCH)
         try:
-            offset = delete_records.deletion_offset(
+            offset = record_deletion.deletion_offset(
                 self.tp.topic,
                 requested_offset,
                 high_watermark=lg.high_watermark,
                 deletes=lg.config.deletes,
             )
-        except delete_records.DeletionRefused as exc:
+        except record_deletion.DeletionRefused as exc:
             raise PartitionError(exc.error_code, f"{self.tp}: {exc}") from None
         lg.increment_log_start_offset(offset)
         return offset
@@ -50,7 +50,7 @@ class LeaderWrites(PartitionCore):
         brokers (``is_alive(broker_id)``); NOT_LEADER_OR_FOLLOWER otherwise."""
         lg = self._leader_log(NO_LEADER_EPOCH)
         starts = {replica: state.log_start_offset for replica, state in self.followers.items()}
-        return delete_records.low_watermark(lg.log_start_offset, starts, is_alive)
+        return record_deletion.low_watermark(lg.log_start_offset, starts, is_alive)
 
     # -- produce -----------------------------------------------------------------------
 

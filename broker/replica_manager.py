@@ -20,7 +20,7 @@ forwarding call on the produce and fetch paths):
 ``broker.replica_read``           Fetch (and follower fetch bookkeeping), ListOffsets,
                                   OffsetForLeaderEpoch
 ``broker.replica_isr``            the periodic ISR shrink and the ISR writes' aftermath
-``broker.replica_delete_records``  DeleteRecords and the DelayedDeleteRecords
+``broker.replica_deletion``  DeleteRecords and the DelayedDeleteRecords
 ================================  ========================================================
 
 Results come back through callbacks, as in Kafka, because acks=all produces and long-poll
@@ -49,7 +49,7 @@ from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition
 from broker.replica_append import ProduceAppends
-from broker.replica_delete_records import RecordDeletion
+from broker.replica_deletion import RecordDeletion
 from broker.replica_read import FetchReads
 from broker.replica_roles import LeadershipChange, ReplicaRoleChanges
 from broker.replica_table import RunBlocking

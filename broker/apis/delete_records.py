@@ -1,6 +1,6 @@
 """DeleteRecords (21), versions 0-2: move partitions' log start offsets forward.
 
-Each partition goes to its leader (``broker.delete_records`` has the rules: -1 means the
+Each partition goes to its leader (``broker.record_deletion`` has the rules: -1 means the
 high watermark, above it OFFSET_OUT_OF_RANGE, a compact-only topic POLICY_VIOLATION; a
 partition led elsewhere is NOT_LEADER_OR_FOLLOWER, one that does not exist
 UNKNOWN_TOPIC_OR_PARTITION). The response waits, as a DelayedDeleteRecords, until every

@@ -1,7 +1,7 @@
 """DelayedDeleteRecords: a DeleteRecords response waiting for every live replica.
 
 The leader moved its log start offset for each partition of the request; the response
-waits until each partition's low watermark (:func:`broker.delete_records.low_watermark`:
+waits until each partition's low watermark (:func:`broker.record_deletion.low_watermark`:
 the smallest log start over the leader and its followers on live brokers) has reached
 the requested offset, or until the request's ``timeout_ms``. Partitions refused up front
 are final from the start. Kafka's rule per waiting partition, checked whenever its low

@@ -14,7 +14,7 @@ from broker.delayed.delete_records import (
     DeleteRecordsPartitionResult,
     DeleteRecordsPartitionStatus,
 )
-from broker.delete_records import HIGH_WATERMARK, DeletionRefused, deletion_offset, low_watermark
+from broker.record_deletion import HIGH_WATERMARK, DeletionRefused, deletion_offset, low_watermark
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 

@@ -1,7 +1,7 @@
 """DeleteRecords on the leader side: move log starts, then wait for the followers.
 
 :meth:`RecordDeletion.delete_records` moves each led partition's log start
-(``broker.delete_records`` has the rules) and writes the log-start-offset checkpoint;
+(``broker.record_deletion`` has the rules) and writes the log-start-offset checkpoint;
 the answer waits in a DelayedDeleteRecords until the low watermark -- the smallest log
 start over the replicas on live brokers -- has passed the requested offset. Each
 follower fetch carries the follower's log start (the fetch side checks the purgatory
@@ -40,7 +40,7 @@ class RecordDeletion(ReplicaTable):
         on_done: DeleteRecordsCallback,
     ) -> None:
         """DeleteRecords (Kafka's deleteRecords): move each partition's log start as
-        leader (``broker.delete_records`` has the rules), write the log-start-offset
+        leader (``broker.record_deletion`` has the rules), write the log-start-offset
         checkpoint (a worker thread) so that a restart keeps the new starts, then call
         ``on_done`` with every partition's result: at once when every low watermark is
         there already (or nothing moved), else from a DelayedDeleteRecords once the live
