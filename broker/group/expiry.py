@@ -27,34 +27,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from broker.group import membership
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState
-from protocol.data import decode_data
-from protocol.errors import ProtocolError
 from protocol.values import TopicPartition
 
 log = logging.getLogger(__name__)
-
-#: the protocol type of Kafka's consumers (their metadata is ConsumerProtocolSubscription)
-CONSUMER_PROTOCOL_TYPE = "consumer"
-
-
-def subscribed_topics(group: GroupMetadata) -> set[str] | None:
-    """The topics the members of a ``consumer`` group subscribe to (from each member's
-    metadata for the chosen protocol), or None when unknown (another protocol type, no
-    chosen protocol, or metadata that does not parse)."""
-    if group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.protocol_name is None:
-        return None
-    topics: set[str] = set()
-    for member in group.members.values():
-        metadata = next((m for name, m in member.protocols if name == group.protocol_name), None)
-        if metadata is None:
-            return None
-        try:
-            topics.update(decode_data("ConsumerProtocolSubscription", metadata).topics)
-        except (ProtocolError, ValueError) as exc:
-            log.debug("group %s: unreadable subscription: %s", group.group_id, exc)
-            return None
-    return topics
 
 
 def expired_offsets(group: GroupMetadata, now_ms: int, retention_ms: int) -> list[TopicPartition]:
@@ -66,7 +43,10 @@ def expired_offsets(group: GroupMetadata, now_ms: int, retention_ms: int) -> lis
         base = (lambda c: c.commit_timestamp) if since is None else (lambda c: since)
     elif group.protocol_type is None:
         base = lambda c: c.commit_timestamp  # noqa: E731 -- one of three alternatives
-    elif group.state is GroupState.STABLE and (topics := subscribed_topics(group)) is not None:
+    elif (
+        group.state is GroupState.STABLE
+        and (topics := membership.subscribed_topics(group)) is not None
+    ):
         base = lambda c: c.commit_timestamp  # noqa: E731
         excluded = topics
     else:

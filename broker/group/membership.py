@@ -22,11 +22,19 @@ coordinator only sequences them.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 
 from broker.group.model import GroupMetadata, GroupState, MemberMetadata
 from protocol import ErrorCode
+from protocol.data import decode_data
+
+log = logging.getLogger(__name__)
+
+#: the protocol type of Kafka consumers' groups, whose member metadata is a
+#: ConsumerProtocolSubscription (Connect and others use the protocol with their own)
+CONSUMER_PROTOCOL_TYPE = "consumer"
 
 #: what a member sends in JoinGroup: (assignment strategy name, metadata), in preference order
 Protocols = Sequence[tuple[str, bytes]]
@@ -146,3 +154,22 @@ def member_metadata(member: MemberMetadata, protocol: str) -> bytes:
         if name == protocol:
             return metadata
     return b""
+
+
+def subscribed_topics(group: GroupMetadata) -> set[str] | None:
+    """The topics the members of a ``consumer`` group subscribe to (from each member's
+    metadata for the chosen protocol), or None when unknown (another protocol type, no
+    chosen protocol, or metadata that does not parse)."""
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    for member in group.members.values():
+        metadata = next((m for name, m in member.protocols if name == group.protocol_name), None)
+        if metadata is None:
+            return None
+        try:
+            topics.update(decode_data("ConsumerProtocolSubscription", metadata).topics)
+        except Exception as exc:  # any malformed client bytes: unknown (keep every commit)
+            log.debug("group %s: unreadable subscription: %s", group.group_id, exc)
+            return None
+    return topics

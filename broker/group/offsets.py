@@ -38,7 +38,6 @@ from broker.group import membership
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
 from broker.group.store import GroupStore
 from protocol import ErrorCode
-from protocol.data import decode_data
 from protocol.values import TopicPartition
 
 
@@ -144,9 +143,9 @@ class GroupOffsets:
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         results: dict[TopicPartition, int] = {}
         if group.state is not GroupState.EMPTY:
-            if group.protocol_type != "consumer":
+            if group.protocol_type != membership.CONSUMER_PROTOCOL_TYPE:
                 return ErrorCode.NON_EMPTY_GROUP, {}
-            subscribed = subscribed_topics(group)
+            subscribed = membership.subscribed_topics(group)
             for tp in partitions:
                 if subscribed is None or tp.topic in subscribed:
                     results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
@@ -157,20 +156,3 @@ class GroupOffsets:
                 return error, {}
             results.update((tp, ErrorCode.NONE) for tp in deletable)
         return ErrorCode.NONE, results
-
-
-def subscribed_topics(group: GroupMetadata) -> set[str] | None:
-    """The topics a consumer group's members subscribe to, from their metadata for the
-    chosen protocol (ConsumerProtocolSubscription); None when it cannot be told (no
-    protocol chosen yet, or metadata that does not decode)."""
-    if group.protocol_name is None:
-        return None
-    topics: set[str] = set()
-    for member in group.members.values():
-        metadata = membership.member_metadata(member, group.protocol_name)
-        try:
-            subscription = decode_data("ConsumerProtocolSubscription", metadata)
-        except Exception:  # any malformed client bytes: keep every commit, to be safe
-            return None
-        topics.update(subscription.topics)
-    return topics

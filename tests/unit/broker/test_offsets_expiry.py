@@ -4,7 +4,8 @@ longer subscribes to, never while rebalancing; explicit expire timestamps win.""
 
 from __future__ import annotations
 
-from broker.group.expiry import expired_offsets, is_removable, subscribed_topics
+from broker.group.expiry import expired_offsets, is_removable
+from broker.group.membership import subscribed_topics
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
 from protocol.data import encode_data
 from protocol.messages import ConsumerProtocolSubscription
