@@ -28,10 +28,8 @@ new ones hold every acknowledged record.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Collection, Iterable
-from typing import Any, TypeVar
 
 from kazoo.protocol.states import EventType, WatchedEvent
 
@@ -56,6 +54,7 @@ from controller.reassignment import (
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
+from controller.zk_thread import in_zk_thread
 from protocol import ErrorCode
 from protocol.values import TopicPartition
 from zk.client import KafkaZkClient
@@ -65,7 +64,6 @@ from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicAssignment
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
 #: per partition: None when it started, else why it was refused
 Outcomes = dict[TopicPartition, ReassignmentError | None]
@@ -99,8 +97,7 @@ class PartitionReassigner:
         #: one watch callback per partition (kazoo keeps watchers in a set)
         self._isr_watches: dict[TopicPartition, Callable[[WatchedEvent], None]] = {}
 
-    async def _zk(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(fn, *args)
+    _zk = staticmethod(in_zk_thread)
 
     def reset(self) -> None:
         """Forget what was handled (this broker stopped being the controller)."""
