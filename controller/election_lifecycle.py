@@ -32,6 +32,7 @@ enqueue.
 
 from __future__ import annotations
 
+import enum
 import logging
 
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
@@ -52,12 +53,40 @@ from controller.topic_deletion import topics_ineligible_at_failover
 from controller.zk_thread import in_zk_thread
 from timer.clock import Clock
 from zk.client import KafkaZkClient
+from zk.errors import ControllerMovedError
 from zk.model import BrokerInfo
 
 log = logging.getLogger(__name__)
 
 #: attempts at creating the broker's registration before giving up
 REGISTRATION_ATTEMPTS = 5
+
+
+class ElectionStep(enum.Enum):
+    """What a broker does after reading /controller."""
+
+    #: another broker's: follow it (its watch tells when it goes)
+    FOLLOW = "follow"
+    #: ours, and this broker is the active controller: nothing to do
+    STAY = "stay"
+    #: nobody's, or our id while this broker is not the active controller: try to win
+    TRY = "try"
+
+
+def election_step(current: int | None, broker_id: int, is_active: bool) -> ElectionStep:
+    """The election's decision (pure). ``current`` is the id /controller names.
+
+    Our own id while we are not active is a win of ours whose end we never saw (the
+    multi-op's answer was lost with the connection, or the failover after it failed):
+    trying again adopts it when it belongs to our session (and loses to it when it is a
+    previous process's, whose session has yet to expire). Treating it as another
+    broker's left /controller held by a broker that never acted as controller, and
+    every broker waiting on it, until our session ended."""
+    if current is None:
+        return ElectionStep.TRY
+    if current != broker_id:
+        return ElectionStep.FOLLOW
+    return ElectionStep.STAY if is_active else ElectionStep.TRY
 
 
 class ElectionLifecycle:
@@ -161,9 +190,10 @@ class ElectionLifecycle:
     async def on_controller_change(self) -> None:
         controller_id = await self._zk(self.zk.get_controller_id, self.watch)
         self._resign_if_moved(controller_id)
-        self.active_controller_id = controller_id
-        if controller_id is None:
+        if election_step(controller_id, self.broker_id, self.is_active) is ElectionStep.TRY:
             await self.elect()
+        elif controller_id != self.broker_id or not self.is_active:
+            self.active_controller_id = controller_id
 
     async def on_new_session(self) -> None:
         self.broker_epoch = await self._register()
@@ -199,14 +229,16 @@ class ElectionLifecycle:
     # -- election -------------------------------------------------------------------------------
 
     async def elect(self) -> None:
-        """Try to become the controller, unless one is already there."""
+        """Try to become the controller, unless another broker is, or we already are."""
         if self.stopped:
             return
         current = await self._zk(self.zk.get_controller_id, self.watch)
-        if current is not None:
+        if election_step(current, self.broker_id, self.is_active) is not ElectionStep.TRY:
             if current != self.broker_id or not self.is_active:
                 self.active_controller_id = current
             return
+        # None, or our id while we are not the controller: maybe our own earlier attempt,
+        # whose answer was lost; the multi-op tells (it adopts /controller of our session)
         result = await self._zk(self.zk.try_become_controller, self.broker_id, self.clock.time_ms())
         if not result.won:
             self.active_controller_id = result.controller_id
@@ -218,7 +250,23 @@ class ElectionLifecycle:
         self.ctx.epoch_zk_version = result.epoch_zk_version
         self.active_controller_id = self.broker_id
         log.info("broker %s is the controller, epoch %s", self.broker_id, result.epoch)
-        await self.on_controller_failover()
+        try:
+            await self.on_controller_failover()
+        except ControllerMovedError:
+            raise  # a newer controller fenced us: the event dispatch resigns
+        except Exception as exc:
+            # a half-done failover must not pass for a controller: resign, and give
+            # /controller up, so that the election runs again (here, when the event is
+            # retried, or on any broker, when the watches see /controller go)
+            log.warning(
+                "broker %s: failover as controller (epoch %s) failed (%s); resigning",
+                self.broker_id,
+                result.epoch,
+                exc or type(exc).__name__,
+            )
+            self.resign()
+            await self._zk(self.zk.resign_controller, self.broker_id)
+            raise
 
     def _resign_if_moved(self, controller_id: int | None) -> None:
         if self.is_active and controller_id != self.broker_id:
