@@ -9,29 +9,12 @@ from broker.config import BrokerConfig
 from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from controller.controller import ControlledShutdownResult, KafkaController
+from controller.controller import ControlledShutdownResult
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import ControlledShutdownRequest
 from protocol.values import TopicPartition
+from tests.unit.controller_double import ControllerDouble, controller_double
 from timer.clock import MockClock
-
-
-class FakeController(KafkaController):
-    """Stands in for the controller (a subclass without its set-up, so typed as one)."""
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.asked: list[tuple[int, int]] = []
-
-    @property
-    def is_active(self) -> bool:
-        return self.active
-
-    async def controlled_shutdown(
-        self, broker_id: int, broker_epoch: int
-    ) -> ControlledShutdownResult:
-        self.asked.append((broker_id, broker_epoch))
-        return ControlledShutdownResult(ErrorCode.NONE, [TopicPartition("t", 3)])
 
 
 def make_ctx(active: bool) -> BrokerContext:
@@ -42,7 +25,9 @@ def make_ctx(active: bool) -> BrokerContext:
         clock=MockClock(),
         metrics=BrokerMetrics(),
         metadata_cache=MetadataCache(0),
-        controller=FakeController(active),
+        controller=controller_double(
+            active, shutdown=ControlledShutdownResult(ErrorCode.NONE, [TopicPartition("t", 3)])
+        ),
     )
 
 
@@ -60,8 +45,8 @@ async def test_the_controller_answers_with_the_partitions_left() -> None:
     assert [(p.topic_name, p.partition_index) for p in response.body.remaining_partitions] == [
         ("t", 3)
     ]
-    assert isinstance(ctx.controller, FakeController)
-    assert ctx.controller.asked == [(2, 77)]
+    assert isinstance(ctx.controller, ControllerDouble)
+    assert ctx.controller.shutdowns_asked == [(2, 77)]
 
 
 async def test_other_brokers_answer_not_controller() -> None:

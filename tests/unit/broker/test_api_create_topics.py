@@ -20,7 +20,6 @@ from broker.context import BrokerContext, require
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     CreatePartitionsRequest,
@@ -29,6 +28,7 @@ from protocol.messages import (
 )
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
+from tests.unit.controller_double import controller_double
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 from zk.client import KafkaZkClient, TopicExistsError
@@ -67,16 +67,6 @@ class FakeZk(KafkaZkClient):
         return version + 1
 
 
-class FakeController(KafkaController):
-    def __init__(self, active: bool = True) -> None:
-        self.active = active
-        self.broker_epoch = 5
-
-    @property
-    def is_active(self) -> bool:
-        return self.active
-
-
 async def call(handler: Any, ctx: BrokerContext, request: Req) -> Any:
     return await handler(ctx, request)
 
@@ -99,7 +89,7 @@ def make_ctx(active: bool = True) -> BrokerContext:
         metrics=BrokerMetrics(),
         metadata_cache=cache,
         zk=FakeZk(),
-        controller=FakeController(active),
+        controller=controller_double(active),
         create_topics_purgatory=DelayedOperationPurgatory(
             "topic", clock=clock, reaper_enabled=False
         ),

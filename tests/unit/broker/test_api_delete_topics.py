@@ -19,13 +19,13 @@ from broker.config import BrokerConfig
 from broker.context import BrokerContext, require
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
-from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import DeleteTopicsRequest, UpdateMetadataRequest
 from protocol.primitives import ZERO_UUID
 from protocol.values import LEADER_DURING_DELETE
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
+from tests.unit.controller_double import controller_double
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 from zk.client import KafkaZkClient, TopicAlreadyMarkedForDeletionError, TopicNotFoundError
@@ -49,16 +49,6 @@ class FakeZk(KafkaZkClient):
         self.queued.append(topic)
 
 
-class FakeController(KafkaController):
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.broker_epoch = 5
-
-    @property
-    def is_active(self) -> bool:
-        return self.active
-
-
 def make_ctx(active: bool = True, enabled: bool = True) -> BrokerContext:
     clock = MockClock()
     props = {"zookeeper.connect": "z:1", "delete.topic.enable": str(enabled).lower()}
@@ -70,7 +60,7 @@ def make_ctx(active: bool = True, enabled: bool = True) -> BrokerContext:
         metrics=BrokerMetrics(),
         metadata_cache=MetadataCache(0),
         zk=FakeZk(set(IDS)),
-        controller=FakeController(active),
+        controller=controller_double(active),
         create_topics_purgatory=DelayedOperationPurgatory(
             "topic", clock=clock, reaper_enabled=False
         ),

@@ -18,12 +18,12 @@ from broker.context import BrokerContext
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.replica_manager import ReplicaManager
-from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
 from protocol.values import TopicPartition
 from storage import LogManager, TopicConfigs
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
+from tests.unit.controller_double import controller_double
 from timer.clock import MockClock
 from zk.client import KafkaZkClient
 
@@ -68,13 +68,6 @@ class FakeReplicaManager(ReplicaManager):
         return {TopicPartition(t, p): ErrorCode.NONE for t, p, _ in entries}
 
 
-class FakeController(KafkaController):
-    def __init__(self) -> None:
-        pass
-
-    broker_epoch = 100
-
-
 class FakeZk(KafkaZkClient):
     def __init__(self) -> None:
         pass
@@ -106,7 +99,7 @@ def make_ctx() -> BrokerContext:
         metrics=BrokerMetrics(),
         metadata_cache=MetadataCache(0),
         replica_manager=FakeReplicaManager(),
-        controller=FakeController(),
+        controller=controller_double(broker_epoch=100),
         zk=FakeZk(),
         log_manager=FakeLogManager(topic_configs),
         topic_configs=topic_configs,

@@ -253,7 +253,9 @@ async def test_a_storage_error_takes_the_replica_offline_and_moves_its_leadershi
     c, channel, _, _ = make_controller(
         {A0: LeaderAndIsr(1, 5, (1, 2, 3)), A1: LeaderAndIsr(2, 1, (2, 3))}
     )
-    await c.brokers.on_leader_and_isr_response(ev.LeaderAndIsrResponseReceived(1, storage_error(A0)))
+    await c.brokers.on_leader_and_isr_response(
+        ev.LeaderAndIsrResponseReceived(1, storage_error(A0))
+    )
     assert leadership(c, A0) == (2, 6, (2, 3))
     assert c.ctx.replica_state(PartitionReplica(A0, 1)) is ReplicaState.OFFLINE
     assert leadership(c, A1) == (2, 1, (2, 3))  # other partitions untouched
@@ -261,13 +263,17 @@ async def test_a_storage_error_takes_the_replica_offline_and_moves_its_leadershi
     # broker 1 is told to stop the replica it cannot host
     assert [r.broker_id for r in channel.take(ApiKey.STOP_REPLICA)] == [1]
     # the same answer again changes nothing
-    await c.brokers.on_leader_and_isr_response(ev.LeaderAndIsrResponseReceived(1, storage_error(A0)))
+    await c.brokers.on_leader_and_isr_response(
+        ev.LeaderAndIsrResponseReceived(1, storage_error(A0))
+    )
     assert leadership(c, A0) == (2, 6, (2, 3))
 
 
 async def test_a_replica_on_a_failed_directory_is_not_elected() -> None:
     c, _, _, _ = make_controller({A0: LeaderAndIsr(1, 5, (1, 2, 3))})
-    await c.brokers.on_leader_and_isr_response(ev.LeaderAndIsrResponseReceived(2, storage_error(A0)))
+    await c.brokers.on_leader_and_isr_response(
+        ev.LeaderAndIsrResponseReceived(2, storage_error(A0))
+    )
     assert leadership(c, A0) == (1, 6, (1, 3))
     await c.brokers.on_broker_failure({1})
     assert leadership(c, A0) == (3, 7, (3,))
