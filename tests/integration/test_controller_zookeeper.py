@@ -188,10 +188,13 @@ async def test_an_election_interrupted_by_a_lost_connection_is_completed(
     a broker active as controller, and the brokers told so (UpdateMetadata naming it)."""
     a = await cluster(1, prepare=lose_the_answer_once(interrupted))
     await until(
-        lambda: a.controller.is_active
-        and any(
-            r.api_key == ApiKey.UPDATE_METADATA and r.body.controller_epoch == a.controller.epoch
-            for r in a.channel.sent
+        lambda: (
+            a.controller.is_active
+            and any(
+                r.api_key == ApiKey.UPDATE_METADATA
+                and r.body.controller_epoch == a.controller.epoch
+                for r in a.channel.sent
+            )
         ),
         what=f"broker 1 to finish its election after {interrupted} lost its answer",
     )
