@@ -22,6 +22,14 @@ Events and what they do here (each on the controller's event task):
   resume deletions and reassignments, handle pending ISR changes and preferred
   elections, and arm the leader-imbalance check.
 
+A ZooKeeper error on the way (under load kazoo's connection drops, and a call in
+flight raises ConnectionLoss even when ZooKeeper applied it) must not leave a controller
+that nobody hears of. The election event is retried after such an error, and
+``election_step`` treats /controller naming this broker while it is not active as a win
+to finish, not as another broker's: the multi-op then adopts the znode if it belongs to
+our session. A failover that fails half-way resigns and gives /controller up before the
+error goes on to the retry, so that it runs again from the start, here or elsewhere.
+
 Invariant: ``is_active`` holds only while ``active_controller_id`` is this broker and the
 context holds the epoch we won; ``resign`` clears both, the context, the channel's
 brokers and the imbalance check, so that nothing of an old term survives into the next.

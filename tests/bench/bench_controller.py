@@ -160,9 +160,10 @@ def bench_kill_cycles(directory: Path, cycles: int, hogs: int) -> int:
                     )
                 else:
                     times.append(outcome.seconds)
+                    named = sorted({c for c in outcome.seen.values() if c is not None})
                     print(
                         f"  cycle {n:2d}: killed {outcome.victim}, new controller "
-                        f"{sorted(set(outcome.seen.values()))} after {outcome.seconds:5.2f} s"
+                        f"{named} after {outcome.seconds:5.2f} s"
                     )
                 sys.stdout.flush()
                 restore(cluster, outcome.victim, 120)
