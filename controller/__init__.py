@@ -18,8 +18,18 @@ Modules, by concept:
   ``network.TcpChannelManager``: the real one (a queue, a ``client.Connection``, retries
   per broker).
 - ``events``: the controller's events and its single-consumer ControllerEventManager.
-- ``controller``: KafkaController, election and event handlers.
-- ``rebalance``: which partitions go back to their preferred leader (pure).
+- ``controller``: KafkaController, the owner that wires the handler modules below to the
+  event queue (its event table), and the broker-facing API.
+- ``election_lifecycle``: registration, session states, the election, failover and
+  resignation (``election_step``: the pure decision after reading /controller).
+- ``broker_changes``: brokers starting and dying, replicas on failed log directories,
+  controlled shutdown.
+- ``topic_changes``: new topics and partitions, the deletion queue (owning the
+  ``topic_deletion.TopicDeletionManager``), StopReplica answers.
+- ``preferred_leaders``: the leader-imbalance check, /admin/preferred_replica_election,
+  ElectLeaders; ``rebalance``: which partitions go back to their preferred leader (pure).
+- ``isr_changes``: /isr_change_notification.
+- ``reassigner`` / ``reassignment``: partition reassignment (driver / pure plan).
 - ``shutdown``: the broker side of controlled shutdown, and the response builder.
 - ``store``: the PartitionStateStore interface (``zk.store.ZkPartitionStateStore`` is the
   real one) and an in-memory fake.

@@ -1,4 +1,4 @@
-"""KafkaController: controller election and the handlers of the controller's events.
+"""KafkaController: the owner that wires the controller's modules to its event queue.
 
 Every broker runs one. All of them register their broker znode and take part in the
 election; the one that creates /controller (bumping /controller_epoch in the same
@@ -16,18 +16,32 @@ The broker assembly uses only this::
     outcomes = await controller.elect_leaders(partitions_or_None, election_type)  # ElectLeaders
     await controller.shutdown()
 
-Responses: every request batch is sent with callbacks that post the brokers' answers as
-events (``LeaderAndIsrResponseReceived``, ``StopReplicaResponseReceived``; None when the
-broker went away first). A LeaderAndIsr answer with KAFKA_STORAGE_ERROR partitions takes
-those replicas offline, as a broker failure would for all of its replicas: leaders they
-held are elected again elsewhere, and they leave their ISRs.
+The work is done by one module per concern, each with public entry points that the
+event table below calls; they share the ControllerContext, the two state machines, the
+event manager and ``_send`` (a request batch sent with callbacks that post the brokers'
+answers back as events):
 
-Topic deletion: /admin/delete_topics is watched; its entries go to the
-TopicDeletionManager (controller.topic_deletion), which the broker-failure, broker-startup,
-reassignment and StopReplica-answer handlers keep informed.
+- ``election`` (controller.election_lifecycle): registration, session states, the
+  election, failover and resignation;
+- ``brokers`` (controller.broker_changes): brokers starting and dying, replicas on failed
+  log directories (LeaderAndIsr answers), controlled shutdown;
+- ``topics`` (controller.topic_changes): new topics and partitions, the deletion queue
+  (with the TopicDeletionManager it owns, ``topics.deletion``), StopReplica answers;
+- ``preferred`` (controller.preferred_leaders): the leader-imbalance check,
+  /admin/preferred_replica_election and ElectLeaders;
+- ``isr`` (controller.isr_changes): /isr_change_notification;
+- ``reassigner`` (controller.reassigner): partition reassignment.
 
-Threads: kazoo calls ``_on_*`` watch and state callbacks on its own thread; they only
-enqueue events. Everything else runs on the event manager's single task, and ZooKeeper
+Which events only the active controller handles is the table's ``active_only``; a
+request that reaches an inactive controller (or one that loses the job while handling
+it) is answered as not the controller by ``process``. A write fenced by a newer
+controller epoch (ControllerMovedError) makes this broker resign and elect again.
+
+The effective ``unclean.leader.election.enable`` of a topic is read by
+``_unclean_leader_election_enabled``, the one function that knows its layers.
+
+Threads: kazoo calls the modules' watch and session callbacks on its own thread; they
+only enqueue events. Everything else runs on the event manager's single task; ZooKeeper
 calls await zk.facade.ZkFacade, which runs them on worker threads.
 """
 
@@ -35,48 +49,39 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeGuard, TypeVar
+from typing import Any, TypeVar
 
 from kazoo.exceptions import KazooException
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from config.effective import ConfigLayers
 from controller import events as ev
+from controller.broker_changes import BrokerChanges
 from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
-from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
-from controller.elect_leaders import ElectionOutcome, ElectionType, failed, triage
-from controller.election import (
-    UNCLEAN_LEADER_ELECTION_ENABLE,
-    ElectionStrategy,
-    unclean_leader_election_enabled,
-)
-from controller.model import PartitionReplica
+from controller.controlled_shutdown import ControlledShutdownResult
+from controller.elect_leaders import ElectionOutcome, ElectionType
+from controller.election import UNCLEAN_LEADER_ELECTION_ENABLE, unclean_leader_election_enabled
+from controller.election_lifecycle import ElectionLifecycle
+from controller.isr_changes import IsrChanges
 from controller.partition_state_machine import PartitionStateMachine
+from controller.preferred_leaders import PreferredLeaders
 from controller.reassigner import Outcomes, PartitionReassigner
 from controller.reassignment import ReplicaAssignment
-from controller.rebalance import partitions_to_rebalance, preferred_candidates
-from controller.replica_state_machine import ReplicaStateMachine, stranded_replicas
+from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
-from controller.requests import leader_and_isr_errors, stop_replica_errors
-from controller.states import PartitionState, ReplicaState
 from controller.store import PartitionStateStore
-from controller.topic_deletion import (
-    TopicDeletionManager,
-    deletion_answers,
-    topics_ineligible_at_failover,
-)
+from controller.topic_changes import TopicChanges
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from timer.clock import Clock
-from timer.scheduler import ScheduledTask, Scheduler
+from timer.scheduler import Scheduler
 from zk import paths
 from zk.codec import ZkDataError
 from zk.errors import ControllerMovedError
 from zk.facade import ZkFacade
-from zk.model import BrokerInfo, TopicAssignment
+from zk.model import BrokerInfo
 from zk.store import ZkPartitionStateStore
 
 log = logging.getLogger(__name__)
@@ -101,8 +106,6 @@ class ControllerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_ms: int = 300_000
     leader_imbalance_per_broker_percentage: int = 10
-    #: a reassignment waits for its new replicas to join the ISR; off only while leaders
-    #: do not expand ISRs (the controller then declares them in sync, as at topic creation)
     #: zookeeper.session.timeout.ms: bounds the wait at startup for a registration that a
     #: crashed previous run of this broker left behind (0: do not wait)
     zookeeper_session_timeout_ms: int = 0
@@ -115,39 +118,6 @@ class ControllerConfig:
         in tick-sized buckets, and the server may have negotiated a longer timeout than
         asked): twice the timeout is a generous bound."""
         return 2 * self.zookeeper_session_timeout_ms / 1000
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
-
-
-class _Answer(Protocol):
-    @property
-    def error_code(self) -> int: ...
-
-
-_A = TypeVar("_A", bound=_Answer)
-
-
-def _answered(response: _A | None, broker_id: int, api: str) -> TypeGuard[_A]:
-    """Whether a broker's answer to a controller request is there to be read per
-    partition: not when the broker went away first (None) or refused the whole request
-    (a top-level error); either is logged here."""
-    if response is None:
-        log.debug("controller: broker %s went away before answering %s", broker_id, api)
-        return False
-    if response.error_code != ErrorCode.NONE:
-        log.warning(
-            "controller: broker %s refused %s: %s",
-            broker_id,
-            api,
-            _error_name(response.error_code),
-        )
-        return False
-    return True
 
 
 class KafkaController:
@@ -166,48 +136,79 @@ class KafkaController:
         self.broker_id = broker_info.id
         self.channel = channel
         self.clock = clock
-        self.config = config or ControllerConfig()
-        self.ctx = ControllerContext()
+        self.config = cfg = config or ControllerConfig()
+        self.ctx = ctx = ControllerContext()
         store = store or ZkPartitionStateStore(zk)
         self.partition_sm = PartitionStateMachine(
-            self.ctx,
+            ctx,
             store,
-            self.config.unclean_leader_election_enable,
+            cfg.unclean_leader_election_enable,
             unclean_policy=self._unclean_leader_election_enabled,
         )
-        self.replica_sm = ReplicaStateMachine(self.ctx, store)
-        self.events = ev.ControllerEventManager(self._process)
+        self.replica_sm = ReplicaStateMachine(ctx, store)
+        self.events = ev.ControllerEventManager(self.process)
+        send = self._send
         self.reassigner = PartitionReassigner(
-            self.ctx,
+            ctx, zk, self.partition_sm, self.replica_sm, self.events, send
+        )
+        self.topics = TopicChanges(
+            ctx, zk, self.partition_sm, self.replica_sm, self.events, send, cfg.delete_topic_enable
+        )
+        self.brokers = BrokerChanges(
+            ctx,
             zk,
+            channel,
             self.partition_sm,
             self.replica_sm,
             self.events,
-            self._send,
+            send,
+            self.reassigner,
+            self.topics.deletion,
         )
-        self.deletion = TopicDeletionManager(
-            self.ctx,
-            self.replica_sm,
+        self.isr = IsrChanges(ctx, zk, self.events, send, self.reassigner)
+        self.preferred = PreferredLeaders(
+            ctx,
+            zk,
             self.partition_sm,
-            _ControllerDeletionClient(self),
-            self.config.delete_topic_enable,
+            self.events,
+            send,
+            scheduler,
+            f"auto-leader-rebalance-task-{self.broker_id}",
+            cfg.auto_leader_rebalance_enable,
+            cfg.leader_imbalance_check_interval_ms,
+            cfg.leader_imbalance_per_broker_percentage,
         )
-        self._handlers = self._event_handlers()
-        #: runs the periodic leader-imbalance check while we are controller (optional)
-        self.scheduler = scheduler
-        self._rebalance_task: ScheduledTask | None = None
-        self.active_controller_id: int | None = None
-        self.broker_epoch = -1
-        #: per-topic watch callbacks; kazoo keeps watchers in a set, so reuse one per topic
-        self._topic_watches: dict[str, Callable[[WatchedEvent], None]] = {}
-        self._last_state: str | None = None
-        self._stopped = False
+        self.election = ElectionLifecycle(
+            zk,
+            broker_info,
+            clock,
+            cfg.stale_registration_wait_s,
+            ctx,
+            channel,
+            self.events,
+            self.partition_sm,
+            self.replica_sm,
+            self.reassigner,
+            self.brokers,
+            self.topics,
+            self.isr,
+            self.preferred,
+        )
+        self._handlers = self.event_handlers()
 
     # -- the broker-facing API --------------------------------------------------------------
 
     @property
     def is_active(self) -> bool:
-        return self.active_controller_id == self.broker_id and self.ctx.epoch > 0
+        return self.election.is_active
+
+    @property
+    def active_controller_id(self) -> int | None:
+        return self.election.active_controller_id
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.election.broker_epoch
 
     @property
     def epoch(self) -> int:
@@ -227,31 +228,20 @@ class KafkaController:
 
         Returns the broker epoch (the registration znode's czxid).
         """
-        await self.zk.ensure_persistent_paths()
-        self.broker_epoch = await self._register()
-        self.events.start()
-        self.zk.kazoo.add_listener(self._on_session_state)
-        self.events.put(ev.Startup())
-        return self.broker_epoch
+        return await self.election.start()
 
     async def shutdown(self, zookeeper_reachable: bool = True) -> None:
         """Stop handling events, resign if active, close the channel manager. Without
         ZooKeeper (``zookeeper_reachable`` False) the event in progress, likely waiting
         on it, is cancelled at once and /controller is left to the session's expiry."""
-        self._stopped = True
-        self.zk.kazoo.remove_listener(self._on_session_state)
-        await self.events.shutdown(timeout_s=10.0 if zookeeper_reachable else 1.0)
-        was_active = self.is_active
-        self._resign()
-        if was_active and zookeeper_reachable:
-            await self.zk.resign_controller(self.broker_id)
+        await self.election.stop(zookeeper_reachable)
         await self.channel.shutdown()
 
     async def controlled_shutdown(
         self, broker_id: int, broker_epoch: int
     ) -> ControlledShutdownResult:
         """Handle a ControlledShutdown request (when this broker is the controller)."""
-        if self._stopped:
+        if self.election.stopped:
             return ControlledShutdownResult(ErrorCode.NOT_CONTROLLER)
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.events.put(ev.ControlledShutdown(broker_id, broker_epoch, reply))
@@ -264,7 +254,7 @@ class KafkaController:
         self, targets: dict[TopicPartition, tuple[int, ...] | None]
     ) -> Outcomes | None:
         """AlterPartitionReassignments: each partition's outcome; None if not controller."""
-        if self._stopped:
+        if self.election.stopped:
             return None
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.events.put(ev.AlterPartitionReassignments(targets, reply))
@@ -275,7 +265,7 @@ class KafkaController:
         self, partitions: list[TopicPartition] | None
     ) -> dict[TopicPartition, ReplicaAssignment] | None:
         """ListPartitionReassignments: the ongoing ones; None if not controller."""
-        if self._stopped:
+        if self.election.stopped:
             return None
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.events.put(ev.ListPartitionReassignments(partitions, reply))
@@ -290,7 +280,7 @@ class KafkaController:
         Returns once the elections are written to ZooKeeper and the LeaderAndIsr and
         UpdateMetadata requests queued (brokers learn of them shortly after); None when
         this broker is not the controller."""
-        if self._stopped:
+        if self.election.stopped:
             return None
         reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self.events.put(ev.ElectLeaders(partitions, election_type, reply))
@@ -299,56 +289,14 @@ class KafkaController:
             return None
         return result
 
-    # -- kazoo callbacks (kazoo's thread: enqueue only) ---------------------------------------
-
-    def _on_session_state(self, state: str) -> None:
-        self.events.put_threadsafe(ev.SessionState(state))
-
-    def _on_controller_watch(self, event: WatchedEvent) -> None:
-        if event.type == EventType.DELETED:
-            self.events.put_threadsafe(ev.Reelect())
-        elif event.type != EventType.NONE:  # NONE: session events, handled by the listener
-            self.events.put_threadsafe(ev.ControllerChange())
-
-    def _on_brokers_watch(self, event: WatchedEvent) -> None:
-        if event.type != EventType.NONE:
-            self.events.put_threadsafe(ev.BrokerChange())
-
-    def _on_topics_watch(self, event: WatchedEvent) -> None:
-        if event.type != EventType.NONE:
-            self.events.put_threadsafe(ev.TopicChange())
-
-    def _on_topic_deletions_watch(self, event: WatchedEvent) -> None:
-        if event.type != EventType.NONE:
-            self.events.put_threadsafe(ev.TopicDeletion())
-
-    def _on_isr_change_watch(self, event: WatchedEvent) -> None:
-        if event.type != EventType.NONE:
-            self.events.put_threadsafe(ev.IsrChangeNotification())
-
-    def _on_preferred_election_watch(self, event: WatchedEvent) -> None:
-        if event.type in (EventType.CREATED, EventType.CHANGED):
-            self.events.put_threadsafe(ev.PreferredReplicaElection())
-
-    def _topic_watch(self, topic: str) -> Callable[[WatchedEvent], None]:
-        if topic not in self._topic_watches:
-
-            def on_topic(event: WatchedEvent) -> None:
-                # a muted watch (its topic being deleted) is no longer the topic's
-                if event.type == EventType.CHANGED and self._topic_watches.get(topic) is on_topic:
-                    self.events.put_threadsafe(ev.PartitionModifications(topic))
-
-            self._topic_watches[topic] = on_topic
-        return self._topic_watches[topic]
-
     # -- event dispatch ---------------------------------------------------------------------
 
-    async def _process(self, event: ev.ControllerEvent) -> None:
+    async def process(self, event: ev.ControllerEvent) -> None:
         try:
             await self._dispatch(event)
         except ControllerMovedError as exc:
             log.warning("broker %s: fenced as controller (%s); resigning", self.broker_id, exc)
-            await self._resign_after_fencing()
+            await self.election.resign_after_fencing()
         finally:
             if isinstance(event, ev.ControlledShutdown) and not event.reply.done():
                 event.reply.set_result(ControlledShutdownResult(ErrorCode.NOT_CONTROLLER))
@@ -357,54 +305,59 @@ class KafkaController:
             if isinstance(event, ev.AlterPartitionReassignments | ev.ListPartitionReassignments):
                 event.discard()  # unanswered (not the controller, or it failed): None
 
-    def _event_handlers(self) -> dict[type[ev.ControllerEvent], _Handler]:
+    def event_handlers(self) -> dict[type[ev.ControllerEvent], _Handler]:
         """Which handler each event runs. Election and session events are handled on
         every broker; the rest only by the active controller (watches fire on every
         broker), and a ControlledShutdown reaching an inactive one is answered
-        NOT_CONTROLLER by ``_process``."""
+        NOT_CONTROLLER by ``process``."""
+        election, brokers, topics = self.election, self.brokers, self.topics
+        preferred, reassigner = self.preferred, self.reassigner
         return {
-            ev.Startup: _Handler(lambda _: self._elect()),
-            ev.Reelect: _Handler(lambda _: self._on_reelect()),
-            ev.ControllerChange: _Handler(lambda _: self._on_controller_change()),
-            ev.SessionState: _Handler(self._on_session_state_event),
-            ev.NewSession: _Handler(lambda _: self._on_new_session()),
-            ev.Reconnected: _Handler(lambda _: self._rearm_watches()),
-            ev.BrokerChange: _Handler(lambda _: self._on_broker_change(), active_only=True),
-            ev.TopicChange: _Handler(lambda _: self._on_topic_change(), active_only=True),
+            ev.Startup: _Handler(lambda _: election.elect()),
+            ev.Reelect: _Handler(lambda _: election.on_reelect()),
+            ev.ControllerChange: _Handler(lambda _: election.on_controller_change()),
+            ev.SessionState: _Handler(election.on_session_state_event),
+            ev.NewSession: _Handler(lambda _: election.on_new_session()),
+            ev.Reconnected: _Handler(lambda _: election.rearm_watches()),
+            ev.BrokerChange: _Handler(lambda _: brokers.on_broker_change(), active_only=True),
+            ev.TopicChange: _Handler(lambda _: topics.on_topic_change(), active_only=True),
             ev.PartitionModifications: _Handler(
-                lambda e: self._on_partition_modifications(e.topic), active_only=True
+                lambda e: topics.on_partition_modifications(e.topic), active_only=True
             ),
-            ev.IsrChangeNotification: _Handler(lambda _: self._on_isr_change(), active_only=True),
-            ev.TopicDeletion: _Handler(lambda _: self._on_topic_deletion(), active_only=True),
+            ev.IsrChangeNotification: _Handler(
+                lambda _: self.isr.on_isr_change(), active_only=True
+            ),
+            ev.TopicDeletion: _Handler(lambda _: topics.on_topic_deletion(), active_only=True),
             ev.AutoPreferredLeaderElection: _Handler(
-                lambda _: self._on_auto_rebalance(), active_only=True
+                lambda _: preferred.on_auto_rebalance(), active_only=True
             ),
             ev.PreferredReplicaElection: _Handler(
-                lambda _: self._on_preferred_replica_election(), active_only=True
+                lambda _: preferred.on_preferred_replica_election(), active_only=True
             ),
-            ev.ControlledShutdown: _Handler(self._on_controlled_shutdown_event, active_only=True),
-            ev.ElectLeaders: _Handler(self._on_elect_leaders, active_only=True),
+            ev.ControlledShutdown: _Handler(brokers.on_controlled_shutdown, active_only=True),
+            ev.ElectLeaders: _Handler(preferred.on_elect_leaders, active_only=True),
             ev.LeaderAndIsrResponseReceived: _Handler(
-                self._on_leader_and_isr_response, active_only=True
+                brokers.on_leader_and_isr_response, active_only=True
             ),
             ev.StopReplicaResponseReceived: _Handler(
-                self._on_stop_replica_response, active_only=True
+                topics.on_stop_replica_response, active_only=True
             ),
             # partition reassignment (controller.reassigner)
             # (a finished reassignment may let a topic's deletion proceed)
             ev.ZkPartitionReassignment: _Handler(
-                lambda _: self._reassigning(self.reassigner.on_request_event()), active_only=True
+                lambda _: topics.after_reassignment(reassigner.on_request_event()),
+                active_only=True,
             ),
             ev.PartitionReassignmentIsrChange: _Handler(
-                lambda e: self._reassigning(self.reassigner.on_isr_change([e.tp])),
+                lambda e: topics.after_reassignment(reassigner.on_isr_change([e.tp])),
                 active_only=True,
             ),
             ev.AlterPartitionReassignments: _Handler(
-                lambda e: self._reassigning(_answer(e.reply, self.reassigner.alter(e.targets))),
+                lambda e: topics.after_reassignment(_answer(e.reply, reassigner.alter(e.targets))),
                 active_only=True,
             ),
             ev.ListPartitionReassignments: _Handler(
-                lambda e: _answer(e.reply, _now(self.reassigner.ongoing(e.partitions))),
+                lambda e: _answer(e.reply, _now(reassigner.ongoing(e.partitions))),
                 active_only=True,
             ),
         }
@@ -417,158 +370,6 @@ class KafkaController:
         if handler.active_only and not self.is_active:
             return
         await handler.run(event)
-
-    async def _register(self) -> int:
-        return await self.zk.register_broker(
-            self.broker_info, self.clock.time_ms(), 5, self.config.stale_registration_wait_s
-        )
-
-    async def _on_reelect(self) -> None:
-        # /controller went away; if it is back and ours we stay, else we resign
-        current = await self.zk.get_controller_id(self._on_controller_watch)
-        self._resign_if_moved(current)
-        await self._elect()
-
-    async def _on_controller_change(self) -> None:
-        controller_id = await self.zk.get_controller_id(self._on_controller_watch)
-        self._resign_if_moved(controller_id)
-        self.active_controller_id = controller_id
-        if controller_id is None:
-            await self._elect()
-
-    async def _on_new_session(self) -> None:
-        self.broker_epoch = await self._register()
-        await self._elect()
-
-    async def _on_session_state_event(self, event: ev.SessionState) -> None:
-        self._on_session_state_change(event.state)
-
-    def _on_session_state_change(self, state: str) -> None:
-        previous, self._last_state = self._last_state, state
-        if state == KazooState.LOST:
-            log.warning("broker %s: ZooKeeper session expired", self.broker_id)
-            self._resign()  # our /controller is gone with the session: stop at once
-            self.active_controller_id = None
-        elif state == KazooState.CONNECTED:
-            if previous == KazooState.LOST:
-                self.events.put(ev.NewSession())
-            elif previous == KazooState.SUSPENDED:
-                self.events.put(ev.Reconnected())
-        # SUSPENDED: keep going; only a lost session ends our role
-
-    # -- election ---------------------------------------------------------------------------
-
-    async def _elect(self) -> None:
-        if self._stopped:
-            return
-        current = await self.zk.get_controller_id(self._on_controller_watch)
-        if current is not None:
-            if current != self.broker_id or not self.is_active:
-                self.active_controller_id = current
-            return
-        result = await self.zk.try_become_controller(self.broker_id, self.clock.time_ms())
-        if not result.won:
-            self.active_controller_id = result.controller_id
-            # re-arm the watch: it may have fired on the creation we just lost to
-            await self.zk.get_controller_id(self._on_controller_watch)
-            return
-        self.ctx.reset()
-        self.ctx.epoch = result.epoch
-        self.ctx.epoch_zk_version = result.epoch_zk_version
-        self.active_controller_id = self.broker_id
-        log.info("broker %s is the controller, epoch %s", self.broker_id, result.epoch)
-        await self._on_controller_failover()
-
-    def _resign_if_moved(self, controller_id: int | None) -> None:
-        if self.is_active and controller_id != self.broker_id:
-            self._resign()
-
-    def _resign(self) -> None:
-        if self._rebalance_task is not None:
-            self._rebalance_task.cancel()
-            self._rebalance_task = None
-        if self.is_active:
-            log.info("broker %s resigns as controller (epoch %s)", self.broker_id, self.ctx.epoch)
-        for bid in list(self.ctx.live_brokers):
-            self.channel.remove_broker(bid)
-        self.ctx.reset()
-        self.reassigner.reset()
-        if self.active_controller_id == self.broker_id:
-            self.active_controller_id = None
-
-    async def _resign_after_fencing(self) -> None:
-        self._resign()
-        # a fenced controller's /controller must not keep the job from the others
-        await self.zk.resign_controller(self.broker_id)
-        self.events.put(ev.Reelect())
-
-    async def _on_controller_failover(self) -> None:
-        await self.zk.get_broker_ids(self._on_brokers_watch)
-        await self.zk.get_topics(self._on_topics_watch)
-        await self.zk.get_isr_change_notifications(self._on_isr_change_watch)
-        await self._load_context()
-        # before the first UpdateMetadata, so that it already carries the deletions
-        queued = await self._topics_queued_for_deletion()
-        await self.deletion.init(queued, topics_ineligible_at_failover(self.ctx, queued))
-        await self._start_state_machines()
-        await self.deletion.try_topic_deletion()
-        await self.reassigner.on_controller_failover()  # also arms its watches
-        await self._on_isr_change()
-        await self._on_preferred_replica_election()  # also arms its watch
-        self._schedule_rebalance()
-
-    async def _start_state_machines(self) -> None:
-        """After the context is loaded: every broker learns the cluster (UpdateMetadata),
-        replicas on live brokers are told their state (LeaderAndIsr), and the replicas of
-        brokers that are not live -- dead before this election, or while it ran, so that
-        no controller saw them go -- take the path of a broker's death wherever they are
-        still in an ISR or lead: they leave the ISR with a new leader epoch, and the
-        partitions they led (or any other offline partition) are elected. Without this
-        a dead follower stayed in the ISR and held acks=all writes until its leader
-        dropped it after replica.lag.time.max.ms."""
-        for b in self.ctx.live_brokers.values():
-            self.channel.add_broker(b)
-        batch = ControllerRequestBatch()
-        batch.add_update_metadata(set(self.ctx.live_brokers), set(self.ctx.all_partitions()))
-        self.replica_sm.initialize_states()
-        self.partition_sm.initialize_states()
-        online = [
-            pr
-            for pr, s in sorted(self.ctx.replica_states.items())
-            if s is ReplicaState.ONLINE and not self.ctx.is_topic_queued_for_deletion(pr.tp.topic)
-        ]
-        await self.replica_sm.handle_state_changes(online, ReplicaState.ONLINE, batch)
-        stranded = stranded_replicas(self.ctx)
-        if stranded:
-            log.info(
-                "controller: replicas of brokers that are not live still in an ISR: %s",
-                [str(pr) for pr in stranded],
-            )
-        await self._on_replicas_become_offline(stranded, batch)
-
-    async def _load_context(self) -> None:
-        ids = await self.zk.get_broker_ids()
-        self.ctx.add_live_brokers((await self.zk.get_brokers(ids)).values())
-        for topic in await self.zk.get_topics():
-            found = await self._read_topic(topic)
-            if found is not None:
-                self.ctx.set_topic(found)
-        states = await self.zk.get_partition_states(self.ctx.all_partitions())
-        for tp, st in states.items():
-            self.ctx.put_leadership(tp, st)
-
-    async def _rearm_watches(self) -> None:
-        self.events.put(ev.ControllerChange())
-        if self.is_active:
-            self.events.put(ev.BrokerChange())
-            self.events.put(ev.TopicChange())
-            self.events.put(ev.IsrChangeNotification())
-            self.events.put(ev.TopicDeletion())
-            self.events.put(ev.PreferredReplicaElection())
-            for topic in sorted(self.ctx.all_topics()):
-                self.events.put(ev.PartitionModifications(topic))
-            for event in self.reassigner.rearm_events():
-                self.events.put(event)
 
     def _send(self, batch: ControllerRequestBatch) -> None:
         batch.send(
@@ -583,132 +384,7 @@ class KafkaController:
             ),
         )
 
-    # -- the brokers' answers ---------------------------------------------------------------
-
-    async def _on_leader_and_isr_response(self, event: ev.LeaderAndIsrResponseReceived) -> None:
-        """Kafka's handling: partitions a broker could not host because their log
-        directory failed (KAFKA_STORAGE_ERROR) go offline there; other errors are logged."""
-        bid, response = event.broker_id, event.response
-        if not _answered(response, bid, "LeaderAndIsr"):
-            return
-        errors = leader_and_isr_errors(self.ctx, response)
-        for tp, code in sorted(errors.items()):
-            if code not in (ErrorCode.NONE, ErrorCode.KAFKA_STORAGE_ERROR):
-                log.warning(
-                    "controller: broker %s: LeaderAndIsr %s: %s", bid, tp, _error_name(code)
-                )
-        if bid not in self.ctx.live_brokers:
-            return
-        offline_before = self.ctx.replicas_on_offline_dirs.get(bid, set())
-        offline_now = {tp for tp in offline_before if errors.get(tp) != ErrorCode.NONE}
-        offline_now |= {tp for tp, c in errors.items() if c == ErrorCode.KAFKA_STORAGE_ERROR}
-        self.ctx.replicas_on_offline_dirs[bid] = offline_now
-        new = sorted(offline_now - offline_before)
-        if new:
-            log.warning(
-                "controller: broker %s has %s on a failed log directory",
-                bid,
-                [str(tp) for tp in new],
-            )
-            await self._on_replicas_become_offline([PartitionReplica(tp, bid) for tp in new])
-
-    async def _on_stop_replica_response(self, event: ev.StopReplicaResponseReceived) -> None:
-        """Errors are logged; the answers for partitions of topics being deleted move
-        their replicas to ReplicaDeletionSuccessful or ReplicaDeletionIneligible. A broker
-        that went away first is not read here: its death fails its deletions."""
-        bid, response = event.broker_id, event.response
-        if response is None:
-            _answered(response, bid, "StopReplica")
-            return
-        errors = stop_replica_errors(response)
-        if _answered(response, bid, "StopReplica"):
-            for tp, code in sorted(errors.items()):
-                if code != ErrorCode.NONE:
-                    log.warning(
-                        "controller: broker %s: StopReplica %s: %s", bid, tp, _error_name(code)
-                    )
-        failed, succeeded = deletion_answers(
-            self.ctx, bid, errors, event.deleted, response.error_code
-        )
-        if failed:
-            await self.deletion.fail_replica_deletion(failed)
-        if succeeded:
-            await self.deletion.complete_replica_deletion(succeeded)
-
-    # -- brokers ----------------------------------------------------------------------------
-
-    async def _on_broker_change(self) -> None:
-        ids = set(await self.zk.get_broker_ids(self._on_brokers_watch))
-        infos = await self.zk.get_brokers(sorted(ids))
-        known = set(self.ctx.live_brokers)
-        dead = known - set(infos)
-        new = set(infos) - known
-        bounced = {
-            b for b in known & set(infos) if infos[b].epoch != self.ctx.live_brokers[b].epoch
-        }
-        if dead or bounced:
-            await self._on_broker_failure(dead | bounced)
-        if new or bounced:
-            for bid in sorted(new | bounced):
-                self.ctx.add_live_brokers([infos[bid]])
-                self.channel.add_broker(infos[bid])
-            await self._on_broker_startup(new | bounced)
-
-    async def _on_broker_startup(self, new: set[int]) -> None:
-        log.info("controller: brokers started %s", sorted(new))
-        batch = ControllerRequestBatch()
-        # existing brokers learn the new endpoints; new brokers get every partition
-        batch.add_update_metadata(set(self.ctx.live_brokers) - new, set())
-        batch.add_update_metadata(new, set(self.ctx.all_partitions()))
-        replicas = [
-            pr
-            for pr in self.ctx.replicas_on_brokers(new)
-            if not self.ctx.is_topic_queued_for_deletion(pr.tp.topic)
-        ]
-        await self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
-        await self.partition_sm.trigger_online_partition_state_change(batch)
-        self._send(batch)
-        await self.reassigner.resume_for_brokers(new)
-        # a replica of a topic being deleted came back: its deletion may go on
-        await self.deletion.resume_for_topics(
-            {pr.tp.topic for pr in self.ctx.replicas_on_brokers(new)}
-        )
-
-    async def _on_broker_failure(self, dead: set[int]) -> None:
-        log.info("controller: brokers failed %s", sorted(dead))
-        for bid in dead:
-            self.channel.remove_broker(bid)
-        self.ctx.remove_live_brokers(dead)
-        await self._on_replicas_become_offline(self.ctx.replicas_on_brokers(dead))
-
-    async def _on_replicas_become_offline(
-        self, replicas: list[PartitionReplica], batch: ControllerRequestBatch | None = None
-    ) -> None:
-        """Kafka's onReplicasBecomeOffline: partitions led by these replicas go Offline
-        and through the offline election (clean, or unclean where the topic allows it),
-        with every other New or Offline partition; then the replicas go Offline, which
-        takes them out of their ISRs (leader epoch bumped, written fenced by the
-        controller epoch) and tells the remaining replicas (LeaderAndIsr) and every
-        broker (UpdateMetadata). ``batch``: requests already queued, sent with these."""
-        batch = ControllerRequestBatch() if batch is None else batch
-        deleting = [pr for pr in replicas if self.ctx.is_topic_queued_for_deletion(pr.tp.topic)]
-        replicas = [pr for pr in replicas if not self.ctx.is_topic_queued_for_deletion(pr.tp.topic)]
-        lost = set(replicas)
-        led = [
-            tp
-            for tp, st in sorted(self.ctx.leadership.items())
-            if PartitionReplica(tp, st.leader_and_isr.leader) in lost
-            and not self.ctx.is_topic_queued_for_deletion(tp.topic)
-        ]
-        await self.partition_sm.handle_state_changes(led, PartitionState.OFFLINE, batch)
-        await self.partition_sm.trigger_online_partition_state_change(batch)
-        await self.replica_sm.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
-        # everyone learns that the replicas are gone, even if no leader moved
-        batch.add_update_metadata(set(self.ctx.live_brokers), {pr.tp for pr in replicas})
-        self._send(batch)
-        if deleting:
-            # a replica that cannot be deleted now holds its topic's deletion back
-            await self.deletion.fail_replica_deletion(deleting)
+    # -- configuration ------------------------------------------------------------------------
 
     async def _unclean_leader_election_enabled(self, topic: str) -> bool:
         """``unclean.leader.election.enable`` for ``topic``: its override in
@@ -733,229 +409,6 @@ class KafkaController:
             )
             return static
         return unclean_leader_election_enabled(layers)
-
-    # -- topics -----------------------------------------------------------------------------
-
-    async def _on_topic_change(self) -> None:
-        topics = set(await self.zk.get_topics(self._on_topics_watch))
-        for gone in sorted(self.ctx.all_topics() - topics):
-            self.ctx.remove_topic(gone)
-            self._topic_watches.pop(gone, None)
-        new_partitions: list[TopicPartition] = []
-        for topic in sorted(topics - self.ctx.all_topics()):
-            found = await self._read_topic(topic)
-            if found is None:
-                continue
-            self.ctx.set_topic(found)
-            new_partitions += self.ctx.partitions_for_topic(topic)
-        if new_partitions:
-            await self._on_new_partitions(new_partitions)
-
-    async def _read_topic(self, topic: str) -> TopicAssignment | None:
-        """Read a topic's assignment and (re)arm its watch; a corrupt znode is skipped."""
-        try:
-            found = await self.zk.get_topic(topic, self._topic_watch(topic))
-        except ZkDataError as exc:
-            log.error("ignoring topic %s: %s", topic, exc)
-            return None
-        return None if found is None else found[0]
-
-    async def _on_partition_modifications(self, topic: str) -> None:
-        if self.ctx.is_topic_queued_for_deletion(topic):
-            log.info("controller: ignoring a change of topic %s: it is being deleted", topic)
-            return
-        assignment = await self._read_topic(topic)
-        if assignment is None or topic not in self.ctx.assignments:
-            return
-        if assignment.topic_id != self.ctx.topic_ids.get(topic):
-            log.error("topic %s changed its id: ignored (ids are never reused)", topic)
-            return
-        new = []
-        for p, replicas in sorted(assignment.partitions.items()):
-            if p not in self.ctx.assignments[topic]:
-                self.ctx.set_partition_replicas(TopicPartition(topic, p), replicas)
-                new.append(TopicPartition(topic, p))
-            elif self.ctx.assignments[topic][p] != replicas:
-                # replicas change through a reassignment (API or /admin/reassign_partitions)
-                log.warning("ignoring a replica change of %s-%s written by hand", topic, p)
-        if new:
-            await self._on_new_partitions(new)
-
-    async def _on_new_partitions(self, partitions: list[TopicPartition]) -> None:
-        """New -> Online for partitions and replicas: leaders written, LeaderAndIsr sent."""
-        log.info("controller: new partitions %s", [str(tp) for tp in partitions])
-        batch = ControllerRequestBatch()
-        replicas = self.ctx.replicas_for_partitions(partitions)
-        await self.partition_sm.handle_state_changes(partitions, PartitionState.NEW, batch)
-        await self.replica_sm.handle_state_changes(replicas, ReplicaState.NEW, batch)
-        await self.partition_sm.handle_state_changes(partitions, PartitionState.ONLINE, batch)
-        await self.replica_sm.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
-        self._send(batch)
-
-    async def _topics_queued_for_deletion(self) -> set[str]:
-        """/admin/delete_topics (re-arming its watch). Entries for topics that do not
-        exist are removed, as Kafka does."""
-        queued = set(await self.zk.get_topic_deletions(self._on_topic_deletions_watch))
-        unknown = sorted(queued - self.ctx.all_topics())
-        if unknown:
-            log.warning("controller: ignoring deletion of unknown topics %s", unknown)
-            await self.zk.delete_topic_deletions(unknown, self.ctx.epoch_zk_version)
-        return queued - set(unknown)
-
-    async def _on_topic_deletion(self) -> None:
-        """Kafka's TopicDeletion event: queue the new entries of /admin/delete_topics (a
-        topic with a partition being reassigned is queued ineligible)."""
-        queued = await self._topics_queued_for_deletion()
-        if not self.deletion.enabled:
-            if queued:
-                log.info("controller: topic deletion is disabled: dropping %s", sorted(queued))
-                await self.zk.delete_topic_deletions(sorted(queued), self.ctx.epoch_zk_version)
-            return
-        new = queued - self.ctx.topics_to_delete
-        if not new:
-            return
-        log.info("controller: deleting topics %s", sorted(new))
-        await self.deletion.enqueue(new, {t for t in new if self.ctx.is_topic_being_reassigned(t)})
-
-    async def _reassigning(self, work: Awaitable[None]) -> None:
-        """Run a reassignment handler; then topics queued for deletion that it held back
-        (and that have nothing left being reassigned) may proceed."""
-        await work
-        waiting = {
-            t
-            for t in self.ctx.topics_ineligible_for_deletion
-            if not self.ctx.is_topic_being_reassigned(t)
-        }
-        if waiting:
-            await self.deletion.resume_for_topics(waiting)
-
-    async def _on_isr_change(self) -> None:
-        names = await self.zk.get_isr_change_notifications(self._on_isr_change_watch)
-        if not names:
-            return
-        changed: set[TopicPartition] = set()
-        for name in names:
-            changed |= set(await self.zk.read_isr_change_notification(name))
-        known = sorted(tp for tp in changed if tp in self.ctx.leadership)
-        for tp, st in (await self.zk.get_partition_states(known)).items():
-            self.ctx.put_leadership(tp, st)
-        batch = ControllerRequestBatch()
-        batch.add_update_metadata(set(self.ctx.live_brokers), set(known))
-        self._send(batch)
-        await self.reassigner.on_isr_change(known)
-        await self.zk.delete_isr_change_notifications(names, self.ctx.epoch_zk_version)
-
-    # -- preferred leaders ------------------------------------------------------------------
-
-    def _schedule_rebalance(self) -> None:
-        cfg = self.config
-        if self.scheduler is None or not cfg.auto_leader_rebalance_enable:
-            return
-        interval = cfg.leader_imbalance_check_interval_ms
-        self._rebalance_task = self.scheduler.schedule(
-            f"auto-leader-rebalance-task-{self.broker_id}",
-            lambda: self.events.put(ev.AutoPreferredLeaderElection()),
-            delay_ms=min(5_000, interval),  # Kafka checks 5 s after failover, then periodically
-            period_ms=interval,
-        )
-
-    async def _on_auto_rebalance(self) -> None:
-        pct = self.config.leader_imbalance_per_broker_percentage
-        await self._elect_preferred(partitions_to_rebalance(self.ctx, pct))
-
-    async def _on_preferred_replica_election(self) -> None:
-        requested = await self.zk.get_preferred_replica_election(self._on_preferred_election_watch)
-        if requested is None:
-            return
-        known = [tp for tp in requested if tp in self.ctx.leadership]
-        await self._elect_preferred(preferred_candidates(self.ctx, known))
-        await self.zk.delete_preferred_replica_election(self.ctx.epoch_zk_version)
-
-    async def _elect_preferred(self, partitions: list[TopicPartition]) -> None:
-        if not partitions:
-            return
-        log.info("controller: preferred leaders for %s", [str(tp) for tp in partitions])
-        batch = ControllerRequestBatch()
-        failures = await self.partition_sm.handle_state_changes(
-            partitions, PartitionState.ONLINE, batch, ElectionStrategy.PREFERRED_REPLICA
-        )
-        for tp, why in failures.items():
-            log.info("preferred leader election for %s failed: %s", tp, why)
-        self._send(batch)
-
-    async def _on_elect_leaders(self, event: ev.ElectLeaders) -> None:
-        """Kafka's replica leader election by an admin request: preferred elections with
-        the preferred-replica strategy, unclean ones with the offline strategy allowed to
-        go outside the ISR."""
-        kind = ElectionType(event.election_type)
-        requested = self.ctx.all_partitions() if event.partitions is None else event.partitions
-        to_elect, outcomes = triage(self.ctx, requested, kind)
-        if to_elect:
-            log.info(
-                "controller: %s leader election for %s", kind.name, [str(tp) for tp in to_elect]
-            )
-        batch = ControllerRequestBatch()
-        if kind is ElectionType.PREFERRED:
-            failures = await self.partition_sm.handle_state_changes(
-                to_elect, PartitionState.ONLINE, batch, ElectionStrategy.PREFERRED_REPLICA
-            )
-        else:
-            failures = await self.partition_sm.handle_state_changes(
-                to_elect, PartitionState.ONLINE, batch, ElectionStrategy.OFFLINE, allow_unclean=True
-            )
-        self._send(batch)
-        for tp in to_elect:
-            st = self.ctx.leadership.get(tp)
-            if tp in failures or st is None:
-                outcomes[tp] = failed(kind, failures.get(tp, "no leadership known"))
-            else:
-                outcomes[tp] = ElectionOutcome(ErrorCode.NONE, leader=st.leader_and_isr.leader)
-        event.reply.set_result(outcomes)
-
-    # -- controlled shutdown ----------------------------------------------------------------
-
-    async def _on_controlled_shutdown_event(self, event: ev.ControlledShutdown) -> None:
-        event.reply.set_result(
-            await self._on_controlled_shutdown(event.broker_id, event.broker_epoch)
-        )
-
-    async def _on_controlled_shutdown(
-        self, broker_id: int, broker_epoch: int
-    ) -> ControlledShutdownResult:
-        batch = ControllerRequestBatch()
-        result = await move_leadership_off(
-            self.ctx, self.partition_sm, self.replica_sm, batch, broker_id, broker_epoch
-        )
-        self._send(batch)
-        return result
-
-
-class _ControllerDeletionClient:
-    """The TopicDeletionManager's side effects, carried out by the controller."""
-
-    def __init__(self, controller: KafkaController) -> None:
-        self.controller = controller
-
-    async def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
-        c = self.controller
-        await c.zk.delete_topic_znodes(topic, epoch_zk_version)
-
-    async def delete_topic_deletions(self, topics: Collection[str], epoch_zk_version: int) -> None:
-        c = self.controller
-        await c.zk.delete_topic_deletions(sorted(topics), epoch_zk_version)
-
-    def mute_partition_modifications(self, topic: str) -> None:
-        # the watch stays armed in ZooKeeper but its callback is no longer the topic's
-        self.controller._topic_watches.pop(topic, None)
-
-    def send_metadata_update(self, partitions: Collection[TopicPartition]) -> None:
-        c = self.controller
-        batch = ControllerRequestBatch()
-        batch.add_update_metadata(c.ctx.live_or_shutting_down_ids(), set(partitions))
-        c._send(batch)
-
-    def send(self, batch: ControllerRequestBatch) -> None:
-        self.controller._send(batch)
 
 
 async def _answer(reply: asyncio.Future[object], outcome: Awaitable[object]) -> None:

@@ -63,6 +63,7 @@ from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicAssignment
 
 log = logging.getLogger(__name__)
 
+
 #: per partition: None when it started, else why it was refused
 Outcomes = dict[TopicPartition, ReassignmentError | None]
 

@@ -5,7 +5,8 @@ StopReplica version with per-partition leader epochs (3). Each builder returns
 ``(api_key, api_version, body)``; bodies are protocol.messages structs.
 
 ``leader_and_isr_errors`` and ``stop_replica_errors`` read the brokers' answers back
-into error codes per partition.
+into error codes per partition; ``answered`` tells whether an answer is there to be
+read per partition at all (the broker may have gone away, or refused the whole request).
 
 Leader epochs in StopReplica: the partition's current leader epoch, so a broker can
 ignore a stale request; -2 (Kafka's EpochDuringDelete) when the topic is being deleted,
@@ -14,13 +15,14 @@ which tells the broker to delete whatever epoch it has.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar
 
 import msgspec
 
 from controller.context import ControllerContext
-from protocol import ApiKey
+from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -37,6 +39,8 @@ from protocol.values import (
 
 if TYPE_CHECKING:
     from controller.request_batch import LeaderAndIsrEntry
+
+log = logging.getLogger(__name__)
 
 LEADER_AND_ISR_VERSION = 5
 UPDATE_METADATA_VERSION = 7
@@ -242,3 +246,34 @@ def stop_replica_errors(response: StopReplicaResponse) -> dict[TopicPartition, i
         TopicPartition(p.topic_name, p.partition_index): p.error_code
         for p in response.partition_errors or ()
     }
+
+
+def error_name(code: int) -> str:
+    """An error code's name, also for a code this build does not know."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
+
+
+class _Answer(Protocol):
+    @property
+    def error_code(self) -> int: ...
+
+
+_A = TypeVar("_A", bound=_Answer)
+
+
+def answered(response: _A | None, broker_id: int, api: str) -> TypeGuard[_A]:
+    """Whether a broker's answer to a controller request is there to be read per
+    partition: not when the broker went away first (None) or refused the whole request
+    (a top-level error); either is logged here."""
+    if response is None:
+        log.debug("controller: broker %s went away before answering %s", broker_id, api)
+        return False
+    if response.error_code != ErrorCode.NONE:
+        log.warning(
+            "controller: broker %s refused %s: %s", broker_id, api, error_name(response.error_code)
+        )
+        return False
+    return True

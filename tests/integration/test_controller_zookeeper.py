@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
+from kazoo.exceptions import ConnectionLoss
 from kazoo.protocol.states import KazooState
 
 import protocol
@@ -60,8 +61,11 @@ async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:
         session_s: float = 4.0,
         config: ControllerConfig | None = None,
         scheduler: Scheduler | None = None,
+        prepare: Callable[[ZkFacade], None] | None = None,
     ) -> Node:
         zk = await ZkFacade.connect(connect or zk_connect, session_s)
+        if prepare is not None:
+            prepare(zk)
         channel = RecordingChannelManager()
         info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", port or 19000 + broker_id),))
         controller = KafkaController(
@@ -143,6 +147,61 @@ async def test_failover_when_the_controllers_session_expires(
     await until(lambda: a.controller.active_controller_id == 2, what="broker 1 to follow broker 2")
     assert await b.zk.get_broker_ids() == [1, 2]
     await until(lambda: 1 in b.controller.ctx.live_brokers, what="the controller to see broker 1")
+
+
+def lose_the_answer_once(method: str) -> Callable[[ZkFacade], None]:
+    """Make the client's ``method`` lose its first answer: ZooKeeper applies the call,
+    then the connection drops before the reply is read (kazoo raises ConnectionLoss), as
+    happens when a loaded machine starves kazoo's thread past its read timeout."""
+
+    def prepare(zk: ZkFacade) -> None:
+        real = getattr(zk, method)
+        calls = 0
+
+        async def answer_lost(*args: object) -> object:
+            nonlocal calls
+            calls += 1
+            result = await real(*args)
+            if calls == 1:
+                raise ConnectionLoss()
+            return result
+
+        setattr(zk, method, answer_lost)
+
+    return prepare
+
+
+@pytest.mark.parametrize(
+    "interrupted",
+    [
+        "try_become_controller",  # the election's multi-op went through, its answer did not
+        "get_broker_ids",  # the failover: before the context is loaded
+        "get_partition_states",  # the failover: while the context is loaded
+        "get_preferred_replica_election",  # the failover: after UpdateMetadata went out
+    ],
+)
+async def test_an_election_interrupted_by_a_lost_connection_is_completed(
+    cluster: Cluster, interrupted: str
+) -> None:
+    """The event that ran the election is retried after a transient ZooKeeper error; the
+    retry must finish what the first attempt began, whoever holds /controller by then:
+    a broker active as controller, and the brokers told so (UpdateMetadata naming it)."""
+    a = await cluster(1, prepare=lose_the_answer_once(interrupted))
+    await until(
+        lambda: (
+            a.controller.is_active
+            and any(
+                r.api_key == ApiKey.UPDATE_METADATA
+                and r.body.controller_epoch == a.controller.epoch
+                for r in a.channel.sent
+            )
+        ),
+        what=f"broker 1 to finish its election after {interrupted} lost its answer",
+    )
+    assert await a.zk.get_controller_id() == 1
+    # and the failover was whole: the context is loaded, the watches armed
+    await cluster(2)
+    await until(lambda: 2 in a.controller.ctx.live_brokers, what="the controller to see broker 2")
 
 
 async def test_new_topic_partitions_go_online_with_leaders_written(

@@ -40,8 +40,10 @@ from broker.config import BrokerConfig
 from broker.config_changes import DynamicConfigApplier
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
+from controller.controller import KafkaController
 from protocol.values import TopicPartition
 from storage.topic_configs import TopicConfigs
+from tests.unit.controller_double import controller_double
 from timer.clock import Clock, MockClock
 
 
@@ -64,15 +66,6 @@ class RunningLoop:
 
     def create_future(self) -> asyncio.Future[Any]:
         return asyncio.get_running_loop().create_future()
-
-
-class Registration:
-    """A controller that is not the active one, only registered at ``broker_epoch``."""
-
-    is_active = False
-
-    def __init__(self, broker_epoch: int) -> None:
-        self.broker_epoch = broker_epoch
 
 
 class HostsNothing:
@@ -113,7 +106,7 @@ def handler_services(
     metadata_cache: MetadataCache | None = None,
     topic_configs: TopicConfigs | None = None,
     cluster_id: str = "test-cluster",
-    controller: object | None = None,
+    controller: KafkaController | None = None,
     broker_epoch: int | None = None,
     replica_manager: object | None = None,
     zk: object | None = None,
@@ -124,9 +117,8 @@ def handler_services(
     producer_ids: object | None = None,
 ) -> HandlerServices:
     """Broker 0's handler families over the given doubles (the rest :class:`Unwired`).
-    ``controller``: attached to the families' ControllerLink (a fake with ``is_active``
-    and ``broker_epoch``); ``broker_epoch`` alone: registered at that epoch, not the
-    controller."""
+    ``controller``: attached to the families' ControllerLink (tests.unit.controller_double);
+    ``broker_epoch`` alone: registered at that epoch, not the controller."""
     basics = BrokerBasics(
         broker_id=0,
         cluster_id=cluster_id,
@@ -137,9 +129,9 @@ def handler_services(
     )
     link = ControllerLink()
     if controller is None and broker_epoch is not None:
-        controller = Registration(broker_epoch)
+        controller = controller_double(False, broker_epoch=broker_epoch)
     if controller is not None:
-        link.attach(cast(Any, controller))
+        link.attach(controller)
     metrics = metrics or BrokerMetrics()
     rm = _or_unwired(replica_manager, "replica manager")
     zk_client = _or_unwired(zk, "ZooKeeper client")

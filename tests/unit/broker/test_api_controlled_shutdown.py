@@ -6,32 +6,15 @@ from typing import Any
 
 from broker.apis import controlled_shutdown
 from broker.apis.services import ClusterAdmin
-from controller.controller import ControlledShutdownResult, KafkaController
+from controller.controller import ControlledShutdownResult
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import ControlledShutdownRequest
 from protocol.values import TopicPartition
 from tests.unit.broker.handler_services import handler_services
+from tests.unit.controller_double import ControllerDouble, controller_double
 
 
-class FakeController(KafkaController):
-    """Stands in for the controller (a subclass without its set-up, so typed as one)."""
-
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.asked: list[tuple[int, int]] = []
-
-    @property
-    def is_active(self) -> bool:
-        return self.active
-
-    async def controlled_shutdown(
-        self, broker_id: int, broker_epoch: int
-    ) -> ControlledShutdownResult:
-        self.asked.append((broker_id, broker_epoch))
-        return ControlledShutdownResult(ErrorCode.NONE, [TopicPartition("t", 3)])
-
-
-def make_ctx(controller: FakeController) -> ClusterAdmin:
+def make_ctx(controller: ControllerDouble) -> ClusterAdmin:
     return handler_services(controller=controller).cluster
 
 
@@ -42,7 +25,9 @@ class Req:
 
 
 async def test_the_controller_answers_with_the_partitions_left() -> None:
-    controller = FakeController(True)
+    controller = controller_double(
+        True, shutdown=ControlledShutdownResult(ErrorCode.NONE, [TopicPartition("t", 3)])
+    )
     ctx = make_ctx(controller)
     body = ControlledShutdownRequest(broker_id=2, broker_epoch=77)
     response = await controlled_shutdown.handle(ctx, Req(3, body))
@@ -50,10 +35,10 @@ async def test_the_controller_answers_with_the_partitions_left() -> None:
     assert [(p.topic_name, p.partition_index) for p in response.body.remaining_partitions] == [
         ("t", 3)
     ]
-    assert controller.asked == [(2, 77)]
+    assert controller.shutdowns_asked == [(2, 77)]
 
 
 async def test_other_brokers_answer_not_controller() -> None:
-    ctx = make_ctx(FakeController(False))
+    ctx = make_ctx(controller_double(False))
     response = await controlled_shutdown.handle(ctx, Req(1, ControlledShutdownRequest(broker_id=2)))
     assert response.body.error_code == ErrorCode.NOT_CONTROLLER

@@ -17,7 +17,6 @@ from broker.apis import create_partitions, create_topics, update_metadata
 from broker.apis.services import HandlerServices
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
-from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     CreatePartitionsRequest,
@@ -28,20 +27,11 @@ from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
 from tests.unit.broker.handler_services import HostsNothing, NoGroups, family_for, handler_services
+from tests.unit.controller_double import controller_double
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 U = UpdateMetadataRequest
-
-
-class FakeController(KafkaController):
-    def __init__(self, active: bool = True) -> None:
-        self.active = active
-        self.broker_epoch = 5
-
-    @property
-    def is_active(self) -> bool:
-        return self.active
 
 
 async def call(handler: Any, ctx: HandlerServices, request: Req) -> Any:
@@ -66,7 +56,7 @@ def make_ctx(active: bool = True) -> HandlerServices:
         clock=clock,
         metadata_cache=cache,
         zk=FakeZk(),
-        controller=FakeController(active),
+        controller=controller_double(active),
         topic_purgatory=DelayedOperationPurgatory("topic", clock=clock, reaper_enabled=False),
         replica_manager=HostsNothing(),
         group_store=NoGroups(),

@@ -16,7 +16,6 @@ import pytest
 
 from broker.apis import delete_topics, update_metadata
 from broker.apis.services import HandlerServices
-from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import DeleteTopicsRequest, UpdateMetadataRequest
 from protocol.primitives import ZERO_UUID
@@ -25,21 +24,12 @@ from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
 from tests.unit.broker.handler_services import HostsNothing, NoGroups, handler_services
+from tests.unit.controller_double import controller_double
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
 
 U = UpdateMetadataRequest
 IDS = {"a": uuid.uuid4(), "b": uuid.uuid4()}
-
-
-class FakeController(KafkaController):
-    def __init__(self, active: bool) -> None:
-        self.active = active
-        self.broker_epoch = 5
-
-    @property
-    def is_active(self) -> bool:
-        return self.active
 
 
 def zk_with_topics(names: set[str]) -> FakeZk:
@@ -57,7 +47,7 @@ def make_ctx(active: bool = True, enabled: bool = True) -> HandlerServices:
         cluster_id="cluster",
         clock=clock,
         zk=zk_with_topics(set(IDS)),
-        controller=FakeController(active),
+        controller=controller_double(active),
         topic_purgatory=DelayedOperationPurgatory("topic", clock=clock, reaper_enabled=False),
         replica_manager=HostsNothing(),
         group_store=NoGroups(),

@@ -3,46 +3,21 @@ out the partitions that needed no election; a controller too slow is a timeout."
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from broker.apis import elect_leaders
 from broker.apis.services import ClusterAdmin
-from controller.controller import KafkaController
 from controller.elect_leaders import ElectionOutcome, ElectionType
 from protocol import ApiKey, ErrorCode, make_request
 from protocol.messages import ElectLeadersRequest
 from protocol.values import TopicPartition
 from tests.unit.broker.handler_services import handler_services
+from tests.unit.controller_double import ControllerDouble, controller_double
 
 T0, T1, U0 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
 
 
-class FakeController(KafkaController):
-    """Stands in for the controller (a subclass without its set-up, so typed as one)."""
-
-    def __init__(
-        self, active: bool, outcomes: dict[TopicPartition, ElectionOutcome] | None = None
-    ) -> None:
-        self.active = active
-        self.outcomes = outcomes
-        self.asked: list[tuple[list[TopicPartition] | None, ElectionType]] = []
-        self.hang = False
-
-    @property
-    def is_active(self) -> bool:
-        return self.active
-
-    async def elect_leaders(
-        self, partitions: list[TopicPartition] | None, election_type: ElectionType
-    ) -> dict[TopicPartition, ElectionOutcome] | None:
-        self.asked.append((partitions, election_type))
-        if self.hang:
-            await asyncio.Event().wait()
-        return self.outcomes
-
-
-def make_ctx(controller: FakeController) -> ClusterAdmin:
+def make_ctx(controller: ControllerDouble) -> ClusterAdmin:
     return handler_services(controller=controller).cluster
 
 
@@ -77,9 +52,9 @@ def results(body: Any) -> list[tuple[str, int, int]]:
 
 
 async def test_listed_partitions_get_every_outcome_in_request_order() -> None:
-    controller = FakeController(
+    controller = controller_double(
         True,
-        {
+        elections={
             T0: ElectionOutcome(ErrorCode.NONE, leader=2),
             T1: ElectionOutcome(ErrorCode.ELECTION_NOT_NEEDED, leader=1),
             U0: ElectionOutcome(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "not in the ISR"),
@@ -93,47 +68,47 @@ async def test_listed_partitions_get_every_outcome_in_request_order() -> None:
         ("t", 1, ErrorCode.ELECTION_NOT_NEEDED),
         ("t", 0, ErrorCode.NONE),
     ]
-    assert controller.asked == [([U0, T1, T0], ElectionType.UNCLEAN)]
+    assert controller.elections_asked == [([U0, T1, T0], ElectionType.UNCLEAN)]
 
 
 async def test_all_partitions_leaves_out_those_not_needing_an_election() -> None:
-    controller = FakeController(
+    controller = controller_double(
         True,
-        {
+        elections={
             T0: ElectionOutcome(ErrorCode.NONE, leader=2),
             T1: ElectionOutcome(ErrorCode.ELECTION_NOT_NEEDED, leader=1),
         },
     )
     response = await elect_leaders.handle(make_ctx(controller), Req(1, request(None)))
     assert results(response.body) == [("t", 0, ErrorCode.NONE)]
-    assert controller.asked == [(None, ElectionType.PREFERRED)]
+    assert controller.elections_asked == [(None, ElectionType.PREFERRED)]
 
 
 async def test_version_0_means_preferred() -> None:
-    controller = FakeController(True, {T0: ElectionOutcome(ErrorCode.NONE, leader=2)})
+    controller = controller_double(True, elections={T0: ElectionOutcome(ErrorCode.NONE, leader=2)})
     await elect_leaders.handle(make_ctx(controller), Req(0, request({"t": [0]}, 1)))
-    assert controller.asked == [([T0], ElectionType.PREFERRED)]
+    assert controller.elections_asked == [([T0], ElectionType.PREFERRED)]
 
 
 async def test_other_brokers_answer_not_controller() -> None:
-    controller = FakeController(False)
+    controller = controller_double(False)
     response = await elect_leaders.handle(make_ctx(controller), Req(2, request({"t": [0, 1]})))
     assert response.body.error_code == ErrorCode.NOT_CONTROLLER
     assert results(response.body) == [
         ("t", 0, ErrorCode.NOT_CONTROLLER),
         ("t", 1, ErrorCode.NOT_CONTROLLER),
     ]
-    assert controller.asked == []
+    assert controller.elections_asked == []
 
 
 async def test_a_controller_that_stopped_meanwhile_is_not_controller() -> None:
-    controller = FakeController(True, None)
+    controller = controller_double(True, elections=None)
     response = await elect_leaders.handle(make_ctx(controller), Req(2, request({"t": [0]})))
     assert results(response.body) == [("t", 0, ErrorCode.NOT_CONTROLLER)]
 
 
 async def test_no_answer_within_the_timeout_is_request_timed_out() -> None:
-    controller = FakeController(True)
+    controller = controller_double(True)
     controller.hang = True
     response = await elect_leaders.handle(
         make_ctx(controller), Req(2, request({"t": [0]}, timeout_ms=10))
@@ -142,7 +117,7 @@ async def test_no_answer_within_the_timeout_is_request_timed_out() -> None:
 
 
 async def test_an_unknown_election_type_is_an_invalid_request() -> None:
-    controller = FakeController(True)
+    controller = controller_double(True)
     response = await elect_leaders.handle(make_ctx(controller), Req(2, request({"t": [0]}, 7)))
     assert response.body.error_code == ErrorCode.INVALID_REQUEST
-    assert controller.asked == []
+    assert controller.elections_asked == []

@@ -16,7 +16,6 @@ import pytest
 from broker.apis import leader_and_isr, stop_replica
 from broker.apis.services import ReplicaAccess
 from broker.replica_manager import ReplicaManager
-from controller.controller import KafkaController
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrRequest, StopReplicaRequest
 from protocol.values import TopicPartition
@@ -24,6 +23,7 @@ from storage import LogManager, TopicConfigs
 from tests.fakes.zk import FakeZk
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.handler_services import handler_services
+from tests.unit.controller_double import controller_double
 
 L = LeaderAndIsrRequest
 TOPIC_ID = uuid.UUID(int=42)
@@ -66,13 +66,6 @@ class FakeReplicaManager(ReplicaManager):
         return {TopicPartition(t, p): ErrorCode.NONE for t, p, _ in entries}
 
 
-class FakeController(KafkaController):
-    def __init__(self) -> None:
-        pass
-
-    broker_epoch = 100
-
-
 def zk_with_t() -> FakeZk:
     zk = FakeZk()
     zk.add_topic("t", {0: (0,), 1: (0,)}, {"segment.bytes": "1048576"}, topic_id=TOPIC_ID)
@@ -96,7 +89,7 @@ def make_ctx(topic_configs: TopicConfigs | None = None) -> ReplicaAccess:
     return handler_services(
         props={"zookeeper.connect": "z:1"},
         replica_manager=FakeReplicaManager(),
-        controller=FakeController(),
+        controller=controller_double(broker_epoch=100),
         zk=zk_with_t(),
         topic_configs=topic_configs,
     ).replicas

@@ -85,7 +85,7 @@ def controller(isr: tuple[int, ...], leader: int, live: tuple[int, ...]) -> Kafk
     channel = RecordingChannelManager()
     store = InMemoryPartitionStateStore()
     c = KafkaController(zk, broker(1), channel, MockClock(), store=store)
-    c.ctx.epoch, c.active_controller_id = 1, 1
+    c.ctx.epoch, c.election.active_controller_id = 1, 1
     c.ctx.add_live_brokers(broker(b) for b in live)
     c.ctx.set_topic(TopicAssignment("t", uuid.uuid4(), {0: (1, 2, 3)}))
     st = LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, 4, isr), 1)
@@ -102,7 +102,7 @@ async def elect(c: KafkaController, kind: ElectionType) -> ElectionOutcome:
     from controller import events as ev
 
     reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-    await c._on_elect_leaders(ev.ElectLeaders([T0], kind, reply))
+    await c.preferred.on_elect_leaders(ev.ElectLeaders([T0], kind, reply))
     outcomes = reply.result()
     assert isinstance(outcomes, dict)
     outcome = outcomes[T0]

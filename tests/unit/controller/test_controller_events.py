@@ -146,7 +146,7 @@ def test_every_event_has_a_handler_in_the_controllers_table() -> None:
     )
     # Stop never reaches the controller: the event manager ends on it
     handled = {cls for cls in ev.ControllerEvent.__subclasses__() if cls is not ev.Stop}
-    assert set(controller._event_handlers()) == handled
+    assert set(controller.event_handlers()) == handled
 
 
 async def test_the_observer_learns_each_events_queue_time_and_handling_time() -> None:

@@ -48,7 +48,7 @@ def loaded_controller(
     store = InMemoryPartitionStateStore()
     # the context is loaded by hand; no config is set anywhere in ZooKeeper
     c = KafkaController(FakeZk(), broker(2), channel, MockClock(), store=store)
-    c.ctx.epoch, c.active_controller_id = OLD_EPOCH + 1, 2
+    c.ctx.epoch, c.election.active_controller_id = OLD_EPOCH + 1, 2
     c.ctx.add_live_brokers(broker(b) for b in live)
     c.ctx.set_topic(TopicAssignment("a", TOPIC_ID, {tp.partition: (1, 2, 3) for tp in states}))
     for tp, lai in states.items():
@@ -96,7 +96,7 @@ async def test_a_dead_follower_leaves_the_isr_of_a_partition_whose_leader_lives(
             A2: LeaderAndIsr(3, 4, (3, 2)),
         }
     )
-    await c._start_state_machines()
+    await c.election.start_state_machines()
     assert leadership(c, A0) == (2, 8, (2, 3))
     assert leadership(c, A1) == (3, 3, (3,))
     assert leadership(c, A2) == (3, 4, (3, 2))  # 1 was not in it: nothing written
@@ -122,7 +122,7 @@ async def test_a_dead_follower_leaves_the_isr_of_a_partition_whose_leader_lives(
 
 async def test_a_partition_the_dead_broker_led_is_elected_without_it() -> None:
     c, _, _ = loaded_controller({A0: LeaderAndIsr(1, 7, (1, 3, 2))})
-    await c._start_state_machines()
+    await c.election.start_state_machines()
     assert leadership(c, A0) == (2, 8, (3, 2))  # first live ISR member in assignment order
     assert c.ctx.partition_state(A0) is PartitionState.ONLINE
     assert c.offline_partition_count == 0
@@ -130,13 +130,13 @@ async def test_a_partition_the_dead_broker_led_is_elected_without_it() -> None:
 
 async def test_without_a_live_isr_member_the_partition_goes_leaderless_once() -> None:
     c, _, store = loaded_controller({A0: LeaderAndIsr(1, 7, (1,))})
-    await c._start_state_machines()
+    await c.election.start_state_machines()
     assert leadership(c, A0) == (NO_LEADER, 8, (1,))
     assert c.offline_partition_count == 1
     # the next controller finds nothing left to write
     again, _, store_again = loaded_controller({A0: store.states[A0].leader_and_isr})
     writes = store_again.writes
-    await again._start_state_machines()
+    await again.election.start_state_machines()
     assert store_again.writes == writes
     assert leadership(again, A0) == (NO_LEADER, 8, (1,))
 
@@ -147,7 +147,7 @@ async def test_brokers_that_died_during_the_election_are_handled_the_same() -> N
     c, _, _ = loaded_controller(
         {A0: LeaderAndIsr(2, 1, (1, 2, 3)), A1: LeaderAndIsr(3, 1, (3, 2))}, live=(2,)
     )
-    await c._start_state_machines()
+    await c.election.start_state_machines()
     assert leadership(c, A0) == (2, 3, (2,))  # one write per dead broker, as on their deaths
     assert leadership(c, A1) == (2, 2, (2,))  # elected, without either
     assert c.offline_partition_count == 0
@@ -157,7 +157,7 @@ async def test_nothing_is_written_when_every_isr_member_is_live() -> None:
     c, channel, store = loaded_controller(
         {A0: LeaderAndIsr(2, 7, (2, 3)), A1: LeaderAndIsr(3, 1, (3, 2))}
     )
-    await c._start_state_machines()
+    await c.election.start_state_machines()
     assert store.writes == 0
     assert leadership(c, A0) == (2, 7, (2, 3))
     # the live replicas still learn their state from the new controller

@@ -64,7 +64,7 @@ def make_controller(
         store=store,
     )
     ctx = c.ctx
-    ctx.epoch, c.active_controller_id = 1, 1
+    ctx.epoch, c.election.active_controller_id = 1, 1
     ctx.add_live_brokers(broker(b) for b in (1, 2, 3))
     for b in (1, 2, 3):
         channel.add_broker(broker(b))
@@ -106,7 +106,7 @@ async def test_dead_follower_leaves_every_isr_with_a_new_leader_epoch() -> None:
             U0: LeaderAndIsr(3, 0, (3,)),
         }
     )
-    await c._on_broker_failure({2})
+    await c.brokers.on_broker_failure({2})
     assert leadership(c, A0) == (1, 6, (1, 3))
     assert leadership(c, A1) == (3, 3, (3,))
     assert leadership(c, U0) == (3, 0, (3,))  # 2 was not in its ISR: nothing to write
@@ -122,7 +122,7 @@ async def test_dead_follower_leaves_every_isr_with_a_new_leader_epoch() -> None:
 
 async def test_dead_leader_is_replaced_by_the_first_live_isr_member_in_assignment_order() -> None:
     c, _, _, _ = make_controller({A0: LeaderAndIsr(1, 5, (3, 1, 2))})
-    await c._on_broker_failure({1})
+    await c.brokers.on_broker_failure({1})
     assert leadership(c, A0) == (2, 6, (3, 2))
     assert c.ctx.partition_state(A0) is PartitionState.ONLINE
     assert c.offline_partition_count == 0
@@ -130,7 +130,7 @@ async def test_dead_leader_is_replaced_by_the_first_live_isr_member_in_assignmen
 
 async def test_without_a_live_isr_member_the_partition_stays_offline_with_its_last_isr() -> None:
     c, _, store, _ = make_controller({U0: LeaderAndIsr(2, 5, (2,))})
-    await c._on_broker_failure({2})
+    await c.brokers.on_broker_failure({2})
     assert leadership(c, U0) == (NO_LEADER, 6, (2,))
     assert store.states[U0].leader_and_isr.leader == NO_LEADER
     assert c.ctx.partition_state(U0) is PartitionState.OFFLINE
@@ -160,7 +160,7 @@ async def test_unclean_election_follows_the_topic_over_the_broker_config(
         configs.entity_configs[(paths.TOPICS_ENTITY, "u")] = {
             "unclean.leader.election.enable": topic
         }
-    await c._on_broker_failure({2})
+    await c.brokers.on_broker_failure({2})
     if unclean:
         assert leadership(c, U0) == (3, 6, (3,))
         assert c.unclean_leader_elections == 1
@@ -173,9 +173,9 @@ async def test_unclean_election_follows_the_topic_over_the_broker_config(
 
 async def test_the_last_isr_member_coming_back_leads_again() -> None:
     c, _, _, _ = make_controller({U0: LeaderAndIsr(2, 5, (2,))})
-    await c._on_broker_failure({2})
+    await c.brokers.on_broker_failure({2})
     c.ctx.add_live_brokers([broker(2)])
-    await c._on_broker_startup({2})
+    await c.brokers.on_broker_startup({2})
     assert leadership(c, U0) == (2, 7, (2,))
     assert c.offline_partition_count == 0
 
@@ -209,7 +209,7 @@ async def test_answers_and_removals_reach_the_callbacks_once() -> None:
 
 async def test_the_controllers_callbacks_post_response_events() -> None:
     c, channel, _, _ = make_controller({A0: LeaderAndIsr(1, 5, (1, 2, 3))})
-    await c._on_broker_failure({2})
+    await c.brokers.on_broker_failure({2})
     sent = channel.take(ApiKey.LEADER_AND_ISR)
     body = LeaderAndIsrResponse(error_code=0, topics=[])
     for r in sent:
@@ -240,7 +240,9 @@ async def test_a_storage_error_takes_the_replica_offline_and_moves_its_leadershi
     c, channel, _, _ = make_controller(
         {A0: LeaderAndIsr(1, 5, (1, 2, 3)), A1: LeaderAndIsr(2, 1, (2, 3))}
     )
-    await c._on_leader_and_isr_response(ev.LeaderAndIsrResponseReceived(1, storage_error(A0)))
+    await c.brokers.on_leader_and_isr_response(
+        ev.LeaderAndIsrResponseReceived(1, storage_error(A0))
+    )
     assert leadership(c, A0) == (2, 6, (2, 3))
     assert c.ctx.replica_state(PartitionReplica(A0, 1)) is ReplicaState.OFFLINE
     assert leadership(c, A1) == (2, 1, (2, 3))  # other partitions untouched
@@ -248,29 +250,33 @@ async def test_a_storage_error_takes_the_replica_offline_and_moves_its_leadershi
     # broker 1 is told to stop the replica it cannot host
     assert [r.broker_id for r in channel.take(ApiKey.STOP_REPLICA)] == [1]
     # the same answer again changes nothing
-    await c._on_leader_and_isr_response(ev.LeaderAndIsrResponseReceived(1, storage_error(A0)))
+    await c.brokers.on_leader_and_isr_response(
+        ev.LeaderAndIsrResponseReceived(1, storage_error(A0))
+    )
     assert leadership(c, A0) == (2, 6, (2, 3))
 
 
 async def test_a_replica_on_a_failed_directory_is_not_elected() -> None:
     c, _, _, _ = make_controller({A0: LeaderAndIsr(1, 5, (1, 2, 3))})
-    await c._on_leader_and_isr_response(ev.LeaderAndIsrResponseReceived(2, storage_error(A0)))
+    await c.brokers.on_leader_and_isr_response(
+        ev.LeaderAndIsrResponseReceived(2, storage_error(A0))
+    )
     assert leadership(c, A0) == (1, 6, (1, 3))
-    await c._on_broker_failure({1})
+    await c.brokers.on_broker_failure({1})
     assert leadership(c, A0) == (3, 7, (3,))
 
 
 async def test_other_answers_are_logged_only(caplog: pytest.LogCaptureFixture) -> None:
     c, channel, store, _ = make_controller({A0: LeaderAndIsr(1, 5, (1, 2, 3))})
     writes = store.writes
-    await c._on_leader_and_isr_response(ev.LeaderAndIsrResponseReceived(2, None))
-    await c._on_leader_and_isr_response(
+    await c.brokers.on_leader_and_isr_response(ev.LeaderAndIsrResponseReceived(2, None))
+    await c.brokers.on_leader_and_isr_response(
         ev.LeaderAndIsrResponseReceived(
             2, LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, topics=[])
         )
     )
     S = StopReplicaResponse
-    await c._on_stop_replica_response(
+    await c.topics.on_stop_replica_response(
         ev.StopReplicaResponseReceived(
             3,
             S(

@@ -319,7 +319,7 @@ def make_controller(
         store=store,
     )
     ctx = c.ctx
-    ctx.epoch, ctx.epoch_zk_version, c.active_controller_id = 1, EPOCH_ZK_VERSION, 1
+    ctx.epoch, ctx.epoch_zk_version, c.election.active_controller_id = 1, EPOCH_ZK_VERSION, 1
     ctx.add_live_brokers(broker(b) for b in (1, 2, 3))
     for b in (1, 2, 3):
         channel.add_broker(broker(b))
@@ -346,13 +346,13 @@ def stop_answer(body: Any, code: int = ErrorCode.NONE) -> StopReplicaResponse:
 async def drain(c: KafkaController) -> None:
     """Handle the queued events (the brokers' answers) as the event task would."""
     while c.events.queue_size():
-        await c._process(c.events._queue.get_nowait())
+        await c.process(c.events._queue.get_nowait())
 
 
 async def test_a_queued_topic_is_deleted_end_to_end_by_the_brokers_answers() -> None:
     c, channel, zk = make_controller()
     zk.queued_deletions = ["d", "nonexistent"]
-    await c._on_topic_deletion()
+    await c.topics.on_topic_deletion()
     assert zk.deleted_entries == ["nonexistent"]  # unknown topics are dropped, as Kafka does
     sent = channel.take(ApiKey.STOP_REPLICA)
     assert sorted(r.broker_id for r in sent) == [1, 2, 3]
@@ -379,13 +379,13 @@ async def test_a_queued_topic_is_deleted_end_to_end_by_the_brokers_answers() -> 
 async def test_an_error_answer_and_a_dead_broker_make_replicas_ineligible() -> None:
     c, channel, zk = make_controller()
     zk.queued_deletions = ["d"]
-    await c._on_topic_deletion()
+    await c.topics.on_topic_deletion()
     sent = {r.broker_id: r for r in channel.take(ApiKey.STOP_REPLICA)}
     sent[1].respond(stop_answer(sent[1].body, ErrorCode.KAFKA_STORAGE_ERROR))
     await drain(c)
     assert c.ctx.replica_state(PartitionReplica(D0, 1)) is R.DELETION_INELIGIBLE
     # broker 3 dies before answering: its replicas cannot be deleted now either
-    await c._on_broker_failure({3})
+    await c.brokers.on_broker_failure({3})
     await drain(c)  # its abandoned request's None answer changes nothing more
     assert c.ctx.replica_state(PartitionReplica(D0, 3)) is R.DELETION_INELIGIBLE
     assert c.ctx.replica_state(PartitionReplica(D1, 3)) is R.DELETION_INELIGIBLE
@@ -396,7 +396,7 @@ async def test_an_error_answer_and_a_dead_broker_make_replicas_ineligible() -> N
     # broker 3 returns: deletion resumes on 1 (retried) and 3
     c.ctx.add_live_brokers([broker(3)])
     channel.add_broker(broker(3))
-    await c._on_broker_startup({3})
+    await c.brokers.on_broker_startup({3})
     again = {r.broker_id: r for r in channel.take(ApiKey.STOP_REPLICA)}
     assert sorted(again) == [1, 3]
     for r in again.values():
@@ -408,10 +408,10 @@ async def test_an_error_answer_and_a_dead_broker_make_replicas_ineligible() -> N
 async def test_a_topic_being_deleted_ignores_partition_changes_and_gets_no_leaders() -> None:
     c, channel, zk = make_controller()
     zk.queued_deletions = ["d"]
-    await c._on_topic_deletion()
+    await c.topics.on_topic_deletion()
     channel.take()
-    await c._on_partition_modifications("d")  # would read the znode: must not
-    await c._on_broker_failure({1})
+    await c.topics.on_partition_modifications("d")  # would read the znode: must not
+    await c.brokers.on_broker_failure({1})
     sent = channel.take(ApiKey.LEADER_AND_ISR)
     assert not any(t.topic_name == "d" for r in sent for t in r.body.topic_states)
 
@@ -419,7 +419,7 @@ async def test_a_topic_being_deleted_ignores_partition_changes_and_gets_no_leade
 async def test_with_deletion_disabled_the_controller_drops_the_requests() -> None:
     c, channel, zk = make_controller(delete_topic_enable=False)
     zk.queued_deletions = ["d"]
-    await c._on_topic_deletion()
+    await c.topics.on_topic_deletion()
     assert zk.deleted_entries == ["d"] and c.ctx.topics_to_delete == set()
     assert channel.take(ApiKey.STOP_REPLICA) == []
 
@@ -428,7 +428,7 @@ async def test_with_deletion_disabled_the_controller_drops_the_requests() -> Non
 async def test_a_missing_answer_is_left_to_the_brokers_death(response: str | None) -> None:
     c, channel, zk = make_controller()
     zk.queued_deletions = ["d"]
-    await c._on_topic_deletion()
+    await c.topics.on_topic_deletion()
     (to_2,) = [r for r in channel.take(ApiKey.STOP_REPLICA) if r.broker_id == 2]
     if response is None:
         to_2.respond(None)
@@ -443,13 +443,13 @@ async def test_a_topic_with_a_partition_being_reassigned_waits_for_the_reassignm
     c, channel, zk = make_controller()
     c.ctx.set_full_assignment(D1, ReplicaAssignment((2, 3, 1), (1,), ()))
     zk.queued_deletions = ["d"]
-    await c._on_topic_deletion()
+    await c.topics.on_topic_deletion()
     assert c.ctx.topics_ineligible_for_deletion == {"d"}
     assert channel.take(ApiKey.STOP_REPLICA) == []
 
     async def reassignment_completes() -> None:
         c.ctx.set_full_assignment(D1, ReplicaAssignment((2, 3)))
 
-    await c._reassigning(reassignment_completes())
+    await c.topics.after_reassignment(reassignment_completes())
     assert c.ctx.topics_ineligible_for_deletion == set()
     assert sorted(r.broker_id for r in channel.take(ApiKey.STOP_REPLICA)) == [1, 2, 3]
