@@ -93,6 +93,7 @@ from broker.component_settings import (
 )
 from broker.config import BrokerConfig
 from broker.config_changes import ConfigChangeListener, DynamicConfigApplier
+from broker.controlled_shutdown import request_controlled_shutdown
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
@@ -119,8 +120,7 @@ from broker.replication import ReplicaFetcherManager
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
-from controller.network import ChannelConfig, TcpChannelManager
-from controller.shutdown import request_controlled_shutdown
+from controller.tcp_channel import ChannelConfig, TcpChannelManager
 from storage import LogManager, LogManagerConfig, TaskSpec
 from storage.meta import (
     MetaProperties,

@@ -11,12 +11,14 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from broker.config import BrokerConfig
+from timer.backoff import ExponentialBackoff
 from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
 
-#: how long to wait between ZooKeeper connection attempts at startup
-ZK_RETRY_BACKOFF_S = 2.0
+#: the wait between ZooKeeper connection attempts at startup: from half a second, doubling,
+#: up to 2 s (jittered), so that a ZooKeeper started beside the broker is found quickly
+ZK_RETRY_BACKOFF = ExponentialBackoff(0.5, 2.0)
 
 #: connects to ZooKeeper: (hosts, session timeout s, connection timeout s) -> client
 ZkConnect = Callable[[str, float, float], Awaitable[ZkFacade]]
@@ -52,7 +54,7 @@ def on_loop(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], bool]], b
 
 
 async def connect_zookeeper(config: BrokerConfig, zk_connect: ZkConnect) -> ZkFacade:
-    """A session with zookeeper.connect, retried every ``ZK_RETRY_BACKOFF_S`` with a
+    """A session with zookeeper.connect, retried after ``ZK_RETRY_BACKOFF`` with a
     clear message while ZooKeeper is unreachable (cancel to give up)."""
     hosts = config.get_str("zookeeper.connect")
     if not hosts:
@@ -65,13 +67,13 @@ async def connect_zookeeper(config: BrokerConfig, zk_connect: ZkConnect) -> ZkFa
         try:
             zk = await zk_connect(hosts, session_s, connect_s)
         except Exception as exc:  # kazoo raises its own timeout types; all mean "retry"
+            wait_s = ZK_RETRY_BACKOFF.delay_s(attempt)
             message = (
                 f"cannot connect to ZooKeeper at {hosts} (attempt {attempt}: "
-                f"{type(exc).__name__} {exc}); is it running? retrying in "
-                f"{ZK_RETRY_BACKOFF_S:.0f}s"
+                f"{type(exc).__name__} {exc}); is it running? retrying in {wait_s:.1f}s"
             )
             log.error(message)
-            await asyncio.sleep(ZK_RETRY_BACKOFF_S)
+            await asyncio.sleep(wait_s)
             continue
         log.info("connected to ZooKeeper at %s (session 0x%x)", hosts, zk.session_id or 0)
         return zk

@@ -8,14 +8,14 @@ Modules, by concept:
 
 - ``model``: the controller's own value type, PartitionReplica.
 - ``states``: replica (7) and partition (4) states as transition tables; ``check_transition``.
-- ``election``: the four leader-election strategies, pure functions.
+- ``election_strategies``: the four leader-election strategies, pure functions.
 - ``context``: ControllerContext, the controller's in-memory view (pure).
 - ``replica_state_machine`` / ``partition_state_machine``: drive the context through the
   tables; persist decisions through ``store.PartitionStateStore``.
-- ``request_batch`` / ``requests``: collect and build LeaderAndIsr (v5), UpdateMetadata (v7)
-  and StopReplica (v3) bodies.
+- ``request_batch`` collects the requests one event causes; ``request_bodies`` builds the
+  LeaderAndIsr (v5), UpdateMetadata (v7) and StopReplica (v3) bodies (pure).
 - ``channel``: the ControllerChannelManager interface and a recording fake;
-  ``network.TcpChannelManager``: the real one (a queue, a ``client.Connection``, retries
+  ``tcp_channel.TcpChannelManager``: the real one (a queue, a ``client.Connection``, retries
   per broker).
 - ``events``: the controller's events and its single-consumer ControllerEventManager.
 - ``controller``: KafkaController, the owner that wires the handler modules below to the
@@ -27,10 +27,11 @@ Modules, by concept:
 - ``topic_changes``: new topics and partitions, the deletion queue (owning the
   ``topic_deletion.TopicDeletionManager``), StopReplica answers.
 - ``preferred_leaders``: the leader-imbalance check, /admin/preferred_replica_election,
-  ElectLeaders; ``rebalance``: which partitions go back to their preferred leader (pure).
+  ElectLeaders; ``preferred_leader_rules``: which partitions go back to their preferred
+  leader (pure).
 - ``isr_changes``: /isr_change_notification.
-- ``reassigner`` / ``reassignment``: partition reassignment (driver / pure plan).
-- ``shutdown``: the broker side of controlled shutdown, and the response builder.
+- ``reassigner`` carries out partition reassignments; ``reassignment_rules``: their pure
+  plan (replica sets, validation, phases).
 - ``store``: the PartitionStateStore interface (``zk.store.ZkPartitionStateStore`` is the
   real one) and an in-memory fake.
 

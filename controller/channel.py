@@ -3,7 +3,7 @@
 The controller hands each broker an already-built request body (a protocol.messages
 struct) with its API key and version; the channel manager owns delivery: one queue and
 one connection per broker, in order, retried with backoff until the broker is removed.
-``controller.network.TcpChannelManager`` is the real implementation;
+``controller.tcp_channel.TcpChannelManager`` is the real implementation;
 ``RecordingChannelManager`` below records what would be sent, for tests.
 
 Responses: ``send`` takes an optional callback, called exactly once per request on the

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 
 from controller.model import PartitionReplica
-from controller.reassignment import ReplicaAssignment
+from controller.reassignment_rules import ReplicaAssignment
 from controller.states import PartitionState, ReplicaState
 from protocol.values import TopicPartition
 from zk.model import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.context import ControllerContext
-from controller.election import ElectionStrategy
+from controller.election_strategies import ElectionStrategy
 from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine

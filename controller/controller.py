@@ -62,13 +62,16 @@ from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
 from controller.controlled_shutdown import ControlledShutdownResult
 from controller.elect_leaders import ElectionOutcome, ElectionType
-from controller.election import UNCLEAN_LEADER_ELECTION_ENABLE, unclean_leader_election_enabled
 from controller.election_lifecycle import ElectionLifecycle
+from controller.election_strategies import (
+    UNCLEAN_LEADER_ELECTION_ENABLE,
+    unclean_leader_election_enabled,
+)
 from controller.isr_changes import IsrChanges
 from controller.partition_state_machine import PartitionStateMachine
 from controller.preferred_leaders import PreferredLeaders
 from controller.reassigner import Outcomes, PartitionReassigner
-from controller.reassignment import ReplicaAssignment
+from controller.reassignment_rules import ReplicaAssignment
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.store import PartitionStateStore

@@ -1,7 +1,7 @@
 """PartitionStateMachine: moves partitions between the four states of ``states``.
 
 It validates every transition against ``states.PARTITION_TRANSITIONS`` and, for the move
-to Online, decides the leader with the election strategies (controller.election), writes
+to Online, decides the leader with the election strategies (controller.election_strategies), writes
 the decision through the PartitionStateStore, then records it in the context and queues
 LeaderAndIsr for the replicas. Nothing is recorded unless the write succeeded.
 
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from controller.context import ControllerContext
-from controller.election import (
+from controller.election_strategies import (
     Election,
     ElectionStrategy,
     controlled_shutdown_leader,

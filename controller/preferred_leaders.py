@@ -8,7 +8,7 @@ Three ways in, all run by the active controller only:
   the failover, as Kafka does, then every ``leader.imbalance.check.interval.seconds``)
   and ``cancel`` disarms it when it resigns; each run enqueues an
   AutoPreferredLeaderElection event, so the check itself runs on the event task and
-  picks (controller.rebalance) the partitions of brokers whose share of
+  picks (controller.preferred_leader_rules) the partitions of brokers whose share of
   not-preferred-led partitions exceeds ``leader.imbalance.per.broker.percentage``;
 - /admin/preferred_replica_election, the pre-API way an operator asks: read (re-arming
   its watch), the known partitions elected, the znode deleted fenced by the epoch;
@@ -30,9 +30,9 @@ from kazoo.protocol.states import EventType, WatchedEvent
 from controller import events as ev
 from controller.context import ControllerContext
 from controller.elect_leaders import ElectionOutcome, ElectionType, failed, triage
-from controller.election import ElectionStrategy
+from controller.election_strategies import ElectionStrategy
 from controller.partition_state_machine import PartitionStateMachine
-from controller.rebalance import partitions_to_rebalance, preferred_candidates
+from controller.preferred_leader_rules import partitions_to_rebalance, preferred_candidates
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState
 from protocol.errors import ErrorCode

@@ -1,6 +1,6 @@
 """PartitionReassigner: the controller's side of partition reassignment (Kafka's KIP-455).
 
-The decisions are controller.reassignment's (the replica sets, validation, which phase a
+The decisions are controller.reassignment_rules's (the replica sets, validation, which phase a
 partition is in, the steps of each phase); this module carries them out on the context,
 the state machines, ZooKeeper and the request batch. It runs only on the controller's
 event task, like every other handler.
@@ -35,10 +35,10 @@ from kazoo.protocol.states import EventType, WatchedEvent
 
 from controller import events as ev
 from controller.context import ControllerContext
-from controller.election import ElectionStrategy
+from controller.election_strategies import ElectionStrategy
 from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
-from controller.reassignment import (
+from controller.reassignment_rules import (
     PHASE_STEPS,
     LeaderMove,
     Phase,

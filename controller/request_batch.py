@@ -2,7 +2,7 @@
 
 A state change touches many partitions; rather than one request per partition, handlers
 add entries here and ``send`` builds one LeaderAndIsr, one UpdateMetadata and one
-StopReplica per broker (bodies built by controller.requests from the context). Every
+StopReplica per broker (bodies built by controller.request_bodies from the context). Every
 LeaderAndIsr entry also queues UpdateMetadata for that partition to every live broker,
 so each broker's metadata cache learns of the new leader.
 
@@ -91,8 +91,8 @@ class ControllerRequestBatch:
     ) -> None:
         """Build every body from the context as it is now and hand them to ``channel``;
         the callbacks get each broker's LeaderAndIsr and StopReplica answers."""
-        # imported here: controller.requests needs LeaderAndIsrEntry from this module
-        import controller.requests as requests
+        # imported here: controller.request_bodies needs LeaderAndIsrEntry from this module
+        import controller.request_bodies as requests
 
         for bid, entries in sorted(self.leader_and_isr.items()):
             if bid not in ctx.live_brokers:

@@ -39,7 +39,7 @@ from controller.context import ControllerContext
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
-from controller.requests import answered, error_name, stop_replica_errors
+from controller.request_bodies import answered, error_name, stop_replica_errors
 from controller.states import PartitionState, ReplicaState
 from controller.topic_deletion import TopicDeletionManager, deletion_answers
 from protocol.errors import ErrorCode

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from broker.apis.request import ApiRequest
 from broker.apis.services import ClusterAdmin
-from controller.shutdown import controlled_shutdown_response
+from broker.controlled_shutdown import controlled_shutdown_response
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 

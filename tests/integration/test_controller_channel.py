@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import protocol
-from controller.network import ChannelConfig, TcpChannelManager
+from controller.tcp_channel import ChannelConfig, TcpChannelManager
 from protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 from tests.polling import until
 from zk.model import BrokerInfo, EndPoint

@@ -17,9 +17,9 @@ from kazoo.exceptions import ConnectionLoss
 from kazoo.protocol.states import KazooState
 
 import protocol
+from broker.controlled_shutdown import controlled_shutdown_response, request_controlled_shutdown
 from controller.channel import RecordingChannelManager
 from controller.controller import ControllerConfig, KafkaController
-from controller.shutdown import controlled_shutdown_response, request_controlled_shutdown
 from controller.states import PartitionState
 from protocol import ApiKey, ErrorCode
 from protocol.values import NO_LEADER, TopicPartition

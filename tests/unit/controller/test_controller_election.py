@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from config.effective import ConfigLayers
-from controller.election import (
+from controller.election_strategies import (
     Election,
     controlled_shutdown_leader,
     offline_partition_leader,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.reassignment import (
+from controller.reassignment_rules import (
     PHASE_STEPS,
     LeaderMove,
     Phase,

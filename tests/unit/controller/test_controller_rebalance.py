@@ -5,7 +5,11 @@ from __future__ import annotations
 import uuid
 
 from controller.context import ControllerContext
-from controller.rebalance import imbalance_ratios, partitions_to_rebalance, preferred_candidates
+from controller.preferred_leader_rules import (
+    imbalance_ratios,
+    partitions_to_rebalance,
+    preferred_candidates,
+)
 from controller.states import PartitionState
 from protocol.values import TopicPartition
 from zk.model import (

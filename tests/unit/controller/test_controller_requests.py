@@ -8,7 +8,7 @@ import protocol
 from controller.channel import RecordingChannelManager
 from controller.context import ControllerContext
 from controller.request_batch import ControllerRequestBatch
-from controller.requests import build_update_metadata
+from controller.request_bodies import build_update_metadata
 from protocol import ApiKey
 from protocol.values import TopicPartition
 from zk.model import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller.shutdown import Step, next_step
+from broker.controlled_shutdown import Step, next_step
 from protocol.errors import ErrorCode
 
 

@@ -20,10 +20,10 @@ from controller.context import ControllerContext
 from controller.controller import ControllerConfig, KafkaController
 from controller.model import PartitionReplica
 from controller.partition_state_machine import PartitionStateMachine
-from controller.reassignment import ReplicaAssignment
+from controller.reassignment_rules import ReplicaAssignment
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
-from controller.requests import build_stop_replica, build_update_metadata
+from controller.request_bodies import build_stop_replica, build_update_metadata
 from controller.states import PartitionState, ReplicaState
 from controller.store import InMemoryPartitionStateStore
 from controller.topic_deletion import (

@@ -1,4 +1,5 @@
-"""Controlled shutdown, the stopping broker's side (the controller's is controlled_shutdown).
+"""Controlled shutdown, the stopping broker's side (the controller's is
+controller.controlled_shutdown).
 
 A broker that is asked to stop (SIGTERM) first asks the controller to move its
 leaderships away (Kafka's ``controlled.shutdown.enable``), so clients switch leaders
@@ -22,10 +23,11 @@ from typing import Any
 
 from client.connection import request_once
 from controller.controlled_shutdown import ControlledShutdownResult
-from controller.network import ChannelConfig, control_endpoint
+from controller.tcp_channel import ChannelConfig, control_endpoint
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.values import TopicPartition
+from timer.backoff import ExponentialBackoff
 from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,8 @@ async def request_controlled_shutdown(
     or None if no controller could be reached. Kafka's defaults: 3 attempts
     (controlled.shutdown.max.retries), 5 s apart (controlled.shutdown.retry.backoff.ms).
     """
+    # Kafka waits the same backoff between every two attempts: no growth, no jitter
+    backoff = ExponentialBackoff(retry_backoff_s, retry_backoff_s, multiplier=1, jitter=0)
     remaining: list[TopicPartition] | None = None
     for attempt in range(1, attempts + 1):
         try:
@@ -118,5 +122,5 @@ async def request_controlled_shutdown(
             # any failure here only costs an attempt: shutdown proceeds regardless
             log.warning("controlled shutdown attempt %s failed: %s", attempt, exc)
         if attempt < attempts:
-            await asyncio.sleep(retry_backoff_s)
+            await asyncio.sleep(backoff.delay_s(attempt))
     return remaining
