@@ -132,6 +132,7 @@ from storage.meta import (
 from timer import DelayedOperation, DelayedOperationPurgatory, Scheduler
 from timer.clock import Clock
 from zk.facade import ZkFacade
+from zk.store import ZkPartitionStateStore
 
 log = logging.getLogger(__name__)
 
@@ -525,6 +526,7 @@ class BrokerAssembly:
             channel,
             self.clock,
             controller_config(self.config),
+            store=ZkPartitionStateStore(self.zk),
             scheduler=self.scheduler,
         )
         self.controller = controller

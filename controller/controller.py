@@ -85,7 +85,6 @@ from zk.codec import ZkDataError
 from zk.errors import ControllerMovedError
 from zk.facade import ZkFacade
 from zk.model import BrokerInfo
-from zk.store import ZkPartitionStateStore
 
 log = logging.getLogger(__name__)
 
@@ -130,18 +129,20 @@ class KafkaController:
         broker_info: BrokerInfo,
         channel: ControllerChannelManager,
         clock: Clock,
-        config: ControllerConfig | None = None,
-        store: PartitionStateStore | None = None,
-        scheduler: Scheduler | None = None,
+        config: ControllerConfig,
+        *,
+        store: PartitionStateStore,
+        scheduler: Scheduler | None,
     ) -> None:
+        """``store`` persists partition states (``zk.store.ZkPartitionStateStore`` in a
+        broker); ``scheduler`` runs the leader-imbalance check (None: never scheduled)."""
         self.zk = zk
         self.broker_info = broker_info
         self.broker_id = broker_info.id
         self.channel = channel
         self.clock = clock
-        self.config = cfg = config or ControllerConfig()
+        self.config = cfg = config
         self.ctx = ctx = ControllerContext()
-        store = store or ZkPartitionStateStore(zk)
         self.partition_sm = PartitionStateMachine(
             ctx,
             store,

@@ -33,10 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from controller.channel import RecordingChannelManager
-from controller.controller import KafkaController
+from controller.controller import ControllerConfig, KafkaController
 from controller.states import PartitionState
 from protocol.values import TopicPartition
+from tests.fakes.controller import RecordingChannelManager
 from tests.integration.controller_failover import CpuHogs, kill_controller, percentile, restore
 from timer.clock import SystemClock
 from tools.cluster import SESSION_TIMEOUT_MS, ClusterLayout, LocalCluster
@@ -46,6 +46,7 @@ from zk.controller_election import try_become_controller
 from zk.facade import ZkFacade
 from zk.model import BrokerInfo, EndPoint, LeaderAndIsr, TopicAssignment
 from zk.session import ZkSession
+from zk.store import ZkPartitionStateStore
 
 
 def rate(n: int, seconds: float) -> str:
@@ -90,6 +91,9 @@ async def bench_failover(connect: str, n: int) -> None:
             BrokerInfo(bid, (EndPoint("127.0.0.1", 9000 + bid),)),
             RecordingChannelManager(),
             SystemClock(),
+            ControllerConfig(),
+            store=ZkPartitionStateStore(zk),
+            scheduler=None,
         )
         await ctl.start()
         nodes.append((ctl, zk))

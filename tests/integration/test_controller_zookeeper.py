@@ -18,11 +18,11 @@ from kazoo.protocol.states import KazooState
 
 import protocol
 from broker.controlled_shutdown import controlled_shutdown_response, request_controlled_shutdown
-from controller.channel import RecordingChannelManager
 from controller.controller import ControllerConfig, KafkaController
 from controller.states import PartitionState
 from protocol import ApiKey, ErrorCode
 from protocol.values import NO_LEADER, TopicPartition
+from tests.fakes.controller import RecordingChannelManager
 from tests.integration.zk_fixtures import expire_session
 from tests.polling import until
 from timer.clock import SystemClock
@@ -36,6 +36,7 @@ from zk.model import (
     LeaderIsrAndControllerEpoch,
     TopicAssignment,
 )
+from zk.store import ZkPartitionStateStore
 
 DEADLINE_S = 20.0
 
@@ -69,7 +70,13 @@ async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:
         channel = RecordingChannelManager()
         info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", port or 19000 + broker_id),))
         controller = KafkaController(
-            zk, info, channel, SystemClock(), config or ControllerConfig(), scheduler=scheduler
+            zk,
+            info,
+            channel,
+            SystemClock(),
+            config or ControllerConfig(),
+            store=ZkPartitionStateStore(zk),
+            scheduler=scheduler,
         )
         await controller.start()
         node = Node(controller, zk, channel)

@@ -11,19 +11,15 @@ it was asked. ``controller_double`` is the factory the tests call.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from controller.channel import RecordingChannelManager
 from controller.controller import ControlledShutdownResult, ControllerConfig, KafkaController
 from controller.elect_leaders import ElectionOutcome, ElectionType
-from controller.store import InMemoryPartitionStateStore
 from protocol import ErrorCode
 from protocol.values import TopicPartition
+from tests.fakes.controller import InMemoryPartitionStateStore, RecordingChannelManager
+from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk.model import BrokerInfo, EndPoint
-
-#: never called: a double is never started, and its answers are set by the test
-_NO_ZOOKEEPER: Any = object()
 
 
 class ControllerDouble(KafkaController):
@@ -35,12 +31,13 @@ class ControllerDouble(KafkaController):
         shutdown: ControlledShutdownResult,
     ) -> None:
         super().__init__(
-            _NO_ZOOKEEPER,
+            FakeZk(),  # never called: a double is never started
             BrokerInfo(1, (EndPoint("127.0.0.1", 9092),)),
             RecordingChannelManager(),
             MockClock(),
             ControllerConfig(),
             store=InMemoryPartitionStateStore(),
+            scheduler=None,
         )
         self.active = active
         self.registered_epoch = broker_epoch

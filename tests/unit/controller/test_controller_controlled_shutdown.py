@@ -11,9 +11,9 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
-from controller.store import InMemoryPartitionStateStore
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
+from tests.fakes.controller import InMemoryPartitionStateStore
 from zk.model import (
     BrokerInfo,
     EndPoint,

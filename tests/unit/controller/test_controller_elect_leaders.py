@@ -7,13 +7,12 @@ import uuid
 
 import pytest
 
-from controller.channel import RecordingChannelManager
 from controller.context import ControllerContext
-from controller.controller import KafkaController
+from controller.controller import ControllerConfig, KafkaController
 from controller.elect_leaders import ElectionOutcome, ElectionType, triage
-from controller.store import InMemoryPartitionStateStore
 from protocol import ErrorCode
 from protocol.values import NO_LEADER, TopicPartition
+from tests.fakes.controller import InMemoryPartitionStateStore, RecordingChannelManager
 from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk.model import (
@@ -84,7 +83,9 @@ def controller(isr: tuple[int, ...], leader: int, live: tuple[int, ...]) -> Kafk
     zk = FakeZk()  # never used: the topic's config is not read for requested elections
     channel = RecordingChannelManager()
     store = InMemoryPartitionStateStore()
-    c = KafkaController(zk, broker(1), channel, MockClock(), store=store)
+    c = KafkaController(
+        zk, broker(1), channel, MockClock(), ControllerConfig(), store=store, scheduler=None
+    )
     c.ctx.epoch, c.election.active_controller_id = 1, 1
     c.ctx.add_live_brokers(broker(b) for b in live)
     c.ctx.set_topic(TopicAssignment("t", uuid.uuid4(), {0: (1, 2, 3)}))

@@ -129,9 +129,8 @@ async def test_shutdown_discards_queued_events_and_answers_waiters() -> None:
 
 def test_every_event_has_a_handler_in_the_controllers_table() -> None:
 
-    from controller.channel import RecordingChannelManager
-    from controller.controller import KafkaController
-    from controller.store import InMemoryPartitionStateStore
+    from controller.controller import ControllerConfig, KafkaController
+    from tests.fakes.controller import InMemoryPartitionStateStore, RecordingChannelManager
     from tests.fakes.zk import FakeZk
     from timer.clock import MockClock
     from zk.model import BrokerInfo, EndPoint
@@ -142,7 +141,9 @@ def test_every_event_has_a_handler_in_the_controllers_table() -> None:
         BrokerInfo(1, (EndPoint("127.0.0.1", 9092),)),
         RecordingChannelManager(),
         MockClock(),
+        ControllerConfig(),
         store=InMemoryPartitionStateStore(),
+        scheduler=None,
     )
     # Stop never reaches the controller: the event manager ends on it
     handled = {cls for cls in ev.ControllerEvent.__subclasses__() if cls is not ev.Stop}

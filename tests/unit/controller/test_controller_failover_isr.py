@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import uuid
 
-from controller.channel import RecordingChannelManager, SentRequest
 from controller.context import ControllerContext
-from controller.controller import KafkaController
+from controller.controller import ControllerConfig, KafkaController
 from controller.model import PartitionReplica
 from controller.replica_state_machine import stranded_replicas
 from controller.states import PartitionState, ReplicaState
-from controller.store import InMemoryPartitionStateStore
 from protocol import ApiKey
 from protocol.values import NO_LEADER, TopicPartition
+from tests.fakes.controller import InMemoryPartitionStateStore, RecordingChannelManager, SentRequest
 from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk.model import (
@@ -47,7 +46,9 @@ def loaded_controller(
     channel = RecordingChannelManager()
     store = InMemoryPartitionStateStore()
     # the context is loaded by hand; no config is set anywhere in ZooKeeper
-    c = KafkaController(FakeZk(), broker(2), channel, MockClock(), store=store)
+    c = KafkaController(
+        FakeZk(), broker(2), channel, MockClock(), ControllerConfig(), store=store, scheduler=None
+    )
     c.ctx.epoch, c.election.active_controller_id = OLD_EPOCH + 1, 2
     c.ctx.add_live_brokers(broker(b) for b in live)
     c.ctx.set_topic(TopicAssignment("a", TOPIC_ID, {tp.partition: (1, 2, 3) for tp in states}))

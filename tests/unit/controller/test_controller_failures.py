@@ -11,15 +11,14 @@ import uuid
 import pytest
 
 from controller import events as ev
-from controller.channel import RecordingChannelManager, SentRequest
 from controller.controller import ControllerConfig, KafkaController
 from controller.model import PartitionReplica
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
-from controller.store import InMemoryPartitionStateStore
 from protocol import ApiKey, ErrorCode
 from protocol.messages import LeaderAndIsrResponse, StopReplicaResponse
 from protocol.values import NO_LEADER, TopicPartition
+from tests.fakes.controller import InMemoryPartitionStateStore, RecordingChannelManager, SentRequest
 from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk import paths
@@ -62,6 +61,7 @@ def make_controller(
         MockClock(),
         ControllerConfig(unclean_leader_election_enable=static_unclean),
         store=store,
+        scheduler=None,
     )
     ctx = c.ctx
     ctx.epoch, c.election.active_controller_id = 1, 1

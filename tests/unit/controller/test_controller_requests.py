@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 
 import protocol
-from controller.channel import RecordingChannelManager
 from controller.context import ControllerContext
 from controller.request_batch import ControllerRequestBatch
 from controller.request_bodies import build_update_metadata
 from protocol import ApiKey
 from protocol.values import TopicPartition
+from tests.fakes.controller import RecordingChannelManager
 from zk.model import (
     BrokerInfo,
     EndPoint,

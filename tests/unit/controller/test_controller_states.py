@@ -20,8 +20,8 @@ from controller.states import (
     ReplicaState,
     check_transition,
 )
-from controller.store import InMemoryPartitionStateStore
 from protocol.values import NO_LEADER, TopicPartition
+from tests.fakes.controller import InMemoryPartitionStateStore
 from zk.model import (
     BrokerInfo,
     EndPoint,

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from controller.channel import RecordingChannelManager
 from controller.context import ControllerContext
 from controller.controller import ControllerConfig, KafkaController
 from controller.model import PartitionReplica
@@ -25,7 +24,6 @@ from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.request_bodies import build_stop_replica, build_update_metadata
 from controller.states import PartitionState, ReplicaState
-from controller.store import InMemoryPartitionStateStore
 from controller.topic_deletion import (
     TopicDeletionManager,
     deletion_answers,
@@ -34,6 +32,7 @@ from controller.topic_deletion import (
 from protocol import ApiKey, ErrorCode
 from protocol.messages import StopReplicaResponse
 from protocol.values import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, TopicPartition
+from tests.fakes.controller import InMemoryPartitionStateStore, RecordingChannelManager
 from tests.fakes.zk import FakeZk
 from timer.clock import MockClock
 from zk.model import (
@@ -317,6 +316,7 @@ def make_controller(
         MockClock(),
         ControllerConfig(delete_topic_enable=delete_topic_enable),
         store=store,
+        scheduler=None,
     )
     ctx = c.ctx
     ctx.epoch, ctx.epoch_zk_version, c.election.active_controller_id = 1, EPOCH_ZK_VERSION, 1
