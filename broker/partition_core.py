@@ -31,7 +31,7 @@ from typing import Protocol
 
 from broker import isr as isr_rules
 from broker.isr import FollowerState, IsrChange, IsrState, IsrWriter
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, error_name
 from protocol.primitives import ZERO_UUID
 from protocol.uuids import uuid_to_base64
 from protocol.values import NO_LEADER_EPOCH, TopicPartition
@@ -45,7 +45,7 @@ class PartitionError(Exception):
     """A request on this partition fails with ``error_code`` (a Kafka error code)."""
 
     def __init__(self, error_code: int, message: str = "") -> None:
-        super().__init__(message or ErrorCode(error_code).name)
+        super().__init__(message or error_name(error_code))
         self.error_code = error_code
 
 

@@ -40,10 +40,10 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.reassigner import PartitionReassigner
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
-from controller.request_bodies import answered, error_name, leader_and_isr_errors
+from controller.request_bodies import answered, leader_and_isr_errors
 from controller.states import PartitionState, ReplicaState
 from controller.topic_deletion import TopicDeletionManager
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, error_name
 from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)

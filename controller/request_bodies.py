@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar
 import msgspec
 
 from controller.context import ControllerContext
-from protocol import ApiKey, ErrorCode
+from protocol import ApiKey, ErrorCode, error_name
 from protocol.messages import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -246,14 +246,6 @@ def stop_replica_errors(response: StopReplicaResponse) -> dict[TopicPartition, i
         TopicPartition(p.topic_name, p.partition_index): p.error_code
         for p in response.partition_errors or ()
     }
-
-
-def error_name(code: int) -> str:
-    """An error code's name, also for a code this build does not know."""
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
 
 
 class _Answer(Protocol):

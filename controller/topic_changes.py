@@ -39,10 +39,10 @@ from controller.context import ControllerContext
 from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
-from controller.request_bodies import answered, error_name, stop_replica_errors
+from controller.request_bodies import answered, stop_replica_errors
 from controller.states import PartitionState, ReplicaState
 from controller.topic_deletion import TopicDeletionManager, deletion_answers
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, error_name
 from protocol.values import TopicPartition
 from zk.codec import ZkDataError
 from zk.facade import ZkFacade

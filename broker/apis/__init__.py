@@ -79,7 +79,7 @@ from broker.apis.services import (
     TopicAdmin,
 )
 from broker.metrics import BrokerMetrics
-from protocol import ApiKey, ErrorCode, Response
+from protocol import ApiKey, ErrorCode, Response, error_name
 from protocol.api import api_name, response_message
 from protocol.messages import RequestHeader
 
@@ -233,13 +233,6 @@ def _error_walk(cls: type[msgspec.Struct]) -> tuple[bool, tuple[str, ...]]:
     return has_error_code, tuple(struct_lists)
 
 
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
-
-
 class KafkaApis:
     """Dispatches each request to its API's handler, with the handler's family of
     services; one per broker. ``gate`` holds client requests until the broker can
@@ -303,7 +296,7 @@ class KafkaApis:
             return
         api = api_name(result.api_key)
         for code in iter_error_codes(result.body):
-            self.metrics.request_errors.labels(api=api, error=_error_name(code)).inc()
+            self.metrics.request_errors.labels(api=api, error=error_name(code)).inc()
 
     def _count_deferred_errors(
         self, future: asyncio.Future[Response] | asyncio.Future[Answer]

@@ -59,7 +59,7 @@ from broker.group.partitioner import partition_for
 from broker.group.records import build_records, group_key, group_value, offset_key, offset_value
 from broker.partition import Partition
 from broker.produce_records import ProducedRecords
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, error_name
 from protocol.records.batch import Compression
 from protocol.records.validation import validate_records
 from protocol.values import EPOCH_DURING_DELETE, TopicPartition
@@ -570,7 +570,7 @@ class GroupMetadataManager:
             self.listener.on_groups_unloaded(dead)
         for result in await asyncio.gather(*appends):
             if result.error_code != ErrorCode.NONE:
-                log.warning("writing tombstones failed: %s", ErrorCode(result.error_code).name)
+                log.warning("writing tombstones failed: %s", error_name(result.error_code))
         return removed
 
     def _spawn(self, coro: Awaitable[T], name: str) -> asyncio.Task[T]:
