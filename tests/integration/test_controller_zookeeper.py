@@ -1,19 +1,15 @@
-"""KafkaController against a real ZooKeeper: election, failover, fencing, partition states.
-
-Several controllers (one per simulated broker) run in one event loop, each with its own
-ZooKeeper session and a recording channel manager in place of the network.
-"""
+"""KafkaController against a real ZooKeeper: topics and partition states, broker failures,
+fencing, controlled shutdown, ISR notifications, preferred leaders, a new controller
+carrying on (the nodes: tests.integration.controller_nodes; the election itself:
+test_controller_election_zk.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 
 import pytest
-from kazoo.exceptions import ConnectionLoss
 from kazoo.protocol.states import KazooState
 
 import protocol
@@ -22,7 +18,15 @@ from controller.controller import ControllerConfig, KafkaController
 from controller.states import PartitionState
 from protocol import ApiKey, ErrorCode
 from protocol.values import NO_LEADER, TopicPartition
-from tests.fakes.controller import RecordingChannelManager
+from tests.integration.controller_nodes import (
+    DEADLINE_S,
+    Cluster,
+    Node,
+    admin,
+    cluster,
+    side_client,
+    states,
+)
 from tests.integration.zk_fixtures import expire_session
 from tests.polling import until
 from timer.clock import SystemClock
@@ -33,182 +37,10 @@ from zk.model import (
     BrokerInfo,
     EndPoint,
     LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
     TopicAssignment,
 )
-from zk.store import ZkPartitionStateStore
 
-DEADLINE_S = 20.0
-
-
-@dataclass
-class Node:
-    controller: KafkaController
-    zk: ZkFacade
-    channel: RecordingChannelManager
-
-
-Cluster = Callable[..., Awaitable[Node]]
-
-
-@pytest.fixture
-async def cluster(zk_connect: str) -> AsyncIterator[Cluster]:
-    nodes: list[Node] = []
-
-    async def start(
-        broker_id: int,
-        port: int | None = None,
-        connect: str | None = None,
-        session_s: float = 4.0,
-        config: ControllerConfig | None = None,
-        scheduler: Scheduler | None = None,
-        prepare: Callable[[ZkFacade], None] | None = None,
-    ) -> Node:
-        zk = await ZkFacade.connect(connect or zk_connect, session_s)
-        if prepare is not None:
-            prepare(zk)
-        channel = RecordingChannelManager()
-        info = BrokerInfo(broker_id, (EndPoint("127.0.0.1", port or 19000 + broker_id),))
-        controller = KafkaController(
-            zk,
-            info,
-            channel,
-            SystemClock(),
-            config or ControllerConfig(),
-            store=ZkPartitionStateStore(zk),
-            scheduler=scheduler,
-        )
-        await controller.start()
-        node = Node(controller, zk, channel)
-        nodes.append(node)
-        return node
-
-    yield start
-    for node in nodes:
-        try:
-            await asyncio.wait_for(node.controller.shutdown(), 30)
-        finally:
-            await node.zk.close()
-
-
-async def side_client(zk_connect: str) -> ZkFacade:
-    return await ZkFacade.connect(zk_connect, 4.0)
-
-
-@pytest.fixture
-async def admin(zk_connect: str) -> AsyncIterator[ZkFacade]:
-    """A ZooKeeper client of the test's own beside the brokers: what an admin tool sees
-    and writes."""
-    client = await side_client(zk_connect)
-    yield client
-    await client.close()
-
-
-async def states(
-    zk: ZkFacade, *tps: TopicPartition
-) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
-    return await zk.get_partition_states(list(tps))
-
-
-def active(*nodes: Node) -> list[Node]:
-    return [n for n in nodes if n.controller.is_active]
-
-
-async def test_exactly_one_of_two_controllers_wins(cluster: Cluster) -> None:
-    a, b = await cluster(1), await cluster(2)
-    await until(lambda: len(active(a, b)) == 1, what="one active controller")
-    winner = active(a, b)[0]
-    loser = b if winner is a else a
-    assert winner.controller.epoch == 1
-    await until(
-        lambda: loser.controller.active_controller_id == winner.controller.broker_id,
-        what="the loser to learn the winner",
-    )
-    assert not loser.controller.is_active
-    assert await a.zk.get_controller_epoch() == (1, 1)
-    # the winner told both brokers about each other
-    await until(lambda: {r.broker_id for r in winner.channel.sent} >= {1, 2}, what="UpdateMetadata")
-    assert all(r.api_key == ApiKey.UPDATE_METADATA for r in winner.channel.sent)
-
-
-async def test_failover_when_the_controllers_session_expires(
-    cluster: Cluster,
-    zk_connect: str,
-) -> None:
-    a = await cluster(1)
-    await until(lambda: a.controller.is_active, what="broker 1 to be controller")
-    b = await cluster(2)
-    await until(lambda: b.controller.active_controller_id == 1, what="broker 2 to see controller 1")
-    old_epoch_broker = a.controller.broker_epoch
-
-    await asyncio.to_thread(expire_session, zk_connect, a.zk.kazoo)
-
-    await until(lambda: b.controller.is_active, what="broker 2 to take over")
-    assert b.controller.epoch == 2
-    await until(lambda: not a.controller.is_active, what="broker 1 to resign")
-    # broker 1 comes back under a new session: registered again, with a newer broker epoch
-    await until(lambda: a.zk.kazoo.state == KazooState.CONNECTED, what="broker 1 to reconnect")
-    await until(
-        lambda: a.controller.broker_epoch > old_epoch_broker, what="broker 1 to register again"
-    )
-    await until(lambda: a.controller.active_controller_id == 2, what="broker 1 to follow broker 2")
-    assert await b.zk.get_broker_ids() == [1, 2]
-    await until(lambda: 1 in b.controller.ctx.live_brokers, what="the controller to see broker 1")
-
-
-def lose_the_answer_once(method: str) -> Callable[[ZkFacade], None]:
-    """Make the client's ``method`` lose its first answer: ZooKeeper applies the call,
-    then the connection drops before the reply is read (kazoo raises ConnectionLoss), as
-    happens when a loaded machine starves kazoo's thread past its read timeout."""
-
-    def prepare(zk: ZkFacade) -> None:
-        real = getattr(zk, method)
-        calls = 0
-
-        async def answer_lost(*args: object) -> object:
-            nonlocal calls
-            calls += 1
-            result = await real(*args)
-            if calls == 1:
-                raise ConnectionLoss()
-            return result
-
-        setattr(zk, method, answer_lost)
-
-    return prepare
-
-
-@pytest.mark.parametrize(
-    "interrupted",
-    [
-        "try_become_controller",  # the election's multi-op went through, its answer did not
-        "get_broker_ids",  # the failover: before the context is loaded
-        "get_partition_states",  # the failover: while the context is loaded
-        "get_preferred_replica_election",  # the failover: after UpdateMetadata went out
-    ],
-)
-async def test_an_election_interrupted_by_a_lost_connection_is_completed(
-    cluster: Cluster, interrupted: str
-) -> None:
-    """The event that ran the election is retried after a transient ZooKeeper error; the
-    retry must finish what the first attempt began, whoever holds /controller by then:
-    a broker active as controller, and the brokers told so (UpdateMetadata naming it)."""
-    a = await cluster(1, prepare=lose_the_answer_once(interrupted))
-    await until(
-        lambda: (
-            a.controller.is_active
-            and any(
-                r.api_key == ApiKey.UPDATE_METADATA
-                and r.body.controller_epoch == a.controller.epoch
-                for r in a.channel.sent
-            )
-        ),
-        what=f"broker 1 to finish its election after {interrupted} lost its answer",
-    )
-    assert await a.zk.get_controller_id() == 1
-    # and the failover was whole: the context is loaded, the watches armed
-    await cluster(2)
-    await until(lambda: 2 in a.controller.ctx.live_brokers, what="the controller to see broker 2")
+__all__ = ["admin", "cluster"]  # fixtures, used by name
 
 
 async def test_new_topic_partitions_go_online_with_leaders_written(
