@@ -98,6 +98,13 @@ def test_the_table_is_read_as_written() -> None:
     assert MAY_IMPORT["tools"] == set(MAY_IMPORT) - {"tools"}
 
 
+def test_the_readme_states_the_same_table() -> None:
+    assert (
+        package_table((ROOT / "README.md").read_text().replace("## Architecture", "## Packages"))
+        == MAY_IMPORT
+    )
+
+
 def test_every_package_has_a_row() -> None:
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
     assert packages - {"tests"} == set(MAY_IMPORT)
