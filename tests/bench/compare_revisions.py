@@ -68,9 +68,10 @@ def main() -> int:
     parser.add_argument("base", help="the baseline revision (commit, tag or branch)")
     parser.add_argument("bench", help="the benchmark script, relative to the repository")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each side (2)")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="-- then the benchmark's flags")
-    opts = parser.parse_args()
-    bench_args = opts.args[1:] if opts.args[:1] == ["--"] else opts.args
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    opts = parser.parse_args(argv[:cut])
+    bench_args = argv[cut + 1 :]  # everything after "--" is the benchmark's
     results: dict[str, list[dict[str, list[str]]]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="bench-base-") as tmp:
         base_tree = Path(tmp) / "base"
