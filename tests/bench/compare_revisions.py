@@ -12,9 +12,9 @@ the first run after a quiet spell is often the fastest, and alternating spreads 
 both sides. Both use this interpreter and its installed packages.
 
 Every output line that carries numbers is keyed by its text with the numbers taken out
-(``produce MB/s  perf  100  #``); lines whose keys match are printed side by side, one
-column per run of each side, so a benchmark needs no special output format. What cannot be
-paired is printed as it came.
+(``produce MB/s perf # #``; the second line of the same shape, such as the next record
+size's row, gets `` (2)``); lines whose keys match in every run are printed side by side,
+one column per run of each side, so a benchmark needs no special output format.
 """
 
 from __future__ import annotations
@@ -55,11 +55,15 @@ def run(tree: Path, bench: str, args: list[str]) -> str:
 def figures(output: str) -> dict[str, list[str]]:
     """Each numbered line's key (the line without its numbers) and its numbers."""
     table: dict[str, list[str]] = {}
+    seen: dict[str, int] = {}
     for line in output.splitlines():
         numbers = NUMBER.findall(line)
         if numbers:
             key = " ".join(NUMBER.sub("#", line).split())
-            table.setdefault(key, numbers)  # a repeated key keeps its first line
+            seen[key] = seen.get(key, 0) + 1
+            # lines alike but for their numbers (a table's rows per record size) are told
+            # apart by their order
+            table[key if seen[key] == 1 else f"{key} ({seen[key]})"] = numbers
     return table
 
 
