@@ -30,9 +30,9 @@ from broker.replica_table import RunBlocking
 from broker.replication import ReplicaFetcherManager
 from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
-from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
 from storage import LogManager, LogManagerConfig
+from tests.records import record_batch
 from tests.unit.broker.handler_services import handler_services
 from timer import DelayedOperationPurgatory
 from timer.clock import Clock, MockClock, SystemClock
@@ -105,10 +105,9 @@ def partition_state(
 def batch(n: int = 1, *, producer_id: int = -1, epoch: int = -1, seq: int = -1) -> bytes:
     """A batch of ``n`` records (key b"k", value b"value", timestamps from 1000), from
     ``producer_id`` at ``epoch`` starting at sequence ``seq`` (-1: not idempotent)."""
-    builder = BatchBuilder(producer_id=producer_id, producer_epoch=epoch, base_sequence=seq)
-    for i in range(n):
-        builder.append(1_000 + i, b"k", b"value")
-    return bytes(builder.build())
+    return record_batch(
+        n, value=b"value", producer_id=producer_id, producer_epoch=epoch, base_sequence=seq
+    )
 
 
 def metadata_topic(

@@ -10,9 +10,9 @@ from broker.apis import describe_log_dirs
 from broker.apis.services import ClusterAdmin
 from protocol import ApiKey, ErrorCode
 from protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
-from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
 from storage import LogManager, LogManagerConfig
+from tests.records import record_batch
 from tests.unit.broker.broker_helpers import HandlerRequest
 from tests.unit.broker.handler_services import handler_services
 from timer.clock import MockClock
@@ -22,10 +22,7 @@ Topic = DescribeLogDirsRequest.DescribableLogDirTopic
 
 
 def batch(n: int) -> bytes:
-    builder = BatchBuilder()
-    for i in range(n):
-        builder.append(key=b"k", value=b"v" * 100, timestamp=1_000 + i)
-    return bytes(builder.build())
+    return record_batch(n, value=b"v" * 100)
 
 
 def context(dirs: list[Path]) -> ClusterAdmin:

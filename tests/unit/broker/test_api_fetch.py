@@ -20,9 +20,10 @@ from broker.network import Codec, ResponseParts
 from broker.produce_records import check_produce_records
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest
-from protocol.records import BatchBuilder, iter_batches
+from protocol.records import iter_batches
 from protocol.values import TopicPartition
 from storage import FileRegion
+from tests.records import record_batch
 from tests.unit.broker.broker_helpers import HandlerRequest, local_replicas, partition_state
 from timer.clock import MockClock
 
@@ -32,10 +33,7 @@ B = TopicPartition(TOPIC, 1)
 
 
 def batch(n: int = 1, value_size: int = 50) -> bytes:
-    builder = BatchBuilder()
-    for i in range(n):
-        builder.append(1_000 + i, None, bytes([i % 251]) * value_size)
-    return bytes(builder.build())
+    return record_batch(n, key=None, value=lambda i: bytes([i % 251]) * value_size)
 
 
 def make_ctx(tmp_path: Path, props: dict[str, str] | None = None) -> ReplicaAccess:

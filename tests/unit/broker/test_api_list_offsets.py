@@ -15,9 +15,9 @@ from broker.apis import list_offsets
 from broker.apis.services import ReplicaAccess
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ListOffsetsRequest
-from protocol.records import BatchBuilder
 from protocol.values import TopicPartition
 from storage import Log
+from tests.records import record_batch
 from tests.unit.broker.broker_helpers import local_replicas, partition_state
 
 TOPIC = "metrics"
@@ -25,10 +25,7 @@ A = TopicPartition(TOPIC, 0)
 
 
 def batch(*timestamps: int) -> bytes:
-    builder = BatchBuilder()
-    for ts in timestamps:
-        builder.append(ts, None, b"v")
-    return bytes(builder.build())
+    return record_batch(len(timestamps), key=None, timestamps=timestamps)
 
 
 @pytest.fixture

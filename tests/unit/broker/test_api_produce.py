@@ -20,22 +20,20 @@ from protocol import ApiKey, ErrorCode
 from protocol.messages import ProduceRequest
 from protocol.records import BatchBuilder, Compression
 from protocol.values import TopicPartition
+from tests.records import record_batch
 from tests.unit.broker.broker_helpers import local_replicas, partition_state
 
 TOPIC = "payments"
 
 
 def batch(n: int = 1, *, transactional: bool = False) -> bytes:
-    pid = 5 if transactional else -1
-    builder = BatchBuilder(
-        producer_id=pid,
+    return record_batch(
+        n,
+        producer_id=5 if transactional else -1,
         producer_epoch=0 if transactional else -1,
         base_sequence=0 if transactional else -1,
         is_transactional=transactional,
     )
-    for i in range(n):
-        builder.append(1_000 + i, b"k", b"v")
-    return bytes(builder.build())
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from broker.partition import Partition, PartitionError, leader_epoch_error, topic_id_text
 from broker.produce_records import check_produce_records
 from protocol.errors import ErrorCode
-from protocol.records import BatchBuilder, Compression
+from protocol.records import Compression
 from protocol.values import READ_COMMITTED, READ_UNCOMMITTED, TopicPartition
 from storage import (
     AppendInfo,
@@ -26,6 +26,7 @@ from storage import (
     RecordError,
     TimestampOffset,
 )
+from tests.records import record_batch
 from tests.unit.broker.broker_helpers import lone_partition, partition_state
 from timer.clock import MockClock
 
@@ -43,15 +44,15 @@ def batch(
     seq: int = -1,
     compression: Compression = Compression.NONE,
 ) -> bytes:
-    builder = BatchBuilder(
-        compression=compression,
+    return record_batch(
+        n,
+        value=value,
+        timestamps=range(ts, ts + n),
         producer_id=producer_id,
         producer_epoch=epoch,
         base_sequence=seq,
+        compression=compression,
     )
-    for i in range(n):
-        builder.append(ts + i, b"k", value)
-    return bytes(builder.build())
 
 
 def state(**options: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -16,12 +17,11 @@ from protocol.records import (
     BatchHeader,
     Compression,
     InvalidBatch,
-    SimpleRecord,
     UnsupportedCompression,
-    build_batch,
     set_crc,
 )
 from protocol.records.validation import ValidatedRecords
+from tests.records import record_batch
 
 T0 = 1_700_000_000_000
 CORRUPT_MESSAGE, INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE = 2, 87, 76
@@ -38,9 +38,8 @@ def validate_produce_records(
     return checked
 
 
-def batch(n: int = 3, **kwargs: object) -> bytearray:
-    records = [SimpleRecord(b"k", b"v" * 100, (), T0 + i) for i in range(n)]
-    return build_batch(records, **kwargs)  # type: ignore[arg-type]
+def batch(n: int = 3, **kwargs: Any) -> bytearray:
+    return bytearray(record_batch(n, value=b"v" * 100, timestamps=range(T0, T0 + n), **kwargs))
 
 
 def header_of(records: bytes | bytearray | memoryview, version: int) -> BatchHeader:

@@ -21,9 +21,9 @@ from broker.metrics import BrokerMetrics
 from broker.produce_records import check_produce_records
 from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
-from protocol.records import BatchBuilder
 from protocol.values import READ_COMMITTED, TopicPartition
 from storage import FileRegion, Log, LogManager
+from tests.records import record_batch
 from tests.unit.broker.broker_helpers import local_replicas, partition_state, run_now
 from timer import DelayedOperationPurgatory
 from timer.clock import MockClock
@@ -34,10 +34,7 @@ Results = list[tuple[TopicPartition, FetchPartitionResult]]
 
 
 def batch(n: int = 1, value_size: int = 100) -> bytes:
-    builder = BatchBuilder()
-    for i in range(n):
-        builder.append(1_000 + i, None, b"x" * value_size)
-    return bytes(builder.build())
+    return record_batch(n, key=None, value=b"x" * value_size)
 
 
 @dataclass
