@@ -19,7 +19,8 @@ Modules, by concept:
   per broker).
 - ``events``: the controller's events and its single-consumer ControllerEventManager.
 - ``controller``: KafkaController, the owner that wires the handler modules below to the
-  event queue (its event table), and the broker-facing API.
+  event queue (its event table), and the broker-facing API; ``parts``: the bundle of
+  shared parts (context, state machines, events, channel, ZooKeeper) each handler gets.
 - ``election_lifecycle``: registration, session states, the election, failover and
   resignation (``election_step``: the pure decision after reading /controller).
 - ``broker_changes``: brokers starting and dying, replicas on failed log directories,

@@ -27,50 +27,33 @@ kazoo's thread, and only enqueues.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from controller import events as ev
-from controller.channel import ControllerChannelManager
-from controller.context import ControllerContext
 from controller.controlled_shutdown import ControlledShutdownResult, move_leadership_off
 from controller.model import PartitionReplica
-from controller.partition_state_machine import PartitionStateMachine
+from controller.parts import ControllerHandler, ControllerParts
 from controller.reassigner import PartitionReassigner
-from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.request_bodies import answered, leader_and_isr_errors
 from controller.states import PartitionState, ReplicaState
 from controller.topic_deletion import TopicDeletionManager
 from protocol.errors import ErrorCode, error_name
-from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
 
 
-class BrokerChanges:
+class BrokerChanges(ControllerHandler):
     """The controller's handlers of broker membership and replica loss."""
 
     def __init__(
         self,
-        ctx: ControllerContext,
-        zk: ZkFacade,
-        channel: ControllerChannelManager,
-        partition_sm: PartitionStateMachine,
-        replica_sm: ReplicaStateMachine,
-        events: ev.ControllerEventManager,
-        send: Callable[[ControllerRequestBatch], None],
+        parts: ControllerParts,
         reassigner: PartitionReassigner,
         deletion: TopicDeletionManager,
     ) -> None:
-        self.ctx = ctx
-        self.zk = zk
-        self.channel = channel
-        self.partition_sm = partition_sm
-        self.replica_sm = replica_sm
-        self.events = events
-        self.send = send
+        super().__init__(parts)
         self.reassigner = reassigner
         self.deletion = deletion
 

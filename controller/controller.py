@@ -69,6 +69,7 @@ from controller.election_strategies import (
 )
 from controller.isr_changes import IsrChanges
 from controller.partition_state_machine import PartitionStateMachine
+from controller.parts import ControllerParts
 from controller.preferred_leaders import PreferredLeaders
 from controller.reassigner import Outcomes, PartitionReassigner
 from controller.reassignment_rules import ReplicaAssignment
@@ -151,31 +152,15 @@ class KafkaController:
         )
         self.replica_sm = ReplicaStateMachine(ctx, store)
         self.events = ev.ControllerEventManager(self.process)
-        send = self._send
-        self.reassigner = PartitionReassigner(
-            ctx, zk, self.partition_sm, self.replica_sm, self.events, send
+        parts = ControllerParts(
+            ctx, zk, channel, self.partition_sm, self.replica_sm, self.events, self._send
         )
-        self.topics = TopicChanges(
-            ctx, zk, self.partition_sm, self.replica_sm, self.events, send, cfg.delete_topic_enable
-        )
-        self.brokers = BrokerChanges(
-            ctx,
-            zk,
-            channel,
-            self.partition_sm,
-            self.replica_sm,
-            self.events,
-            send,
-            self.reassigner,
-            self.topics.deletion,
-        )
-        self.isr = IsrChanges(ctx, zk, self.events, send, self.reassigner)
+        self.reassigner = PartitionReassigner(parts)
+        self.topics = TopicChanges(parts, cfg.delete_topic_enable)
+        self.brokers = BrokerChanges(parts, self.reassigner, self.topics.deletion)
+        self.isr = IsrChanges(parts, self.reassigner)
         self.preferred = PreferredLeaders(
-            ctx,
-            zk,
-            self.partition_sm,
-            self.events,
-            send,
+            parts,
             scheduler,
             f"auto-leader-rebalance-task-{self.broker_id}",
             cfg.auto_leader_rebalance_enable,
@@ -183,15 +168,10 @@ class KafkaController:
             cfg.leader_imbalance_per_broker_percentage,
         )
         self.election = ElectionLifecycle(
-            zk,
+            parts,
             broker_info,
             clock,
             cfg.stale_registration_wait_s,
-            ctx,
-            channel,
-            self.events,
-            self.partition_sm,
-            self.replica_sm,
             self.reassigner,
             self.brokers,
             self.topics,

@@ -47,20 +47,17 @@ from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from controller import events as ev
 from controller.broker_changes import BrokerChanges
-from controller.channel import ControllerChannelManager
-from controller.context import ControllerContext
 from controller.isr_changes import IsrChanges
-from controller.partition_state_machine import PartitionStateMachine
+from controller.parts import ControllerHandler, ControllerParts
 from controller.preferred_leaders import PreferredLeaders
 from controller.reassigner import PartitionReassigner
-from controller.replica_state_machine import ReplicaStateMachine, stranded_replicas
+from controller.replica_state_machine import stranded_replicas
 from controller.request_batch import ControllerRequestBatch
 from controller.states import ReplicaState
 from controller.topic_changes import TopicChanges
 from controller.topic_deletion import topics_ineligible_at_failover
 from timer.clock import Clock
 from zk.errors import ControllerMovedError
-from zk.facade import ZkFacade
 from zk.model import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -96,36 +93,26 @@ def election_step(current: int | None, broker_id: int, is_active: bool) -> Elect
     return ElectionStep.STAY if is_active else ElectionStep.TRY
 
 
-class ElectionLifecycle:
+class ElectionLifecycle(ControllerHandler):
     """Registration, election, failover and resignation of one broker's controller."""
 
     def __init__(
         self,
-        zk: ZkFacade,
+        parts: ControllerParts,
         broker_info: BrokerInfo,
         clock: Clock,
         stale_registration_wait_s: float,
-        ctx: ControllerContext,
-        channel: ControllerChannelManager,
-        events: ev.ControllerEventManager,
-        partition_sm: PartitionStateMachine,
-        replica_sm: ReplicaStateMachine,
         reassigner: PartitionReassigner,
         brokers: BrokerChanges,
         topics: TopicChanges,
         isr: IsrChanges,
         preferred: PreferredLeaders,
     ) -> None:
-        self.zk = zk
+        super().__init__(parts)
         self.broker_info = broker_info
         self.broker_id = broker_info.id
         self.clock = clock
         self.stale_registration_wait_s = stale_registration_wait_s
-        self.ctx = ctx
-        self.channel = channel
-        self.events = events
-        self.partition_sm = partition_sm
-        self.replica_sm = replica_sm
         self.reassigner = reassigner
         self.brokers = brokers
         self.topics = topics

@@ -16,33 +16,20 @@ enqueues).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from controller import events as ev
-from controller.context import ControllerContext
+from controller.parts import ControllerHandler, ControllerParts
 from controller.reassigner import PartitionReassigner
 from controller.request_batch import ControllerRequestBatch
 from protocol.values import TopicPartition
-from zk.facade import ZkFacade
 
 
-class IsrChanges:
+class IsrChanges(ControllerHandler):
     """The controller's handler of /isr_change_notification."""
 
-    def __init__(
-        self,
-        ctx: ControllerContext,
-        zk: ZkFacade,
-        events: ev.ControllerEventManager,
-        send: Callable[[ControllerRequestBatch], None],
-        reassigner: PartitionReassigner,
-    ) -> None:
-        self.ctx = ctx
-        self.zk = zk
-        self.events = events
-        self.send = send
+    def __init__(self, parts: ControllerParts, reassigner: PartitionReassigner) -> None:
+        super().__init__(parts)
         self.reassigner = reassigner
 
     def watch(self, event: WatchedEvent) -> None:

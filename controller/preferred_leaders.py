@@ -23,22 +23,19 @@ enqueues) and the scheduled check (the scheduler's; it only enqueues).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from controller import events as ev
-from controller.context import ControllerContext
 from controller.elect_leaders import ElectionOutcome, ElectionType, failed, triage
 from controller.election_strategies import ElectionStrategy
-from controller.partition_state_machine import PartitionStateMachine
+from controller.parts import ControllerHandler, ControllerParts
 from controller.preferred_leader_rules import partitions_to_rebalance, preferred_candidates
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from timer.scheduler import ScheduledTask, Scheduler
-from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
 
@@ -46,27 +43,19 @@ log = logging.getLogger(__name__)
 FIRST_CHECK_DELAY_MS = 5_000
 
 
-class PreferredLeaders:
+class PreferredLeaders(ControllerHandler):
     """The controller's preferred-leader elections, periodic and requested."""
 
     def __init__(
         self,
-        ctx: ControllerContext,
-        zk: ZkFacade,
-        partition_sm: PartitionStateMachine,
-        events: ev.ControllerEventManager,
-        send: Callable[[ControllerRequestBatch], None],
+        parts: ControllerParts,
         scheduler: Scheduler | None,
         task_name: str,
         auto_rebalance: bool,
         check_interval_ms: int,
         imbalance_percentage: int,
     ) -> None:
-        self.ctx = ctx
-        self.zk = zk
-        self.partition_sm = partition_sm
-        self.events = events
-        self.send = send
+        super().__init__(parts)
         #: runs the periodic check while we are controller (None: no periodic check)
         self.scheduler = scheduler
         self.task_name = task_name

@@ -34,10 +34,9 @@ from collections.abc import Callable, Collection, Iterable
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from controller import events as ev
-from controller.context import ControllerContext
 from controller.election_strategies import ElectionStrategy
 from controller.model import PartitionReplica
-from controller.partition_state_machine import PartitionStateMachine
+from controller.parts import ControllerHandler, ControllerParts
 from controller.reassignment_rules import (
     PHASE_STEPS,
     LeaderMove,
@@ -51,14 +50,12 @@ from controller.reassignment_rules import (
     unneeded_replicas,
     validate_target,
 )
-from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_batch import ControllerRequestBatch
 from controller.states import PartitionState, ReplicaState
 from protocol import ErrorCode
 from protocol.values import TopicPartition
 from zk.codec import ZkDataError
 from zk.errors import ControllerMovedError, StateConflictError
-from zk.facade import ZkFacade
 from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicAssignment
 
 log = logging.getLogger(__name__)
@@ -75,22 +72,9 @@ NO_REASSIGNMENT = ReassignmentError(
 )
 
 
-class PartitionReassigner:
-    def __init__(
-        self,
-        ctx: ControllerContext,
-        zk: ZkFacade,
-        partition_sm: PartitionStateMachine,
-        replica_sm: ReplicaStateMachine,
-        events: ev.ControllerEventManager,
-        send: Callable[[ControllerRequestBatch], None],
-    ) -> None:
-        self.ctx = ctx
-        self.zk = zk
-        self.partition_sm = partition_sm
-        self.replica_sm = replica_sm
-        self.events = events
-        self.send = send
+class PartitionReassigner(ControllerHandler):
+    def __init__(self, parts: ControllerParts) -> None:
+        super().__init__(parts)
         #: czxid of the /admin/reassign_partitions znode last acted on
         self._handled_request: int | None = None
         #: one watch callback per partition (kazoo keeps watchers in a set)

@@ -35,9 +35,7 @@ from collections.abc import Awaitable, Callable, Collection
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from controller import events as ev
-from controller.context import ControllerContext
-from controller.partition_state_machine import PartitionStateMachine
-from controller.replica_state_machine import ReplicaStateMachine
+from controller.parts import ControllerHandler, ControllerParts
 from controller.request_batch import ControllerRequestBatch
 from controller.request_bodies import answered, stop_replica_errors
 from controller.states import PartitionState, ReplicaState
@@ -45,33 +43,22 @@ from controller.topic_deletion import TopicDeletionManager, deletion_answers
 from protocol.errors import ErrorCode, error_name
 from protocol.values import TopicPartition
 from zk.codec import ZkDataError
-from zk.facade import ZkFacade
 from zk.model import TopicAssignment
 
 log = logging.getLogger(__name__)
 
 
-class TopicChanges:
+class TopicChanges(ControllerHandler):
     """The controller's handlers of topic creation, partition addition and deletion."""
 
-    def __init__(
-        self,
-        ctx: ControllerContext,
-        zk: ZkFacade,
-        partition_sm: PartitionStateMachine,
-        replica_sm: ReplicaStateMachine,
-        events: ev.ControllerEventManager,
-        send: Callable[[ControllerRequestBatch], None],
-        delete_topic_enable: bool,
-    ) -> None:
-        self.ctx = ctx
-        self.zk = zk
-        self.partition_sm = partition_sm
-        self.replica_sm = replica_sm
-        self.events = events
-        self.send = send
+    def __init__(self, parts: ControllerParts, delete_topic_enable: bool) -> None:
+        super().__init__(parts)
         self.deletion = TopicDeletionManager(
-            ctx, replica_sm, partition_sm, _DeletionClient(self), delete_topic_enable
+            parts.ctx,
+            parts.replica_sm,
+            parts.partition_sm,
+            _DeletionClient(self),
+            delete_topic_enable,
         )
         #: per-topic watch callbacks; kazoo keeps watchers in a set, so reuse one per topic
         self._topic_watches: dict[str, Callable[[WatchedEvent], None]] = {}

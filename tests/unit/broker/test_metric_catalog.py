@@ -4,7 +4,7 @@ declarations; the groups gauge is labelled by the group protocol's own states.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,27 +14,7 @@ from broker.group.model import GroupState
 from broker.metrics import OPERATOR_METRICS, BrokerMetrics
 from broker.metrics.catalog import DECLARED, GROUP_STATES, Kind
 from protocol.values import TopicPartition
-
-
-@dataclass
-class _Log:
-    tp: TopicPartition
-    directory: str
-    size_in_bytes: int = 100
-    log_start_offset: int = 0
-    log_end_offset: int = 7
-    segments: list[object] = field(default_factory=lambda: [object()])
-
-
-class _GroupStore:
-    offsets_expired = 1
-    offsets_removed = 2
-
-    def committed_offset_count(self) -> int:
-        return 3
-
-    def lags(self) -> dict[tuple[str, str], int]:
-        return {("g", "t"): 5}
+from tests.unit.broker.metric_doubles import GroupStoreDouble, LogDouble
 
 
 @dataclass
@@ -62,13 +42,13 @@ def _every_watch_wired(tmp_path: Path) -> BrokerMetrics:
     m.watch_cleaner(cleaner)
     log_dir = tmp_path / "logs"
     (log_dir / "t-0").mkdir(parents=True)
-    logs: list[Any] = [_Log(TopicPartition("t", 0), str(log_dir / "t-0"))]
+    logs: list[Any] = [LogDouble(TopicPartition("t", 0), str(log_dir / "t-0"))]
     m.watch_logs(lambda: [str(log_dir)], lambda: logs)
     m.watch_idle(lambda: [("processor", "PLAINTEXT-0", 1.0), ("handler", "data-plane", 2.0)])
     m.watch_unclean_leader_elections(lambda: 0)
     m.watch_follower_lags(lambda: {2: [1, 5]})
     m.watch_groups(lambda: {"Stable": 1})
-    m.watch_group_store(_GroupStore())
+    m.watch_group_store(GroupStoreDouble())
     m.watch_zookeeper_state(lambda: "CONNECTED")
     return m
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,37 +16,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.metrics import OPERATOR_METRICS, BrokerMetrics
 from protocol.values import TopicPartition
+from tests.unit.broker.metric_doubles import GroupStoreDouble, LogDouble
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "monitoring/prometheus/rules/minikafka.yml"
 DASHBOARD = ROOT / "monitoring/grafana/dashboards/minikafka.json"
 SERIES_SUFFIXES = ("_bucket", "_sum", "_count")
-
-
-@dataclass
-class _Log:
-    """What the log collector reads of a storage Log."""
-
-    tp: TopicPartition
-    directory: str
-    size_in_bytes: int = 100
-    log_start_offset: int = 0
-    log_end_offset: int = 7
-    segments: list[object] = field(default_factory=lambda: [object()])
-
-
-class _GroupStore:
-    """What the group metrics read of the coordinator's store: one commit, 5 messages
-    behind."""
-
-    offsets_expired = 1
-    offsets_removed = 1
-
-    def committed_offset_count(self) -> int:
-        return 1
-
-    def lags(self) -> dict[tuple[str, str], int]:
-        return {("g", "t"): 5}
 
 
 def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
@@ -83,7 +57,7 @@ def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     m.watch_zookeeper_state(lambda: "CONNECTED")
     log_dir = tmp_path / "logs"
     (log_dir / "t-0").mkdir(parents=True)
-    logs: list[Any] = [_Log(TopicPartition("t", 0), str(log_dir / "t-0"))]
+    logs: list[Any] = [LogDouble(TopicPartition("t", 0), str(log_dir / "t-0"))]
     m.watch_logs(lambda: [str(log_dir)], lambda: logs)
     m.watch_idle(lambda: [("processor", "PLAINTEXT-0", 1.0), ("handler", "data-plane", 2.0)])
     m.replica_fetcher_max_lag.set(0)
@@ -91,7 +65,7 @@ def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     m.group_rebalances.labels().inc()
     m.group_offset_commits.labels().inc()
     m.watch_groups(lambda: {"Stable": 1})
-    m.watch_group_store(_GroupStore())
+    m.watch_group_store(GroupStoreDouble())
     return m
 
 
