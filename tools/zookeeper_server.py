@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -81,8 +82,47 @@ def find_jars_dir() -> Path:
     return jars
 
 
+#: where the kernel takes the local ports of outgoing connections from (Linux's default
+#: when /proc does not say)
+_EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+_DEFAULT_EPHEMERAL_START = 32768
+#: how far below the ephemeral range listener ports are picked
+_LISTENER_SPAN = 12_000
+#: the ports this process handed out, not handed out twice (a cluster picks all of its
+#: ports before any broker binds one)
+_handed_out: set[int] = set()
+
+
+def _ephemeral_start() -> int:
+    try:
+        with open(_EPHEMERAL_RANGE_FILE) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return _DEFAULT_EPHEMERAL_START
+
+
 def free_port() -> int:
-    """A port that was free on 127.0.0.1 a moment ago (the usual bind-to-0 trick)."""
+    """A port free on 127.0.0.1 now, for a server to bind a moment later.
+
+    The usual bind-to-0 trick hands out a port from the kernel's ephemeral range, where
+    every outgoing connection (a ZooKeeper session, a client, a replica fetcher) also takes
+    its local port: between the pick and the server's bind, one of them may take it
+    ("Address already in use"). So the port is drawn at random from just below that range,
+    where only servers bind, and checked free; bind-to-0 is the fallback."""
+    top = _ephemeral_start()
+    bottom = max(1024, top - _LISTENER_SPAN)
+    draw = random.SystemRandom()
+    for _ in range(100):
+        port = draw.randrange(bottom, top)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
