@@ -1,8 +1,10 @@
 """The package table of docs/architecture.md holds: a package imports only the project
 packages its row names (any import counts: at module level, inside a function, or only
-under TYPE_CHECKING), and the three leaf packages import nothing from outside the stdlib but
+under TYPE_CHECKING), and the leaf packages import nothing from outside the stdlib but
 protocol's codecs and config's .properties library. protocol/ is sans-IO besides: no
-sockets, event loops or processes."""
+sockets, event loops or processes. Two seams inside the packages hold too: event-loop code
+reaches ZooKeeper only through zk.facade (the one place that hands calls to threads), and
+the request handlers never import the broker's assembly."""
 
 from __future__ import annotations
 
@@ -117,3 +119,62 @@ def test_the_scan_sees_every_kind_of_import(tmp_path: Path) -> None:
         "def f():\n    import zk.client\n"
     )
     assert [m for _, m in imported_modules(sample)] == ["asyncio", "storage.log", "zk.client"]
+
+
+#: zk's blocking modules: only the facade (and tools, which run without an event loop)
+#: may reach them; asyncio code reaches ZooKeeper through zk.facade.ZkFacade
+ZK_BLOCKING = frozenset(
+    {
+        "zk.session",
+        "zk.transactions",
+        "zk.brokers",
+        "zk.topics",
+        "zk.partition_states",
+        "zk.configs",
+        "zk.controller_election",
+        "zk.producer_ids",
+        "zk.isr_notifications",
+        "zk.admin",
+    }
+)
+
+
+@pytest.mark.parametrize("package", ["broker", "controller", "client"])
+def test_event_loop_code_reaches_zookeeper_only_through_the_facade(package: str) -> None:
+    bad = [
+        f"{path.relative_to(ROOT)}:{line}: import {module}"
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, module in imported_modules(path)
+        if module in ZK_BLOCKING
+        or (module == "zk" and _imports_names(path, line) & {m[3:] for m in ZK_BLOCKING})
+    ]
+    assert bad == []
+
+
+def test_only_the_facade_hands_zookeeper_calls_to_threads() -> None:
+    calls = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "zk").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "to_thread"
+    ]
+    assert calls and all(call.startswith("zk/facade.py:") for call in calls)
+
+
+def test_handlers_never_import_the_assembly() -> None:
+    assembly = {"broker.assembly", "broker.server", "broker.lifecycle"}
+    bad = [
+        f"{path.relative_to(ROOT)}:{line}: import {module}"
+        for path in sorted((ROOT / "broker" / "apis").rglob("*.py"))
+        for line, module in imported_modules(path)
+        if module in assembly
+    ]
+    assert bad == []
+
+
+def _imports_names(path: Path, line: int) -> set[str]:
+    """The names a ``from zk import a, b`` at ``line`` of ``path`` imports."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.lineno == line:
+            return {alias.name for alias in node.names}
+    return set()
