@@ -85,6 +85,7 @@ from broker.apis.services import (
     TopicAdmin,
 )
 from broker.background import BackgroundTasks
+from broker.blocking import in_thread
 from broker.component_settings import (
     broker_registration,
     controller_config,
@@ -110,12 +111,7 @@ from broker.network import Codec, SocketServer
 from broker.periodic_tasks import ISR_PROPAGATION, periodic_tasks
 from broker.producer_id_manager import ProducerIdManager
 from broker.readiness import ReadinessGate, not_ready_reason
-from broker.replica_manager import (
-    ClusterView,
-    ReplicaManager,
-    ReplicaManagerServices,
-    in_thread,
-)
+from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
 from broker.replication import ReplicaFetcherManager
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.zk_reachability import ZooKeeperReachability

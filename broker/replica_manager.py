@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from broker.blocking import RunBlocking
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
@@ -52,7 +53,6 @@ from broker.replica_append import ProduceAppends
 from broker.replica_deletion import RecordDeletion
 from broker.replica_read import FetchReads
 from broker.replica_roles import LeadershipChange, ReplicaRoleChanges
-from broker.replica_table import RunBlocking
 from broker.replication import ReplicaFetcherManager
 from protocol.values import TopicPartition
 from storage import LogManager
@@ -61,10 +61,6 @@ from timer.clock import Clock
 from zk.model import INITIAL_CONTROLLER_EPOCH
 
 T = TypeVar("T")
-
-
-async def in_thread(fn: Callable[[], T]) -> T:
-    return await asyncio.to_thread(fn)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,10 @@ only LeaderAndIsr adds entries and only StopReplica with deletion removes them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
+from broker.blocking import RunBlocking
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
@@ -30,12 +31,6 @@ from timer import DelayedOperationPurgatory
 from timer.clock import Clock
 
 T = TypeVar("T")
-
-
-class RunBlocking(Protocol):
-    """Runs a blocking function off the event loop (``asyncio.to_thread``)."""
-
-    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
 class ReplicaTable:

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from broker.admin.topics import OFFSETS_TOPIC
+from broker.blocking import RunBlocking, in_thread
 from broker.config import BrokerConfig
 from broker.delayed.produce import ProduceCallback, ProducePartitionResult
 from broker.group.expiry import expired_offsets, is_removable
@@ -146,14 +147,6 @@ class GroupLoadListener(Protocol):
     def on_groups_unloaded(self, groups: Sequence[GroupMetadata]) -> None: ...
 
 
-class RunInThread(Protocol):
-    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
-
-
-async def in_thread(fn: Callable[[], T]) -> T:
-    return await asyncio.to_thread(fn)
-
-
 @dataclass(frozen=True, slots=True)
 class OffsetsConfig:
     """The manager's settings (Kafka's OffsetConfig), read once at startup."""
@@ -192,7 +185,7 @@ class GroupMetadataManager:
         *,
         topic_partition_count: Callable[[], int | None] = lambda: None,
         create_offsets_topic: Callable[[], Awaitable[int]] | None = None,
-        run_in_thread: RunInThread = in_thread,
+        run_in_thread: RunBlocking = in_thread,
     ) -> None:
         """``topic_partition_count()`` is the partition count of the existing topic
         (the metadata cache's), None before it exists; ``create_offsets_topic`` makes

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from broker.apis.services import HandlerServices
+from broker.blocking import RunBlocking
 from broker.delayed import DelayedFetch, DelayedProduce
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.isr import IsrWriter
@@ -26,7 +27,6 @@ from broker.metrics import BrokerMetrics
 from broker.partition import Partition
 from broker.produce_records import check_produce_records
 from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
-from broker.replica_table import RunBlocking
 from broker.replication import ReplicaFetcherManager
 from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest

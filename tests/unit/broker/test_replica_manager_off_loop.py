@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from broker.replica_manager import in_thread
+from broker.blocking import in_thread
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from storage.checkpoint import LEADER_EPOCH_CHECKPOINT, read_epoch_checkpoint
