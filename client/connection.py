@@ -30,6 +30,7 @@ import protocol
 from client.errors import ConnectionLost, RequestTimedOut, UnsupportedApi
 from client.inflight import CorrelationMismatch, InFlight, InFlightRequests
 from client.receiver import FrameReceiver
+from client.security import PLAINTEXT, ClientSecurity
 from client.versions import API_VERSIONS_FIRST_TRY, negotiate, retry_version
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ApiVersionsRequest
@@ -52,6 +53,8 @@ class ConnectionConfig:
     request_timeout_s: float = 30.0
     #: a response above this closes the connection before it is buffered
     max_response_bytes: int = 512 * 1024 * 1024
+    #: the listener's security protocol, TLS context and SASL credentials
+    security: ClientSecurity = PLAINTEXT
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from broker.config.describe import ConfigEntry, ConfigSource, describe_broker_config
 from broker.config.keys import BROKER_CONFIG_DEFS, KNOWN_PREFIXES
+from broker.config.listener_config import ListenerConfig
 from broker.config.listeners import (
     SUPPORTED_SECURITY_PROTOCOLS,
     parse_ip_overrides,
@@ -235,6 +236,19 @@ class BrokerConfig:
     def inter_broker_listener_name(self) -> str:
         name = self.get_str("inter.broker.listener.name")
         return name.upper() if name else str(self.get("security.inter.broker.protocol"))
+
+    def listener_config(self, listener_name: str) -> ListenerConfig:
+        """The keys of listener ``listener_name`` (``listener.name.<name>.<key>`` first)."""
+        name = listener_name.upper()
+        return self._cached(
+            f"listener:{name}",
+            lambda: ListenerConfig(
+                name,
+                self.security_protocol_map.get(name, name),
+                {**self.originals, **self.dynamic_default, **self.dynamic_broker},
+                self.values,
+            ),
+        )
 
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:

@@ -25,12 +25,14 @@ DEFAULT_SECURITY_PROTOCOL_MAP: Final = (
     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 )
 
-B, S, I, SH, L = (  # noqa: E741 -- short names keep the table readable
+B, S, I, SH, L, LS, P = (  # noqa: E741 -- short names keep the table readable
     ConfigType.BOOLEAN,
     ConfigType.STRING,
     ConfigType.INT,
     ConfigType.SHORT,
     ConfigType.LONG,
+    ConfigType.LIST,
+    ConfigType.PASSWORD,
 )
 
 
@@ -81,6 +83,46 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("max.connections.per.ip.overrides", S, "",
      "per-address caps as host:count pairs, comma-separated"),
     ("request.timeout.ms", I, 30000, "how long a request may wait for acks", at_least(0)),
+    # --- security: TLS (per listener as listener.name.<name>.<key>; PEM stores only)
+    ("ssl.keystore.type", S, "JKS",
+     "format of the key store; minikafka reads PEM only and refuses JKS and PKCS12 at startup"),
+    ("ssl.keystore.location", S, None, "PEM file holding the private key and certificate chain"),
+    ("ssl.keystore.password", P, None, "password of the key store file (PEM: ssl.key.password)"),
+    ("ssl.keystore.certificate.chain", P, None, "the certificate chain in PEM, inline"),
+    ("ssl.keystore.key", P, None, "the private key in PEM, inline"),
+    ("ssl.key.password", P, None, "password of an encrypted private key"),
+    ("ssl.truststore.type", S, "JKS",
+     "format of the trust store; minikafka reads PEM only and refuses JKS and PKCS12 at startup"),
+    ("ssl.truststore.location", S, None, "PEM file of the certificates trusted to sign peers"),
+    ("ssl.truststore.password", P, None, "password of the trust store file (unused for PEM)"),
+    ("ssl.truststore.certificates", P, None, "trusted certificates in PEM, inline"),
+    ("ssl.client.auth", S, "none", "client certificates: none, requested or required (mTLS)",
+     one_of("none", "requested", "required")),
+    ("ssl.enabled.protocols", LS, "TLSv1.2,TLSv1.3", "TLS versions accepted",
+     one_of("TLSv1.2", "TLSv1.3")),
+    ("ssl.protocol", S, "TLSv1.3", "TLS protocol family of the context (informational)"),
+    ("ssl.cipher.suites", LS, "",
+     "TLS 1.2 cipher suites by IANA name; empty allows the defaults (TLS 1.3 suites cannot be "
+     "restricted)"),
+    ("ssl.principal.mapping.rules", S, "DEFAULT",
+     "rules mapping a client certificate's distinguished name to a principal name"),
+    ("ssl.endpoint.identification.algorithm", S, "https",
+     "https checks the broker's host name against its certificate; empty turns the check off"),
+    # --- security: SASL (per listener; JAAS as listener.name.<l>.<mechanism>.sasl.jaas.config)
+    ("sasl.enabled.mechanisms", LS, "GSSAPI",
+     "SASL mechanisms served: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI is not supported)"),
+    ("sasl.mechanism.inter.broker.protocol", S, "GSSAPI",
+     "SASL mechanism brokers use with each other on a SASL inter-broker listener"),
+    ("sasl.jaas.config", P, None,
+     "JAAS login context; on a broker given per listener and mechanism"),
+    ("sasl.server.max.receive.size", I, 524288,
+     "largest frame accepted before authentication completes", at_least(1)),
+    ("connections.max.reauth.ms", L, 0,
+     "session lifetime of an authenticated connection before it must re-authenticate; "
+     "0 never expires", at_least(0)),
+    ("connection.failed.authentication.delay.ms", I, 100,
+     "delay before a failed authentication is answered and its connection closed",
+     at_least(0)),
     ("fetch.max.bytes", I, 57671680, "largest fetch response", at_least(1024)),
     # --- logs (declared in config.log_keys)
     *BROKER_LOG_KEYS.values(),

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.security.principal import ANONYMOUS, KafkaPrincipal
+
 if TYPE_CHECKING:
     from broker.metrics import RequestMetrics
 
@@ -53,6 +55,8 @@ class Request:
     received_at: float
     responder: Responder = field(repr=False)
     api_name: str = "Unknown"
+    #: who the connection authenticated as (User:ANONYMOUS without authentication)
+    principal: KafkaPrincipal = ANONYMOUS
     dequeued_at: float = 0.0
     #: when the handler returned (its local work done), and when the response was ready
     #: (later than that when the handler returned a future: the request waited remotely)

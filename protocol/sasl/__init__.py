@@ -1,0 +1,8 @@
+"""SASL mechanisms, sans-IO: the bytes each side of an exchange sends and checks.
+
+- :mod:`.scram`  SCRAM-SHA-256/512 (RFC 5802, RFC 7677): credentials and their formulas
+
+Both the broker (``broker.security``) and the client (``client``) run these exchanges; the
+Kafka frames that carry the tokens (SaslHandshake, SaslAuthenticate) are ordinary messages
+of the protocol package.
+"""
