@@ -1,0 +1,262 @@
+"""Security benchmark: what TLS and SASL cost, beside PLAINTEXT on the same broker, same run.
+
+    .venv/bin/python tests/bench/bench_security.py [--mb 200] [--connections 200]
+
+One broker (``LocalCluster``, embedded ZooKeeper) with three client listeners: PLAINTEXT,
+SSL and SASL_SSL (SCRAM-SHA-512, a user created with ``minikafka configs --zookeeper``).
+Certificates come from ``tools.certificates`` (EC P-256). The load is confluent-kafka in a
+process of its own (1 KiB records, linger 5 ms, 64 KiB batches, acks 1), so the broker's
+CPU is measured apart from it (utime + stime of the broker process).
+
+Figures, each beside its PLAINTEXT baseline:
+
+- produce MB/s and broker CPU-s per GB over PLAINTEXT and SASL_SSL (target: SASL_SSL at
+  least 0.7x PLAINTEXT);
+- catch-up fetch MB/s and CPU-s per GB over PLAINTEXT (sendfile) and over SSL (the same
+  read path with one copy into the TLS layer; target: at least 0.5x);
+- new SASL_SSL connections per second, each a full TLS handshake, ApiVersions,
+  SaslHandshake and a SCRAM-SHA-512 exchange (the project's client, one after another),
+  with the broker's CPU milliseconds per connection; PLAINTEXT connections beside them.
+
+The load shares the machine's 2 cores with the broker: compare the rows, not absolute
+numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from client.connection import Connection, ConnectionConfig  # noqa: E402
+from client.security import ClientSecurity, SaslCredentials  # noqa: E402
+from tools.certificates import CertificateAuthority  # noqa: E402
+from tools.cluster import ClusterLayout, LocalCluster  # noqa: E402
+from tools.zookeeper_server import free_port  # noqa: E402
+
+PY = sys.executable
+MB = 1024 * 1024
+RECORD = 1024
+USER, PASSWORD = "bench", "bench-secret"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+LOAD = r"""
+import json, sys, time
+from confluent_kafka import Consumer, Producer, TopicPartition
+mode, topic, count, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+conf = json.loads(sys.argv[5])
+conf["log_level"] = 0
+if mode == "consume":
+    c = Consumer({**conf, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 1048576,
+                  "fetch.queue.backoff.ms": 10})
+    c.assign([TopicPartition(topic, 0, -2)])
+    n = nbytes = 0
+    start = None
+    last = time.monotonic()
+    while n < count and time.monotonic() - last < 10:
+        msgs = c.consume(num_messages=min(10000, count - n), timeout=0.5)
+        if msgs and start is None:
+            start = time.monotonic()
+        for m in msgs:
+            if m.error() is None:
+                n += 1
+                nbytes += len(m.value())
+        if msgs:
+            last = time.monotonic()
+    c.close()
+    print(json.dumps({"records": n, "bytes": nbytes, "seconds": (last - start) if start else 0}))
+    sys.exit(0)
+p = Producer({**conf, "linger.ms": 5, "batch.size": 65536, "acks": 1,
+              "enable.idempotence": False, "queue.buffering.max.messages": 1000000,
+              "queue.buffering.max.kbytes": 1048576})
+errors = 0
+def report(err, msg):
+    global errors
+    if err is not None:
+        errors += 1
+p.produce(topic, b"warm", partition=0, on_delivery=report)
+p.flush(30)
+value = b"x" * size
+start = time.monotonic()
+sent = 0
+while sent < count:
+    try:
+        p.produce(topic, value, partition=0, on_delivery=report)
+        sent += 1
+    except BufferError:
+        p.poll(0.001)
+    if sent % 1000 == 0:
+        p.poll(0)
+p.flush(120)
+print(json.dumps({"records": sent, "bytes": sent * size, "seconds": time.monotonic() - start,
+                  "errors": errors}))
+"""
+
+
+def load(mode: str, topic: str, count: int, conf: dict[str, str]) -> dict[str, float]:
+    done = subprocess.run(
+        [PY, "-c", LOAD, mode, topic, str(count), str(RECORD), json.dumps(conf)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"confluent {mode} failed: {done.stderr.strip()[-800:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run_cli(*args: str) -> str:
+    done = subprocess.run(
+        [PY, "-m", "tools.main", *args], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"minikafka {' '.join(args[:2])} failed: {done.stderr.strip()[-800:]}")
+    return done.stdout
+
+
+def measured(pid: int, action: object) -> tuple[dict[str, float], float]:
+    """(the action's result, broker CPU seconds it cost)."""
+    before = cpu_seconds(pid)
+    result = action()  # type: ignore[operator]
+    return result, cpu_seconds(pid) - before
+
+
+async def connect_many(port: int, security: ClientSecurity, count: int) -> float:
+    """Seconds to open (and close) ``count`` connections one after another."""
+    config = ConnectionConfig("bench-connect", 10.0, request_timeout_s=10.0, security=security)
+    start = time.perf_counter()
+    for _ in range(count):
+        conn = await Connection.open("127.0.0.1", port, config)
+        conn.close()
+        await conn.wait_closed()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=200, help="MB of record values per run")
+    parser.add_argument("--connections", type=int, default=200)
+    args = parser.parse_args()
+    count = args.mb * MB // RECORD
+
+    with tempfile.TemporaryDirectory(prefix="bench-security-") as tmp:
+        work = Path(tmp)
+        ca = CertificateAuthority()
+        (work / "ca.crt").write_bytes(ca.cert_pem)
+        server = ca.issue("localhost", hosts=["127.0.0.1", "localhost"])
+        (work / "broker.pem").write_bytes(server.keystore_pem)
+        plain, control, tls, sasl_ssl, metrics, zk = (free_port() for _ in range(6))
+        listeners = (
+            f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control},"
+            f"SSL://127.0.0.1:{tls},SASL_SSL://127.0.0.1:{sasl_ssl}"
+        )
+        overrides = (
+            ("listeners", listeners),
+            ("advertised.listeners", listeners),
+            ("listener.security.protocol.map",
+             "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL"),
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", str(work / "broker.pem")),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.location", str(work / "ca.crt")),
+            ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+            ("listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config",
+             "org.apache.kafka.common.security.scram.ScramLoginModule required;"),
+        )  # fmt: skip
+        layout = ClusterLayout(
+            directory=work / "cluster",
+            client_ports=(plain,),
+            control_ports=(control,),
+            metrics_ports=(metrics,),
+            zookeeper_port=zk,
+            overrides=overrides,
+        )
+        cluster = LocalCluster(layout)
+        cluster.start(timeout_s=90)
+        try:
+            pid = cluster.processes[0].pid
+            run_cli(
+                "configs", "--zookeeper", f"127.0.0.1:{zk}", "--alter", "--entity-type", "users",
+                "--entity-name", USER, "--add-config", f"SCRAM-SHA-512=[password={PASSWORD}]",
+            )  # fmt: skip
+            tls_conf = {"ssl.ca.location": str(work / "ca.crt")}
+            confs = {
+                "PLAINTEXT": {"bootstrap.servers": f"127.0.0.1:{plain}"},
+                "SSL": {"bootstrap.servers": f"127.0.0.1:{tls}", "security.protocol": "SSL",
+                        **tls_conf},
+                "SASL_SSL": {"bootstrap.servers": f"127.0.0.1:{sasl_ssl}",
+                             "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                             "sasl.username": USER, "sasl.password": PASSWORD, **tls_conf},
+            }  # fmt: skip
+            for name in ("PLAINTEXT", "SASL_SSL"):
+                run_cli(
+                    "topics", "--bootstrap-server", f"127.0.0.1:{plain}", "--create",
+                    "--topic", f"bench-{name.lower()}", "--partitions", "1",
+                    "--replication-factor", "1",
+                )  # fmt: skip
+
+            print(f"1 KiB records, {args.mb} MB per run; broker CPU from /proc (load apart)")
+            rows: dict[str, tuple[float, float]] = {}
+            for name in ("PLAINTEXT", "SASL_SSL"):
+                result, cpu = measured(
+                    pid, lambda n=name: load("produce", f"bench-{n.lower()}", count, confs[n])
+                )
+                mbs = result["bytes"] / MB / result["seconds"]
+                rows[f"produce {name}"] = (mbs, cpu / (result["bytes"] / 1e9))
+            for name in ("PLAINTEXT", "SSL"):
+                result, cpu = measured(
+                    pid, lambda n=name: load("consume", "bench-plaintext", count, confs[n])
+                )
+                mbs = result["bytes"] / MB / result["seconds"] if result["seconds"] else 0.0
+                rows[f"fetch {name}"] = (mbs, cpu / (result["bytes"] / 1e9))
+            for label, (mbs, cpu_gb) in rows.items():
+                print(f"{label:<20} {mbs:8.1f} MB/s   {cpu_gb:6.2f} broker CPU-s/GB")
+            print(
+                f"produce SASL_SSL / PLAINTEXT: "
+                f"{rows['produce SASL_SSL'][0] / rows['produce PLAINTEXT'][0]:.2f}x (target 0.7x)"
+            )
+            print(
+                f"fetch SSL / PLAINTEXT (sendfile): "
+                f"{rows['fetch SSL'][0] / rows['fetch PLAINTEXT'][0]:.2f}x (target 0.5x)"
+            )
+
+            client_tls = ssl.create_default_context(cafile=str(work / "ca.crt"))
+            secured = ClientSecurity(
+                "SASL_SSL", client_tls, SaslCredentials("SCRAM-SHA-512", USER, PASSWORD)
+            )
+            for name, port, security in (
+                ("PLAINTEXT", plain, ClientSecurity()),
+                ("SASL_SSL", sasl_ssl, secured),
+            ):
+                before = cpu_seconds(pid)
+                seconds = asyncio.run(connect_many(port, security, args.connections))
+                cpu = cpu_seconds(pid) - before
+                print(
+                    f"connections {name:<10} {args.connections / seconds:8.1f} /s   "
+                    f"{1000 * cpu / args.connections:6.2f} broker CPU-ms each"
+                )
+        finally:
+            cluster.stop(grace_s=30)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
