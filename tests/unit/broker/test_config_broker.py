@@ -80,7 +80,7 @@ def test_values_are_typed_and_trimmed() -> None:
 def test_every_default_passes_its_own_validator() -> None:
     for definition in BROKER_CONFIG_DEFS.values():
         if definition.validator is not None and definition.default is not None:
-            assert definition.validator(definition.default) is None, definition.name
+            assert definition.validator(definition.typed_default()) is None, definition.name
 
 
 @pytest.mark.parametrize(
