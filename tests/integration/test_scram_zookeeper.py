@@ -48,8 +48,8 @@ def test_alter_keeps_other_mechanisms_and_quota_keys(
     try:
         first = SCRAM_SHA_256.credential("one", 4096)
         second = SCRAM_SHA_512.credential("two", 4096)
-        scram.alter_user_credentials(session, "bob", {"SCRAM-SHA-256": first})
-        scram.alter_user_credentials(session, "bob", {"SCRAM-SHA-512": second})
+        scram.alter_user_credentials(session, "bob", {"SCRAM-SHA-256": first}, [])
+        scram.alter_user_credentials(session, "bob", {"SCRAM-SHA-512": second}, [])
         assert scram.get_user_credentials(session, "bob") == {
             "SCRAM-SHA-256": first,
             "SCRAM-SHA-512": second,
@@ -70,7 +70,7 @@ def test_user_names_are_sanitized_in_paths_and_notifications(
     session = ZkSession.connect(zk_connect, connect_timeout_s=10.0)
     try:
         credential = SCRAM_SHA_256.credential("pw", 4096)
-        scram.alter_user_credentials(session, "CN=a b/c*", {"SCRAM-SHA-256": credential})
+        scram.alter_user_credentials(session, "CN=a b/c*", {"SCRAM-SHA-256": credential}, [])
         assert kazoo_client.get_children("/config/users") == ["CN%3Da%20b%2Fc%2A"]
         assert _notifications(kazoo_client) == [
             {"version": 2, "entity_path": "users/CN%3Da%20b%2Fc%2A"}
