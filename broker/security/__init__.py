@@ -4,6 +4,7 @@
 - :mod:`.credential_cache`  every user's SCRAM credentials, as this broker checks logins
   (``BrokerAssembly.credential_cache``)
 
-TLS contexts and the SASL state of each connection live here too; the network layer (``broker.network``) drives them, the handlers only see the
-principal each request carries.
+TLS contexts and the SASL state of each connection live here too; the network layer
+(``broker.network``) drives them, the handlers only see the principal each request
+carries.
 """
