@@ -160,7 +160,8 @@ def test_a_change_reaches_the_other_broker_within_a_second(c: TestCluster) -> No
 
 def test_errors_of_the_configs_tool(c: TestCluster, capsys: pytest.CaptureFixture[str]) -> None:
     bob = configs(c, "--entity-name", "bob")
-    assert main([*bob, "--alter", "--add-config", "SCRAM-SHA-256=[iterations=100,password=x]"]) == 1
+    add = "SCRAM-SHA-256=[iterations=100,password=bob-secret]"
+    assert main([*bob, "--alter", "--add-config", add]) == 1
     assert "UNACCEPTABLE_CREDENTIAL: Too few iterations" in capsys.readouterr().err
     assert main([*bob, "--alter", "--delete-config", "SCRAM-SHA-512"]) == 1
     assert "RESOURCE_NOT_FOUND" in capsys.readouterr().err
@@ -195,7 +196,8 @@ def test_confluent_kafka_admin_client_alters_and_describes(c: TestCluster) -> No
     everywhere(c, "carol", (ErrorCode.NONE, [(SHA256, 6000)]))
     # librdkafka salted the password itself: the keys still derive from it
     assert derived_from(stored(c, "carol")["SCRAM-SHA-256"], SCRAM_SHA_256, "carol-secret")
-    description = _result(admin.describe_user_scram_credentials(["carol"])["carol"])
+    futures: dict[str, Any] = admin.describe_user_scram_credentials(["carol"])  # type: ignore[assignment]
+    description = _result(futures["carol"])
     infos = [(i.mechanism, i.iterations) for i in description.scram_credential_infos]
     assert infos == [(ScramMechanism.SCRAM_SHA_256, 6000)]
     deletion = UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)
