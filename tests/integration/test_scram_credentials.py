@@ -204,3 +204,19 @@ def test_confluent_kafka_admin_client_alters_and_describes(c: TestCluster) -> No
     for future in admin.alter_user_scram_credentials([deletion]).values():
         assert _result(future) is None
     everywhere(c, "carol", (ErrorCode.RESOURCE_NOT_FOUND, []))
+
+
+def test_a_malformed_user_znode_does_not_stop_later_changes(c: TestCluster) -> None:
+    with kazoo_session(c.zk_connect) as zk:
+        zk.create("/config/users/mallory", b"{not json")
+        zk.create(
+            "/config/changes/config_change_",
+            b'{"version":2,"entity_path":"users/mallory"}',
+            sequence=True,
+        )
+    assert main([*configs(c, "--entity-name", "after"), "--alter", "--add-config",
+                 "SCRAM-SHA-512=[password=p]"]) == 0  # fmt: skip
+    everywhere(c, "after", (ErrorCode.NONE, [(SHA512, 4096)]))
+    for broker in c.broker_ids:
+        assert c.is_running(broker)
+        assert described(c, broker, "mallory") == (ErrorCode.RESOURCE_NOT_FOUND, [])
