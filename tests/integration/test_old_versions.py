@@ -16,7 +16,9 @@ One single-broker cluster is shared by the module; every wait is a poll with a d
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -199,7 +201,7 @@ def test_kafka_python_for_a_0_8_1_broker_commits_to_zookeeper(
 
 
 def test_find_coordinator_success_says_none(c: TestCluster) -> None:
-    def found(version: int) -> object:
+    def found(version: int) -> Any:
         if version >= 4:
             body = FindCoordinatorRequest(coordinator_keys=["g"], key_type=0)
         else:
@@ -209,8 +211,8 @@ def test_find_coordinator_success_says_none(c: TestCluster) -> None:
         return answer if answer.error_code == ErrorCode.NONE else None
 
     for version in (1, 3, 4):
-        answer = wait_until(lambda v=version: found(v), 30, f"FindCoordinator v{version}")
-        assert answer.error_message == "NONE"  # type: ignore[attr-defined]
+        answer = wait_until(functools.partial(found, version), 30, f"FindCoordinator v{version}")
+        assert answer.error_message == "NONE"
 
 
 def test_kip_467_names_exactly_the_invalid_records(c: TestCluster, admin: AdminClient) -> None:
@@ -226,13 +228,17 @@ def test_kip_467_names_exactly_the_invalid_records(c: TestCluster, admin: AdminC
     )
     invalid = set(range(5, 100, 10))
     reports: dict[int, KafkaError | None] = {}
+
+    def report(i: int, err: KafkaError | None, _msg: object) -> None:
+        reports[i] = err
+
     for i in range(100):
         key = None if i in invalid else b"k%d" % i
         producer.produce(
             "kip467",
             key=key,
             value=b"v%d" % i,
-            on_delivery=lambda err, _msg, i=i: reports.__setitem__(i, err),
+            on_delivery=functools.partial(report, i),
         )
     assert producer.flush(30) == 0
     assert len(reports) == 100
