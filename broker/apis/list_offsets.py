@@ -9,7 +9,8 @@ watermark, the LSO for READ_COMMITTED; v1 has no isolation level and reads as
 READ_UNCOMMITTED; a replica's request sees the log end),
 -3 the record with the largest timestamp (MAX_TIMESTAMP, v7), otherwise the first
 record whose timestamp is at least the one asked for. No such record: offset and
-timestamp -1 with no error. A partition named twice is INVALID_REQUEST, as in Kafka.
+timestamp -1 with no error. A partition named twice is INVALID_REQUEST from v1, as in
+Kafka (whose v0 path answers each naming).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ async def handle(ctx: ReplicaAccess, request: ApiRequest[ListOffsetsRequest]) ->
     for topic in body.topics:
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            (duplicates if tp in seen else seen).add(tp)
+            (duplicates if tp in seen and header.api_version > 0 else seen).add(tp)
     answer = _answer_v0 if header.api_version == 0 else _answer
     topics = []
     for topic in body.topics:

@@ -190,3 +190,25 @@ async def test_v0_answers_segment_boundaries_and_the_log_end(ctx: ReplicaAccess)
     assert await v0_offsets(ctx, -1, 10) == (ErrorCode.NONE, [3, 0])
     assert await v0_offsets(ctx, -1, 10, replica_id=1) == (ErrorCode.NONE, [6, 0])
     assert (await v0_offsets(ctx, -1, 10, partition=1))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+async def test_v0_answers_a_partition_named_twice_each_time(ctx: ReplicaAccess) -> None:
+    P = ListOffsetsRequest.ListOffsetsPartition
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(
+                name=TOPIC,
+                partitions=[
+                    P(partition_index=0, timestamp=-1, max_num_offsets=1),
+                    P(partition_index=0, timestamp=-2, max_num_offsets=1),
+                ],
+            )
+        ],
+    )
+    frame = protocol.encode_request(protocol.make_request(ApiKey.LIST_OFFSETS, 0, 1, "c", body))
+    response = await list_offsets.handle(ctx, protocol.decode_request(frame))
+    answers = [
+        (p.error_code, list(p.old_style_offsets)) for p in response.body.topics[0].partitions
+    ]
+    assert answers == [(ErrorCode.NONE, [6]), (ErrorCode.NONE, [0])]
