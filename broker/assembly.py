@@ -479,7 +479,9 @@ class BrokerAssembly:
                 topic_purgatory=self.topic_purgatory,
                 tasks=self.topic_tasks,
             ),
-            groups=GroupAccess(basics, coordinator=self.group_coordinator, store=self.group_store),
+            groups=GroupAccess(
+                basics, coordinator=self.group_coordinator, store=self.group_store, zk=self.zk
+            ),
             configs=ConfigAdmin(basics, zk=self.zk, applier=applier),
             cluster=ClusterAdmin(basics, controller=link, log_manager=self.log_manager),
             producer_ids=ProducerIds(basics, manager=ProducerIdManager(self.broker_id, self.zk)),

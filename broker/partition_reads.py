@@ -14,8 +14,10 @@ offsets without asking the log, which is how a caught-up follower fetches.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
+from broker.legacy_offsets import capped_at_high_watermark, offset_points, offsets_before
 from broker.partition_core import PartitionCore, PartitionError
 from protocol.errors import ErrorCode
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_LEADER_EPOCH, READ_COMMITTED
@@ -108,6 +110,19 @@ class LeaderReads(PartitionCore):
             raise PartitionError(ErrorCode.OFFSET_NOT_AVAILABLE, f"{self.tp}: epoch above HW")
         return None
 
+    def legacy_offsets_for_timestamp(
+        self, timestamp: int, max_num_offsets: int, *, from_consumer: bool, require_leader: bool
+    ) -> list[int]:
+        """ListOffsets v0 (broker.legacy_offsets): segment boundaries before ``timestamp``,
+        newest first; a consumer's capped at the high watermark."""
+        lg = self._leader_log(NO_LEADER_EPOCH, require_leader)
+        segments = [(s.base_offset, s.size, _modified_ms(s.fd)) for s in lg.segments]
+        points = offset_points(
+            segments, lg.log_start_offset, lg.log_end_offset, self._clock.time_ms()
+        )
+        offsets = offsets_before(points, timestamp, max_num_offsets)
+        return capped_at_high_watermark(offsets, lg.high_watermark) if from_consumer else offsets
+
     def end_offset_for_epoch(
         self, leader_epoch: int, *, current_leader_epoch: int, require_leader: bool = True
     ) -> tuple[int, int]:
@@ -115,3 +130,12 @@ class LeaderReads(PartitionCore):
         (-1, -1) when the cache knows none."""
         lg = self._leader_log(current_leader_epoch, require_leader)
         return lg.end_offset_for_epoch(leader_epoch)
+
+
+def _modified_ms(fd: int) -> int:
+    """A segment file's last modification time; 0 for a file gone meanwhile (as Java's
+    File.lastModified answers)."""
+    try:
+        return os.fstat(fd).st_mtime_ns // 1_000_000
+    except OSError:
+        return 0

@@ -34,7 +34,7 @@ from broker.produce_records import ProducedRecords, RefusedRecords
 from broker.replica_table import ReplicaTable
 from protocol.errors import ErrorCode
 from protocol.values import INTERNAL_TOPICS, TopicPartition
-from storage import RecordError, StorageError
+from storage import RecordError, RecordValidationError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,12 @@ class ProduceAppends(ReplicaTable):
             rejected = exc.error_code in _VALIDATION_ERRORS
             self._count_failed_append(tp, _size(records) if rejected else 0)
             return _failed(exc.error_code, str(exc)), None, False, False
+        except RecordValidationError as exc:  # some records named (KIP-467)
+            self._count_failed_append(tp, _size(records))
+            result = ProducePartitionResult(
+                exc.error_code, error_message=str(exc), record_errors=tuple(exc.record_errors)
+            )
+            return result, None, False, False
         except RecordError as exc:
             self._count_failed_append(tp, _size(records))
             return _failed(exc.error_code, str(exc)), None, False, False

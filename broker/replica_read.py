@@ -215,6 +215,19 @@ class FetchReads(ReplicaTable):
             require_leader=replica_id != DEBUGGING_REPLICA_ID,
         )
 
+    def legacy_offsets_for_timestamp(
+        self, tp: TopicPartition, timestamp: int, max_num_offsets: int, *, replica_id: int
+    ) -> list[int]:
+        """ListOffsets v0 for one partition: up to ``max_num_offsets`` offsets, newest
+        first (broker.legacy_offsets); raises PartitionError (or StorageError)."""
+        partition = self._leader_or_error(tp)
+        return partition.legacy_offsets_for_timestamp(
+            timestamp,
+            max_num_offsets,
+            from_consumer=replica_id == CONSUMER_REPLICA_ID,
+            require_leader=replica_id != DEBUGGING_REPLICA_ID,
+        )
+
     def last_offset_for_leader_epoch(
         self, tp: TopicPartition, leader_epoch: int, *, current_leader_epoch: int, replica_id: int
     ) -> tuple[int, int]:

@@ -29,7 +29,7 @@ Modules, one concept each:
 
 from storage.append import AppendInfo
 from storage.config import LogConfig, LogManagerConfig
-from storage.errors import RecordError, StorageError
+from storage.errors import RecordError, RecordValidationError, StorageError
 from storage.file_region import FileRegion
 from storage.log import Log
 from storage.log_manager import LogManager, TaskSpec
@@ -48,6 +48,7 @@ __all__ = [
     "LogManagerConfig",
     "LogSegment",
     "RecordError",
+    "RecordValidationError",
     "SequenceCheck",
     "StorageError",
     "TaskSpec",

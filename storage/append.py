@@ -38,6 +38,7 @@ from storage.errors import (
     InvalidRecordError,
     OutOfOrderSequenceError,
     RecordTooLargeError,
+    RecordValidationError,
 )
 from storage.producer_state import BatchMetadata, ProducerStateEntry, check_batch
 
@@ -106,7 +107,12 @@ def check_batch_sizes(batches: Batches, max_message_bytes: int, where: str) -> N
 def check_keys(buf: memoryview, batches: Batches, where: str) -> None:
     """A compacted topic keeps the latest value per key, so every record needs a key
     (Kafka's rule for cleanup.policy=compact). Reads the records: runs only for such
-    topics. Control batches carry their own keys and are not client input."""
+    topics. Control batches carry their own keys and are not client input.
+
+    Every keyless record is named (RecordValidationError, KIP-467) by its index in its
+    batch, with Kafka's wording, and the message sums them up as Kafka's does: their
+    count and the first three."""
+    errors: list[tuple[int, str]] = []
     for pos, header in batches:
         if header.is_control:
             continue
@@ -114,11 +120,19 @@ def check_keys(buf: memoryview, batches: Batches, where: str) -> None:
             records = read_batch(buf, pos, check_crc=False)[1]
         except InvalidBatch as exc:
             raise InvalidRecordError(f"{where}: {exc}") from None
-        if any(r.key is None for r in records):
-            raise InvalidRecordError(
-                f"{where}: a compacted topic refuses records without a key "
-                f"(batch at offset {header.base_offset})"
-            )
+        why = f"Compacted topic cannot accept message without key in topic partition {where}."
+        errors.extend((index, why) for index, r in enumerate(records) if r.key is None)
+    if errors:
+        raise RecordValidationError(record_errors_message(errors), errors)
+
+
+def record_errors_message(errors: list[tuple[int, str]]) -> str:
+    """The message of a batch refused for ``errors`` (index, why), in Kafka's words."""
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{why}')" for i, why in errors[:3])
+    return (
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]"
+    )
 
 
 def assign_offsets(

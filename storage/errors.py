@@ -45,6 +45,16 @@ class InvalidRecordError(RecordError):
     error_code = ErrorCode.INVALID_RECORD
 
 
+class RecordValidationError(InvalidRecordError):
+    """Some records of a batch are invalid (KIP-467): the batch is refused whole, and
+    ``record_errors`` names exactly the invalid ones as (index of the record in its
+    batch, why), so that a Produce v8+ answer can tell them from the others."""
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
+
+
 class RecordTooLargeError(RecordError):
     error_code = ErrorCode.MESSAGE_TOO_LARGE
 

@@ -36,6 +36,7 @@ from zk import (
     brokers,
     codec,
     configs,
+    consumer_offsets,
     controller_election,
     isr_notifications,
     partition_states,
@@ -300,6 +301,16 @@ class ZkFacade:
         self, targets: Mapping[TopicPartition, Sequence[int]]
     ) -> None:
         await self._run(admin.request_partition_reassignment, dict(targets))
+
+    # -- ZooKeeper-stored consumer offsets (zk.consumer_offsets) ----------------------------
+
+    async def set_consumer_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        await self._run(consumer_offsets.set_consumer_offsets, group, dict(offsets))
+
+    async def get_consumer_offsets(
+        self, group: str, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        return await self._run(consumer_offsets.get_consumer_offsets, group, list(partitions))
 
     # -- producer ids (zk.producer_ids) ------------------------------------------------------
 

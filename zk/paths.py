@@ -85,3 +85,8 @@ def config_change_sequence(name: str) -> int:
     """The sequence number of a ``config_change_<10 digits>`` notification; -1 if none."""
     digits = name.removeprefix(CONFIG_CHANGE_PREFIX)
     return int(digits) if name.startswith(CONFIG_CHANGE_PREFIX) and digits.isdigit() else -1
+
+
+def consumer_offset(group: str, topic: str, partition: int) -> str:
+    """/consumers/<group>/offsets/<topic>/<partition>: an offset OffsetCommit v0 stored."""
+    return f"{CONSUMERS}/{group}/offsets/{topic}/{partition}"

@@ -1,4 +1,4 @@
-"""CreateTopics (19), v2-7: validate, assign replicas, write to ZooKeeper, wait for leaders.
+"""CreateTopics (19), v0-7: validate, assign replicas, write to ZooKeeper, wait for leaders.
 
 Kafka's ZooKeeper-mode flow (docs/architecture.md, "Request paths"):
 
@@ -14,8 +14,8 @@ Kafka's ZooKeeper-mode flow (docs/architecture.md, "Request paths"):
    broker's cache has them (broker.admin.peer_metadata), within the same timeout; a topic
    still not ready gets REQUEST_TIMED_OUT.
 
-v5+ answers carry the partition count, replication factor and configuration; v7 the
-topic id.
+v0 has no ``validate_only`` (v1+) and its answer no error message; v5+ answers carry the
+partition count, replication factor and configuration; v7 the topic id.
 """
 
 from __future__ import annotations

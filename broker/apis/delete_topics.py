@@ -1,12 +1,12 @@
-"""DeleteTopics (20), v1-6: queue topics for deletion and wait until no broker serves them.
+"""DeleteTopics (20), v0-6: queue topics for deletion and wait until no broker serves them.
 
 Kafka's ZooKeeper-mode flow:
 
 1. Only the active controller serves it; other brokers answer NOT_CONTROLLER and the
    admin client retries against the controller its Metadata names.
-2. With ``delete.topic.enable`` false every topic is refused: INVALID_REQUEST for v1-2
+2. With ``delete.topic.enable`` false every topic is refused: INVALID_REQUEST for v0-2
    (which have no better code), TOPIC_DELETION_DISABLED from v3.
-3. Topics are named (v1-5 by name; v6 entries by name or by topic id, not both:
+3. Topics are named (v0-5 by name; v6 entries by name or by topic id, not both:
    INVALID_REQUEST). An id this broker does not know is UNKNOWN_TOPIC_ID, a name not in
    its metadata cache UNKNOWN_TOPIC_OR_PARTITION.
 4. Each remaining topic is queued under /admin/delete_topics (queued already: fine). If

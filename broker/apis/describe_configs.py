@@ -1,10 +1,11 @@
-"""DescribeConfigs (32), v1-4: topic and broker configuration with sources and synonyms.
+"""DescribeConfigs (32), v0-4: topic and broker configuration with sources and synonyms.
 
 Resources: TOPIC (2) -- the topic's overrides from /config/topics/<t> (the broker's
 TopicConfigs, shared with LeaderAndIsr and the LogManager) over the broker's defaults;
 BROKER (4) -- this broker's static configuration (name "" or our id); BROKER_LOGGER (8)
 -- not offered. ``configuration_keys`` null means every key.
-Sensitive values (passwords) are never returned.
+Sensitive values (passwords) are never returned. v0 has no sources or synonyms: each
+entry says only whether it is a default (``is_default``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ Per key:
   not offered, and clients give up at once on that error rather than retrying;
 - any other key type: INVALID_REQUEST.
 
+A success carries the error message Kafka writes for it, its error's name ``NONE`` (Kafka
+sets every answer's message from its error, and the message of no error is its name), in
+v1-3's top-level field and in each of v4's coordinators alike.
+
 The answer does not wait for the coordinator to have loaded the group: the client's next
 request to it gets COORDINATOR_LOAD_IN_PROGRESS until then, as in Kafka.
 """
@@ -31,6 +35,8 @@ TRANSACTION_KEY_TYPE = 1
 
 #: the first version that batches keys
 BATCHED_VERSION = 4
+#: the error message of a success, as Kafka writes it
+SUCCESS_MESSAGE = ErrorCode.NONE.name
 
 Coordinator = FindCoordinatorResponse.Coordinator
 
@@ -69,7 +75,14 @@ def find(ctx: GroupAccess, key: str, key_type: int, listener: str) -> Coordinato
             f"{OFFSETS_TOPIC}-{partition} has no leader on listener {listener}",
         )
     host, port = endpoint
-    return Coordinator(key=key, node_id=leader, host=host, port=port, error_code=ErrorCode.NONE)
+    return Coordinator(
+        key=key,
+        node_id=leader,
+        host=host,
+        port=port,
+        error_code=ErrorCode.NONE,
+        error_message=SUCCESS_MESSAGE,
+    )
 
 
 async def handle(ctx: GroupAccess, request: ListenerRequest[FindCoordinatorRequest]) -> Response:

@@ -1,10 +1,13 @@
-"""JoinGroup (11), v0-7: join or rejoin a group; the answer may wait for the rebalance.
+"""JoinGroup (11), v0-9: join or rejoin a group; the answer may wait for the rebalance.
 
 v0 has no rebalance timeout (the session timeout serves as one). From v4 a member
 joining without a member id is given one and told to rejoin with it
 (MEMBER_ID_REQUIRED), unless it is a static member (v5+ ``group_instance_id``). The
 leader's answer lists every member's metadata for the chosen protocol; v7 adds the
-protocol type and makes the protocol name nullable.
+protocol type and makes the protocol name nullable. v8 carries the client's reason for
+joining (KIP-800), which the coordinator logs; v9 lets a static leader that replaced
+itself in a Stable group be told so with ``skip_assignment`` (KIP-814): it gets the
+members but keeps the group's assignment, where older versions are told another leader.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ async def handle(
         protocol_type=body.protocol_type,
         protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
         require_known_member_id=version >= 4,
+        supports_skip_assignment=version >= 9,
+        reason=body.reason if version >= 8 else None,
     )
     return once(
         ctx.coordinator.join_group(join),
@@ -56,6 +61,7 @@ def _response(result: JoinResult, version: int) -> JoinGroupResponse:
         protocol_type=result.protocol_type,
         protocol_name=name,
         leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
         member_id=result.member_id,
         members=[
             JoinGroupResponse.JoinGroupResponseMember(

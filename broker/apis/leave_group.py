@@ -1,8 +1,9 @@
-"""LeaveGroup (13), v0-4: members leave a group (which then rebalances).
+"""LeaveGroup (13), v0-5: members leave a group (which then rebalances).
 
 v0-2 name one member, and its error is the answer's; v3+ name several, each with its
 ``group_instance_id`` (a static member may leave by instance id alone), and the answer
-carries one error per member beside the top-level one.
+carries one error per member beside the top-level one. v5 adds each member's reason
+(KIP-800), which the coordinator logs.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[LeaveGroupRequest]) 
     version = int(request.header.api_version)
     if version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in body.members]
+        reasons = [m.reason if version >= 5 else None for m in body.members]
     else:
         leaving = [(body.member_id, None)]
+        reasons = [None]
     error = group_error(ctx, body.group_id)
     errors: list[int] = []
     if error == ErrorCode.NONE:
-        error, errors = ctx.coordinator.leave_group(body.group_id, leaving)
+        error, errors = ctx.coordinator.leave_group(body.group_id, leaving, reasons)
     if version < 3:
         if error == ErrorCode.NONE and errors:
             error = errors[0]

@@ -1,11 +1,16 @@
-"""ListOffsets (2), versions 1-7: an offset per partition for a timestamp.
+"""ListOffsets (2), versions 0-7: an offset per partition for a timestamp.
+
+v0 is the older question, answered with a list (``old_style_offsets``): up to
+``max_num_offsets`` segment boundaries at or before the time, newest first
+(broker.legacy_offsets has the rule). v1+ ask for one offset:
 
 Timestamps: -2 the log start (EARLIEST), -1 the last fetchable offset (LATEST: the high
 watermark, the LSO for READ_COMMITTED; v1 has no isolation level and reads as
 READ_UNCOMMITTED; a replica's request sees the log end),
 -3 the record with the largest timestamp (MAX_TIMESTAMP, v7), otherwise the first
 record whose timestamp is at least the one asked for. No such record: offset and
-timestamp -1 with no error. A partition named twice is INVALID_REQUEST, as in Kafka.
+timestamp -1 with no error. A partition named twice is INVALID_REQUEST from v1, as in
+Kafka (whose v0 path answers each naming).
 """
 
 from __future__ import annotations
@@ -19,6 +24,25 @@ from protocol.values import TopicPartition
 from storage import StorageError, TimestampOffset
 
 _Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+def _answer_v0(
+    ctx: ReplicaAccess,
+    body: ListOffsetsRequest,
+    tp: TopicPartition,
+    p: ListOffsetsRequest.ListOffsetsPartition,
+) -> _Partition:
+    try:
+        offsets = ctx.replica_manager.legacy_offsets_for_timestamp(
+            tp, p.timestamp, p.max_num_offsets, replica_id=body.replica_id
+        )
+    except PartitionError as exc:
+        return _Partition(partition_index=tp.partition, error_code=exc.error_code)
+    except StorageError:
+        return _Partition(partition_index=tp.partition, error_code=ErrorCode.KAFKA_STORAGE_ERROR)
+    return _Partition(
+        partition_index=tp.partition, error_code=ErrorCode.NONE, old_style_offsets=offsets
+    )
 
 
 def _answer(
@@ -58,7 +82,8 @@ async def handle(ctx: ReplicaAccess, request: ApiRequest[ListOffsetsRequest]) ->
     for topic in body.topics:
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            (duplicates if tp in seen else seen).add(tp)
+            (duplicates if tp in seen and header.api_version > 0 else seen).add(tp)
+    answer = _answer_v0 if header.api_version == 0 else _answer
     topics = []
     for topic in body.topics:
         partitions = []
@@ -69,7 +94,7 @@ async def handle(ctx: ReplicaAccess, request: ApiRequest[ListOffsetsRequest]) ->
                     _Partition(partition_index=tp.partition, error_code=ErrorCode.INVALID_REQUEST)
                 )
             else:
-                partitions.append(_answer(ctx, body, tp, p))
+                partitions.append(answer(ctx, body, tp, p))
         topics.append(
             ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)
         )

@@ -1,15 +1,19 @@
-"""Metadata (3), v1-12: brokers, controller, topics and partition leaders from the cache.
+"""Metadata (3), v0-12: brokers, controller, topics and partition leaders from the cache.
 
 The answer comes from this broker's MetadataCache, for the listener the request came in
 on (each broker is listed with its endpoint on that listener). Rules clients rely on:
 
-- ``topics`` null (v1+) means every topic; an empty list means none.
+- ``topics`` null (v1+) means every topic; an empty list means none, except in v0,
+  which has no null and where the empty list means every topic.
 - A topic the cache does not know is created when ``auto.create.topics.enable`` and the
   request allows it (v4+ ``allow_auto_topic_creation``): the answer is then
   LEADER_NOT_AVAILABLE and the client asks again once the controller has elected leaders.
   Otherwise UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID when asked by id, v10+).
 - A partition whose leader is not live has leader -1 and LEADER_NOT_AVAILABLE.
 - v10+ carry topic ids, never zero for a topic that exists.
+- v0 lists only the replicas and ISR members that are live (with an endpoint on the
+  listener), and a partition missing any of them answers REPLICA_NOT_AVAILABLE beside
+  its leader; v1+ list every id (offline replicas apart, v5+) with no error.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
+from collections.abc import Sequence
 
 from broker.admin.topics import (
     NO_NUM_PARTITIONS,
@@ -59,8 +64,10 @@ async def handle(ctx: TopicAdmin, request: ListenerRequest[MetadataRequest]) -> 
     )
 
     topics: list[Topic] = []
-    if body.topics is None:
-        topics = [topic_metadata(cache, name, listener, ops) for name in cache.topic_names()]
+    if body.topics is None or (version == 0 and not body.topics):
+        topics = [
+            topic_metadata(cache, name, listener, ops, version) for name in cache.topic_names()
+        ]
     else:
         unknown: list[str] = []
         for requested in body.topics:
@@ -79,7 +86,7 @@ async def handle(ctx: TopicAdmin, request: ListenerRequest[MetadataRequest]) -> 
                     )
                     continue
             if cache.contains_topic(name):
-                topics.append(topic_metadata(cache, name, listener, ops))
+                topics.append(topic_metadata(cache, name, listener, ops, version))
             else:
                 unknown.append(name)
         if unknown:
@@ -115,18 +122,31 @@ async def handle(ctx: TopicAdmin, request: ListenerRequest[MetadataRequest]) -> 
     return make_response(request.header, response)
 
 
-def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int) -> Topic:
+def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int, version: int) -> Topic:
     partitions = []
+
+    def live(brokers: Sequence[int]) -> list[int]:
+        if version > 0:
+            return list(brokers)
+        return [b for b in brokers if cache.alive_endpoint(b, listener) is not None]
+
     for index, info in sorted((cache.partitions(name) or {}).items()):
         leader_ok = info.leader >= 0 and cache.alive_endpoint(info.leader, listener) is not None
+        replicas, isr = live(info.replicas), live(info.isr)
+        error = ErrorCode.NONE if leader_ok else ErrorCode.LEADER_NOT_AVAILABLE
+        if error == ErrorCode.NONE and (len(replicas), len(isr)) != (
+            len(info.replicas),
+            len(info.isr),
+        ):
+            error = ErrorCode.REPLICA_NOT_AVAILABLE
         partitions.append(
             Partition(
-                error_code=ErrorCode.NONE if leader_ok else ErrorCode.LEADER_NOT_AVAILABLE,
+                error_code=error,
                 partition_index=index,
                 leader_id=info.leader if leader_ok else -1,
                 leader_epoch=info.leader_epoch,
-                replica_nodes=list(info.replicas),
-                isr_nodes=list(info.isr),
+                replica_nodes=replicas,
+                isr_nodes=isr,
                 offline_replicas=list(info.offline_replicas),
             )
         )

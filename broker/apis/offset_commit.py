@@ -1,16 +1,22 @@
-"""OffsetCommit (8), v2-8: store a group's committed offsets in ``__consumer_offsets``.
+"""OffsetCommit (8), v0-8: store a group's committed offsets.
+
+v0 is the ZooKeeper-era commit: as in Kafka 3.x, its offsets go to ZooKeeper
+(``/consumers/<group>/offsets/<topic>/<partition>``, zk.consumer_offsets), without the
+coordinator (no generation, no member) and without metadata; only the metadata's size is
+checked (OFFSET_METADATA_TOO_LARGE). v1+ commit to ``__consumer_offsets``:
 
 Who may commit is the coordinator's rule (broker.group.offsets, commit_error): members
 of the current generation, or anyone with generation -1 for a group without members
 (consumers using assign()). Partitions of topics this broker does not know get
 UNKNOWN_TOPIC_OR_PARTITION. v2-4 carry a retention time: a commit with one expires at
-commit time + retention rather than by ``offsets.retention.minutes``. v6 adds the leader
-epoch, v7 ``group_instance_id``.
+commit time + retention rather than by ``offsets.retention.minutes``. v1 carries a commit
+timestamp per partition (-1: now). v6 adds the leader epoch, v7 ``group_instance_id``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from broker.apis.group_answers import group_error, once
 from broker.apis.request import ListenerRequest
@@ -20,8 +26,12 @@ from protocol import ErrorCode, Response, make_response
 from protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 from protocol.values import TopicPartition
 
+log = logging.getLogger(__name__)
+
 #: the retention time that means "the broker's rule" (v2-4)
 DEFAULT_RETENTION_TIME = -1
+#: the commit timestamp that means "now" (v1)
+DEFAULT_TIMESTAMP = -1
 
 
 async def handle(
@@ -32,6 +42,8 @@ async def handle(
     requested = [
         (TopicPartition(t.name, p.partition_index), p) for t in body.topics for p in t.partitions
     ]
+    if version == 0 and body.group_id:
+        return make_response(request.header, await _commit_to_zookeeper(ctx, body, requested))
     error = ErrorCode.INVALID_GROUP_ID if not body.group_id else group_error(ctx, body.group_id)
     if error != ErrorCode.NONE:
         return make_response(request.header, _response({tp: error for tp, _ in requested}))
@@ -49,7 +61,9 @@ async def handle(
             offset=p.committed_offset,
             leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
             metadata=p.committed_metadata or "",
-            commit_timestamp=now,
+            commit_timestamp=now
+            if version != 1 or p.commit_timestamp == DEFAULT_TIMESTAMP
+            else p.commit_timestamp,
             expire_timestamp=expire,
         )
     if not offsets:
@@ -67,6 +81,34 @@ async def handle(
         return make_response(request.header, _response({tp: results[tp] for tp, _ in requested}))
 
     return once(stored, respond)
+
+
+async def _commit_to_zookeeper(
+    ctx: GroupAccess,
+    body: OffsetCommitRequest,
+    requested: list[tuple[TopicPartition, OffsetCommitRequest.OffsetCommitRequestPartition]],
+) -> OffsetCommitResponse:
+    """v0: each known partition's offset written to its znode; a ZooKeeper failure fails
+    the partitions it was writing (UNKNOWN_SERVER_ERROR), as Kafka maps the exception."""
+    limit = ctx.config.get_int("offset.metadata.max.bytes")
+    results: dict[TopicPartition, int] = {}
+    offsets: dict[TopicPartition, int] = {}
+    for tp, p in requested:
+        if ctx.metadata_cache.partition(tp.topic, tp.partition) is None:
+            results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        elif p.committed_metadata is not None and len(p.committed_metadata) > limit:
+            results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+        else:
+            offsets[tp] = p.committed_offset
+    if offsets:
+        try:
+            await ctx.zk.set_consumer_offsets(body.group_id, offsets)
+            written = ErrorCode.NONE
+        except Exception as exc:  # any ZooKeeper failure: these partitions failed
+            log.warning("OffsetCommit v0 of group %s to ZooKeeper failed: %s", body.group_id, exc)
+            written = ErrorCode.UNKNOWN_SERVER_ERROR
+        results.update(dict.fromkeys(offsets, written))
+    return _response({tp: results[tp] for tp, _ in requested})
 
 
 def _response(errors: dict[TopicPartition, int]) -> OffsetCommitResponse:

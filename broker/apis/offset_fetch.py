@@ -1,4 +1,8 @@
-"""OffsetFetch (9), v1-8: a group's committed offsets.
+"""OffsetFetch (9), v0-8: a group's committed offsets.
+
+v0 reads the offsets OffsetCommit v0 wrote to ZooKeeper (zk.consumer_offsets), as Kafka
+3.x does: no coordinator, no metadata; a partition without one there, or of a topic this
+broker does not know, answers offset -1 with no error. v1+ read ``__consumer_offsets``:
 
 v1-7 ask for one group, v8 for several (each answered with its own error). Null topics
 (v2+) mean every partition the group has a commit for. A partition without a commit
@@ -9,6 +13,7 @@ commits to wait for.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -19,6 +24,8 @@ from broker.group.model import CommittedOffset
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 from protocol.values import TopicPartition
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 P = TypeVar("P")
@@ -32,6 +39,8 @@ Topics = OffsetFetchResponse.OffsetFetchResponseTopics
 async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest]) -> Response:
     body = request.body
     version = int(request.header.api_version)
+    if version == 0:
+        return make_response(request.header, await _fetch_from_zookeeper(ctx, body))
     if version >= 8:
         groups = []
         for group in body.groups:
@@ -62,6 +71,34 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest])
         throttle_time_ms=0, topics=_topics(offsets, Topic, Partition), error_code=error
     )
     return make_response(request.header, response)
+
+
+async def _fetch_from_zookeeper(ctx: GroupAccess, body: OffsetFetchRequest) -> OffsetFetchResponse:
+    wanted = _partitions(body.topics) or []
+    known = [
+        tp for tp in wanted if ctx.metadata_cache.partition(tp.topic, tp.partition) is not None
+    ]
+    error = ErrorCode.NONE
+    stored: dict[TopicPartition, int | None] = {}
+    if known:
+        try:
+            stored = await ctx.zk.get_consumer_offsets(body.group_id, known)
+        except Exception as exc:  # any ZooKeeper failure: every partition asked failed
+            log.warning("OffsetFetch v0 of group %s from ZooKeeper failed: %s", body.group_id, exc)
+            error = ErrorCode.UNKNOWN_SERVER_ERROR
+    by_topic: dict[str, list[Partition]] = {}
+    for tp in wanted:
+        offset = stored.get(tp)
+        by_topic.setdefault(tp.topic, []).append(
+            Partition(
+                partition_index=tp.partition,
+                committed_offset=-1 if offset is None else offset,
+                metadata="",
+                error_code=error if tp in known else ErrorCode.NONE,
+            )
+        )
+    topics = [Topic(name=name, partitions=ps) for name, ps in by_topic.items()]
+    return OffsetFetchResponse(throttle_time_ms=0, topics=topics)
 
 
 def _partitions(

@@ -1,11 +1,12 @@
-"""OffsetForLeaderEpoch (23), versions 2-4: where a leader epoch ended, per partition.
+"""OffsetForLeaderEpoch (23), versions 0-4: where a leader epoch ended, per partition.
 
 Consumers (KIP-320) and followers (KIP-101) ask, after a leader change, for the end
 offset of the last epoch they saw: the largest epoch the leader-epoch cache knows at or
 below it, and the start offset of the epoch after it (the log end for the current one).
 Unknown to the cache: epoch and offset -1, no error. ``current_leader_epoch`` fences the
 caller (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); only the debugging replica id (-2)
-may ask a follower.
+may ask a follower. v0-1 carry no current epoch (no fencing) and v0-2 no replica id (it
+reads as the spec's default, -2); v0's answer has no epoch, only the end offset.
 """
 
 from __future__ import annotations

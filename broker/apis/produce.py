@@ -39,6 +39,8 @@ from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from protocol.records.batch import TRANSACTIONAL_MASK
 from protocol.values import TopicPartition
 
+_RecordError = ProduceResponse.BatchIndexAndErrorMessage
+
 #: The first Produce version minikafka accepts (RecordBatch v2 only).
 MIN_SUPPORTED_VERSION = 3
 
@@ -62,6 +64,10 @@ def build_response(
                     log_append_time_ms=r.log_append_time_ms,
                     log_start_offset=r.log_start_offset,
                     error_message=r.error_message if r.error_code else None,
+                    record_errors=[
+                        _RecordError(batch_index=i, batch_index_error_message=why)
+                        for i, why in r.record_errors
+                    ],
                 )
             )
         topics.append(

@@ -173,10 +173,12 @@ class TopicAdmin(Family):
 @dataclass(frozen=True, eq=False, slots=True)
 class GroupAccess(Family):
     """The classic group protocol (``coordinator``) over the groups its ``store``
-    (__consumer_offsets) holds; the store also tells where a group lives."""
+    (__consumer_offsets) holds; the store also tells where a group lives. ``zk`` holds
+    the offsets of OffsetCommit/OffsetFetch v0 (zk.consumer_offsets)."""
 
     coordinator: GroupCoordinator
     store: GroupMetadataManager
+    zk: ZkFacade
 
 
 @dataclass(frozen=True, eq=False, slots=True)

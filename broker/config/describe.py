@@ -2,23 +2,29 @@
 
 A broker's entries layer its dynamic configs (this broker's, then the cluster default's)
 over its static configuration and the defaults; the keys that need a restart are
-read-only. A topic's entries layer its
-overrides (DYNAMIC_TOPIC_CONFIG) over the broker's value of the synonym key (its source
-the strongest broker layer setting that key or one that supplies it, else DEFAULT_CONFIG);
-AlterConfigs may change them, so they are not read-only.
-Synonyms are listed strongest first, the entry's own value leading.
+read-only. A topic's entries layer its overrides (DYNAMIC_TOPIC_CONFIG) over the broker's
+value of the synonym key; AlterConfigs may change them, so they are not read-only.
+
+Which synonyms an entry lists, in which order, and so which source it reports, is
+Kafka's rule (broker.config.synonyms): layer by layer, strongest first, the names that
+decide the broker key, cut before the key's own first appearance; a topic's override
+leads its list. An entry's source is its first synonym's, DEFAULT_CONFIG when it lists
+none; its value is the effective one either way (``retention.ms`` of a broker that sets
+only ``log.retention.hours`` says the hours in ms, with no synonym and DEFAULT_CONFIG).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker.config.keys import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_KEYS
+from broker.config.synonyms import listed_synonyms, synonym_keys
 from config.definitions import ConfigType, format_value
-from config.log_keys import TOPIC_KEYS, related_broker_keys, validate_topic_configs
+from config.log_keys import TOPIC_KEYS, validate_topic_configs
 
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
@@ -58,12 +64,12 @@ def _entry(
     name: str,
     kind: ConfigType,
     doc: str,
-    source: ConfigSource,
+    value: str | None,
     synonyms: list[Synonym],
     read_only: bool,
 ) -> ConfigEntry:
-    """The entry whose value is its strongest synonym's; a password's values are hidden."""
-    value = synonyms[0][1]
+    """The entry, its source its first synonym's; a password's values are hidden."""
+    source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
     sensitive = kind is ConfigType.PASSWORD
     if sensitive:
         value = None
@@ -75,21 +81,35 @@ def describe_broker_config(
     broker: BrokerConfig, names: Iterable[str] | None = None
 ) -> list[ConfigEntry]:
     """Every broker key (or ``names``; unknown ones skipped)."""
+    layers = _sourced_layers(broker)
     entries = []
     for name in BROKER_CONFIG_DEFS if names is None else names:
         definition = BROKER_CONFIG_DEFS.get(name)
         if definition is None:
             continue
-        layers = broker.layers(name)
-        synonyms: list[Synonym] = [(name, raw, source) for raw, source in layers]
-        if synonyms:  # the strongest layer's value as the broker parsed it
-            synonyms[0] = (name, format_value(broker.values[name]), layers[0][1])
-        synonyms.append((name, format_value(definition.default), ConfigSource.DEFAULT_CONFIG))
+        synonyms = listed_synonyms(name, synonym_keys(name), layers)
+        value = format_value(broker.values[name])
         read_only = name not in DYNAMIC_BROKER_KEYS
-        entries.append(
-            _entry(name, definition.type, definition.doc, synonyms[0][2], synonyms, read_only)
-        )
+        entries.append(_entry(name, definition.type, definition.doc, value, synonyms, read_only))
     return entries
+
+
+def _sourced_layers(broker: BrokerConfig) -> list[tuple[Mapping[str, str], ConfigSource]]:
+    """The broker's layers with their sources, strongest first, the defaults last."""
+    sources = (
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+        ConfigSource.STATIC_BROKER_CONFIG,
+    )
+    layers = list(zip(broker.config_layers.broker_layers(), sources, strict=True))
+    return [*layers, (_default_layer(), ConfigSource.DEFAULT_CONFIG)]
+
+
+@functools.cache
+def _default_layer() -> Mapping[str, str]:
+    """Every broker key's default in text form, keys without one (null) left out."""
+    defaults = {name: format_value(d.default) for name, d in BROKER_CONFIG_DEFS.items()}
+    return {name: text for name, text in defaults.items() if text is not None}
 
 
 def describe_topic_config(
@@ -100,20 +120,17 @@ def describe_topic_config(
     """Every topic key (or ``names``; unknown ones skipped) of a topic with ``overrides``."""
     typed_overrides = validate_topic_configs(overrides)  # ConfigError for a bad one
     defaults = broker.topic_defaults()
+    layers = _sourced_layers(broker)
     entries = []
     for name in TOPIC_KEYS if names is None else names:
         definition = TOPIC_KEYS.get(name)
         if definition is None:
             continue
-        synonyms: list[Synonym] = []
+        broker_key = definition.synonym
+        synonyms: list[Synonym] = listed_synonyms(broker_key, synonym_keys(broker_key), layers)
+        value = format_value(defaults[name])
         if name in overrides:
-            synonyms.append(
-                (name, format_value(typed_overrides[name]), ConfigSource.DYNAMIC_TOPIC_CONFIG)
-            )
-        # the strongest layer setting any key that decides the broker's value
-        source = min(broker.source(key) for key in related_broker_keys(definition.synonym))
-        synonyms.append((definition.synonym, format_value(defaults[name]), source))
-        entries.append(
-            _entry(name, definition.type, definition.doc, synonyms[0][2], synonyms, False)
-        )
+            value = format_value(typed_overrides[name])
+            synonyms.insert(0, (name, value, ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        entries.append(_entry(name, definition.type, definition.doc, value, synonyms, False))
     return entries

@@ -35,13 +35,15 @@ from timer import DelayedOperation
 
 @dataclass(slots=True)
 class ProducePartitionResult:
-    """One partition's answer to a Produce request."""
+    """One partition's answer to a Produce request. ``record_errors``: the records of a
+    batch refused for some invalid ones (KIP-467), as (index in the batch, why)."""
 
     error_code: int = ErrorCode.NONE
     base_offset: int = -1
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: tuple[tuple[int, str | None], ...] = ()
 
 
 @dataclass(slots=True)

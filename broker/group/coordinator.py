@@ -28,6 +28,7 @@ looked up again, since it may have moved on (or away) while the write waited.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -276,7 +277,9 @@ class GroupCoordinator:
         runtime = self._runtimes.get(group.group_id)
         runtime.join_waiters[member_id] = future
         runtime.new_member_added = True
-        self._rebalance.maybe_prepare(group, f"member {member_id} joined")
+        self._rebalance.maybe_prepare(
+            group, f"member {member_id} joined{client_reason(request.reason)}"
+        )
 
     def _update_member_and_rebalance(
         self,
@@ -295,7 +298,9 @@ class GroupCoordinator:
             settle(previous, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
         runtime.join_waiters[member.member_id] = future
         self._rebalance.cancel_session(group.group_id, member.member_id)
-        self._rebalance.maybe_prepare(group, f"member {member.member_id} rejoined")
+        self._rebalance.maybe_prepare(
+            group, f"member {member.member_id} rejoined{client_reason(request.reason)}"
+        )
 
     def _static_rejoin(
         self,
@@ -310,6 +315,7 @@ class GroupCoordinator:
         in a Stable group, the group keeps its generation and assignment (no rebalance)."""
         runtime = self._runtimes.get(group.group_id)
         old = group.members[old_id]
+        current_leader = group.leader_id or ""
         self._rebalance.cancel_session(group.group_id, old_id)
         runtime.refuse_waiters(old_id, ErrorCode.FENCED_INSTANCE_ID)
         old_protocols = old.protocols
@@ -326,7 +332,9 @@ class GroupCoordinator:
         ):
             self._rebalance.restart_session(group, old)
             self._rebalance.spawn(
-                self._store_static_rejoin(group, old, old_id, old_protocols, future)
+                self._store_static_rejoin(
+                    group, old, old_id, old_protocols, future, request, current_leader
+                )
             )
         elif state is GroupState.PREPARING_REBALANCE:
             runtime.join_waiters[new_id] = future
@@ -335,7 +343,10 @@ class GroupCoordinator:
             # CompletingRebalance: the leader may be assigning to the old id; Stable with
             # another protocol: the assignment no longer fits. Either way, rebalance.
             runtime.join_waiters[new_id] = future
-            self._rebalance.prepare(group, f"static member {new_id} replaced {old_id}")
+            self._rebalance.prepare(
+                group,
+                f"static member {new_id} replaced {old_id}{client_reason(request.reason)}",
+            )
 
     async def _store_static_rejoin(
         self,
@@ -344,7 +355,13 @@ class GroupCoordinator:
         old_id: str,
         old_protocols: list[tuple[str, bytes]],
         future: asyncio.Future[JoinResult],
+        request: JoinRequest,
+        current_leader: str,
     ) -> None:
+        """Store the replaced static member; then its answer. A leader that may skip
+        the assignment (v9+) is told it leads, with the members and ``skip_assignment``;
+        an older one is told the old leader id, so that it does not take itself for the
+        leader and assign (a Stable group would not take the assignment)."""
         error = await self.store.store_group(group)
         new_id = member.member_id
         if error != ErrorCode.NONE:
@@ -356,7 +373,15 @@ class GroupCoordinator:
                 self._rebalance.restart_session(group, member)
             settle(future, JoinResult(error, member_id=UNKNOWN_MEMBER_ID))
             return
-        settle(future, self._rebalance.join_result(group, new_id, with_members=False))
+        if request.supports_skip_assignment:
+            result = self._rebalance.join_result(group, new_id)
+            result = dataclasses.replace(result, skip_assignment=group.leader_id == new_id)
+        else:
+            result = dataclasses.replace(
+                self._rebalance.join_result(group, new_id, with_members=False),
+                leader_id=current_leader,
+            )
+        settle(future, result)
 
     def _rename(self, group: GroupMetadata, old_id: str, new_id: str) -> None:
         """``_rename_member``, and a SyncGroup the old id owed is owed by the new one."""
@@ -445,10 +470,14 @@ class GroupCoordinator:
     # -- LeaveGroup -------------------------------------------------------------------------
 
     def leave_group(
-        self, group_id: str, leaving: Sequence[tuple[str, str | None]]
+        self,
+        group_id: str,
+        leaving: Sequence[tuple[str, str | None]],
+        reasons: Sequence[str | None] = (),
     ) -> tuple[int, list[int]]:
         """Remove each (member id, group.instance.id) of ``leaving``: the top-level error
-        and one error per leaving member, in order."""
+        and one error per leaving member, in order. ``reasons`` (LeaveGroup v5+, KIP-800):
+        each member's own, logged."""
         group = self.store.get_group(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in leaving]
@@ -456,7 +485,8 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         runtime = self._runtimes.get(group_id)
         errors: list[int] = []
-        for member_id, instance_id in leaving:
+        for i, (member_id, instance_id) in enumerate(leaving):
+            reason = client_reason(reasons[i] if i < len(reasons) else None)
             if member_id == UNKNOWN_MEMBER_ID and instance_id is not None:
                 member_id = group.static_members.get(instance_id, UNKNOWN_MEMBER_ID)
             if member_id in runtime.pending:
@@ -468,7 +498,7 @@ class GroupCoordinator:
                 continue
             error = membership.fenced_or_unknown(group, member_id, instance_id)
             if error == ErrorCode.NONE:
-                log.info("group %s: member %s left", group_id, member_id)
+                log.info("group %s: member %s left%s", group_id, member_id, reason)
                 self._rebalance.remove_member_and_update(group, member_id)
             errors.append(error)
         return ErrorCode.NONE, errors
@@ -535,3 +565,8 @@ def _rename_member(group: GroupMetadata, old_id: str, new_id: str) -> None:
         group.static_members[member.group_instance_id] = new_id
     if group.leader_id == old_id:
         group.leader_id = new_id
+
+
+def client_reason(reason: str | None) -> str:
+    """A client's reason (KIP-800) as the coordinator's log lines append it."""
+    return f"; client reason: {reason}" if reason else ""

@@ -22,7 +22,10 @@ UNKNOWN_MEMBER_ID = ""
 @dataclass(frozen=True, slots=True)
 class JoinRequest:
     """One JoinGroup, as the coordinator needs it. ``require_known_member_id`` is set for
-    v4+ (a first join gets MEMBER_ID_REQUIRED and a member id to rejoin with)."""
+    v4+ (a first join gets MEMBER_ID_REQUIRED and a member id to rejoin with);
+    ``supports_skip_assignment`` for v9+ (KIP-814: a static leader replacing itself in a
+    Stable group is told it leads, with the members, but to skip the assignment);
+    ``reason`` (v8+, KIP-800) is the client's, for the coordinator's log."""
 
     group_id: str
     member_id: str
@@ -34,6 +37,8 @@ class JoinRequest:
     protocol_type: str
     protocols: Sequence[tuple[str, bytes]]
     require_known_member_id: bool = True
+    supports_skip_assignment: bool = True
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +50,8 @@ class JoinedMember:
 
 @dataclass(frozen=True, slots=True)
 class JoinResult:
-    """A JoinGroup answer; ``members`` is filled for the leader only."""
+    """A JoinGroup answer; ``members`` is filled for the leader only, and
+    ``skip_assignment`` tells a leader that the group keeps its assignment (KIP-814)."""
 
     error: int
     member_id: str = UNKNOWN_MEMBER_ID
@@ -54,6 +60,7 @@ class JoinResult:
     protocol_name: str | None = None
     leader_id: str = ""
     members: tuple[JoinedMember, ...] = ()
+    skip_assignment: bool = False
 
 
 @dataclass(frozen=True, slots=True)

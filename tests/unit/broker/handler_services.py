@@ -162,7 +162,10 @@ def handler_services(
             tasks=BackgroundTasks("test topic admin"),
         ),
         groups=GroupAccess(
-            basics, coordinator=_or_unwired(coordinator, "group coordinator"), store=store
+            basics,
+            coordinator=_or_unwired(coordinator, "group coordinator"),
+            store=store,
+            zk=zk_client,
         ),
         configs=ConfigAdmin(
             basics,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import protocol
 from broker.apis import create_partitions, create_topics, update_metadata
 from broker.apis.services import HandlerServices
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
@@ -98,9 +99,11 @@ def topic(name: str, partitions: int = -1, rf: int = -1, **kw: Any) -> Any:
     )
 
 
-def create(topics: list[Any], timeout_ms: int = 5000, validate_only: bool = False) -> Req:
+def create(
+    topics: list[Any], timeout_ms: int = 5000, validate_only: bool = False, version: int = 7
+) -> Req:
     body = CreateTopicsRequest(topics=topics, timeout_ms=timeout_ms, validate_only=validate_only)
-    return Req(ApiKey.CREATE_TOPICS, 7, body)
+    return Req(ApiKey.CREATE_TOPICS, version, body)
 
 
 async def _ctx() -> HandlerServices:
@@ -161,11 +164,14 @@ async def test_a_wait_that_times_out_answers_request_timed_out() -> None:
     assert "t" in fzk(ctx).topics  # created all the same, as in Kafka
 
 
-async def test_zero_timeout_answers_at_once() -> None:
+@pytest.mark.parametrize("version", [0, 1, 7])
+async def test_zero_timeout_answers_at_once(version: int) -> None:
     ctx = await _ctx()
-    response = await call(create_topics.handle, ctx, create([topic("t", 1, 1)], timeout_ms=0))
+    request = create([topic("t", 1, 1)], timeout_ms=0, version=version)
+    response = await call(create_topics.handle, ctx, request)
     assert response.body.topics[0].error_code == ErrorCode.REQUEST_TIMED_OUT
     assert "t" in fzk(ctx).topics
+    protocol.encode_response(response)  # the answer fits the request's version
 
 
 async def test_per_topic_errors_do_not_stop_the_others() -> None:

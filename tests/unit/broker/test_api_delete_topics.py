@@ -112,6 +112,7 @@ async def test_a_broker_that_is_not_the_controller_refuses() -> None:
 @pytest.mark.parametrize(
     ("version", "code"),
     [
+        (0, ErrorCode.INVALID_REQUEST),
         (1, ErrorCode.INVALID_REQUEST),
         (2, ErrorCode.INVALID_REQUEST),
         (3, ErrorCode.TOPIC_DELETION_DISABLED),

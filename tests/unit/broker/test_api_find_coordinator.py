@@ -121,6 +121,7 @@ async def test_v3_answers_the_leader_of_the_groups_partition_on_the_listener() -
     group = group_led_by(1, LEADERS)
     body = await call(ctx, 3, FindCoordinatorRequest(key=group, key_type=0))
     assert (body.error_code, body.node_id, body.host, body.port) == (0, 1, "h1", 9093)
+    assert body.error_message == "NONE"  # Kafka's message of a success: its error's name
     control = await call(ctx, 3, FindCoordinatorRequest(key=group, key_type=0), "CONTROLLER")
     assert (control.node_id, control.port) == (1, 9193)
 
@@ -144,6 +145,7 @@ async def test_v4_answers_each_key_of_the_batch() -> None:
     body = await call(ctx, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=[on_0, on_1]))
     first, second = body.coordinators
     assert (first.key, first.error_code, first.node_id, first.host) == (on_0, 0, 0, "h0")
+    assert first.error_message == "NONE"
     assert (second.key, second.error_code, second.node_id, second.port) == (
         on_1,
         ErrorCode.COORDINATOR_NOT_AVAILABLE,

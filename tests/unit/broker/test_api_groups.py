@@ -1,12 +1,15 @@
 """The group handlers over a coordinator on an in-memory store: what each API version
-carries (MEMBER_ID_REQUIRED from JoinGroup v4, LeaveGroup's single member before v3 and
-batch after, OffsetCommit's retention time up to v4, OffsetFetch's per-partition errors
-in v1 and groups in v8), the coordinator check every handler makes first, and answers
-that encode at the request's version."""
+carries (MEMBER_ID_REQUIRED from JoinGroup v4, KIP-814's skip_assignment in v9, reasons
+in JoinGroup v8 and LeaveGroup v5, OffsetCommit/OffsetFetch v0 in ZooKeeper, LeaveGroup's
+single member before v3 and batch after, OffsetCommit's commit timestamp in v1 and
+retention time up to v4, OffsetFetch's per-partition errors in v1 and groups in v8), the
+coordinator check every handler makes first, and answers that encode at the request's
+version."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from typing import Any
 
@@ -149,7 +152,7 @@ async def join_and_sync(w: World, version: int = 7) -> tuple[str, int]:
     return member_id, first.generation_id
 
 
-@pytest.mark.parametrize("version", [0, 3, 4, 6, 7])
+@pytest.mark.parametrize("version", [0, 3, 4, 6, 7, 8, 9])
 async def test_join_group_at_each_version(w: World, version: int) -> None:
     member_id, generation = await join_and_sync(w, version)
     assert member_id.startswith("test-client-")
@@ -198,6 +201,121 @@ async def test_leave_group_one_member_before_v3_and_a_batch_after(w: World) -> N
         (member_id, ErrorCode.NONE),
         ("nobody", ErrorCode.UNKNOWN_MEMBER_ID),
     ]
+
+
+async def static_leader(w: World, version: int) -> tuple[str, int]:
+    """A static member (instance "i") that joined, leads and synced: (member id, gen)."""
+    joined = await w.call(
+        join_group, ApiKey.JOIN_GROUP, version, join_body(group_instance_id="i", reason="start")
+    )
+    assert joined.error_code == ErrorCode.NONE and joined.leader == joined.member_id
+    sync = await w.call(
+        sync_group,
+        ApiKey.SYNC_GROUP,
+        5,
+        SyncGroupRequest(
+            group_id="g",
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            group_instance_id="i",
+            assignments=[
+                SyncGroupRequest.SyncGroupRequestAssignment(
+                    member_id=joined.member_id, assignment=b"a"
+                )
+            ],
+        ),
+    )
+    assert sync.error_code == ErrorCode.NONE
+    return joined.member_id, joined.generation_id
+
+
+async def test_a_restarted_static_leader_skips_the_assignment_from_v9(w: World) -> None:
+    old_id, generation = await static_leader(w, 9)
+    again = await w.call(join_group, ApiKey.JOIN_GROUP, 9, join_body(group_instance_id="i"))
+    assert again.error_code == ErrorCode.NONE and again.member_id != old_id
+    assert again.generation_id == generation  # no rebalance
+    # it leads, sees the members, and is told to keep the group's assignment
+    assert (again.leader, again.skip_assignment) == (again.member_id, True)
+    assert [(m.member_id, m.group_instance_id) for m in again.members] == [(again.member_id, "i")]
+
+
+async def test_a_restarted_static_leader_before_v9_is_told_the_old_leader(w: World) -> None:
+    old_id, generation = await static_leader(w, 8)
+    again = await w.call(join_group, ApiKey.JOIN_GROUP, 8, join_body(group_instance_id="i"))
+    assert again.error_code == ErrorCode.NONE and again.generation_id == generation
+    # not itself: so it does not run an assignment the Stable group would not take
+    assert (again.leader, again.members, again.skip_assignment) == (old_id, [], False)
+
+
+async def test_leave_group_v5_carries_reasons(w: World) -> None:
+    member_id, _ = await join_and_sync(w)
+    Member = LeaveGroupRequest.MemberIdentity
+    answer = await w.call(
+        leave_group,
+        ApiKey.LEAVE_GROUP,
+        5,
+        LeaveGroupRequest(
+            group_id="g",
+            members=[Member(member_id=member_id, reason="shutting down"), Member(member_id="x")],
+        ),
+    )
+    assert [(m.member_id, m.error_code) for m in answer.members] == [
+        (member_id, ErrorCode.NONE),
+        ("x", ErrorCode.UNKNOWN_MEMBER_ID),
+    ]
+
+
+class ZkOffsets:
+    """The ZooKeeper facade's two calls for v0 offsets, over a dict."""
+
+    def __init__(self) -> None:
+        self.stored: dict[tuple[str, TopicPartition], int] = {}
+
+    async def set_consumer_offsets(self, group: str, offsets: dict[TopicPartition, int]) -> None:
+        self.stored.update({(group, tp): o for tp, o in offsets.items()})
+
+    async def get_consumer_offsets(
+        self, group: str, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        return {tp: self.stored.get((group, tp)) for tp in partitions}
+
+
+async def test_offset_commit_and_fetch_v0_use_zookeeper_not_the_group(w: World) -> None:
+    zk = ZkOffsets()
+    w.ctx = dataclasses.replace(w.ctx, zk=zk)  # type: ignore[arg-type]
+    w.store.coordinator_errors["g"] = ErrorCode.NOT_COORDINATOR  # v0 never asks
+    body = commit_body(-1, "", ("t", 0, 5), ("nope", 0, 1))
+    answer = await w.call(offset_commit, ApiKey.OFFSET_COMMIT, 0, body)
+    errors = {
+        (t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions
+    }
+    assert errors == {("t", 0): ErrorCode.NONE, ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert zk.stored == {("g", TopicPartition("t", 0)): 5}
+    assert w.store.get_group("g") is None  # nothing went to __consumer_offsets
+    too_large = commit_body(-1, "", ("t", 1, 9))
+    too_large.topics[0].partitions[0].committed_metadata = "x" * 5000
+    refused = await w.call(offset_commit, ApiKey.OFFSET_COMMIT, 0, too_large)
+    assert refused.topics[0].partitions[0].error_code == ErrorCode.OFFSET_METADATA_TOO_LARGE
+    fetch = OF(
+        group_id="g", topics=[OF.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]
+    )
+    fetched = await w.call(offset_fetch, ApiKey.OFFSET_FETCH, 0, fetch)
+    assert [
+        (p.committed_offset, p.metadata, p.error_code) for p in fetched.topics[0].partitions
+    ] == [
+        (5, "", ErrorCode.NONE),
+        (-1, "", ErrorCode.NONE),
+    ]
+
+
+async def test_offset_commit_v1_keeps_the_clients_commit_timestamp(w: World) -> None:
+    body = commit_body(-1, "", ("t", 0, 5), ("t", 1, 6))
+    body.topics[0].partitions[0].commit_timestamp = 1234
+    await w.call(offset_commit, ApiKey.OFFSET_COMMIT, 1, body)
+    group = w.store.get_group("g")
+    assert group is not None
+    assert group.offsets[TopicPartition("t", 0)].commit_timestamp == 1234
+    assert group.offsets[TopicPartition("t", 1)].commit_timestamp == w.clock.time_ms()
 
 
 def commit_body(

@@ -1,5 +1,5 @@
-"""The ListOffsets handler (v1-7): earliest, latest, max timestamp, by timestamp,
-isolation levels, leader epochs in answers, and errors per partition."""
+"""The ListOffsets handler (v0-7): v0's segment offsets; earliest, latest, max timestamp,
+by timestamp, isolation levels, leader epochs in answers, and errors per partition."""
 
 from __future__ import annotations
 
@@ -151,3 +151,64 @@ async def test_replicas_see_the_log_end_and_debug_tools_may_ask_followers(
     assert replica[2] == 6
     [tool] = await answers(ctx, request(7, [(TOPIC, 1, -1)], replica_id=-2))
     assert (tool[0], tool[2]) == (ErrorCode.NONE, 0)
+
+
+async def v0_offsets(
+    ctx: ReplicaAccess, timestamp: int, max_num: int, replica_id: int = -1, partition: int = 0
+) -> tuple[int, list[int]]:
+    body = ListOffsetsRequest(
+        replica_id=replica_id,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(
+                name=TOPIC,
+                partitions=[
+                    ListOffsetsRequest.ListOffsetsPartition(
+                        partition_index=partition, timestamp=timestamp, max_num_offsets=max_num
+                    )
+                ],
+            )
+        ],
+    )
+    frame = protocol.encode_request(protocol.make_request(ApiKey.LIST_OFFSETS, 0, 1, "c", body))
+    response = await list_offsets.handle(ctx, protocol.decode_request(frame))
+    out = protocol.decode_response(protocol.encode_response(response), ApiKey.LIST_OFFSETS, 0)
+    [p] = out.body.topics[0].partitions
+    return p.error_code, list(p.old_style_offsets)
+
+
+async def test_v0_answers_segment_boundaries_and_the_log_end(ctx: ReplicaAccess) -> None:
+    lg = log_of(ctx)
+    lg.roll()  # the fixture's 6 records in the first segment, the second empty
+    assert [s.base_offset for s in lg.segments] == [0, 6]
+    # the new active segment is empty: no log-end point; base offsets newest first
+    assert await v0_offsets(ctx, -1, 10) == (ErrorCode.NONE, [6, 0])
+    assert await v0_offsets(ctx, -1, 1) == (ErrorCode.NONE, [6])
+    assert await v0_offsets(ctx, -2, 10) == (ErrorCode.NONE, [0])
+    assert await v0_offsets(ctx, 0, 10) == (ErrorCode.NONE, [])  # before any write
+    # a consumer is capped at the high watermark; a replica is not
+    lg.update_high_watermark(3)
+    assert await v0_offsets(ctx, -1, 10) == (ErrorCode.NONE, [3, 0])
+    assert await v0_offsets(ctx, -1, 10, replica_id=1) == (ErrorCode.NONE, [6, 0])
+    assert (await v0_offsets(ctx, -1, 10, partition=1))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+async def test_v0_answers_a_partition_named_twice_each_time(ctx: ReplicaAccess) -> None:
+    P = ListOffsetsRequest.ListOffsetsPartition
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(
+                name=TOPIC,
+                partitions=[
+                    P(partition_index=0, timestamp=-1, max_num_offsets=1),
+                    P(partition_index=0, timestamp=-2, max_num_offsets=1),
+                ],
+            )
+        ],
+    )
+    frame = protocol.encode_request(protocol.make_request(ApiKey.LIST_OFFSETS, 0, 1, "c", body))
+    response = await list_offsets.handle(ctx, protocol.decode_request(frame))
+    answers = [
+        (p.error_code, list(p.old_style_offsets)) for p in response.body.topics[0].partitions
+    ]
+    assert answers == [(ErrorCode.NONE, [6]), (ErrorCode.NONE, [0])]

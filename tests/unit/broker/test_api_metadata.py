@@ -223,3 +223,31 @@ async def test_describe_configs_topic_broker_and_errors() -> None:
     every = DescribeConfigsRequest(resources=[_resource(describe_configs.TOPIC, "t")])
     body = await call(describe_configs.handle, ctx, Req(ApiKey.DESCRIBE_CONFIGS, 1, every))
     assert len(body.results[0].configs) > 10
+
+
+async def test_v0_empty_list_means_every_topic_and_lists_only_live_replicas() -> None:
+    ctx = make_ctx()
+    body = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 0, MetadataRequest(topics=[])))
+    (topic,) = body.topics
+    p0, p1 = topic.partitions
+    # broker 2 is not live: v0 leaves it out and says the replica is missing
+    assert (p0.error_code, p0.leader_id, p0.replica_nodes, p0.isr_nodes) == (
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        0,
+        [0],
+        [0],
+    )
+    assert (p1.error_code, p1.leader_id) == (ErrorCode.LEADER_NOT_AVAILABLE, -1)
+    named = await call(metadata.handle, ctx, Req(ApiKey.METADATA, 0, topics_request("t")))
+    assert [t.name for t in named.topics] == ["t"]
+
+
+async def test_describe_configs_v0_says_whether_each_value_is_a_default() -> None:
+    ctx = make_ctx()
+    request = DescribeConfigsRequest(
+        resources=[_resource(describe_configs.TOPIC, "t", ["retention.ms", "segment.bytes"])]
+    )
+    body = await call(describe_configs.handle, ctx, Req(ApiKey.DESCRIBE_CONFIGS, 0, request))
+    entries = {e.name: e for e in body.results[0].configs}
+    assert not entries["retention.ms"].is_default  # the topic's override
+    assert entries["segment.bytes"].is_default

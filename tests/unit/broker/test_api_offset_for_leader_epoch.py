@@ -109,3 +109,11 @@ async def test_fencing_and_partition_errors(ctx: ReplicaAccess) -> None:
         (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0, -1, -1),
     ]
     assert (await ask(ctx, [(TOPIC, 0, 6, 1)]))[0][0] == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+async def test_v0_and_v1_have_no_current_epoch_and_v0_no_epoch_in_the_answer(
+    ctx: ReplicaAccess,
+) -> None:
+    # no current epoch on the wire before v2: the stale epoch 9 is never seen, no fencing
+    assert await ask(ctx, [(TOPIC, 0, 9, 3)], version=1) == [(0, 0, 3, 5)]
+    assert await ask(ctx, [(TOPIC, 0, 9, 3)], version=0) == [(0, 0, -1, 5)]

@@ -66,7 +66,7 @@ async def test_api_versions_lists_the_handlers_ranges() -> None:
     keys = {e.api_key: (e.min_version, e.max_version) for e in response.body.api_keys}
     assert response.body.error_code == 0
     assert keys[ApiKey.API_VERSIONS] == (0, 3)
-    assert keys[ApiKey.METADATA] == (1, 12)
+    assert keys[ApiKey.METADATA] == (0, 12)
     assert ApiKey.DELETE_TOPICS not in keys
     assert ApiKey.SASL_HANDSHAKE not in keys and ApiKey.SASL_AUTHENTICATE not in keys
     # the answer encodes and decodes at the request's version
@@ -129,7 +129,7 @@ async def test_dispatch_calls_the_tables_handler_with_its_family() -> None:
     assert await apis.handle(request) is answer
     assert seen == [(services.topics, request)]
     # a version outside the advertised range never reaches the handler
-    old = _request(ApiKey.METADATA, 0, MetadataRequest(topics=None))
+    old = _request(ApiKey.METADATA, 13, MetadataRequest(topics=None))
     assert await apis.handle(old) is None
     assert len(seen) == 1
 

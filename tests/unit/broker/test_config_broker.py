@@ -305,7 +305,10 @@ def test_describe_topic_layers_override_static_and_default() -> None:
     assert (segment.value, segment.source) == ("2048", ConfigSource.DYNAMIC_TOPIC_CONFIG)
     assert segment.synonyms[1] == ("log.segment.bytes", "1073741824", ConfigSource.DEFAULT_CONFIG)
     retention = entries["retention.ms"]
-    assert (retention.value, retention.source) == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
+    # Kafka's rule: log.retention.ms itself is set nowhere, so nothing is listed and the
+    # source is DEFAULT_CONFIG, though the value follows log.retention.hours
+    assert (retention.value, retention.source) == ("3600000", ConfigSource.DEFAULT_CONFIG)
+    assert retention.synonyms == ()
     assert entries["cleanup.policy"].source is ConfigSource.DEFAULT_CONFIG
     assert not segment.read_only
 
@@ -326,7 +329,8 @@ def test_dynamic_layers_beat_static_and_are_described_with_synonyms() -> None:
         ("log.retention.ms", "3000", ConfigSource.DYNAMIC_BROKER_CONFIG),
         ("log.retention.ms", "2000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
         ("log.retention.ms", "1000", ConfigSource.STATIC_BROKER_CONFIG),
-        ("log.retention.ms", None, ConfigSource.DEFAULT_CONFIG),
+        # Kafka's rule: the key's unit synonyms follow, a null default is never listed
+        ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
     )
     assert entries["num.io.threads"].read_only
     # the per-broker layer removed: the cluster default shows through, topics follow it

@@ -7,8 +7,9 @@ import os
 from collections.abc import Callable
 
 import pytest
-from storage_helpers import SMALL, all_batches, make_batch, open_log
+from storage_helpers import SMALL, TP, all_batches, make_batch, open_log
 
+from protocol.errors import ErrorCode
 from protocol.records.batch import read_header, set_crc
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
@@ -20,6 +21,7 @@ from storage.errors import (
     InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
+    RecordValidationError,
 )
 from storage.log import Log
 
@@ -444,9 +446,34 @@ def test_a_compacted_topic_refuses_records_without_a_key(
     keyed = build_batch([SimpleRecord(b"k", b"v"), SimpleRecord(b"k2", None)])
     keyless = build_batch([SimpleRecord(b"k", b"v"), SimpleRecord(None, b"v")])
     assert lg.append(bytes(keyed), leader_epoch=0).records_count == 2
-    with pytest.raises(InvalidRecordError, match="without a key"):
+    with pytest.raises(InvalidRecordError, match="message without key"):
         lg.append(bytes(keyless), leader_epoch=0)
     assert lg.log_end_offset == 2
+    lg.close()
+
+
+def test_a_compacted_topic_names_exactly_the_keyless_records(
+    tmp_path: os.PathLike[str], clock: MockClock
+) -> None:
+    config = dataclasses.replace(SMALL, cleanup_policy="compact")
+    lg = open_log(str(tmp_path), config, clock)
+    keyless = {1, 4, 5, 9}
+    batch = build_batch(
+        [SimpleRecord(None if i in keyless else b"k%d" % i, b"v") for i in range(10)]
+    )
+    with pytest.raises(RecordValidationError) as refused:
+        lg.append(bytes(batch), leader_epoch=0)
+    why = f"Compacted topic cannot accept message without key in topic partition {TP}."
+    assert refused.value.record_errors == [(i, why) for i in sorted(keyless)]
+    assert refused.value.error_code == ErrorCode.INVALID_RECORD
+    assert str(refused.value) == (
+        "One or more records have been rejected due to 4 record errors in total, and only "
+        "showing the first three errors at most: ["
+        f"RecordError(batchIndex=1, message='{why}'), "
+        f"RecordError(batchIndex=4, message='{why}'), "
+        f"RecordError(batchIndex=5, message='{why}')]"
+    )
+    assert lg.log_end_offset == 0  # the whole batch refused
     lg.close()
 
 
