@@ -7,6 +7,10 @@
                    Processor, a channel of 20 and a single handler, so controller requests
                    never queue behind client traffic
 
+TLS (SSL and SASL_SSL listeners): each gets a ``ListenerTls`` built from its
+``listener.name.<l>.ssl.*`` keys (``broker.security.tls``), shared by its Processors;
+``reload_tls`` swaps its context for connections accepted from then on.
+
 Lifecycle: ``await start()`` binds every listener and starts accepting;
 ``await stop()`` closes the listeners, lets requests already in the broker finish and
 their responses go out (bounded by a timeout), then closes every connection.
@@ -16,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
@@ -27,6 +32,9 @@ from broker.network.handler_pool import Handler, RequestHandlerPool
 from broker.network.processor import Processor, ProcessorSettings
 from broker.network.quotas import ConnectionQuotas
 from broker.network.request_channel import RequestChannel
+from broker.network.tls_transport import ListenerTls
+from broker.security.principal_mapping import parse_rules
+from broker.security.tls import TLS_PROTOCOLS, listener_context
 from zk.model import EndPoint
 
 log = logging.getLogger(__name__)
@@ -66,8 +74,35 @@ class NetworkSettings:
                 idle_timeout_s=config.get_int("connections.max.idle.ms") / 1000,
                 send_buffer=config.get_int("socket.send.buffer.bytes"),
                 receive_buffer=config.get_int("socket.receive.buffer.bytes"),
+                handshake_timeout_s=handshake_timeout_ms(config) / 1000,
             ),
         )
+
+
+#: the longest a TLS handshake may take (Kafka clients give up on a connection setup
+#: after socket.connection.setup.timeout.ms, 10 s by default)
+MAX_HANDSHAKE_MS = 10_000
+
+
+def handshake_timeout_ms(config: BrokerConfig) -> int:
+    """How long a TLS connection may take to finish its handshake: the lesser of
+    ``connections.max.idle.ms`` and ``MAX_HANDSHAKE_MS``."""
+    return min(config.get_int("connections.max.idle.ms"), MAX_HANDSHAKE_MS)
+
+
+def listener_tls(config: BrokerConfig) -> dict[str, ListenerTls]:
+    """The TLS of every SSL and SASL_SSL listener: context and principal rules.
+    ConfigError naming the key at fault."""
+    tls: dict[str, ListenerTls] = {}
+    for endpoint in config.listeners:
+        if endpoint.security_protocol not in TLS_PROTOCOLS:
+            continue
+        listener = config.listener_config(endpoint.listener_name)
+        key = "ssl.principal.mapping.rules"
+        rules = parse_rules(listener.get(key) or "", listener.source_key(key))
+        name = endpoint.listener_name
+        tls[name] = ListenerTls(name, listener_context(listener), rules)
+    return tls
 
 
 class _Plane:
@@ -93,9 +128,14 @@ class SocketServer:
         metrics: BrokerMetrics,
         codec: Codec | None = None,
         clock: Callable[[], float] | None = None,
+        tls: Mapping[str, ListenerTls] | None = None,
     ) -> None:
         if isinstance(settings, BrokerConfig):
+            if tls is None:
+                tls = listener_tls(settings)
             settings = NetworkSettings.from_config(settings)
+        #: listener name -> its TLS (TLS listeners only)
+        self._tls: dict[str, ListenerTls] = dict(tls or {})
         self.settings = settings
         self._handle = handle
         self._control_handle = control_handle or handle
@@ -180,6 +220,14 @@ class SocketServer:
                     return acceptor.port
         raise KeyError(listener_name)
 
+    def reload_tls(self, listener_name: str, context: ssl.SSLContext) -> None:
+        """New connections of ``listener_name`` handshake with ``context`` from now on
+        (certificates reloaded); open connections keep the session they have."""
+        self._tls[listener_name.upper()].context = context
+
+    def tls_listeners(self) -> list[str]:
+        return sorted(self._tls)
+
     @property
     def data_channel(self) -> RequestChannel:
         return self._planes[0].channel
@@ -221,6 +269,8 @@ class SocketServer:
         clock: Callable[[], float],
         exempt: bool,
     ) -> None:
+        if endpoint.security_protocol in TLS_PROTOCOLS and endpoint.listener_name not in self._tls:
+            raise ValueError(f"listener {endpoint.listener_name} speaks TLS but has no context")
         own: list[Processor] = []
         acceptor = Acceptor(
             endpoint,
@@ -241,6 +291,7 @@ class SocketServer:
                     self.settings.processor,
                     clock,
                     on_close=acceptor.release,
+                    tls=self._tls.get(endpoint.listener_name),
                 )
             )
             plane.processors.append(own[-1])
