@@ -102,7 +102,8 @@ class TlsSession:
             except ssl.SSLZeroReturnError:
                 self.peer_closed = True
                 break
-            if not chunk:
+            if not chunk:  # the ssl module's answer to a close_notify read
+                self.peer_closed = True
                 break
             chunks.append(chunk)
         self._collect()  # post-handshake messages may have produced an answer

@@ -86,7 +86,10 @@ def parse_rules(text: str, key: str = _KEY) -> tuple[MappingRule, ...]:
                 compiled = re.compile(pattern)
             except re.error as exc:
                 raise ConfigError(key, f"bad pattern {pattern!r}: {exc}") from None
-            replacement = _python_replacement(match["replacement"].replace("\\/", "/"))
+            replacement = _python_replacement(match["replacement"].replace("\\/", "/"), key)
+            groups = [int(g) for g in re.findall(r"\\g<(\d+)>", replacement)]
+            if groups and max(groups) > compiled.groups:
+                raise ConfigError(key, f"{pattern!r} has no group {max(groups)}")
             rules.append(MappingRule(compiled, replacement, match["case"]))
         position = match.end()
     return tuple(rules)
@@ -108,7 +111,7 @@ def subject_name(der: bytes) -> str:
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
 
 
-def _python_replacement(java: str) -> str:
+def _python_replacement(java: str, key: str) -> str:
     """A Java replacement string (``$1``, ``\\$`` for a dollar) as Python's ``re.sub``
     takes it (``\\g<1>``; a backslash doubled)."""
     out: list[str] = []
@@ -121,7 +124,7 @@ def _python_replacement(java: str) -> str:
         elif char == "$":
             digits = re.match(r"\d+", java[i + 1 :])
             if digits is None:
-                raise ConfigError(_KEY, f"bad group reference in replacement {java!r}")
+                raise ConfigError(key, f"bad group reference in replacement {java!r}")
             out.append(f"\\g<{digits.group()}>")
             i += 1 + len(digits.group())
         else:
