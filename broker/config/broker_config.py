@@ -306,7 +306,7 @@ class BrokerConfig:
                     f"listener {endpoint.listener_name} uses {endpoint.security_protocol}; "
                     f"minikafka serves {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}",
                 )
-        self._validate_tls(listeners)
+        self.validate_tls()
         ports = [e.port for e in listeners if e.port != 0]
         if len(ports) != len(set(ports)):
             raise ConfigError("listeners", "two listeners share a port")
@@ -335,14 +335,15 @@ class BrokerConfig:
             )
         self.max_connections_per_ip_overrides  # noqa: B018 -- parse now to refuse bad values
 
-    def _validate_tls(self, listeners: Iterable[EndPoint]) -> None:
+    def validate_tls(self) -> None:
         """Every TLS listener's key store, trust store, protocols, cipher suites and
-        principal mapping rules, loaded once now so that a bad one is refused at startup
-        naming its key (the SocketServer builds the contexts it serves with afresh)."""
+        principal mapping rules, loaded once now so that a bad one is refused naming its
+        key: at startup, and before a dynamic change of a listener's stores is accepted
+        (the SocketServer builds the contexts it serves with afresh)."""
         from broker.security.principal_mapping import parse_rules
         from broker.security.tls import TLS_PROTOCOLS, server_context, tls_settings
 
-        for endpoint in listeners:
+        for endpoint in self.listeners:
             listener = self.listener_config(endpoint.listener_name)
             if endpoint.security_protocol in TLS_PROTOCOLS:
                 server_context(tls_settings(listener))

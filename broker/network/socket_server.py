@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
+from broker.config.keys import DYNAMIC_LISTENER_SSL_KEYS
+from broker.config.listener_config import ListenerConfig, listener_prefix
 from broker.metrics import BrokerMetrics
 from broker.network.acceptor import Acceptor
 from broker.network.codec import Codec
@@ -35,6 +37,7 @@ from broker.network.request_channel import RequestChannel
 from broker.network.tls_transport import ListenerTls
 from broker.security.principal_mapping import parse_rules
 from broker.security.tls import TLS_PROTOCOLS, listener_context
+from config.errors import ConfigError
 from zk.model import EndPoint
 
 log = logging.getLogger(__name__)
@@ -103,6 +106,20 @@ def listener_tls(config: BrokerConfig) -> dict[str, ListenerTls]:
         name = endpoint.listener_name
         tls[name] = ListenerTls(name, listener_context(listener), rules)
     return tls
+
+
+def _stores(listener: ListenerConfig) -> tuple[object, ...]:
+    return tuple(listener.get(key) for key in sorted(DYNAMIC_LISTENER_SSL_KEYS))
+
+
+def _dynamic_stores(config: BrokerConfig, listener_name: str) -> bool:
+    prefix = listener_prefix(listener_name)
+    layers = (config.dynamic_default, config.dynamic_broker)
+    return any(
+        key.startswith(prefix) and key[len(prefix) :] in DYNAMIC_LISTENER_SSL_KEYS
+        for layer in layers
+        for key in layer
+    )
 
 
 class _Plane:
@@ -225,8 +242,26 @@ class SocketServer:
         (certificates reloaded); open connections keep the session they have."""
         self._tls[listener_name.upper()].context = context
 
-    def tls_listeners(self) -> list[str]:
-        return sorted(self._tls)
+    def tls_context(self, listener_name: str) -> ssl.SSLContext:
+        """The context new connections of a TLS listener handshake with."""
+        return self._tls[listener_name.upper()].context
+
+    def reconfigure(self, old: BrokerConfig, new: BrokerConfig) -> None:
+        """A new dynamic broker config: reload the stores of every TLS listener whose
+        key store or trust store keys changed, or are given dynamically at all (the same
+        path may name a renewed file). A store that no longer loads keeps the old
+        context (AlterConfigs checked it on this broker before accepting it)."""
+        for name in self._tls:
+            before, after = old.listener_config(name), new.listener_config(name)
+            if _stores(before) == _stores(after) and not _dynamic_stores(new, name):
+                continue
+            try:
+                context = listener_context(after)
+            except ConfigError as exc:
+                log.error("listener %s keeps its certificates: %s", name, exc)
+                continue
+            self.reload_tls(name, context)
+            log.info("listener %s: key store and trust store reloaded", name)
 
     @property
     def data_channel(self) -> RequestChannel:
