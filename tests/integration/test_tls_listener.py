@@ -160,7 +160,7 @@ def consume(config: dict[str, str], topic: str, count: int) -> list[bytes]:
         while len(got) < count and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
-                got.append(message.value())
+                got.append(message.value() or b"")
     finally:
         consumer.close()
     return got

@@ -12,7 +12,7 @@ from broker.config.alter import AlterRefused, validate_broker
 from broker.config_changes import redacted
 from broker.metrics import BrokerMetrics
 from broker.network import SocketServer
-from broker.network.handler_pool import Handler
+from broker.network.request_channel import Request
 from config.errors import ConfigError
 from protocol import ErrorCode
 from tests.unit.broker.tls_doubles import write_stores
@@ -73,7 +73,7 @@ def _config(directory: Path, ca: CertificateAuthority) -> BrokerConfig:
     )
 
 
-async def _unused(request: object) -> None:
+async def _unused(request: Request) -> None:
     return None
 
 
@@ -82,8 +82,7 @@ def test_reconfigure_swaps_the_context_of_a_listener_whose_stores_changed(
 ) -> None:
     ca = CertificateAuthority()
     old = _config(tmp_path, ca)
-    handler: Handler = _unused  # type: ignore[assignment]
-    server = SocketServer(old, handler, metrics=BrokerMetrics())
+    server = SocketServer(old, _unused, metrics=BrokerMetrics())
     before = server.tls_context("SECURE")
     server.reconfigure(old, old.with_dynamic(default=False, config={"log.retention.ms": "5"}))
     assert server.tls_context("SECURE") is before  # nothing of TLS changed
