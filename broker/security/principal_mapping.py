@@ -1,18 +1,20 @@
 """``ssl.principal.mapping.rules``: a client certificate's distinguished name to a user name.
 
-The rules are Kafka's, comma- (or newline-) separated and tried in order; the first that
-matches gives the name:
+The rules are Kafka's, comma-separated (whitespace and newlines around the commas are
+free) and tried in order; the first that matches gives the name:
 
     RULE:<pattern>/<replacement>/     the whole DN must match the (Java-style) regular
-    RULE:<pattern>/<replacement>/L    expression; the name is the DN with the match
+    RULE:<pattern>/<replacement>/L    expression; the name is the DN with its matches
     RULE:<pattern>/<replacement>/U    replaced (``$1`` ... refer to groups), then lower-
                                       or upper-cased with L or U
     DEFAULT                           the DN itself
 
-A slash inside a pattern or replacement is written ``\\/``; commas inside a rule are
-part of it (DNs are full of them), only a comma after a rule's closing slash (and
-optional L/U) separates rules. A DN no rule matches has no name (``NoMatchingRule``):
-the connection is refused, as Kafka refuses it.
+Inside a pattern or replacement a backslash escapes the next character, so ``\\/`` is a
+slash that does not end it; commas inside a rule are part of it (DNs are full of them),
+only a comma after a rule's closing slash (and optional L/U) separates rules, and empty
+entries are skipped. A group reference naming no group is kept literally, as Kafka keeps
+it. A DN no rule matches has no name (``NoMatchingRule``): the connection is refused, as
+Kafka refuses it.
 
 The DN is the certificate subject in RFC 2253 form, most specific attribute first, as
 Java's X500Principal prints it: ``CN=alice,OU=eng,O=acme``. ``subject_name`` makes it
@@ -33,12 +35,13 @@ from config.errors import ConfigError
 
 _KEY: Final = "ssl.principal.mapping.rules"
 
-#: one rule and the separator after it (Kafka's grammar): DEFAULT, or
-#: RULE:pattern/replacement/ with an optional L or U; escaped slashes allowed inside
-_RULE: Final = re.compile(
+#: one entry and the comma after it: DEFAULT, RULE:pattern/replacement/ with an optional L
+#: or U, or nothing (an empty entry, skipped). Inside a pattern or replacement a
+#: backslash escapes the next character (``\/`` is a slash that does not end it)
+_ENTRY: Final = re.compile(
     r"\s*(?:(?P<default>DEFAULT)"
-    r"|RULE:(?P<pattern>(?:\\/|[^/])*)/(?P<replacement>(?:\\/|[^/])*)/(?P<case>[LU]?))"
-    r"\s*(?:[,\n]|$)"
+    r"|RULE:(?P<pattern>(?:\\.|[^\\/])*)/(?P<replacement>(?:\\.|[^\\/])*)/(?P<case>[LU]?)"
+    r"|)\s*(?:,|$)"
 )
 
 
@@ -69,29 +72,27 @@ class MappingRule:
 
 
 def parse_rules(text: str, key: str = _KEY) -> tuple[MappingRule, ...]:
-    """The rules of ``text``; ConfigError naming ``key`` for anything unparsable."""
-    rules: list[MappingRule] = []
-    position, end = 0, len(text.rstrip())
+    """The rules of ``text``; ConfigError naming ``key`` for anything unparsable. An empty
+    value is taken as DEFAULT (the key's default)."""
     if not text.strip():
-        return (MappingRule(None),)  # an empty value behaves as DEFAULT
+        return (MappingRule(None),)
+    rules: list[MappingRule] = []
+    position, end = 0, len(text)
     while position < end:
-        match = _RULE.match(text, position)
+        match = _ENTRY.match(text, position)
         if match is None or match.end() == position:
-            raise ConfigError(key, f"cannot parse rule at {text[position : position + 40]!r}")
+            raise ConfigError(key, f"invalid rule at {text[position : position + 40]!r}")
+        position = match.end()
         if match["default"]:
             rules.append(MappingRule(None))
-        else:
-            pattern = match["pattern"].replace("\\/", "/")
+        elif match["pattern"] is not None:
+            pattern = match["pattern"]
             try:
                 compiled = re.compile(pattern)
             except re.error as exc:
                 raise ConfigError(key, f"bad pattern {pattern!r}: {exc}") from None
-            replacement = _python_replacement(match["replacement"].replace("\\/", "/"), key)
-            groups = [int(g) for g in re.findall(r"\\g<(\d+)>", replacement)]
-            if groups and max(groups) > compiled.groups:
-                raise ConfigError(key, f"{pattern!r} has no group {max(groups)}")
+            replacement = _python_replacement(match["replacement"], compiled, key)
             rules.append(MappingRule(compiled, replacement, match["case"]))
-        position = match.end()
     return tuple(rules)
 
 
@@ -111,23 +112,42 @@ def subject_name(der: bytes) -> str:
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
 
 
-def _python_replacement(java: str, key: str) -> str:
-    """A Java replacement string (``$1``, ``\\$`` for a dollar) as Python's ``re.sub``
-    takes it (``\\g<1>``; a backslash doubled)."""
+def _python_replacement(java: str, pattern: re.Pattern[str], key: str) -> str:
+    """A Java replacement string as Python's ``re.sub`` takes it.
+
+    Java's rules: a backslash makes the next character literal; ``${name}`` is a named
+    group; ``$`` and digits a numbered group, the digits taken while they still name a
+    group (``$12`` with one group is group 1 and a literal 2). A number naming no group at
+    all is kept literally, as Kafka keeps it; any other ``$`` is an error."""
     out: list[str] = []
-    i = 0
+    i, groups = 0, pattern.groups
     while i < len(java):
         char = java[i]
         if char == "\\" and i + 1 < len(java):
-            out.append(java[i + 1].replace("\\", "\\\\"))
+            out.append(_literal(java[i + 1]))
             i += 2
+        elif char == "$" and java[i + 1 : i + 2].isdigit():
+            number, i = int(java[i + 1]), i + 2
+            if number > groups:
+                out.append("$" + java[i - 1])
+                continue
+            while i < len(java) and java[i].isdigit() and number * 10 + int(java[i]) <= groups:
+                number, i = number * 10 + int(java[i]), i + 1
+            out.append(f"\\g<{number}>")
+        elif char == "$" and java[i + 1 : i + 2] == "{" and "}" in java[i:]:
+            name = java[i + 2 : java.index("}", i)]
+            if name not in pattern.groupindex:
+                raise ConfigError(key, f"replacement {java!r} names no group {name!r}")
+            out.append(f"\\g<{name}>")
+            i = java.index("}", i) + 1
         elif char == "$":
-            digits = re.match(r"\d+", java[i + 1 :])
-            if digits is None:
-                raise ConfigError(key, f"bad group reference in replacement {java!r}")
-            out.append(f"\\g<{digits.group()}>")
-            i += 1 + len(digits.group())
+            raise ConfigError(key, f"bad group reference in replacement {java!r}")
         else:
-            out.append(char)
+            out.append(_literal(char))
             i += 1
     return "".join(out)
+
+
+def _literal(char: str) -> str:
+    """``char`` as a literal in a ``re.sub`` template."""
+    return "\\\\" if char == "\\" else char

@@ -41,9 +41,18 @@ def test_the_first_matching_rule_wins_and_default_keeps_the_dn() -> None:
     assert map_name(rules, "CN=bob,O=other") == "CN=bob,O=other"
 
 
-def test_rules_separated_by_newlines_and_patterns_with_escaped_slashes() -> None:
-    rules = parse_rules("RULE:^CN=(.*?)\\/(.*)$/$2\\/$1/\n  DEFAULT")
+def test_commas_with_newlines_escaped_slashes_and_empty_entries() -> None:
+    rules = parse_rules("RULE:^CN=(.*?)\\/(.*)$/$2\\/$1/,\n , \n  DEFAULT")
     assert map_name(rules, "CN=a/b") == "b/a"
+    assert map_name(rules, "CN=ab") == "CN=ab"
+
+
+def test_group_references_as_java_reads_them() -> None:
+    # $12 with one group is group 1 then "2"; $4 naming no group stays literal
+    rules = parse_rules("RULE:^CN=(.*)$/$12-$4-\\$1-x/")
+    assert map_name(rules, "CN=bob") == "bob2-$4-$1-x"
+    named = parse_rules("RULE:^CN=(?P<user>.*)$/${user}@corp/")
+    assert map_name(named, "CN=eve") == "eve@corp"
 
 
 def test_a_rule_must_match_the_whole_dn() -> None:
@@ -70,7 +79,7 @@ def test_default_and_empty_are_the_identity() -> None:
         "RULE:^CN=(.*$/$1/",
         "RULE:^CN=(.*)$/$1/X",
         "RULE:(x)/$y/",
-        "RULE:^(a)$/$2/",
+        "RULE:^(a)$/${b}/",
     ],
 )
 def test_malformed_rules_are_refused_naming_the_key(text: str) -> None:
