@@ -31,9 +31,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
 from config.errors import ConfigError
 
 _KEY: Final = "ssl.principal.mapping.rules"
+
+#: attributes Java's RFC 2253 form names by keyword
+_KEYWORDS: Final = frozenset(
+    {
+        NameOID.COMMON_NAME,
+        NameOID.COUNTRY_NAME,
+        NameOID.LOCALITY_NAME,
+        NameOID.STATE_OR_PROVINCE_NAME,
+        NameOID.ORGANIZATION_NAME,
+        NameOID.ORGANIZATIONAL_UNIT_NAME,
+        NameOID.STREET_ADDRESS,
+        NameOID.DOMAIN_COMPONENT,
+        NameOID.USER_ID,
+    }
+)
+_UTF8_STRING: Final = 12
+#: ASN.1 string tags whose bytes are not UTF-8: BMPString, UniversalString
+_ENCODINGS: Final = {30: "utf-16-be", 28: "utf-32-be"}
 
 #: one entry and the comma after it: DEFAULT, RULE:pattern/replacement/ with an optional L
 #: or U, or nothing (an empty entry, skipped). Inside a pattern or replacement a
@@ -106,10 +127,36 @@ def map_name(rules: Sequence[MappingRule], dn: str) -> str:
 
 
 def subject_name(der: bytes) -> str:
-    """The subject of a DER certificate in RFC 2253 form (most specific first)."""
-    from cryptography import x509  # imported when a client certificate is first seen
+    """The subject of a DER certificate in RFC 2253 form as Java's X500Principal prints it:
+    most specific RDN first; CN, C, L, ST, O, OU, STREET, DC and UID by keyword, any other
+    attribute (emailAddress ...) as its OID with ``#`` and the hex of its DER value."""
+    subject = x509.load_der_x509_certificate(der).subject
+    return ",".join("+".join(map(_attribute, rdn)) for rdn in reversed(subject.rdns))
 
-    return x509.load_der_x509_certificate(der).subject.rfc4514_string()
+
+def _attribute(attribute: x509.NameAttribute[str | bytes]) -> str:
+    if attribute.oid in _KEYWORDS:
+        return attribute.rfc4514_string()
+    value = attribute.value
+    raw = (
+        value
+        if isinstance(value, bytes)
+        else value.encode(_ENCODINGS.get(_tag(attribute), "utf-8"))
+    )
+    return f"{attribute.oid.dotted_string}=#{_der(_tag(attribute), raw).hex()}"
+
+
+def _tag(attribute: x509.NameAttribute[str | bytes]) -> int:
+    kind = getattr(attribute, "_type", None)  # the ASN.1 string type it was encoded with
+    return int(kind.value) if kind is not None else _UTF8_STRING
+
+
+def _der(tag: int, value: bytes) -> bytes:
+    length = len(value)
+    if length < 0x80:
+        return bytes([tag, length]) + value
+    size = length.to_bytes((length.bit_length() + 7) // 8, "big")
+    return bytes([tag, 0x80 | len(size)]) + size + value
 
 
 def _python_replacement(java: str, pattern: re.Pattern[str], key: str) -> str:

@@ -95,6 +95,7 @@ def test_subject_name_is_rfc2253_most_specific_first() -> None:
             x509.NameAttribute(NameOID.COUNTRY_NAME, "DE"),
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "acme, inc"),
             x509.NameAttribute(NameOID.COMMON_NAME, "alice"),
+            x509.NameAttribute(NameOID.EMAIL_ADDRESS, "a@b.c"),
         ]
     )
     now = datetime.datetime.now(datetime.UTC)
@@ -109,4 +110,6 @@ def test_subject_name_is_rfc2253_most_specific_first() -> None:
         .sign(key, hashes.SHA256())
     )
     dn = subject_name(cert.public_bytes(serialization.Encoding.DER))
-    assert dn == "CN=alice,O=acme\\, inc,C=DE"
+    # emailAddress has no keyword in Java's form: its OID, then # and its DER (IA5String)
+    email = "1.2.840.113549.1.9.1=#1605" + b"a@b.c".hex()
+    assert dn == email + ",CN=alice,O=acme\\, inc,C=DE"
