@@ -38,6 +38,12 @@ arrive while the connection must not read (a full pipeline, a full request chann
 request whose answer must be written before the next is read) stay in the kernel's
 buffer, at the cost of one ignored readiness event.
 
+TLS (SSL and SASL_SSL listeners, ``tls_io`` and ``tls_transport``): each connection has a
+``TlsSession``; ``_on_readable`` hands what it read to it first and cuts frames from the
+plaintext that comes out (nothing until the handshake is done), and ``_write`` encrypts
+with ``ResponseSend.write_tls`` instead of sending (no sendfile). A handshake not done
+within ``handshake_timeout_s`` of the accept is closed by the idle sweep.
+
 Errors stay with their connection: a bad frame, a dead peer or a failing handler closes
 (or answers) that connection only.
 """
