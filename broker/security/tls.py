@@ -157,6 +157,15 @@ def tls_settings(listener: ListenerConfig) -> TlsSettings:
             f"listener {listener.listener_name} speaks TLS and needs a key store: "
             "ssl.keystore.location, or ssl.keystore.certificate.chain with ssl.keystore.key",
         )
+    for store in ("keystore", "truststore"):  # PEM has no store password (Kafka's rule)
+        if listener.get(f"ssl.{store}.password"):
+            hint = (
+                " (an encrypted key's password is ssl.key.password)" if store == "keystore" else ""
+            )
+            raise ConfigError(
+                source(f"ssl.{store}.password"),
+                f"a PEM {store.replace('store', ' store')} has no password{hint}",
+            )
     trust_location = listener.get("ssl.truststore.location") or None
     trust_certificates = listener.get("ssl.truststore.certificates") or None
     if trust_location is not None or trust_certificates is not None:

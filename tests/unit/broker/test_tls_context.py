@@ -226,3 +226,14 @@ def test_a_broker_config_validates_every_tls_listener(
     with pytest.raises(ConfigError) as info:
         BrokerConfig.from_properties(bad)
     assert info.value.key == "listener.name.secure.ssl.principal.mapping.rules"
+
+
+@pytest.mark.parametrize("store", ["keystore", "truststore"])
+def test_a_pem_store_password_is_refused(
+    ca: CertificateAuthority, tmp_path: Path, store: str
+) -> None:
+    config = pem_listener(tmp_path, ca, **{f"listener.name.secure.ssl.{store}.password": "pw"})
+    with pytest.raises(ConfigError) as info:
+        tls_settings(config)
+    assert info.value.key == f"listener.name.secure.ssl.{store}.password"
+    assert "pw" not in str(info.value).replace("password", "")
