@@ -228,12 +228,13 @@ class Processor:
             return
         conn.last_active = self._clock()
         self._received.inc(len(data))
+        plain: bytes | memoryview = data
         if conn.tls is not None:
-            data = self._tls_io.decrypt(conn, conn.tls, data)
-            if not data:
+            plain = self._tls_io.decrypt(conn, conn.tls, data)
+            if not plain:
                 return  # handshaking, a partial record, or the connection closed
         try:
-            frames = conn.decoder.feed(data)
+            frames = conn.decoder.feed(plain)
         except ProtocolError as exc:  # a declared size out of bounds: nothing was buffered
             self._metrics.malformed_requests.labels(listener=self.listener).inc()
             self._close(conn, "malformed", exc)

@@ -57,8 +57,9 @@ class TlsIo:
         self._handshake_time = metrics.tls_handshake_duration.labels(listener=listener)
         self._handshake_failed = metrics.tls_handshake_failures.labels(listener=listener)
 
-    def decrypt(self, conn: Connection, tls: TlsSession, data: bytes) -> bytes:
-        """The plaintext ``data`` completes; b"" while handshaking or once closed."""
+    def decrypt(self, conn: Connection, tls: TlsSession, data: bytes) -> memoryview | bytes:
+        """The plaintext ``data`` completes (valid until the next ``decrypt`` of the
+        listener); empty while handshaking or once closed."""
         handshaking = not tls.handshake_done
         try:
             plain = tls.receive(data)

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig
-from broker.network.tls_transport import TlsSession
 from broker.security.tls import (
     CIPHER_NAMES,
     cipher_string,
@@ -24,6 +23,7 @@ from tests.unit.broker.tls_doubles import (
     client_context,
     listener,
     pem_listener,
+    server_session,
     write_stores,
 )
 from tools.certificates import CertificateAuthority
@@ -36,7 +36,7 @@ def ca() -> CertificateAuthority:
 
 def handshakes(context: ssl.SSLContext, ca: CertificateAuthority, tmp_path: Path) -> bool:
     """Whether a client trusting ``ca`` completes a handshake with ``context``."""
-    peer = MemoryClient(client_context(ca, None, tmp_path), TlsSession(context, 0.0))
+    peer = MemoryClient(client_context(ca, None, tmp_path), server_session(context))
     try:
         peer.handshake()
         return peer.server.handshake_done
@@ -142,7 +142,7 @@ def test_enabled_protocols_set_the_version_range(ca: CertificateAuthority, tmp_p
     context = listener_context(pem_listener(tmp_path, ca, **{"ssl.enabled.protocols": "TLSv1.2"}))
     assert context.minimum_version is ssl.TLSVersion.TLSv1_2
     assert context.maximum_version is ssl.TLSVersion.TLSv1_2
-    peer = MemoryClient(client_context(ca, None, tmp_path), TlsSession(context, 0.0))
+    peer = MemoryClient(client_context(ca, None, tmp_path), server_session(context))
     try:
         peer.handshake()
         assert peer.obj.version() == "TLSv1.2"
@@ -185,7 +185,7 @@ def test_restricted_tls12_suites_are_the_only_ones_offered(
         tmp_path, ca, **{"ssl.cipher.suites": suite, "ssl.enabled.protocols": "TLSv1.2"}
     )
     context = listener_context(config)
-    peer = MemoryClient(client_context(ca, None, tmp_path), TlsSession(context, 0.0))
+    peer = MemoryClient(client_context(ca, None, tmp_path), server_session(context))
     try:
         peer.handshake()
         cipher = peer.obj.cipher()

@@ -12,11 +12,16 @@ from pathlib import Path
 import pytest
 
 from broker.network.send import ResponseSend
-from broker.network.tls_transport import HIGH_WATER, ListenerTls, TlsSession
+from broker.network.tls_transport import HIGH_WATER, ListenerTls
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from broker.security.principal_mapping import parse_rules
 from broker.security.tls import listener_context
-from tests.unit.broker.tls_doubles import MemoryClient, client_context, pem_listener
+from tests.unit.broker.tls_doubles import (
+    MemoryClient,
+    client_context,
+    pem_listener,
+    server_session,
+)
 from tools.certificates import CertificateAuthority
 
 
@@ -34,7 +39,7 @@ def server_context(ca: CertificateAuthority, tmp_path: Path) -> ssl.SSLContext:
 def client(
     ca: CertificateAuthority, server_context: ssl.SSLContext, tmp_path: Path
 ) -> Iterator[MemoryClient]:
-    peer = MemoryClient(client_context(ca, None, tmp_path), TlsSession(server_context, 0.0))
+    peer = MemoryClient(client_context(ca, None, tmp_path), server_session(server_context))
     yield peer
     peer.close()
 
@@ -75,7 +80,7 @@ def test_tls13_session_tickets_are_written_after_the_handshake(client: MemoryCli
 
 
 def test_a_garbage_client_hello_fails_the_handshake(server_context: ssl.SSLContext) -> None:
-    session = TlsSession(server_context, 0.0)
+    session = server_session(server_context)
     with pytest.raises(ssl.SSLError):
         session.receive(b"\x00\x00\x00\x10not a TLS record at all" * 4)
     assert not session.handshake_done

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from broker.config.keys import BROKER_CONFIG_DEFS
 from broker.config.listener_config import ListenerConfig
-from broker.network.tls_transport import TlsSession
+from broker.network.tls_transport import PlaintextBuffer, TlsSession
 from config.definitions import typed_values
 from tools.certificates import CertificateAuthority, IssuedCertificate
 
@@ -122,3 +122,7 @@ class MemoryClient:
 
     def send(self, data: bytes) -> None:
         self.obj.write(data)
+
+
+def server_session(context: ssl.SSLContext) -> TlsSession:
+    return TlsSession(context, 0.0, PlaintextBuffer())
