@@ -4,7 +4,7 @@ AlterConfigs and IncrementalAlterConfigs.
 Read the resource's current dynamic set from its znode (not from this broker's cache: the
 znode is the truth, and another broker may have written it), compute the new set (the
 caller's pure ``change``), validate it with the key tables (``broker.config.alter``),
-and, for this broker's own set (or the cluster default), load the key stores and trust
+and, for this broker's own set with TLS store keys in it, load the key stores and trust
 stores of its TLS listeners under it (a new key store that does not load is refused
 before anything is written, as Kafka refuses it); then, unless ``validate_only``, write
 it and a ``/config/changes`` notification in one
@@ -20,6 +20,7 @@ from broker.apis.services import ConfigAdmin
 from broker.config.alter import (
     AlterRefused,
     ResourceType,
+    listener_store_keys,
     refused_broker,
     validate_broker,
     validate_topic,
@@ -71,12 +72,13 @@ async def alter_config(
 
 
 def _check_tls_stores(ctx: ConfigAdmin, name: str, entity: str, updated: Mapping[str, str]) -> None:
-    """Load this broker's TLS listeners' stores under its new dynamic set."""
+    """Load this broker's TLS listeners' stores under its new dynamic set, when it gives
+    any (a change of other keys does not depend on the stores' files)."""
     config = ctx.applier.broker.config
-    if entity not in (paths.DEFAULT_ENTITY, str(config.broker_id)):
-        return  # another broker's files: that broker checks them when it applies them
+    if entity != str(config.broker_id) or not listener_store_keys(updated):
+        return  # another broker's files (it checks them as it applies them), or no store
     try:
-        config.with_dynamic(default=entity == paths.DEFAULT_ENTITY, config=updated).validate_tls()
+        config.with_dynamic(default=False, config=updated).validate_tls()
     except ConfigError as exc:
         raise refused_broker(name, exc) from None
 

@@ -154,6 +154,13 @@ def validate_broker(name: str, config: Mapping[str, str]) -> None:
     if static:
         message = f"Cannot update these configs dynamically: Set({', '.join(static)})"
         raise _invalid(ResourceType.BROKER, name, message)
+    stores = listener_store_keys(config)
+    if name == "" and stores:  # files of one broker: never the cluster default (Kafka's rule)
+        message = (
+            "Cannot update these configs at default cluster level, broker id must be "
+            f"specified: Set({', '.join(stores)})"
+        )
+        raise _invalid(ResourceType.BROKER, name, message)
     for key, raw in config.items():
         plain = key if key in BROKER_CONFIG_DEFS else _listener_key(key)
         if plain is not None:
@@ -167,6 +174,11 @@ def refused_broker(name: str, exc: ConfigError) -> AlterRefused:
     """A broker's new dynamic set whose values are well-formed but unusable (a key store
     that does not load), refused as Kafka refuses it."""
     return _invalid(ResourceType.BROKER, name, str(exc))
+
+
+def listener_store_keys(config: Mapping[str, str]) -> list[str]:
+    """The ``listener.name.<l>.ssl.*`` keys of a broker's dynamic set, sorted."""
+    return sorted(k for k in config if _listener_key(k) is not None)
 
 
 def _listener_key(key: str) -> str | None:

@@ -30,6 +30,14 @@ def test_listener_prefixed_store_keys_are_dynamic() -> None:
     )
 
 
+def test_store_keys_are_per_broker_never_the_cluster_default() -> None:
+    key = "listener.name.secure.ssl.keystore.location"
+    with pytest.raises(AlterRefused) as info:
+        validate_broker("", {key: "/etc/new.pem"})
+    assert info.value.error_code == ErrorCode.INVALID_REQUEST
+    assert "broker id must be specified" in info.value.message and key in info.value.message
+
+
 @pytest.mark.parametrize("key", ["ssl.keystore.location", "listener.name.secure.ssl.client.auth"])
 def test_plain_store_keys_and_other_listener_ssl_keys_need_a_restart(key: str) -> None:
     with pytest.raises(AlterRefused) as info:
