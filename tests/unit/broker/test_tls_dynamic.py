@@ -11,7 +11,7 @@ from broker.config import BrokerConfig
 from broker.config.alter import AlterRefused, validate_broker
 from broker.config_changes import redacted
 from broker.metrics import BrokerMetrics
-from broker.network import SocketServer
+from broker.network import NetworkSettings, SocketServer
 from broker.network.request_channel import Request
 from config.errors import ConfigError
 from protocol import ErrorCode
@@ -108,3 +108,13 @@ def test_reconfigure_swaps_the_context_of_a_listener_whose_stores_changed(
     with pytest.raises(ConfigError) as info:
         broken.validate_tls()
     assert key in str(info.value)
+
+
+@pytest.mark.parametrize(("idle_ms", "bound_s"), [("3000", 3.0), ("600000", 10.0)])
+def test_the_handshake_bound_is_the_idle_timeout_up_to_ten_seconds(
+    tmp_path: Path, idle_ms: str, bound_s: float
+) -> None:
+    config = BrokerConfig.from_properties(
+        {"log.dirs": str(tmp_path), "connections.max.idle.ms": idle_ms}
+    )
+    assert NetworkSettings.from_config(config).processor.handshake_timeout_s == bound_s
