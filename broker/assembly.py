@@ -512,6 +512,8 @@ class BrokerAssembly:
         )
         await server.start()
         self.socket_server = server
+        # certificates of TLS listeners reloaded on a dynamic config change
+        self._applier.on_broker_config(server.reconfigure)
 
     async def _drain_requests(self) -> None:
         await self.socket_server.stop(timeout_s=DRAIN_TIMEOUT_S)

@@ -28,7 +28,10 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from broker.apis.services import BrokerBasics
+from broker.config import BrokerConfig
+from broker.config.keys import BROKER_CONFIG_DEFS
 from broker.security.credential_cache import ScramCredentialCache
+from config.definitions import ConfigType
 from config.errors import ConfigError
 from storage import LogManager
 from storage.config import LogConfig
@@ -53,12 +56,19 @@ class DynamicConfigApplier:
     ) -> None:
         self.broker = broker
         self._log_manager = log_manager
+        #: told (old, new) after each new dynamic broker config (the socket server
+        #: reloads its TLS listeners' certificates)
+        self._broker_listeners: list[Callable[[BrokerConfig, BrokerConfig], None]] = []
         #: entity type -> how this broker applies an entity's new dynamic config
         self._appliers: Final[dict[str, Callable[[str, Mapping[str, str]], None]]] = {
             paths.TOPICS_ENTITY: self._apply_topic,
             paths.BROKERS_ENTITY: self._apply_broker,
             USERS_ENTITY: credentials.apply_entity_config,
         }
+
+    def on_broker_config(self, callback: Callable[[BrokerConfig, BrokerConfig], None]) -> None:
+        """Call ``callback(old, new)`` whenever this broker's configuration is replaced."""
+        self._broker_listeners.append(callback)
 
     def apply(self, entity_type: str, entity: str, config: Mapping[str, str]) -> None:
         """Apply ``config`` as the dynamic config of /config/<entity_type>/<entity>;
@@ -83,8 +93,28 @@ class DynamicConfigApplier:
         except ConfigError as exc:  # written by something that did not validate it
             log.error("ignoring the dynamic config of broker %s: %s", entity, exc)
             return
-        broker.config = updated
+        old, broker.config = broker.config, updated
         self._log_manager.update_default_config(LogConfig.from_layers(updated.config_layers))
+        for callback in self._broker_listeners:
+            try:
+                callback(old, updated)
+            except Exception:  # one consumer's failure must not stop the others
+                log.exception("applying the dynamic config of broker %s failed", entity)
+
+
+def redacted(config: Mapping[str, str]) -> dict[str, str]:
+    """``config`` fit for a log line: the values of password keys (``ssl.key.password``,
+    an inline ``ssl.keystore.key``, ``sasl.jaas.config`` ..., prefixed or not) hidden."""
+    return {key: "[hidden]" if _is_password(key) else value for key, value in config.items()}
+
+
+def _is_password(key: str) -> bool:
+    if key.startswith("listener.name."):
+        key = key[len("listener.name.") :].partition(".")[2]
+    if key.endswith("sasl.jaas.config"):
+        return True
+    definition = BROKER_CONFIG_DEFS.get(key)
+    return definition is not None and definition.type is ConfigType.PASSWORD
 
 
 def obsolete(created_ms: Mapping[str, int], now_ms: int, expiration_ms: int) -> list[str]:
@@ -159,7 +189,7 @@ class ConfigChangeListener:
                 why = "not JSON" if entity_type == USERS_ENTITY else exc  # no secrets
                 log.error("ignoring the malformed config of %s/%s: %s", entity_type, entity, why)
                 continue
-            shown = sorted(config) if entity_type == USERS_ENTITY else config  # no secrets
+            shown = sorted(config) if entity_type == USERS_ENTITY else redacted(config)
             log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, shown)
             self._applier.apply(entity_type, entity, config)
         stale = obsolete(created, self._applier.broker.clock.time_ms(), self._expiration_ms)

@@ -151,10 +151,17 @@ class Connection(asyncio.BufferedProtocol):
     ) -> Connection:
         conn = cls(host, port, config)
         loop = asyncio.get_running_loop()
-        try:
-            await asyncio.wait_for(
-                loop.create_connection(lambda: conn, host, port), conn.config.connect_timeout_s
+        security = conn.config.security
+        # TLS (SSL, SASL_SSL): the handshake is part of connecting, under the same bound;
+        # the broker's certificate is checked against ``host`` as the context says
+        if security.uses_tls:
+            connecting = loop.create_connection(
+                lambda: conn, host, port, ssl=security.ssl_context, server_hostname=host
             )
+        else:
+            connecting = loop.create_connection(lambda: conn, host, port)
+        try:
+            await asyncio.wait_for(connecting, conn.config.connect_timeout_s)
         except (OSError, TimeoutError) as exc:
             raise ConnectionLost(f"cannot connect to {host}:{port}: {exc or 'timed out'}") from None
         if negotiate:

@@ -4,7 +4,10 @@ AlterConfigs and IncrementalAlterConfigs.
 Read the resource's current dynamic set from its znode (not from this broker's cache: the
 znode is the truth, and another broker may have written it), compute the new set (the
 caller's pure ``change``), validate it with the key tables (``broker.config.alter``),
-then, unless ``validate_only``, write it and a ``/config/changes`` notification in one
+and, for this broker's own set with TLS store keys in it, load the key stores and trust
+stores of its TLS listeners under it (a new key store that does not load is refused
+before anything is written, as Kafka refuses it); then, unless ``validate_only``, write
+it and a ``/config/changes`` notification in one
 multi-op. Every broker (this one included) applies it when it sees the notification; this
 broker also applies it at once, so a DescribeConfigs right after the answer sees it.
 """
@@ -14,7 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from broker.apis.services import ConfigAdmin
-from broker.config.alter import AlterRefused, ResourceType, validate_broker, validate_topic
+from broker.config.alter import (
+    AlterRefused,
+    ResourceType,
+    listener_store_keys,
+    refused_broker,
+    validate_broker,
+    validate_topic,
+)
+from config.errors import ConfigError
 from protocol import ErrorCode
 from zk import paths
 
@@ -53,10 +64,23 @@ async def alter_config(
         validate_topic(name, updated)
     else:
         validate_broker(name, updated)
+        _check_tls_stores(ctx, name, entity, updated)
     if validate_only:
         return
     await zk.set_entity_config(entity_type, entity, updated)
     ctx.applier.apply(entity_type, entity, updated)
+
+
+def _check_tls_stores(ctx: ConfigAdmin, name: str, entity: str, updated: Mapping[str, str]) -> None:
+    """Load this broker's TLS listeners' stores under its new dynamic set, when it gives
+    any (a change of other keys does not depend on the stores' files)."""
+    config = ctx.applier.broker.config
+    if entity != str(config.broker_id) or not listener_store_keys(updated):
+        return  # another broker's files (it checks them as it applies them), or no store
+    try:
+        config.with_dynamic(default=False, config=updated).validate_tls()
+    except ConfigError as exc:
+        raise refused_broker(name, exc) from None
 
 
 async def alter_outcome(

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Final
 
-from broker.config.keys import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_KEYS
+from broker.config.keys import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_KEYS, DYNAMIC_LISTENER_SSL_KEYS
 from config.definitions import ConfigType, checked
 from config.errors import ConfigError
 from config.log_keys import TOPIC_KEYS, validate_topic_configs
@@ -147,15 +148,46 @@ def validate_broker(name: str, config: Mapping[str, str]) -> None:
     change on a running broker, every value valid for its key. Keys this broker does not
     know are kept, as Kafka keeps custom keys."""
     static = sorted(k for k in config if k in BROKER_CONFIG_DEFS and k not in DYNAMIC_BROKER_KEYS)
+    static += sorted(
+        k for k in config if _listener_key(k) not in (None, *DYNAMIC_LISTENER_SSL_KEYS)
+    )
     if static:
         message = f"Cannot update these configs dynamically: Set({', '.join(static)})"
         raise _invalid(ResourceType.BROKER, name, message)
+    stores = listener_store_keys(config)
+    if name == "" and stores:  # files of one broker: never the cluster default (Kafka's rule)
+        message = (
+            "Cannot update these configs at default cluster level, broker id must be "
+            f"specified: Set({', '.join(stores)})"
+        )
+        raise _invalid(ResourceType.BROKER, name, message)
     for key, raw in config.items():
-        if key in BROKER_CONFIG_DEFS:
+        plain = key if key in BROKER_CONFIG_DEFS else _listener_key(key)
+        if plain is not None:
             try:
-                checked(BROKER_CONFIG_DEFS[key], raw)
+                checked(replace(BROKER_CONFIG_DEFS[plain], name=key), raw)
             except ConfigError as exc:
                 raise _invalid(ResourceType.BROKER, name, str(exc)) from None
+
+
+def refused_broker(name: str, exc: ConfigError) -> AlterRefused:
+    """A broker's new dynamic set whose values are well-formed but unusable (a key store
+    that does not load), refused as Kafka refuses it."""
+    return _invalid(ResourceType.BROKER, name, str(exc))
+
+
+def listener_store_keys(config: Mapping[str, str]) -> list[str]:
+    """The ``listener.name.<l>.ssl.*`` keys of a broker's dynamic set, sorted."""
+    return sorted(k for k in config if _listener_key(k) is not None)
+
+
+def _listener_key(key: str) -> str | None:
+    """The ``ssl.*`` broker key a ``listener.name.<l>.ssl.*`` key gives per listener (None
+    for any other key: SASL's per-mechanism keys are the SASL side's to judge)."""
+    if not key.startswith("listener.name."):
+        return None
+    _, _, rest = key[len("listener.name.") :].partition(".")
+    return rest if rest.startswith("ssl.") and rest in BROKER_CONFIG_DEFS else None
 
 
 def _invalid(resource_type: ResourceType, name: str, message: str) -> AlterRefused:

@@ -304,8 +304,9 @@ class BrokerConfig:
                 raise ConfigError(
                     "listeners",
                     f"listener {endpoint.listener_name} uses {endpoint.security_protocol}; "
-                    "minikafka serves PLAINTEXT only",
+                    f"minikafka serves {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}",
                 )
+        self.validate_tls()
         ports = [e.port for e in listeners if e.port != 0]
         if len(ports) != len(set(ports)):
             raise ConfigError("listeners", "two listeners share a port")
@@ -333,3 +334,18 @@ class BrokerConfig:
                 "control.plane.listener.name", "must differ from inter.broker.listener.name"
             )
         self.max_connections_per_ip_overrides  # noqa: B018 -- parse now to refuse bad values
+
+    def validate_tls(self) -> None:
+        """Every TLS listener's key store, trust store, protocols, cipher suites and
+        principal mapping rules, loaded once now so that a bad one is refused naming its
+        key: at startup, and before a dynamic change of a listener's stores is accepted
+        (the SocketServer builds the contexts it serves with afresh)."""
+        from broker.security.principal_mapping import parse_rules
+        from broker.security.tls import TLS_PROTOCOLS, server_context, tls_settings
+
+        for endpoint in self.listeners:
+            listener = self.listener_config(endpoint.listener_name)
+            if endpoint.security_protocol in TLS_PROTOCOLS:
+                server_context(tls_settings(listener))
+                key = "ssl.principal.mapping.rules"
+                parse_rules(listener.get(key) or "", listener.source_key(key))

@@ -211,3 +211,22 @@ KNOWN_PREFIXES: Final[tuple[str, ...]] = ("listener.name.",)
 DYNAMIC_BROKER_KEYS: Final[frozenset[str]] = frozenset(
     key for d in TOPIC_KEYS.values() for key in related_broker_keys(d.synonym)
 )
+
+#: a TLS listener's key store and trust store keys: dynamic when given with the
+#: listener's prefix (``listener.name.<l>.ssl.keystore.location``), as Kafka has them;
+#: the new files are loaded and checked before the change is accepted, and the listener's
+#: new connections use them without a restart
+DYNAMIC_LISTENER_SSL_KEYS: Final[frozenset[str]] = frozenset(
+    {
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+    }
+)

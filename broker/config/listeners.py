@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from config.errors import ConfigError
 from zk.model import EndPoint
 
-#: security protocols the network server can serve today
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+#: security protocols a listener may speak (TLS: broker.security.tls; SASL_* listeners
+#: authenticate with SASL after their TLS handshake, if any)
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 
 _LISTENER = re.compile(
     r"^(?P<name>[A-Za-z0-9_\-]+)://(?:\[(?P<ipv6>[0-9A-Fa-f:.%a-z]*)\]|(?P<host>[^:/\[\]]*))"

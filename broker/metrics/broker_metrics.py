@@ -139,6 +139,8 @@ class BrokerMetrics:
         self.connections_accepted = client.counter(c.CONNECTIONS_ACCEPTED)
         self.connections_closed = client.counter(c.CONNECTIONS_CLOSED)
         self.malformed_requests = client.counter(c.MALFORMED_REQUESTS)
+        self.tls_handshake_duration = client.histogram(c.TLS_HANDSHAKE_DURATION)
+        self.tls_handshake_failures = client.counter(c.TLS_HANDSHAKE_FAILURES)
         self.purgatory_size = client.gauge(c.PURGATORY_SIZE)
         self.purgatory_delayed_operations = client.gauge(c.PURGATORY_DELAYED_OPERATIONS)
         self.event_loop_lag = client.gauge(c.EVENT_LOOP_LAG)

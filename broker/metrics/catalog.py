@@ -181,6 +181,19 @@ NETWORK_SENT_BYTES = _counter("network_sent_bytes", "Bytes written", ("listener"
 MALFORMED_REQUESTS = _counter(
     "malformed_requests", "Frames that could not be parsed", ("listener",), operator=False
 )
+TLS_HANDSHAKE_DURATION = _histogram(
+    "tls_handshake_duration_seconds",
+    "Time from accepting a TLS connection to its completed handshake",
+    ("listener",),
+    DURATION_BUCKETS,
+    operator=False,
+)
+TLS_HANDSHAKE_FAILURES = _counter(
+    "tls_handshake_failures",
+    "TLS handshakes that failed (bad ClientHello, untrusted certificate) or timed out",
+    ("listener",),
+    operator=False,
+)
 
 # --- broker state ---------------------------------------------------------------------------
 

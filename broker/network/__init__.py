@@ -7,7 +7,7 @@
 Plug the request handler (KafkaApis) in with ``SocketServer(config, handle)``; see
 ``handler_pool`` for what ``handle`` may return, ``send`` for zero-copy file regions, and
 ``pipeline`` for how a waiting Produce lets its connection read on (responses still in
-request order).
+request order), and ``tls_transport`` for TLS on SSL and SASL_SSL listeners.
 """
 
 from broker.network.codec import Codec, ResponseParts

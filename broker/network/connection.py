@@ -38,6 +38,8 @@ from typing import Final
 from broker.network.pipeline import DEFAULT_DEPTH, ReplyQueue, lets_next_in
 from broker.network.request_channel import Request
 from broker.network.send import ResponseSend
+from broker.network.tls_transport import TlsSession
+from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from protocol.framing import FrameDecoder
 
 log = logging.getLogger(__name__)
@@ -80,12 +82,14 @@ class Connection:
         "last_active",
         "listener",
         "pending",
+        "principal",
         "reader_registered",
         "replies",
         "send",
         "sent_request",
         "sock",
         "state",
+        "tls",
     )
 
     def __init__(
@@ -119,6 +123,10 @@ class Connection:
         self.send: ResponseSend | None = None
         self.sent_request: Request | None = None
         self.last_active = now
+        #: who the connection authenticated as; every request carries it
+        self.principal: KafkaPrincipal = ANONYMOUS
+        #: the TLS session on an SSL or SASL_SSL listener (None: plaintext)
+        self.tls: TlsSession | None = None
 
     @property
     def muted(self) -> bool:

@@ -38,6 +38,12 @@ arrive while the connection must not read (a full pipeline, a full request chann
 request whose answer must be written before the next is read) stay in the kernel's
 buffer, at the cost of one ignored readiness event.
 
+TLS (SSL and SASL_SSL listeners, ``tls_io`` and ``tls_transport``): each connection has a
+``TlsSession``; ``_on_readable`` hands what it read to it first and cuts frames from the
+plaintext that comes out (nothing until the handshake is done), and ``_write`` encrypts
+with ``ResponseSend.write_tls`` instead of sending (no sendfile). A handshake not done
+within ``handshake_timeout_s`` of the accept is closed by the idle sweep.
+
 Errors stay with their connection: a bad frame, a dead peer or a failing handler closes
 (or answers) that connection only.
 """
@@ -60,6 +66,8 @@ from broker.network.connection import Connection, ConnState
 from broker.network.pipeline import DEFAULT_DEPTH, lets_next_in, reads_on_when_answered
 from broker.network.request_channel import Request, RequestChannel
 from broker.network.send import ResponseSend
+from broker.network.tls_io import TlsIo
+from broker.network.tls_transport import ListenerTls
 from protocol.errors import ProtocolError
 
 log = logging.getLogger(__name__)
@@ -80,6 +88,9 @@ class ProcessorSettings:
     #: requests of one connection in the broker at once (broker.network.pipeline); 1 is
     #: Kafka's rule of one request per connection
     max_pipelined_requests: int = DEFAULT_DEPTH
+    #: a TLS connection that has not finished its handshake this long after it was
+    #: accepted is closed (``tls_transport``; see docs/architecture.md for the bound)
+    handshake_timeout_s: float = 10.0
 
 
 _P = ParamSpec("_P")
@@ -123,6 +134,7 @@ class Processor:
         settings: ProcessorSettings,
         clock: Callable[[], float],
         on_close: Callable[[Connection], None] = lambda conn: None,
+        tls: ListenerTls | None = None,
     ) -> None:
         self.id = processor_id
         self.listener = listener
@@ -132,7 +144,10 @@ class Processor:
         self._settings = settings
         self._clock = clock
         self._on_close = on_close
+        #: the listener's TLS (SSL, SASL_SSL): every connection handshakes first
+        self._tls = tls
         self._loop = asyncio.get_running_loop()
+        self._tls_io = TlsIo(listener, tls, self._loop, metrics, clock, self._close)
         self._connections: dict[int, Connection] = {}  # by fd
         self._responses: deque[tuple[Request, Any]] = deque()
         self._processing_responses = False
@@ -186,6 +201,8 @@ class Processor:
             self._clock(),
             self._settings.max_pipelined_requests,
         )
+        if self._tls is not None:
+            conn.tls = self._tls.session(conn.last_active)
         self._connections[conn.fd] = conn
         self._open.inc()
         self._watch(conn)
@@ -211,8 +228,13 @@ class Processor:
             return
         conn.last_active = self._clock()
         self._received.inc(len(data))
+        plain: bytes | memoryview = data
+        if conn.tls is not None:
+            plain = self._tls_io.decrypt(conn, conn.tls, data)
+            if not plain:
+                return  # handshaking, a partial record, or the connection closed
         try:
-            frames = conn.decoder.feed(data)
+            frames = conn.decoder.feed(plain)
         except ProtocolError as exc:  # a declared size out of bounds: nothing was buffered
             self._metrics.malformed_requests.labels(listener=self.listener).inc()
             self._close(conn, "malformed", exc)
@@ -258,6 +280,7 @@ class Processor:
             api_name=api_name,
             connection=conn,
             metrics=cells,
+            principal=conn.principal,
         )
         conn.replies.open(request)
         if self._channel.offer(request):
@@ -397,6 +420,8 @@ class Processor:
             if done is None:
                 return  # the connection died and is closed
             if not done:
+                if conn.tls is not None:
+                    conn.tls.writer_registered = False  # its writer, if any, is replaced
                 self._loop.add_writer(conn.fd, self._on_writable, conn)
                 return
             self._finish_response(conn)
@@ -417,7 +442,10 @@ class Processor:
         assert send is not None
         before = send.sent
         try:
-            done = send.write(conn.sock)
+            if conn.tls is None:
+                done = send.write(conn.sock)
+            else:  # no sendfile under TLS: regions are read and encrypted (send module)
+                done = send.write_tls(conn.tls, conn.sock)
         except OSError as exc:
             self._close(conn, "error", exc)
             return None
@@ -483,7 +511,10 @@ class Processor:
     # --- idle connections, closing, shutdown ------------------------------------------------
 
     def _schedule_idle_sweep(self) -> None:
-        interval = min(max(self._settings.idle_timeout_s / 4, 0.01), 5.0)
+        bound = self._settings.idle_timeout_s
+        if self._tls is not None:
+            bound = min(bound, self._settings.handshake_timeout_s)
+        interval = min(max(bound / 4, 0.01), 5.0)
         self._idle_handle = self._loop.call_later(interval, self._sweep_idle)
 
     def _sweep_idle(self) -> None:
@@ -491,9 +522,16 @@ class Processor:
 
         A muted connection is never idle: its request (a long poll, say) is still running.
         """
-        deadline = self._clock() - self._settings.idle_timeout_s
+        now = self._clock()
+        deadline = now - self._settings.idle_timeout_s
+        handshake_deadline = now - self._settings.handshake_timeout_s
         for conn in list(self._connections.values()):
-            if conn.idle and conn.last_active <= deadline:
+            tls = conn.tls
+            if tls is not None and not tls.handshake_done:
+                # counted from the accept, whatever trickles in (a TLS slow-loris)
+                if tls.started_at <= handshake_deadline:
+                    self._tls_io.handshake_timed_out(conn)
+            elif conn.idle and conn.last_active <= deadline:
                 self._close(conn, "idle")
         self._schedule_idle_sweep()
 
@@ -503,7 +541,7 @@ class Processor:
         if exc is not None:
             log.info("closing %s (%s): %s", conn.id, reason, exc)
         self._stop_watching(conn)
-        if conn.send is not None:
+        if conn.send is not None or (conn.tls is not None and conn.tls.writer_registered):
             self._loop.remove_writer(conn.fd)
         conn.move(ConnState.CLOSED)
         conn.pending.clear()

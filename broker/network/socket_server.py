@@ -7,6 +7,10 @@
                    Processor, a channel of 20 and a single handler, so controller requests
                    never queue behind client traffic
 
+TLS (SSL and SASL_SSL listeners): each gets a ``ListenerTls`` built from its
+``listener.name.<l>.ssl.*`` keys (``broker.security.tls``), shared by its Processors;
+``reload_tls`` swaps its context for connections accepted from then on.
+
 Lifecycle: ``await start()`` binds every listener and starts accepting;
 ``await stop()`` closes the listeners, lets requests already in the broker finish and
 their responses go out (bounded by a timeout), then closes every connection.
@@ -16,10 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
+from broker.config.keys import DYNAMIC_LISTENER_SSL_KEYS
+from broker.config.listener_config import ListenerConfig, listener_prefix
 from broker.metrics import BrokerMetrics
 from broker.network.acceptor import Acceptor
 from broker.network.codec import Codec
@@ -27,6 +34,10 @@ from broker.network.handler_pool import Handler, RequestHandlerPool
 from broker.network.processor import Processor, ProcessorSettings
 from broker.network.quotas import ConnectionQuotas
 from broker.network.request_channel import RequestChannel
+from broker.network.tls_transport import ListenerTls
+from broker.security.principal_mapping import parse_rules
+from broker.security.tls import TLS_PROTOCOLS, listener_context
+from config.errors import ConfigError
 from zk.model import EndPoint
 
 log = logging.getLogger(__name__)
@@ -66,8 +77,49 @@ class NetworkSettings:
                 idle_timeout_s=config.get_int("connections.max.idle.ms") / 1000,
                 send_buffer=config.get_int("socket.send.buffer.bytes"),
                 receive_buffer=config.get_int("socket.receive.buffer.bytes"),
+                handshake_timeout_s=handshake_timeout_ms(config) / 1000,
             ),
         )
+
+
+#: the longest a TLS handshake may take (Kafka clients give up on a connection setup
+#: after socket.connection.setup.timeout.ms, 10 s by default)
+MAX_HANDSHAKE_MS = 10_000
+
+
+def handshake_timeout_ms(config: BrokerConfig) -> int:
+    """How long a TLS connection may take to finish its handshake: the lesser of
+    ``connections.max.idle.ms`` and ``MAX_HANDSHAKE_MS``."""
+    return min(config.get_int("connections.max.idle.ms"), MAX_HANDSHAKE_MS)
+
+
+def listener_tls(config: BrokerConfig) -> dict[str, ListenerTls]:
+    """The TLS of every SSL and SASL_SSL listener: context and principal rules.
+    ConfigError naming the key at fault."""
+    tls: dict[str, ListenerTls] = {}
+    for endpoint in config.listeners:
+        if endpoint.security_protocol not in TLS_PROTOCOLS:
+            continue
+        listener = config.listener_config(endpoint.listener_name)
+        key = "ssl.principal.mapping.rules"
+        rules = parse_rules(listener.get(key) or "", listener.source_key(key))
+        name = endpoint.listener_name
+        tls[name] = ListenerTls(name, listener_context(listener), rules)
+    return tls
+
+
+def _stores(listener: ListenerConfig) -> tuple[object, ...]:
+    return tuple(listener.get(key) for key in sorted(DYNAMIC_LISTENER_SSL_KEYS))
+
+
+def _dynamic_stores(config: BrokerConfig, listener_name: str) -> bool:
+    prefix = listener_prefix(listener_name)
+    layers = (config.dynamic_default, config.dynamic_broker)
+    return any(
+        key.startswith(prefix) and key[len(prefix) :] in DYNAMIC_LISTENER_SSL_KEYS
+        for layer in layers
+        for key in layer
+    )
 
 
 class _Plane:
@@ -93,9 +145,14 @@ class SocketServer:
         metrics: BrokerMetrics,
         codec: Codec | None = None,
         clock: Callable[[], float] | None = None,
+        tls: Mapping[str, ListenerTls] | None = None,
     ) -> None:
         if isinstance(settings, BrokerConfig):
+            if tls is None:
+                tls = listener_tls(settings)
             settings = NetworkSettings.from_config(settings)
+        #: listener name -> its TLS (TLS listeners only)
+        self._tls: dict[str, ListenerTls] = dict(tls or {})
         self.settings = settings
         self._handle = handle
         self._control_handle = control_handle or handle
@@ -180,6 +237,32 @@ class SocketServer:
                     return acceptor.port
         raise KeyError(listener_name)
 
+    def reload_tls(self, listener_name: str, context: ssl.SSLContext) -> None:
+        """New connections of ``listener_name`` handshake with ``context`` from now on
+        (certificates reloaded); open connections keep the session they have."""
+        self._tls[listener_name.upper()].context = context
+
+    def tls_context(self, listener_name: str) -> ssl.SSLContext:
+        """The context new connections of a TLS listener handshake with."""
+        return self._tls[listener_name.upper()].context
+
+    def reconfigure(self, old: BrokerConfig, new: BrokerConfig) -> None:
+        """A new dynamic broker config: reload the stores of every TLS listener whose
+        key store or trust store keys changed, or are given dynamically at all (the same
+        path may name a renewed file). A store that no longer loads keeps the old
+        context (AlterConfigs checked it on this broker before accepting it)."""
+        for name in self._tls:
+            before, after = old.listener_config(name), new.listener_config(name)
+            if _stores(before) == _stores(after) and not _dynamic_stores(new, name):
+                continue
+            try:
+                context = listener_context(after)
+            except ConfigError as exc:
+                log.error("listener %s keeps its certificates: %s", name, exc)
+                continue
+            self.reload_tls(name, context)
+            log.info("listener %s: key store and trust store reloaded", name)
+
     @property
     def data_channel(self) -> RequestChannel:
         return self._planes[0].channel
@@ -221,6 +304,8 @@ class SocketServer:
         clock: Callable[[], float],
         exempt: bool,
     ) -> None:
+        if endpoint.security_protocol in TLS_PROTOCOLS and endpoint.listener_name not in self._tls:
+            raise ValueError(f"listener {endpoint.listener_name} speaks TLS but has no context")
         own: list[Processor] = []
         acceptor = Acceptor(
             endpoint,
@@ -241,6 +326,7 @@ class SocketServer:
                     self.settings.processor,
                     clock,
                     on_close=acceptor.release,
+                    tls=self._tls.get(endpoint.listener_name),
                 )
             )
             plane.processors.append(own[-1])

@@ -98,7 +98,6 @@ def test_every_default_passes_its_own_validator() -> None:
         ("listeners", "UNKNOWN://:9092"),
         ("listeners", "PLAINTEXT://:9092,PLAINTEXT://:9093"),
         ("listeners", "PLAINTEXT://:99999"),
-        ("listeners", "SSL://:9093"),
         ("advertised.listeners", "OTHER://h:1"),
         ("control.plane.listener.name", "NOPE"),
         ("max.connections.per.ip.overrides", "127.0.0.1=3"),
