@@ -31,7 +31,7 @@ from typing import Final, TextIO
 from broker.config import ConfigSource
 from client import KafkaClient, describe_configs, incremental_alter_configs
 from client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, ConfigEntry
-from tools.command import CommandError, add_bootstrap_server, run_command
+from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
 
 #: --entity-type -> (ConfigResource type, the word Kafka's messages use)
 ENTITY_TYPES: Final = {"topics": (TOPIC_RESOURCE, "topic"), "brokers": (BROKER_RESOURCE, "broker")}
@@ -143,7 +143,7 @@ async def _alter(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> 
 
 async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # looked up now, not at import
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with admin_client(args) as client:
         await (_describe if args.describe else _alter)(client, args, out)
 
 
