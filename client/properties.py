@@ -61,6 +61,7 @@ class ClientPropertyError(ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"invalid client property {key}: {message}")
         self.key = key
+        self.reason = message
 
 
 # -- JAAS ----------------------------------------------------------------------------------
