@@ -12,14 +12,14 @@ coroutines runs one blocking call of a znode family on a worker thread. Below it
   /config/changes), ``controller_election`` (/controller, /controller_epoch),
   ``producer_ids`` (/latest_producer_id_block), ``isr_notifications``
   (/isr_change_notification), ``admin`` (/admin/delete_topics, /admin/reassign_partitions,
-  /admin/preferred_replica_election).
+  /admin/preferred_replica_election), ``scram`` (SCRAM credentials under
+  /config/users/<user>, an entity type of the ``configs`` layout; its payload and name
+  encoding in ``scram_codec``, pure).
 - ``store``: the controller's PartitionStateStore over the facade; ``latency``: the
   ZooKeeperRequestLatencyMs probe.
 
 Families still to come each get a module of their own here, with their coroutines added
-to the facade the same way: SCRAM credentials under /config/users/<user> (``scram``, an
-entity type of the ``configs`` layout, announced by its change notifications), ACLs under
-/kafka-acl/<type>/<name> and /kafka-acl-extended/prefixed/... with their change
-notifications (``acls``), and v0 consumer offsets under
+to the facade the same way: ACLs under /kafka-acl/<type>/<name> and
+/kafka-acl-extended/prefixed/... with their change notifications (``acls``), and v0 consumer offsets under
 /consumers/<group>/offsets/<topic>/<partition> (``consumer_offsets``).
 """

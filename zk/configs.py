@@ -7,8 +7,8 @@ multi-op, so that no broker reads a notification before the config it points at.
 broker follows the notifications (broker.config_changes) and purges the old ones.
 
 SCRAM credentials (/config/users/<user>) are an entity type of this same layout; their
-family goes in a module of its own beside this one (zk/scram.py), announcing changes
-through ``set_entity_config``'s notification.
+family is a module of its own beside this one (zk.scram), whose writes are conditional
+on the znode's version and keep the keys that are not credentials.
 """
 
 from __future__ import annotations

@@ -135,6 +135,7 @@ ZK_BLOCKING = frozenset(
         "zk.producer_ids",
         "zk.isr_notifications",
         "zk.admin",
+        "zk.scram",
     }
 )
 
