@@ -161,7 +161,7 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
 
 def sasl_credentials(props: Mapping[str, str]) -> SaslCredentials:
     """The SASL mechanism and the user's credentials of ``props``."""
-    key = "sasl.mechanism" if "sasl.mechanism" in props else "sasl.mechanisms"
+    key = "sasl.mechanisms" if "sasl.mechanisms" in props else "sasl.mechanism"
     mechanism = (_value(props, key) or "GSSAPI").upper()
     if mechanism not in CLIENT_SASL_MECHANISMS:
         raise ClientPropertyError(
