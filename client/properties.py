@@ -212,6 +212,7 @@ def _load_trust(context: ssl.SSLContext, props: Mapping[str, str]) -> None:
     inline = _value(props, "ssl.truststore.certificates")
     ca_location = _value(props, "ssl.ca.location")
     if location is not None:
+        _check_store_type(props, "ssl.truststore.type", None)  # a given type, before reading
         text = _read_text("ssl.truststore.location", location)
         _check_store_type(props, "ssl.truststore.type", text)
         _verify_locations(context, "ssl.truststore.location", cadata=text)
@@ -244,6 +245,7 @@ def _load_client_certificate(context: ssl.SSLContext, props: Mapping[str, str]) 
     cert_file = _value(props, "ssl.certificate.location")
     key_file = _value(props, "ssl.key.location")
     if keystore is not None:
+        _check_store_type(props, "ssl.keystore.type", None)
         _check_store_type(props, "ssl.keystore.type", _read_text("ssl.keystore.location", keystore))
         _cert_chain(context, "ssl.keystore.location", keystore, None, password)
     elif chain is not None or key is not None:
