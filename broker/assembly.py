@@ -25,10 +25,13 @@ half-way still undoes it:
 4. the Scheduler; the purgatories; the ISR writer and the ReplicaManager (with the
    metadata cache); the group store and the group coordinator (with its two
    purgatories); then the periodic tasks (``scheduled_tasks``), once all they call exists;
-5. the handler families (``broker.apis.services``), the readiness gate and KafkaApis,
-   then the SocketServer (data and control planes);
+5. the SCRAM credential cache, loaded from /config/users (before the listeners open, so
+   the first connection can log in; ``credential_cache``, the SASL authenticator's
+   source), the handler families (``broker.apis.services``), the readiness gate and
+   KafkaApis, then the SocketServer (data and control planes);
 6. the controller: it registers /brokers/ids/<id> and joins the election; then the
-   config change listener (``broker.config_changes``) and the gauges;
+   config change listener (``broker.config_changes``: dynamic configs and the SCRAM
+   credentials changed since the load) and the gauges;
 7. the metrics HTTP endpoint.
 
 Where shutdown must not be the plain reverse, a step exists only for its stop, placed
@@ -82,6 +85,7 @@ from broker.apis.services import (
     HandlerServices,
     ProducerIds,
     ReplicaAccess,
+    ScramAdmin,
     TopicAdmin,
 )
 from broker.background import BackgroundTasks
@@ -114,6 +118,7 @@ from broker.producer_id_manager import ProducerIdManager
 from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
 from broker.replication import ReplicaFetcherManager
+from broker.security.credential_cache import ScramCredentialCache
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
@@ -165,6 +170,8 @@ class BrokerAssembly:
     # by "group store" and "group coordinator"
     group_store: GroupMetadataManager
     group_coordinator: GroupCoordinator
+    # by "SCRAM credentials": what SASL/SCRAM logins are checked against
+    credential_cache: ScramCredentialCache
     # by "request handlers" and "socket server"
     services: HandlerServices
     _applier: DynamicConfigApplier
@@ -213,6 +220,7 @@ class BrokerAssembly:
             Step("group coordinator", self._start_group_coordinator,
                  lambda: self.group_coordinator.close()),
             Step("periodic tasks", self._schedule_tasks),
+            Step("SCRAM credentials", self._load_credentials),
             Step("request handlers", self._start_handlers, self._close_handlers),
             Step("socket server", self._start_socket_server, self._drain_requests),
             Step("controller", self._build_controller, self._stop_controller),
@@ -445,9 +453,15 @@ class BrokerAssembly:
 
     # -- serving -------------------------------------------------------------------------
 
+    async def _load_credentials(self) -> None:
+        cache = ScramCredentialCache()
+        cache.replace_all(await self.zk.get_all_user_credentials())
+        self.credential_cache = cache
+        log.info("loaded the SCRAM credentials of %d users", len(cache.users()))
+
     async def _start_handlers(self) -> None:
         basics, link = self.basics, self.controller_link
-        applier = DynamicConfigApplier(basics, self.log_manager)
+        applier = DynamicConfigApplier(basics, self.log_manager, self.credential_cache)
         self.services = HandlerServices(
             replicas=ReplicaAccess(
                 basics,
@@ -470,6 +484,7 @@ class BrokerAssembly:
             configs=ConfigAdmin(basics, zk=self.zk, applier=applier),
             cluster=ClusterAdmin(basics, controller=link, log_manager=self.log_manager),
             producer_ids=ProducerIds(basics, manager=ProducerIdManager(self.broker_id, self.zk)),
+            scram=ScramAdmin(basics, zk=self.zk, controller=link, cache=self.credential_cache),
         )
         self._applier = applier
         cache, broker_id = basics.metadata_cache, self.broker_id

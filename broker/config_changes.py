@@ -9,7 +9,10 @@ the entity's znode afresh and applies it:
 - ``topics/<t>``: the topic's overrides into TopicConfigs, which the LogManager listens to
   (retention, segment size, max.message.bytes ... apply to the live logs at once);
 - ``brokers/<id>`` (this broker's) and ``brokers/<default>``: the dynamic broker layers
-  (``BrokerConfig.with_dynamic``), the log defaults of every topic following them.
+  (``BrokerConfig.with_dynamic``), the log defaults of every topic following them;
+- ``users/<sanitized user>``: the user's SCRAM credentials into the broker's
+  ScramCredentialCache (``broker.security.credential_cache``). Their values are never
+  logged: the log names the keys only.
 
 A broker that was down missed nothing: at startup it handles every notification still
 there, and it reads topic overrides when a LeaderAndIsr makes its logs anyway.
@@ -25,12 +28,14 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from broker.apis.services import BrokerBasics
+from broker.security.credential_cache import ScramCredentialCache
 from config.errors import ConfigError
 from storage import LogManager
 from storage.config import LogConfig
 from zk import paths
 from zk.codec import ZkDataError
 from zk.facade import ZkFacade
+from zk.scram_codec import USERS_ENTITY
 
 log = logging.getLogger(__name__)
 
@@ -43,19 +48,21 @@ class DynamicConfigApplier:
     ``BrokerBasics.config`` after startup (a new BrokerConfig replaces it; readers take
     it afresh at each use)."""
 
-    def __init__(self, broker: BrokerBasics, log_manager: LogManager) -> None:
+    def __init__(
+        self, broker: BrokerBasics, log_manager: LogManager, credentials: ScramCredentialCache
+    ) -> None:
         self.broker = broker
         self._log_manager = log_manager
         #: entity type -> how this broker applies an entity's new dynamic config
         self._appliers: Final[dict[str, Callable[[str, Mapping[str, str]], None]]] = {
             paths.TOPICS_ENTITY: self._apply_topic,
             paths.BROKERS_ENTITY: self._apply_broker,
+            USERS_ENTITY: credentials.apply_entity_config,
         }
 
     def apply(self, entity_type: str, entity: str, config: Mapping[str, str]) -> None:
         """Apply ``config`` as the dynamic config of /config/<entity_type>/<entity>;
-        entity types this broker has nothing to apply for (clients, users, ips) are
-        ignored."""
+        entity types this broker has nothing to apply for (clients, ips) are ignored."""
         applier = self._appliers.get(entity_type)
         if applier is not None:
             applier(entity, config)
@@ -146,7 +153,8 @@ class ConfigChangeListener:
             if sequence <= self._last_sequence:
                 continue
             config = await self._zk.get_entity_config(entity_type, entity)
-            log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, config)
+            shown = sorted(config) if entity_type == USERS_ENTITY else config  # no secrets
+            log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, shown)
             self._applier.apply(entity_type, entity, config)
             self._last_sequence = sequence
         stale = obsolete(created, self._applier.broker.clock.time_ms(), self._expiration_ms)

@@ -19,6 +19,10 @@ for ``--entity-default``). ``--alter`` sends IncrementalAlterConfigs (SET for ea
 key, DELETE for each deleted one) and prints ``Completed updating config for topic t.``
 A list value is written in brackets (``cleanup.policy=[compact,delete]``). Errors print
 ``Error while executing config command with args ...`` on stderr and exit with status 1.
+
+``--entity-type users`` handles users' SCRAM credentials (tools.scram_configs), through
+the brokers or, with ``--zookeeper H:P`` instead of ``--bootstrap-server``, in ZooKeeper
+directly (before any broker runs).
 """
 
 from __future__ import annotations
@@ -31,17 +35,27 @@ from typing import Final, TextIO
 from broker.config import ConfigSource
 from client import KafkaClient, describe_configs, incremental_alter_configs
 from client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, ConfigEntry
-from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
+from tools import scram_configs
+from tools.command import CommandError, add_command_config, admin_client, run_command
 
 #: --entity-type -> (ConfigResource type, the word Kafka's messages use)
 ENTITY_TYPES: Final = {"topics": (TOPIC_RESOURCE, "topic"), "brokers": (BROKER_RESOURCE, "broker")}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_bootstrap_server(parser)
-    parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
-    entity = parser.add_mutually_exclusive_group(required=True)
-    entity.add_argument("--entity-name", help="topic name or broker id")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers to ask")
+    where.add_argument(
+        "--zookeeper",
+        metavar="HOST:PORT[/chroot]",
+        help="users only: write SCRAM credentials in ZooKeeper directly (no broker needed)",
+    )
+    add_command_config(parser)
+    parser.add_argument(
+        "--entity-type", required=True, choices=sorted([*ENTITY_TYPES, scram_configs.USERS])
+    )
+    entity = parser.add_mutually_exclusive_group()
+    entity.add_argument("--entity-name", help="topic name, broker id or user")
     entity.add_argument(
         "--entity-default", action="store_true", help="the cluster-wide broker default"
     )
@@ -98,6 +112,8 @@ def format_entry(entry: ConfigEntry) -> str:
 def _entity(args: argparse.Namespace) -> tuple[int, str, str, int]:
     """(resource type, resource name, how messages name it, the dynamic source shown)."""
     resource_type, word = ENTITY_TYPES[args.entity_type]
+    if not args.entity_default and args.entity_name is None:
+        raise CommandError("--entity-name or --entity-default is required")
     if args.entity_default:
         if resource_type != BROKER_RESOURCE:
             raise CommandError("--entity-default is only for --entity-type brokers")
@@ -130,10 +146,15 @@ async def _describe(client: KafkaClient, args: argparse.Namespace, out: TextIO) 
             print(format_entry(entry), file=out)
 
 
+def _edits(args: argparse.Namespace) -> tuple[dict[str, str], list[str]]:
+    """--add-config and --delete-config, parsed."""
+    added = parse_add_config(args.add_config)
+    return added, [k.strip() for k in args.delete_config.split(",") if k.strip()]
+
+
 async def _alter(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:
     resource_type, name, what, _ = _entity(args)
-    added = parse_add_config(args.add_config)
-    deleted = [k.strip() for k in args.delete_config.split(",") if k.strip()]
+    added, deleted = _edits(args)
     if not added and not deleted:
         raise CommandError("--alter needs --add-config or --delete-config")
     ops = [(k, SET, v) for k, v in added.items()] + [(k, DELETE, None) for k in deleted]
@@ -141,10 +162,30 @@ async def _alter(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> 
     print(f"Completed updating {what}.", file=out)
 
 
+async def _users(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:
+    if args.entity_default:
+        raise CommandError("--entity-default is not supported for users' SCRAM credentials")
+    if args.describe:
+        await scram_configs.describe(client, args.entity_name, out)
+    else:
+        added, deleted = _edits(args)
+        await scram_configs.alter(client, args.entity_name or "", added, deleted, out)
+
+
 async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # looked up now, not at import
+    users = args.entity_type == scram_configs.USERS
+    if args.zookeeper is not None:
+        if not users or args.entity_default:
+            raise CommandError("--zookeeper is only supported for users' SCRAM credentials")
+        added, deleted = _edits(args) if args.alter else ({}, [])
+        await scram_configs.through_zookeeper(args, added, deleted, out)
+        return
     async with admin_client(args) as client:
-        await (_describe if args.describe else _alter)(client, args, out)
+        if users:
+            await _users(client, args, out)
+        else:
+            await (_describe if args.describe else _alter)(client, args, out)
 
 
 def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:

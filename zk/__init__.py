@@ -20,6 +20,7 @@ coroutines runs one blocking call of a znode family on a worker thread. Below it
 
 Families still to come each get a module of their own here, with their coroutines added
 to the facade the same way: ACLs under /kafka-acl/<type>/<name> and
-/kafka-acl-extended/prefixed/... with their change notifications (``acls``), and v0 consumer offsets under
-/consumers/<group>/offsets/<topic>/<partition> (``consumer_offsets``).
+/kafka-acl-extended/prefixed/... with their change notifications (``acls``), and v0
+consumer offsets under /consumers/<group>/offsets/<topic>/<partition>
+(``consumer_offsets``).
 """

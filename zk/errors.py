@@ -33,3 +33,7 @@ class TopicNotFoundError(Exception):
 
 class TopicAlreadyMarkedForDeletionError(Exception):
     """/admin/delete_topics/<t> exists already: the topic's deletion is pending."""
+
+
+class ScramCredentialNotFoundError(Exception):
+    """A deletion named a SCRAM credential the user does not have: nothing was written."""

@@ -3,9 +3,9 @@
 kazoo blocks the calling thread until ZooKeeper answers. Every method here is a
 coroutine that runs one blocking family call (zk.session, zk.brokers, zk.topics,
 zk.partition_states, zk.configs, zk.controller_election, zk.producer_ids,
-zk.isr_notifications, zk.admin) on a worker thread (``asyncio.to_thread``), so the event
-loop never waits on ZooKeeper: this is the only place in the code base that crosses
-from the loop to kazoo for a ZooKeeper call. The methods keep the names and arguments
+zk.isr_notifications, zk.admin, zk.scram) on a worker thread (``asyncio.to_thread``),
+so the event loop never waits on ZooKeeper: this is the only place in the code base that
+crosses from the loop to kazoo for a ZooKeeper call. The methods keep the names and arguments
 the blocking client had, one family call each; the families document the znodes and
 their invariants. A cancelled caller stops waiting, but a call already sent runs to its
 end on its thread.
@@ -29,6 +29,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from kazoo.client import KazooClient
 
+from protocol.sasl.scram import ScramCredential
 from protocol.values import TopicPartition
 from zk import (
     admin,
@@ -39,6 +40,7 @@ from zk import (
     isr_notifications,
     partition_states,
     producer_ids,
+    scram,
     session,
     topics,
     transactions,
@@ -209,6 +211,19 @@ class ZkFacade:
 
     async def delete_config_changes(self, names: Iterable[str]) -> None:
         await self._run(configs.delete_config_changes, list(names))
+
+    # -- SCRAM credentials (zk.scram) --------------------------------------------------------
+
+    async def get_all_user_credentials(self) -> dict[str, dict[str, ScramCredential]]:
+        return await self._run(scram.get_all_user_credentials)
+
+    async def get_user_credentials(self, user: str) -> dict[str, ScramCredential]:
+        return await self._run(scram.get_user_credentials, user)
+
+    async def alter_user_credentials(
+        self, user: str, upserts: Mapping[str, ScramCredential], deletions: Iterable[str]
+    ) -> dict[str, ScramCredential]:
+        return await self._run(scram.alter_user_credentials, user, dict(upserts), list(deletions))
 
     # -- controller election (zk.controller_election, zk.transactions) -----------------------
 

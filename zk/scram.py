@@ -28,6 +28,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError
 
 from protocol.sasl.scram import MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_MECHANISMS, ScramCredential
 from zk import codec, paths
+from zk.errors import ScramCredentialNotFoundError
 from zk.scram_codec import (
     USERS_ENTITY,
     credentials_from_config,
@@ -81,14 +82,16 @@ def alter_user_credentials(
     session: ZkSession,
     user: str,
     upserts: Mapping[str, ScramCredential],
-    deletions: Iterable[str] = (),
-) -> str:
+    deletions: Iterable[str],
+) -> dict[str, ScramCredential]:
     """Set the credentials of ``upserts`` and remove the mechanisms of ``deletions`` for
-    ``user``, and announce the change, in one multi-op. Returns the notification's name.
+    ``user``, and announce the change, in one multi-op. Returns the user's credentials
+    as written.
 
     Conditional on the znode's version: a concurrent writer makes it re-read and retry
-    (RuntimeError after ``WRITE_ATTEMPTS`` lost races). ValueError for a mechanism that
-    is not a SCRAM mechanism."""
+    (RuntimeError after ``WRITE_ATTEMPTS`` lost races). ValueError for an empty user or a
+    mechanism that is not a SCRAM mechanism; ScramCredentialNotFoundError, with nothing
+    written, when a deletion names a credential the user does not have."""
     if not user:
         raise ValueError("the user name is empty")
     deletions = list(deletions)
@@ -103,14 +106,20 @@ def alter_user_credentials(
     for _ in range(WRITE_ATTEMPTS):
         found = session.get(path)
         current = {} if found is None else codec.decode_entity_config(path, found[0])
-        data = codec.encode_entity_config(updated_config(current, upserts, deletions))
+        missing = [m for m in deletions if m not in current]
+        if missing:
+            raise ScramCredentialNotFoundError(
+                f"user {user!r} has no {', '.join(missing)} credential to delete"
+            )
+        config = updated_config(current, upserts, deletions)
+        data = codec.encode_entity_config(config)
         write: Op = (
             CreateOp(path, data) if found is None else SetDataOp(path, data, found[1].version)
         )
         results = commit(session, [write, notify])
         failure = first_failure(results)
         if failure is None:
-            return str(results[-1]).rsplit("/", 1)[-1]
+            return credentials_from_config(config)[0]
         if not isinstance(failure, BadVersionError | NodeExistsError):
             raise failure
     raise RuntimeError(f"{path}: lost {WRITE_ATTEMPTS} races with concurrent writers")
@@ -134,7 +143,7 @@ def create_scram_user(
     credentials = scram_credentials(password, mechanisms, iterations)
     session = ZkSession.connect(zookeeper_connect, connect_timeout_s=connect_timeout_s)
     try:
-        alter_user_credentials(session, user, credentials)
+        alter_user_credentials(session, user, credentials, [])
     finally:
         session.close()
 

@@ -1,1 +1,2 @@
-"""Topic administration: replica assignment (pure) and topic writes to ZooKeeper."""
+"""Administration: replica assignment (pure), topic writes to ZooKeeper, dynamic configs,
+and the rules of users' SCRAM credential requests (pure)."""

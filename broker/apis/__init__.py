@@ -34,6 +34,7 @@ import protocol
 from broker.apis import (
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -45,6 +46,7 @@ from broker.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_user_scram_credentials,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -76,6 +78,7 @@ from broker.apis.services import (
     HandlerServices,
     ProducerIds,
     ReplicaAccess,
+    ScramAdmin,
     TopicAdmin,
 )
 from broker.metrics import BrokerMetrics
@@ -139,6 +142,11 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: route(ClusterAdmin, describe_cluster.handle),
         ApiKey.ELECT_LEADERS: route(ClusterAdmin, elect_leaders.handle),
         ApiKey.DELETE_RECORDS: route(ReplicaAccess, delete_records.handle),
+        # SCRAM credentials (broker.security.credential_cache)
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: route(
+            ScramAdmin, describe_user_scram_credentials.handle
+        ),
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: route(ScramAdmin, alter_user_scram_credentials.handle),
         # consumer groups (broker.group)
         ApiKey.FIND_COORDINATOR: route(GroupAccess, find_coordinator.handle),
         ApiKey.JOIN_GROUP: route(GroupAccess, join_group.handle),

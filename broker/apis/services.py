@@ -20,6 +20,7 @@ The families:
 ``ClusterAdmin``   DescribeCluster, ElectLeaders, the reassignment APIs,
                    ControlledShutdown, DescribeLogDirs
 ``ProducerIds``    InitProducerId
+``ScramAdmin``     DescribeUserScramCredentials, AlterUserScramCredentials
 ``Advertised``     ApiVersions (``KafkaApis`` provides it: it is the table's own)
 =================  ==============================================================
 
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from broker.group.manager import GroupMetadataManager
     from broker.producer_id_manager import ProducerIdManager
     from broker.replica_manager import ReplicaManager
+    from broker.security.credential_cache import ScramCredentialCache
     from controller.controller import KafkaController
     from storage import LogManager
     from timer import DelayedOperation, DelayedOperationPurgatory
@@ -203,6 +205,17 @@ class ProducerIds(Family):
 
 
 @dataclass(frozen=True, eq=False, slots=True)
+class ScramAdmin(Family):
+    """Users' SCRAM credentials: ``cache`` is what this broker authenticates with (and
+    what DescribeUserScramCredentials reports); AlterUserScramCredentials, the active
+    ``controller``'s to serve, writes them in ``zk`` and into the cache at once."""
+
+    zk: ZkFacade
+    controller: ControllerLink
+    cache: ScramCredentialCache
+
+
+@dataclass(frozen=True, eq=False, slots=True)
 class Advertised:
     """API key -> (min, max) version this broker serves: the handler table's own."""
 
@@ -219,6 +232,7 @@ class HandlerServices:
     configs: ConfigAdmin
     cluster: ClusterAdmin
     producer_ids: ProducerIds
+    scram: ScramAdmin
 
     def by_family(self) -> dict[type, object]:
         """Family class -> its instance, for building the handler table."""

@@ -46,7 +46,9 @@ class Request:
     """
 
     header: Any
-    body: Any
+    #: left out of the repr that failure logs print: some bodies carry secrets (the salted
+    #: passwords of AlterUserScramCredentials, SASL tokens)
+    body: Any = field(repr=False)
     listener: str
     connection_id: str
     client_host: str

@@ -1,8 +1,9 @@
 """Authentication: who is at the other end of a connection.
 
 - :mod:`.principal`  the principal a connection authenticated as (``User:alice``)
+- :mod:`.credential_cache`  every user's SCRAM credentials, as this broker checks logins
+  (``BrokerAssembly.credential_cache``)
 
-TLS contexts, the SASL state of each connection and the SCRAM credential cache live here
-too; the network layer (``broker.network``) drives them, the handlers only see the
+TLS contexts and the SASL state of each connection live here too; the network layer (``broker.network``) drives them, the handlers only see the
 principal each request carries.
 """

@@ -11,7 +11,9 @@ State a test seeds or inspects:
 - ``topics``: name -> (assignment, znode version); ``add_topic`` seeds one.
 - ``entity_configs``: (entity type, name) -> dynamic config; a topic's overrides are the
   ("topics", <t>) entity, as in /config/topics/<t>. ``config_changes`` lists the entities
-  whose change was announced.
+  whose change was announced. SCRAM credentials live there too, as the ("users",
+  <sanitized user>) entity; ``fail_credential_writes`` makes their writes raise
+  ConnectionError, as an unreachable ZooKeeper would.
 - ``queued_deletions`` (/admin/delete_topics), ``deleted_entries`` (entries the controller
   removed), ``deleted_topics`` ((topic, epoch zkVersion) whose znodes it removed).
 - producer-id blocks: ``claims`` (every block handed out), ``block_size`` (overrides the
@@ -32,11 +34,24 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from kazoo.client import KazooClient
 
+from protocol.sasl.scram import ScramCredential
 from protocol.values import TopicPartition
 from zk import codec, paths
-from zk.errors import TopicAlreadyMarkedForDeletionError, TopicExistsError, TopicNotFoundError
+from zk.errors import (
+    ScramCredentialNotFoundError,
+    TopicAlreadyMarkedForDeletionError,
+    TopicExistsError,
+    TopicNotFoundError,
+)
 from zk.facade import ZkFacade
 from zk.model import TopicAssignment
+from zk.scram_codec import (
+    USERS_ENTITY,
+    credentials_from_config,
+    desanitize_user,
+    sanitize_user,
+    updated_config,
+)
 from zk.session import Watch, ZkSession
 
 P = ParamSpec("P")
@@ -56,6 +71,7 @@ class FakeZk(ZkFacade):
         self.block_size: int | None = None
         self.fail_claims = False
         self.isr_changes: list[list[TopicPartition]] = []
+        self.fail_credential_writes = False
 
     async def _run(
         self, fn: Callable[Concatenate[ZkSession, P], T], *args: P.args, **kwargs: P.kwargs
@@ -136,6 +152,38 @@ class FakeZk(ZkFacade):
         self.entity_configs[(entity_type, name)] = dict(config)
         self.config_changes.append(f"{entity_type}/{name}")
         return f"{paths.CONFIG_CHANGE_PREFIX}{len(self.config_changes) - 1:010d}"
+
+    # -- SCRAM credentials (the "users" entities) ------------------------------------------
+
+    async def get_user_credentials(self, user: str) -> dict[str, ScramCredential]:
+        await asyncio.sleep(0)
+        config = self.entity_configs.get((USERS_ENTITY, sanitize_user(user)), {})
+        return credentials_from_config(config)[0]
+
+    async def get_all_user_credentials(self) -> dict[str, dict[str, ScramCredential]]:
+        await asyncio.sleep(0)
+        found = {
+            desanitize_user(name): credentials_from_config(config)[0]
+            for (kind, name), config in self.entity_configs.items()
+            if kind == USERS_ENTITY
+        }
+        return {user: credentials for user, credentials in found.items() if credentials}
+
+    async def alter_user_credentials(
+        self, user: str, upserts: Mapping[str, ScramCredential], deletions: Iterable[str]
+    ) -> dict[str, ScramCredential]:
+        await asyncio.sleep(0)
+        if self.fail_credential_writes:
+            raise ConnectionError("ZooKeeper is unreachable (FakeZk.fail_credential_writes)")
+        key = (USERS_ENTITY, sanitize_user(user))
+        current = self.entity_configs.get(key, {})
+        deletions = list(deletions)
+        missing = [m for m in deletions if m not in current]
+        if missing:
+            raise ScramCredentialNotFoundError(f"user {user!r} has no {missing}")
+        self.entity_configs[key] = updated_config(current, upserts, deletions)
+        self.config_changes.append(f"{USERS_ENTITY}/{key[1]}")
+        return credentials_from_config(self.entity_configs[key])[0]
 
     # -- topic deletion --------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -136,9 +136,11 @@ def start_cluster(
     directory: Path,
     brokers: int = 3,
     overrides: tuple[tuple[str, str], ...] = (),
+    prepare: Callable[[str], None] | None = None,
 ) -> Iterator[TestCluster]:
     """Start a cluster of ``brokers`` on free ports under a fresh chroot, with broker
-    ``overrides``; stop it after."""
+    ``overrides``; stop it after. ``prepare`` is called with the cluster's ZooKeeper
+    connect string before any broker starts (to write what brokers find at startup)."""
     chroot = f"/cluster-{uuid.uuid4().hex[:10]}"
     zk_connect = zookeeper.connect_string + chroot
     ports = [free_port() for _ in range(3 * brokers)]
@@ -150,6 +152,8 @@ def start_cluster(
         zookeeper_connect=zk_connect,
         overrides=(("zookeeper.connect", zk_connect), *overrides),
     )
+    if prepare is not None:
+        prepare(zk_connect)
     local = LocalCluster(layout)
     local.start(timeout_s=90)
     cluster = TestCluster(local, zk_connect)

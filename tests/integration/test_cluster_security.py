@@ -188,7 +188,7 @@ def test_confluent_kafka_with_the_librdkafka_properties(secured: SecuredCluster)
         def read_some() -> bool:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
-                got.append(message.value())
+                got.append(message.value() or b"")
             return len(got) >= 20
 
         wait_until(read_some, 60, "20 records consumed over SASL_SSL")

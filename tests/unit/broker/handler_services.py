@@ -33,6 +33,7 @@ from broker.apis.services import (
     HandlerServices,
     ProducerIds,
     ReplicaAccess,
+    ScramAdmin,
     TopicAdmin,
 )
 from broker.background import BackgroundTasks
@@ -40,6 +41,7 @@ from broker.config import BrokerConfig
 from broker.config_changes import DynamicConfigApplier
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
+from broker.security.credential_cache import ScramCredentialCache
 from controller.controller import KafkaController
 from protocol.values import TopicPartition
 from storage.topic_configs import TopicConfigs
@@ -115,10 +117,12 @@ def handler_services(
     coordinator: object | None = None,
     log_manager: object | None = None,
     producer_ids: object | None = None,
+    credentials: ScramCredentialCache | None = None,
 ) -> HandlerServices:
     """Broker 0's handler families over the given doubles (the rest :class:`Unwired`).
     ``controller``: attached to the families' ControllerLink (tests.unit.controller_double);
-    ``broker_epoch`` alone: registered at that epoch, not the controller."""
+    ``broker_epoch`` alone: registered at that epoch, not the controller;
+    ``credentials``: the SCRAM credential cache (an empty one unless given)."""
     basics = BrokerBasics(
         broker_id=0,
         cluster_id=cluster_id,
@@ -138,6 +142,7 @@ def handler_services(
     purgatory = _or_unwired(topic_purgatory, "topic purgatory")
     store = _or_unwired(group_store, "group store")
     logs = _or_unwired(log_manager, "log manager")
+    credentials = ScramCredentialCache() if credentials is None else credentials
     return HandlerServices(
         replicas=ReplicaAccess(
             basics,
@@ -162,10 +167,11 @@ def handler_services(
         configs=ConfigAdmin(
             basics,
             zk=zk_client,
-            applier=DynamicConfigApplier(basics, logs),
+            applier=DynamicConfigApplier(basics, logs, credentials),
         ),
         cluster=ClusterAdmin(basics, controller=link, log_manager=logs),
         producer_ids=ProducerIds(basics, manager=_or_unwired(producer_ids, "producer ids")),
+        scram=ScramAdmin(basics, zk=zk_client, controller=link, cache=credentials),
     )
 
 

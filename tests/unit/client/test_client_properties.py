@@ -296,8 +296,8 @@ def test_a_client_certificate_is_shown_to_a_broker_that_asks(
     server_end = handshake(client_ssl_context(props), broker_cert, tmp_path, ca=ca)
     peer = server_end.getpeercert()
     assert peer is not None
-    subject = dict(item for rdn in peer["subject"] for item in rdn)
-    assert subject["commonName"] == common_name
+    names = [(str(k), str(v)) for rdn in peer["subject"] for k, v in rdn]
+    assert ("commonName", common_name) in names
 
 
 def test_a_wrong_key_password_names_the_keystore(ca: CertificateAuthority, tmp_path: Path) -> None:

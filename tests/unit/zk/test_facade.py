@@ -21,6 +21,7 @@ from zk import (
     isr_notifications,
     partition_states,
     producer_ids,
+    scram,
     session,
     topics,
     transactions,
@@ -38,6 +39,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     producer_ids,
     isr_notifications,
     admin,
+    scram,
     transactions,
 )
 #: not family calls: the session's own life
