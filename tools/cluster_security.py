@@ -30,6 +30,7 @@ server.properties.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -166,11 +167,12 @@ class ClusterSecurity:
 
     def write_client_properties(self, bootstrap_servers: str) -> None:
         header = {"bootstrap.servers": bootstrap_servers}
-        for path, props in (
-            (self.client_properties_path, self.client_properties()),
-            (self.librdkafka_properties_path, self.librdkafka_properties()),
+        for path, props, use in (
+            (self.client_properties_path, self.client_properties(), "--command-config"),
+            (self.librdkafka_properties_path, self.librdkafka_properties(), "kcat -F"),
         ):
-            _write_private(path, format_properties({**header, **props}))
+            comment = f"# written by minikafka cluster up, for {use} {path}\n"
+            _write_private(path, comment + properties_text({**header, **props}))
 
     def create_users(self, zookeeper_connect: str, timeout_s: float) -> None:
         """The admin user's SCRAM credentials in ZooKeeper (blocking; before the brokers
@@ -218,6 +220,19 @@ def prepare_security(cluster_directory: Path, protocol: str, brokers: int) -> Cl
             issued = ca.issue(f"broker-{i}", hosts=BROKER_HOSTS)
             _write_private(security.keystore_path(i), issued.keystore_pem.decode())
     return security
+
+
+def properties_text(props: Mapping[str, str]) -> str:
+    """``key=value`` lines that Java and librdkafka read alike: librdkafka's reader takes
+    a line as it is (no escapes), so a value is escaped the Java way only when it must be
+    (a backslash, a line break or leading blanks), which librdkafka then misreads."""
+    lines = []
+    for key, value in props.items():
+        if any(c in value for c in "\\\n\r") or value != value.lstrip():
+            lines.append(format_properties({key: value}).rstrip("\n"))
+        else:
+            lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
 
 
 def _write_private(path: Path, text: str) -> None:

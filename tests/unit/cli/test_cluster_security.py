@@ -18,6 +18,7 @@ from tools.cluster_security import (
     ADMIN_USER,
     MECHANISM,
     prepare_security,
+    properties_text,
     security_protocol,
     summary_lines,
 )
@@ -124,3 +125,18 @@ def test_the_summary_gives_the_line_to_copy(layout: ClusterLayout) -> None:
     assert f"--command-config {layout.security.client_properties_path}" in text
     assert f"-F {layout.security.librdkafka_properties_path}" in text
     assert layout.security.admin_password not in text
+
+
+def test_the_files_are_plain_lines_that_librdkafka_reads_as_they_are(
+    layout: ClusterLayout, tmp_path: Path
+) -> None:
+    """librdkafka (kcat -F) does not unescape: ``127.0.0.1\\:9092`` would be its host."""
+    assert layout.security is not None
+    text = layout.security.librdkafka_properties_path.read_text()
+    assert f"bootstrap.servers={layout.bootstrap_servers}\n" in text
+    assert "\\" not in text and text.startswith("# written by minikafka cluster up")
+    odd = {"a": "C:\\dir", "b": "  lead", "c": "plain:value"}
+    written = tmp_path / "odd.properties"
+    written.write_text(properties_text(odd))
+    assert read_properties(written) == odd
+    assert "c=plain:value\n" in written.read_text()
