@@ -200,3 +200,13 @@ def test_confluent_kafka_with_the_librdkafka_properties(secured: SecuredCluster)
     finally:
         consumer.close()
     assert sorted(got) == sorted(f"v{i}".encode() for i in range(20))
+
+
+def test_kcat_with_the_printed_line(secured: SecuredCluster) -> None:
+    """The kcat line cluster up prints lists the cluster (librdkafka reads the file)."""
+    printed = next(line for line in secured.output.splitlines() if "kcat -b" in line)
+    command = printed.split(": ", 1)[1].split()
+    assert command[0] == "kcat" and "-F" in command
+    listed = subprocess.run(command, capture_output=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count(b"broker ") >= 2
