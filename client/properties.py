@@ -24,8 +24,9 @@ accepted when its content is PEM). Every refusal is a ``ClientPropertyError`` na
 key, so a tool can say which line of the file to fix.
 
 The JAAS text is read by a small parser of its own (one login module entry: class, control
-flag, ``key=value`` options, ``;``), enough for the PlainLoginModule and ScramLoginModule
-lines clients use; the broker's SASL side reads the same syntax for its own needs.
+flag, ``key=value`` options, ``;``; no comments), enough for the PlainLoginModule and
+ScramLoginModule lines clients use; the client package cannot import the broker's parser.
+Its errors name the key and a position, never the text, which holds a password.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def _jaas_tokens(text: str, key: str) -> list[tuple[str, str]]:
     while pos < end:
         match = _JAAS_TOKEN.match(text, pos)
         if match is None or match.end() == pos:
-            raise ClientPropertyError(key, f"cannot read the JAAS text at {text[pos:][:20]!r}")
+            # the position, not the text: it may hold a password
+            raise ClientPropertyError(key, f"cannot read the JAAS text at character {pos + 1}")
         if match["quoted"] is not None:
             tokens.append(("str", re.sub(r"\\(.)", r"\1", match["quoted"])))
         elif match["word"] is not None:
@@ -109,7 +111,9 @@ def parse_jaas_config(text: str, key: str = "sasl.jaas.config") -> JaasEntry:
         raise ClientPropertyError(key, "expected '<LoginModule class> required name=\"value\";'")
     module, flag = tokens[0][1], tokens[1][1]
     if flag.lower() not in _CONTROL_FLAGS:
-        raise ClientPropertyError(key, f"{flag!r} is not a control flag ({sorted(_CONTROL_FLAGS)})")
+        raise ClientPropertyError(
+            key, f"the second word is not a control flag ({', '.join(sorted(_CONTROL_FLAGS))})"
+        )
     options: dict[str, str] = {}
     rest = tokens[2:]
     while rest and rest[0] != ("op", ";"):

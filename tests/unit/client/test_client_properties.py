@@ -126,6 +126,15 @@ def test_malformed_jaas_is_refused_naming_the_key(text: str, why: str) -> None:
     assert info.value.key == "sasl.jaas.config" and why in str(info.value)
 
 
+def test_a_jaas_error_does_not_show_the_password() -> None:
+    with pytest.raises(ClientPropertyError) as info:
+        parse_jaas_config(f'{SCRAM} required username="a" password="hunter2;')
+    assert "hunter2" not in str(info.value) and "character" in str(info.value)
+    with pytest.raises(ClientPropertyError) as info:
+        parse_jaas_config(f'{SCRAM} "hunter2" username="a";')
+    assert "hunter2" not in str(info.value)
+
+
 def test_only_the_plain_and_scram_login_modules_give_credentials() -> None:
     krb = 'com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true principal="x";'
     with pytest.raises(ClientPropertyError, match="Krb5LoginModule"):
