@@ -152,11 +152,16 @@ class ConfigChangeListener:
             entity_type, entity, created[name] = found
             if sequence <= self._last_sequence:
                 continue
-            config = await self._zk.get_entity_config(entity_type, entity)
+            self._last_sequence = sequence
+            try:
+                config = await self._zk.get_entity_config(entity_type, entity)
+            except ZkDataError as exc:  # written by another tool: skipped, not retried forever
+                why = "not JSON" if entity_type == USERS_ENTITY else exc  # no secrets
+                log.error("ignoring the malformed config of %s/%s: %s", entity_type, entity, why)
+                continue
             shown = sorted(config) if entity_type == USERS_ENTITY else config  # no secrets
             log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, shown)
             self._applier.apply(entity_type, entity, config)
-            self._last_sequence = sequence
         stale = obsolete(created, self._applier.broker.clock.time_ms(), self._expiration_ms)
         if stale:
             await self._zk.delete_config_changes(stale)

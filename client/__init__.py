@@ -17,6 +17,7 @@ Modules, one concept each:
 - :mod:`.group`        ``GroupMember``: join, sync, heartbeat, commit, leave
 - :mod:`.group_session` a one-topic consumer's positions, commits and rejoins in a group
 - :mod:`.group_admin`  list, describe and delete groups; read and alter their offsets
+- :mod:`.scram_admin`  describe and alter users' SCRAM credentials (salted here)
 - :mod:`.console`      the console tools' line and record formats (pure)
 - :mod:`.loadgen`      pre-built batches and requests for ``perf produce`` (pure)
 - :mod:`.stats`        perf figures and Kafka's report lines (pure)

@@ -190,7 +190,7 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
 
 def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
     def report(exc: Exception) -> None:
-        shown = " ".join(sys.argv[1:] if argv is None else argv)
+        shown = scram_configs.mask_passwords(" ".join(sys.argv[1:] if argv is None else argv))
         print(f"Error while executing config command with args '{shown}'", file=sys.stderr)
         print(str(exc) or repr(exc), file=sys.stderr)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 from collections.abc import Mapping
 from typing import Final, TextIO
 
@@ -54,6 +55,15 @@ from zk.session import ZkSession
 USERS: Final = "users"
 #: how long --zookeeper waits for ZooKeeper to answer
 ZOOKEEPER_TIMEOUT_S: Final = 30.0
+
+
+_PASSWORD: Final = re.compile(r"(password=)[^,\]]*")
+
+
+def mask_passwords(text: str) -> str:
+    """``text`` (a command line) with every ``password=...`` value hidden, for error
+    reports that echo the arguments."""
+    return _PASSWORD.sub(r"\1[hidden]", text)
 
 
 def parse_scram_value(mechanism: str, value: str) -> tuple[str, int]:
@@ -120,7 +130,9 @@ async def alter(
 ) -> None:
     upserts, deletions = _changes(user, added, deleted)
     results = await alter_user_scram_credentials(client, [*deletions, *upserts])
-    error = results.get(user)
+    if user not in results:
+        raise CommandError(f"the broker's answer has no result for user {user!r}")
+    error = results[user]
     if error is not None:
         raise CommandError(str(error))
     print(f"Completed updating config for user {user}.", file=out)

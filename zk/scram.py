@@ -69,10 +69,15 @@ def get_user_credentials(session: ZkSession, user: str) -> dict[str, ScramCreden
 
 
 def get_all_user_credentials(session: ZkSession) -> dict[str, dict[str, ScramCredential]]:
-    """user -> mechanism -> credential, for every user that has a credential."""
+    """user -> mechanism -> credential, for every user that has a credential (a user
+    whose znode is malformed is left out, with a warning)."""
     out: dict[str, dict[str, ScramCredential]] = {}
     for user in get_scram_users(session):
-        credentials = get_user_credentials(session, user)
+        try:
+            credentials = get_user_credentials(session, user)
+        except codec.ZkDataError:  # that user is skipped, not the rest
+            log.warning("ignoring the credentials of user %r: the znode is not JSON", user)
+            continue
         if credentials:
             out[user] = credentials
     return out

@@ -135,8 +135,8 @@ def plan_alterations(
             changes[d.user].deletions.append(SCRAM_BY_WIRE_TYPE[d.mechanism].name)
     for u in upsertions:
         if u.user in changes:
-            mechanism = SCRAM_BY_WIRE_TYPE[u.mechanism]
-            changes[u.user].upserts[mechanism.name] = mechanism.credential_from_salted(
+            scram = SCRAM_BY_WIRE_TYPE[u.mechanism]
+            changes[u.user].upserts[scram.name] = scram.credential_from_salted(
                 u.salt, u.salted_password, u.iterations
             )
     return users, failed, changes

@@ -1,12 +1,12 @@
 """AlterUserScramCredentials (51), v0: add, replace and delete users' SCRAM credentials.
 
 As in Kafka's ZooKeeper mode, only the active controller serves it: elsewhere every user
-of the request answers NOT_CONTROLLER (one result per distinct user, sorted), and the
-admin client asks the controller it finds next. The controller checks the request
-(``broker.admin.scram_credentials``), derives each stored credential from the salt and
-salted password the client sent, and writes each valid user's change in one conditional
-ZooKeeper multi-op with its change notification (``zk.scram``), from which every broker's
-ScramCredentialCache follows; its own cache takes the change at once.
+of the request answers NOT_CONTROLLER, with Kafka's message (one result per distinct
+user, sorted), and the admin client asks the controller it finds next. The controller
+checks the request (``broker.admin.scram_credentials``), derives each stored credential
+from the salt and salted password the client sent, and writes each valid user's change
+in one conditional ZooKeeper multi-op with its change notification (``zk.scram``), from
+which every broker's ScramCredentialCache follows; its own cache takes the change at once.
 
 Per user, all or nothing: a user whose deletion names a credential it does not have
 gets RESOURCE_NOT_FOUND and nothing of its change is written. Nothing here logs the
@@ -34,13 +34,18 @@ log = logging.getLogger(__name__)
 
 Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 
+#: Kafka's message for NOT_CONTROLLER, which it sets in each user's result (some clients
+#: tell errors from successes by the message alone)
+NOT_CONTROLLER = "This is not the correct controller for this cluster."
+
 
 def not_controller(body: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
     users = sorted({d.name for d in body.deletions} | {u.name for u in body.upsertions})
     return AlterUserScramCredentialsResponse(
         throttle_time_ms=0,
         results=[
-            Result(user=u, error_code=ErrorCode.NOT_CONTROLLER, error_message=None) for u in users
+            Result(user=u, error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER)
+            for u in users
         ],
     )
 

@@ -62,6 +62,8 @@ def test_alter_keeps_other_mechanisms_and_quota_keys(
         config = json.loads(kazoo_client.get("/config/users/bob")[0])["config"]
         assert config["producer_byte_rate"] == "1024"
         assert scram.get_all_user_credentials(session) == {"bob": {"SCRAM-SHA-512": second}}
+        kazoo_client.create("/config/users/mallory", b"{not json")  # skipped, not fatal
+        assert scram.get_all_user_credentials(session) == {"bob": {"SCRAM-SHA-512": second}}
         assert len(_notifications(kazoo_client)) == 3
     finally:
         session.close()

@@ -68,7 +68,8 @@ async def test_a_broker_that_is_not_the_controller_answers_not_controller() -> N
     zk = FakeZk()
     results = await alter(ctx(active=False, zk=zk), [Deletion(name="b", mechanism=1)],
                           [upsert("c"), upsert("a")])  # fmt: skip
-    assert results == [(u, ErrorCode.NOT_CONTROLLER, None) for u in ("a", "b", "c")]
+    message = "This is not the correct controller for this cluster."
+    assert results == [(u, ErrorCode.NOT_CONTROLLER, message) for u in ("a", "b", "c")]
     assert zk.entity_configs == {}
 
 

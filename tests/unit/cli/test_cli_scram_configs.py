@@ -11,8 +11,8 @@ import pytest
 from client.scram_admin import ScramCredentialInfo, ScramUpsertion, _upsertion
 from protocol.sasl.scram import SCRAM_SHA_512
 from tools.command import CommandError
-from tools.configs import configure, main, parse_add_config
-from tools.scram_configs import _changes, describe_line, parse_scram_value
+from tools.configs import configure, main, parse_add_config, run
+from tools.scram_configs import _changes, describe_line, mask_passwords, parse_scram_value
 
 
 def test_scram_values_take_iterations_and_a_password() -> None:
@@ -104,3 +104,22 @@ def test_the_client_sends_a_salt_and_salted_password_not_the_password() -> None:
     assert other.salt != upsertion.salt  # a fresh salt each time
     # an unknown mechanism goes as id 0, for the broker to refuse
     assert _upsertion(ScramUpsertion("alice", "SCRAM-SHA-1", "x")).mechanism == 0
+
+
+def test_error_reports_hide_passwords() -> None:
+    line = "--add-config SCRAM-SHA-256=[iterations=8192,password=s3cr=t],SCRAM-SHA-512=[password=x]"
+    assert mask_passwords(line) == (
+        "--add-config SCRAM-SHA-256=[iterations=8192,password=[hidden]],"
+        "SCRAM-SHA-512=[password=[hidden]]"
+    )
+
+
+def test_the_error_report_echoes_the_command_without_passwords(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--zookeeper", "127.0.0.1:1", "--entity-type", "topics", "--entity-name", "t",
+            "--alter", "--add-config", "SCRAM-SHA-256=[password=hunter2]"]  # fmt: skip
+    assert run(parse(*argv), argv) == 1
+    err = capsys.readouterr().err
+    assert "Error while executing config command with args" in err
+    assert "password=[hidden]" in err and "hunter2" not in err
