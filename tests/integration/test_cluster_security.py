@@ -4,8 +4,9 @@ client -- the admin tools under ``--command-config``, the console tools under
 ``--producer.config`` / ``--consumer.config``, api-versions, and confluent-kafka with the
 librdkafka file -- while a client without them is not served.
 
-One 2-broker cluster for the module, started by the command itself as a user runs it (a
-subprocess with its own ZooKeeper on free ports), stopped by its pid with SIGTERM.
+One 3-broker cluster for the module, started by the command itself as a user runs it (a
+subprocess with its own ZooKeeper on free ports), stopped by its pid with SIGTERM. The last
+test stops one of its brokers (a failover over the secured listeners), so it stays last.
 """
 
 from __future__ import annotations
@@ -39,6 +40,23 @@ class SecuredCluster:
     directory: Path
     #: what ``cluster up`` printed
     output: str
+    #: the ``cluster up`` process (its brokers are its children)
+    pid: int
+
+    def broker_pid(self, i: int) -> int:
+        """Broker i's process: the child of ``cluster up`` that runs its server.properties."""
+        config = str(self.directory / f"broker-{i}" / "server.properties").encode()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # exited meanwhile
+            if ppid == self.pid and config in cmdline:
+                return int(entry.name)
+        raise AssertionError(f"no process of broker {i}")
 
     @property
     def client_properties(self) -> Path:
@@ -64,12 +82,12 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster
     except Exception as exc:
         pytest.skip(str(exc))
     tmp = tmp_path_factory.mktemp("secured")
-    base, zk_port = _free_base(6), free_port()
+    base, zk_port = _free_base(9), free_port()
     out = tmp / "cluster.out"
     cmd = [
-        *MINIKAFKA, "cluster", "up", "--security", "sasl_ssl", "--brokers", "2",
+        *MINIKAFKA, "cluster", "up", "--security", "sasl_ssl", "--brokers", "3",
         "--dir", str(tmp / "data"), "--base-port", str(base),
-        "--control-base-port", str(base + 2), "--metrics-base-port", str(base + 4),
+        "--control-base-port", str(base + 3), "--metrics-base-port", str(base + 6),
         "--zookeeper-port", str(zk_port),
     ]  # fmt: skip
     with open(out, "wb") as sink:
@@ -82,9 +100,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster
             lambda: "brokers up" in out.read_text() or proc.poll() is not None, 120, "cluster up"
         )
         assert proc.poll() is None, out.read_text()
-        yield SecuredCluster(
-            f"127.0.0.1:{base},127.0.0.1:{base + 1}", tmp / "data", out.read_text()
-        )
+        bootstrap = ",".join(f"127.0.0.1:{base + i}" for i in range(3))
+        yield SecuredCluster(bootstrap, tmp / "data", out.read_text(), proc.pid)
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGTERM)
@@ -209,4 +226,64 @@ def test_kcat_with_the_printed_line(secured: SecuredCluster) -> None:
     assert command[0] == "kcat" and "-F" in command
     listed = subprocess.run(command, capture_output=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.count(b"broker ") >= 2
+    assert listed.stdout.count(b"broker ") >= 3
+
+
+def leaders_and_isrs(cluster: SecuredCluster, topic: str) -> list[tuple[str, list[str]]]:
+    described = admin(cluster, "topics", "--describe", "--topic", topic).stdout.decode()
+    return [
+        (leader, sorted(isr.split(",")))
+        for leader, isr in re.findall(r"Leader: (\S+)\s+Replicas: \S+\s+Isr: (\S+)", described)
+    ]
+
+
+def test_a_broker_stops_and_the_others_carry_on_over_sasl_ssl(secured: SecuredCluster) -> None:
+    """Last in the module: broker stopped for good. Its controlled shutdown goes over the
+    SASL_SSL control plane, the followers' fetches over the SASL_SSL inter-broker listener,
+    and a consumer group keeps working."""
+    from confluent_kafka import Consumer, Producer
+
+    created = admin(secured, "topics", "--create", "--topic", "failover", "--partitions", "1",
+                    "--replication-factor", "3")  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    wait_until(
+        lambda: [isr for _, isr in leaders_and_isrs(secured, "failover")] == [["0", "1", "2"]],
+        30,
+        "three replicas in sync",
+    )
+    settings = dict(read_properties(secured.librdkafka_properties))
+    producer = Producer({**settings, "acks": "all"})
+    for i in range(10):
+        producer.produce("failover", f"before {i}".encode())
+    assert producer.flush(30) == 0
+    [(leader, _)] = leaders_and_isrs(secured, "failover")
+    stopping = secured.broker_pid(int(leader))
+    os.kill(stopping, signal.SIGTERM)
+    wait_until(lambda: not Path(f"/proc/{stopping}").exists(), 60, f"broker {leader} to exit")
+
+    def moved() -> bool:
+        [(now, isr)] = leaders_and_isrs(secured, "failover")
+        return now not in (leader, "none", "-1") and leader not in isr
+
+    wait_until(moved, 30, "a new leader without the stopped broker in the ISR")
+    for i in range(10):
+        producer.produce("failover", f"after {i}".encode())
+    assert producer.flush(30) == 0
+    consumer = Consumer({**settings, "group.id": "failover", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["failover"])
+    got: list[bytes] = []
+    try:
+
+        def read_some() -> bool:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got.append(message.value() or b"")
+            return len(got) >= 20
+
+        wait_until(read_some, 60, "20 records after the failover")
+    finally:
+        consumer.close()
+    expected = [f"{when} {i}".encode() for when in ("before", "after") for i in range(10)]
+    assert got == expected
+    log = (secured.directory / f"broker-{leader}" / "server.log").read_text(errors="replace")
+    assert "controlled shutdown attempt" not in log and "controlled shutdown left" not in log
