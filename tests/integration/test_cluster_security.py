@@ -145,10 +145,13 @@ def test_admin_tools_with_command_config_and_replication_over_sasl_ssl(
 
     def fully_replicated() -> bool:
         described = admin(secured, "topics", "--describe", "--topic", "secure").stdout.decode()
-        isrs = re.findall(r"Isr: (\S+)", described)
-        return len(isrs) == 2 and all(sorted(isr.split(",")) == ["0", "1"] for isr in isrs)
+        rows = re.findall(r"Replicas: (\S+)\s+Isr: (\S+)", described)
+        return len(rows) == 2 and all(
+            len(replicas.split(",")) == 2 and sorted(isr.split(",")) == sorted(replicas.split(","))
+            for replicas, isr in rows
+        )
 
-    # both brokers in every ISR: the followers fetch over the SASL_SSL inter-broker listener
+    # both replicas in every ISR: the followers fetch over the SASL_SSL inter-broker listener
     wait_until(fully_replicated, 30, "both replicas in sync")
     configs = admin(secured, "configs", "--describe", "--entity-type", "topics",
                     "--entity-name", "secure")  # fmt: skip
