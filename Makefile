@@ -7,6 +7,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BROKERS ?= 3
 DIR    ?= data
+# plaintext, ssl, sasl_plaintext or sasl_ssl (make run SECURITY=sasl_ssl)
+SECURITY ?= plaintext
 
 .PHONY: run test lint unit integration bench venv system-deps clean compose-wheels compose-test
 
@@ -30,7 +32,7 @@ system-deps:
 	  else echo "Java 17+ is missing: sudo apt-get install openjdk-17-jre-headless"; fi; }
 
 run: venv system-deps
-	$(BIN)/minikafka cluster up --brokers $(BROKERS) --dir $(DIR)
+	$(BIN)/minikafka cluster up --brokers $(BROKERS) --dir $(DIR) --security $(SECURITY)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -92,6 +92,7 @@ from broker.background import BackgroundTasks
 from broker.blocking import in_thread
 from broker.component_settings import (
     broker_registration,
+    control_channel_config,
     controller_config,
     fetcher_config,
     min_insync_replicas,
@@ -121,7 +122,7 @@ from broker.security.credential_cache import ScramCredentialCache
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
-from controller.tcp_channel import ChannelConfig, TcpChannelManager
+from controller.tcp_channel import TcpChannelManager
 from storage import LogManager, LogManagerConfig, TaskSpec
 from storage.meta import (
     MetaProperties,
@@ -530,11 +531,7 @@ class BrokerAssembly:
     # -- the controller and dynamic configuration ----------------------------------------
 
     async def _build_controller(self) -> None:
-        control = self.config.control_plane_listener
-        channel = TcpChannelManager(
-            self.broker_id,
-            ChannelConfig(listener_name=control.listener_name if control else None),
-        )
+        channel = TcpChannelManager(self.broker_id, control_channel_config(self.config))
         controller = KafkaController(
             self.zk,
             broker_registration(self.config, self.broker_id, self.socket_server.bound_port),
@@ -563,12 +560,11 @@ class BrokerAssembly:
         config = self.config
         if not config.get_bool("controlled.shutdown.enable"):
             return
-        control = config.control_plane_listener
         remaining = await request_controlled_shutdown(
             self.zk,
             self.broker_id,
             self.controller.broker_epoch,
-            listener_name=control.listener_name if control else None,
+            config=control_channel_config(config),
             attempts=max(1, config.get_int("controlled.shutdown.max.retries")),
             retry_backoff_s=config.get_int("controlled.shutdown.retry.backoff.ms") / 1000,
         )

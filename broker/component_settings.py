@@ -16,7 +16,13 @@ from collections.abc import Callable
 from broker.apis.services import BrokerBasics
 from broker.config import BrokerConfig
 from broker.replication import FetcherConfig
+from broker.security.inter_broker import (
+    control_plane_listener_name,
+    control_plane_security,
+    inter_broker_security,
+)
 from controller.controller import ControllerConfig
+from controller.tcp_channel import ChannelConfig
 from zk.model import BrokerInfo
 
 
@@ -37,6 +43,7 @@ def fetcher_config(config: BrokerConfig, broker_id: int) -> FetcherConfig:
     c = config
     return FetcherConfig(
         broker_id=broker_id,
+        security=inter_broker_security(config),
         partition_max_bytes=c.get_int("replica.fetch.max.bytes"),
         response_max_bytes=c.get_int("replica.fetch.response.max.bytes"),
         max_wait_ms=c.get_int("replica.fetch.wait.max.ms"),
@@ -44,6 +51,14 @@ def fetcher_config(config: BrokerConfig, broker_id: int) -> FetcherConfig:
         backoff_ms=c.get_int("replica.fetch.backoff.ms"),
         socket_timeout_ms=c.get_int("replica.socket.timeout.ms"),
         num_fetchers=c.get_int("num.replica.fetchers"),
+    )
+
+
+def control_channel_config(config: BrokerConfig) -> ChannelConfig:
+    """How the controller (and a stopping broker, asking it) reaches brokers: the
+    control-plane listener, else the inter-broker one, with its security."""
+    return ChannelConfig(
+        control_plane_security(config), listener_name=control_plane_listener_name(config)
     )
 
 

@@ -68,10 +68,9 @@ async def request_controlled_shutdown(
     broker_id: int,
     broker_epoch: int,
     *,
-    listener_name: str | None = None,
+    config: ChannelConfig,
     attempts: int = 3,
     retry_backoff_s: float = 5.0,
-    config: ChannelConfig | None = None,
 ) -> list[TopicPartition] | None:
     """Ask the controller to move this broker's leaderships away.
 
@@ -88,7 +87,7 @@ async def request_controlled_shutdown(
             info = await zk.get_broker(controller_id) if controller_id is not None else None
             if info is None:
                 raise OSError("no controller is registered")
-            endpoint = control_endpoint(info, listener_name)
+            endpoint = control_endpoint(info, config.listener_name)
             body = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
             response = await request_once(
                 endpoint.host,
@@ -96,7 +95,7 @@ async def request_controlled_shutdown(
                 ApiKey.CONTROLLED_SHUTDOWN,
                 CONTROLLED_SHUTDOWN_VERSION,
                 body,
-                (config or ChannelConfig()).connection_config(f"broker-{broker_id}"),
+                config.connection_config(f"broker-{broker_id}"),
             )
             remaining = [
                 TopicPartition(p.topic_name, p.partition_index)

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from client.cluster_view import ClusterView
 from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError, ConnectionLost, KafkaError
+from client.security import PLAINTEXT, ClientSecurity
 from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest
 from protocol.values import NO_LEADER
@@ -44,6 +45,8 @@ class ClientConfig:
     retry_backoff_max_s: float = 1.0
     #: an operation with retries gives up after this long in total
     operation_timeout_s: float = 60.0
+    #: the security protocol, TLS context and SASL credentials of every connection
+    security: ClientSecurity = PLAINTEXT
 
     @property
     def backoff(self) -> ExponentialBackoff:
@@ -54,6 +57,7 @@ class ClientConfig:
             client_id=self.client_id,
             connect_timeout_s=self.connect_timeout_s,
             request_timeout_s=self.request_timeout_s,
+            security=self.security,
         )
 
 

@@ -41,9 +41,11 @@ What the broker assembly calls::
     zk = await ZkFacade.connect(config.zookeeper_connect, session_timeout_s)
     await zk.ensure_persistent_paths(); cluster_id = await zk.get_or_create_cluster_id()
     broker_id = configured_id if configured_id >= 0 else await zk.generate_broker_id()
+    # the listener brokers are reached on, and the broker's ClientSecurity for it
+    channel_config = ChannelConfig(security, listener_name=control_plane_listener)
     controller = KafkaController(
         zk, BrokerInfo(broker_id, endpoints, rack), TcpChannelManager(broker_id,
-        ChannelConfig(listener_name=control_plane_listener)), clock,
+        channel_config), clock,
         ControllerConfig(unclean_leader_election_enable=..., auto_leader_rebalance_enable=...,
         leader_imbalance_check_interval_ms=..., leader_imbalance_per_broker_percentage=...),
         scheduler=scheduler)      # timer.Scheduler: runs the periodic leader-imbalance check
@@ -53,7 +55,7 @@ What the broker assembly calls::
     result = await controller.controlled_shutdown(body.broker_id, body.broker_epoch)
     response_body = controlled_shutdown_response(result)
     # on SIGTERM, before closing listeners:
-    await request_controlled_shutdown(zk, broker_id, controller.broker_epoch)
+    await request_controlled_shutdown(zk, broker_id, controller.broker_epoch, config=channel_config)
     await controller.shutdown(); await zk.close()  # closing the session drops /brokers/ids/<id>
 
 Topic admin (CreateTopics/CreatePartitions handlers) writes through the same client:

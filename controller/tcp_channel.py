@@ -22,6 +22,7 @@ from typing import Any
 import protocol
 from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError
+from client.security import ClientSecurity
 from controller.channel import ResponseCallback
 from timer.backoff import ExponentialBackoff
 from zk.model import BrokerInfo, EndPoint
@@ -31,7 +32,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ChannelConfig:
-    #: the listener to reach brokers on (Kafka's control.plane.listener.name)
+    #: how to connect to that listener: its security protocol, TLS context, SASL
+    #: credentials (the broker's own, as a client of its peers)
+    security: ClientSecurity
+    #: the listener to reach brokers on (Kafka's control.plane.listener.name, else the
+    #: inter-broker listener)
     listener_name: str | None = None
     connect_timeout_s: float = 5.0
     #: Kafka's controller.socket.timeout.ms (30 s)
@@ -50,6 +55,7 @@ class ChannelConfig:
             connect_timeout_s=self.connect_timeout_s,
             request_timeout_s=self.request_timeout_s,
             max_response_bytes=self.max_response_bytes,
+            security=self.security,
         )
 
 
@@ -168,9 +174,9 @@ def _answer(item: _Queued, body: Any | None) -> None:
 class TcpChannelManager:
     """Implements controller.channel.ControllerChannelManager. Call from the event loop."""
 
-    def __init__(self, controller_id: int, config: ChannelConfig | None = None) -> None:
+    def __init__(self, controller_id: int, config: ChannelConfig) -> None:
         self.controller_id = controller_id
-        self.config = config or ChannelConfig()
+        self.config = config
         self._senders: dict[int, _BrokerSender] = {}
         self._stopping: set[asyncio.Task[None]] = set()
 

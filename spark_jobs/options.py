@@ -16,7 +16,9 @@ so the option names, their JSON and their rules are Spark's:
 - ``minPartitions``, ``maxOffsetsPerTrigger``, ``failOnDataLoss`` (default true),
   ``includeHeaders`` (default false);
 - where from: ``path`` (log directories, comma-separated) or
-  ``kafka.bootstrap.servers``.
+  ``kafka.bootstrap.servers``; the other ``kafka.``-prefixed options are the client's
+  properties, as Spark hands them to its Kafka consumer (``kafka.security.protocol``,
+  ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``, ...: client.properties).
 
 Option names are case-insensitive, as Spark's are.
 """
@@ -86,6 +88,9 @@ class SourceOptions:
     ending: OffsetSpec
     log_dirs: tuple[str, ...] = ()
     bootstrap_servers: str | None = None
+    #: the ``kafka.`` options but the bootstrap servers, without the prefix: the client
+    #: properties every connection to the cluster is made with
+    client_properties: tuple[tuple[str, str], ...] = ()
     min_partitions: int | None = None
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
@@ -112,11 +117,25 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         ending=_offsets(options.get("endingoffsets", "latest"), "endingOffsets"),
         log_dirs=log_dirs,
         bootstrap_servers=bootstrap,
+        client_properties=_client_properties(raw),
         min_partitions=_positive(options, "minpartitions"),
         max_offsets_per_trigger=_positive(options, "maxoffsetspertrigger"),
         fail_on_data_loss=_boolean(options, "failondataloss", True),
         include_headers=_boolean(options, "includeheaders", False),
         timestamp_strategy=strategy,
+    )
+
+
+def _client_properties(raw: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The ``kafka.`` options without their prefix (names as given: client properties
+    are lower case), the bootstrap servers left out."""
+    prefix = "kafka."
+    return tuple(
+        sorted(
+            (name[len(prefix) :], value)
+            for name, value in raw.items()
+            if name.lower().startswith(prefix) and name.lower() != "kafka.bootstrap.servers"
+        )
     )
 
 

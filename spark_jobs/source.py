@@ -75,7 +75,7 @@ def backend_for(options: SourceOptions) -> Backend:
     if options.bootstrap_servers is not None:
         from spark_jobs.wire import WireBackend
 
-        wire: Backend = WireBackend(options.bootstrap_servers)
+        wire: Backend = WireBackend(options.bootstrap_servers, options.client_properties)
         return wire
     return LogDirBackend(options.log_dirs)
 
@@ -90,7 +90,7 @@ class RangePartition(InputPartition):
         self.source = source
 
 
-def read_partition(partition: InputPartition, include_headers: bool) -> Iterator[pa.RecordBatch]:
+def read_partition(partition: InputPartition, options: SourceOptions) -> Iterator[pa.RecordBatch]:
     """The rows of one Spark partition as Arrow batches of the source's schema."""
     assert isinstance(partition, RangePartition)
     r = partition.range
@@ -99,9 +99,9 @@ def read_partition(partition: InputPartition, include_headers: bool) -> Iterator
     else:
         from spark_jobs.wire import read_wire_range
 
-        batches = read_wire_range(partition.source, r)
+        batches = read_wire_range(partition.source, r, options.client_properties)
     for records in batches:
-        yield with_partition_columns(records, r.tp, include_headers)
+        yield with_partition_columns(records, r.tp, options.include_headers)
 
 
 def with_partition_columns(
@@ -168,7 +168,7 @@ class BatchReader(DataSourceReader):
         return [RangePartition(r, backend.source_of(r.tp)) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(partition, self.options.include_headers)
+        return read_partition(partition, self.options)
 
 
 Offsets = dict[str, dict[str, int]]
@@ -233,7 +233,7 @@ class StreamReader(DataSourceStreamReader):
         return [RangePartition(r, backend.source_of(r.tp)) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_partition(partition, self.options.include_headers)
+        return read_partition(partition, self.options)
 
     def commit(self, end: Offsets) -> None:
         """Nothing to do: the offsets live in Spark's checkpoint, not in the cluster."""

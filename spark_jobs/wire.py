@@ -20,9 +20,10 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from client.client import KafkaClient
+from client.client import ClientConfig, KafkaClient
 from client.errors import KafkaError
 from client.fetch import Fetcher, list_offsets
+from client.properties import client_security
 from protocol import ErrorCode
 from protocol.records import iter_batches
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
@@ -34,6 +35,12 @@ T = TypeVar("T")
 NO_OFFSET = -1
 
 
+def client_config(client_properties: tuple[tuple[str, str], ...]) -> ClientConfig:
+    """The client's settings from the ``kafka.`` options: its security. Built where it is
+    used (the driver, each executor): a TLS context does not travel between processes."""
+    return ClientConfig(security=client_security(dict(client_properties)))
+
+
 def _run(make: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(make)
 
@@ -41,12 +48,15 @@ def _run(make: Coroutine[Any, Any, T]) -> T:
 class WireBackend:
     """Partitions, bounds and timestamp lookups from a running cluster."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(
+        self, bootstrap_servers: str, client_properties: tuple[tuple[str, str], ...]
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.config = client_config(client_properties)
         self._partitions = _run(self._metadata())
 
     async def _metadata(self) -> list[TopicPartition]:
-        async with KafkaClient(self.bootstrap_servers) as client:
+        async with KafkaClient(self.bootstrap_servers, self.config) as client:
             view = await client.refresh_metadata(None)
             topics = view.topics.values()
             return sorted(TopicPartition(t.name, p) for t in topics for p in t.partitions)
@@ -73,7 +83,7 @@ class WireBackend:
     def _list_offsets(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         async def ask() -> dict[TopicPartition, int]:
             out: dict[TopicPartition, int] = {}
-            async with KafkaClient(self.bootstrap_servers) as client:
+            async with KafkaClient(self.bootstrap_servers, self.config) as client:
                 topics = sorted({tp.topic for tp in timestamps})
                 await client.refresh_metadata(topics)
                 for topic in topics:
@@ -85,11 +95,13 @@ class WireBackend:
         return _run(ask()) if timestamps else {}
 
 
-def read_wire_range(bootstrap_servers: str, r: OffsetRange) -> Iterator[pa.RecordBatch]:
+def read_wire_range(
+    bootstrap_servers: str, r: OffsetRange, client_properties: tuple[tuple[str, str], ...]
+) -> Iterator[pa.RecordBatch]:
     """The records of ``r`` fetched from the partition's leader, as Arrow batches of
     :data:`spark_jobs.arrow_records.RECORD_SCHEMA`."""
     loop = asyncio.new_event_loop()
-    client = KafkaClient(bootstrap_servers)
+    client = KafkaClient(bootstrap_servers, client_config(client_properties))
 
     def run(step: Awaitable[T]) -> T:
         async def wrapped() -> T:

@@ -2,20 +2,25 @@
 
 Without options it prints the codec's matrix (protocol.SUPPORTED_VERSIONS). With
 ``--bootstrap-server HOST:PORT`` it asks that broker (an ApiVersions v0 request, which
-every Kafka broker answers) and prints its ranges beside ours.
+every Kafka broker answers) and prints its ranges beside ours; the request goes through
+the client's connection, so ``--command-config`` (security.protocol, sasl.*, ssl.*) reaches
+a TLS or SASL listener too.
 """
 
 from __future__ import annotations
 
 import argparse
-import socket
-import struct
+import asyncio
 import sys
 from typing import TextIO
 
 import protocol
+from client.errors import ClientError, KafkaError
+from client.security import ClientSecurity
+from protocol import ApiKey
 from protocol.api import api_name
 from protocol.messages import ApiVersionsRequest
+from tools.command import CommandError, add_command_config, client_properties, security_of
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +32,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=10.0, help="seconds to wait for the broker (10)"
     )
+    add_command_config(parser)
 
 
 def format_table(
@@ -50,32 +56,24 @@ def format_table(
     return "\n".join(lines)
 
 
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < n:
-        chunk = sock.recv(n - len(chunks))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        chunks += chunk
-    return bytes(chunks)
-
-
-def query_broker(address: str, timeout: float) -> dict[int, tuple[int, int]]:
+async def query_broker(
+    address: str, timeout: float, security: ClientSecurity
+) -> dict[int, tuple[int, int]]:
     """The ranges a broker advertises in its ApiVersions v0 response."""
-    host, _, port = address.rpartition(":")
-    request = protocol.make_request(
-        protocol.ApiKey.API_VERSIONS, 0, 1, "minikafka-api-versions", ApiVersionsRequest()
+    from client.client import parse_bootstrap
+    from client.connection import ConnectionConfig, request_once
+
+    [(host, port)] = parse_bootstrap(address)[:1]
+    config = ConnectionConfig(
+        client_id="minikafka-api-versions",
+        connect_timeout_s=timeout,
+        request_timeout_s=timeout,
+        security=security,
     )
-    frame = protocol.encode_request(request)
-    with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout) as sock:
-        sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
-        if not 0 <= size <= 1 << 20:
-            raise ConnectionError(f"implausible response size {size}")
-        response = protocol.decode_response(_recv_exactly(sock, size), 18, 0)
-    if response.body.error_code:
-        raise ConnectionError(f"ApiVersions failed with error {response.body.error_code}")
-    return {k.api_key: (k.min_version, k.max_version) for k in response.body.api_keys}
+    body = await request_once(host, port, ApiKey.API_VERSIONS, 0, ApiVersionsRequest(), config)
+    if body.error_code:
+        raise KafkaError(body.error_code, "ApiVersions failed")
+    return {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -83,8 +81,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     theirs = None
     if args.bootstrap_server:
         try:
-            theirs = query_broker(args.bootstrap_server, args.timeout)
-        except (OSError, ValueError, protocol.ProtocolError) as e:
+            security = security_of(client_properties(args))
+            theirs = asyncio.run(query_broker(args.bootstrap_server, args.timeout, security))
+        except (ClientError, CommandError, ValueError, protocol.ProtocolError) as e:
             print(f"api-versions: cannot query {args.bootstrap_server}: {e}", file=sys.stderr)
             return 1
     print(format_table(dict(protocol.SUPPORTED_VERSIONS), theirs), file=out)

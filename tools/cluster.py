@@ -1,9 +1,11 @@
 """``minikafka cluster up``: a ZooKeeper and N brokers on this machine, in the foreground.
 
-Layout (docs/architecture.md, "A local cluster"), broker i counting from 0::
+Layout (docs/architecture.md, "A local cluster"; ``tools.cluster_layout``), broker i
+counting from 0::
 
-    client listener     PLAINTEXT://127.0.0.1:<9092+i>
-    control plane       CONTROLLER://127.0.0.1:<9192+i>
+    client listener     PLAINTEXT://127.0.0.1:<9092+i> (with ``--security sasl_ssl``:
+                        SASL_SSL://..., also the inter-broker listener)
+    control plane       CONTROLLER://127.0.0.1:<9192+i> (the same protocol)
     metrics             http://127.0.0.1:<9600+i>/metrics
     ZooKeeper           127.0.0.1:2181, tickTime=500 (embedded unless zookeeper.connect
                         is given with --override)
@@ -11,6 +13,11 @@ Layout (docs/architecture.md, "A local cluster"), broker i counting from 0::
                         DIR/broker-<i>/server.log (the broker's output), DIR/zookeeper/,
                         DIR/prometheus.yml (scrapes every broker: ``prometheus
                         --config.file=DIR/prometheus.yml`` watches the cluster)
+
+``--security`` ssl, sasl_plaintext or sasl_ssl secures every listener: a local CA, broker
+certificates, an admin user created in ZooKeeper before the brokers start, and
+DIR/client.properties for clients (``tools.cluster_security``); the readiness checks
+connect with the same client properties.
 
 Each broker is a separate ``minikafka server DIR/broker-<i>/server.properties`` process,
 so a broker can be killed, paused or restarted on its own.
@@ -53,142 +60,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from tools.cluster_layout import PROMETHEUS_RULES, SESSION_TIMEOUT_MS, ClusterLayout
+from tools.cluster_security import (
+    SECURITY_CHOICES,
+    prepare_security,
+    security_protocol,
+    summary_lines,
+)
 from tools.processes import terminate
 from tools.server import PARENT_PID_ENV
 from tools.watchdog import announcement
 
+__all__ = [
+    "PROMETHEUS_RULES",
+    "SESSION_TIMEOUT_MS",
+    "ClusterLayout",
+    "LocalCluster",
+    "port_in_use",
+    "stop_order",
+]
+
 if TYPE_CHECKING:
+    from client.security import ClientSecurity
+    from tools.cluster_security import ClusterSecurity
     from tools.zookeeper_server import ZooKeeperServer
-
-#: The ZooKeeper session timeout brokers ask for: a dead broker is noticed within this
-#: plus a tick (ZooKeeper with tickTime=500 grants at most 10 s anyway).
-SESSION_TIMEOUT_MS = 6000
-#: the alert and recording rules of a checkout (absent from an installed wheel)
-PROMETHEUS_RULES = Path(__file__).resolve().parents[1] / "monitoring" / "prometheus" / "rules"
-
-
-@dataclass(frozen=True)
-class ClusterLayout:
-    """Where everything of a local cluster lives; broker i uses index i of each list."""
-
-    directory: Path
-    client_ports: tuple[int, ...]
-    control_ports: tuple[int, ...]
-    metrics_ports: tuple[int, ...]
-    zookeeper_port: int = 2181
-    #: None: run an embedded ZooKeeper on ``zookeeper_port``
-    zookeeper_connect: str | None = None
-    overrides: tuple[tuple[str, str], ...] = ()
-
-    @staticmethod
-    def standard(
-        directory: Path,
-        brokers: int = 3,
-        base_port: int = 9092,
-        control_base_port: int = 9192,
-        metrics_base_port: int = 9600,
-        zookeeper_port: int = 2181,
-        overrides: Sequence[tuple[str, str]] = (),
-    ) -> ClusterLayout:
-        """The standard layout of the module docstring (or the same shape from other base ports)."""
-        given = dict(overrides)
-        return ClusterLayout(
-            directory=directory,
-            client_ports=tuple(base_port + i for i in range(brokers)),
-            control_ports=tuple(control_base_port + i for i in range(brokers)),
-            metrics_ports=tuple(metrics_base_port + i for i in range(brokers)),
-            zookeeper_port=zookeeper_port,
-            zookeeper_connect=given.get("zookeeper.connect"),
-            overrides=tuple(overrides),
-        )
-
-    @property
-    def brokers(self) -> int:
-        return len(self.client_ports)
-
-    @property
-    def zk_connect(self) -> str:
-        return self.zookeeper_connect or f"127.0.0.1:{self.zookeeper_port}"
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{p}" for p in self.client_ports)
-
-    def broker_dir(self, i: int) -> Path:
-        return self.directory / f"broker-{i}"
-
-    def log_dir(self, i: int) -> Path:
-        return self.broker_dir(i) / "logs"
-
-    def config_path(self, i: int) -> Path:
-        return self.broker_dir(i) / "server.properties"
-
-    def output_path(self, i: int) -> Path:
-        return self.broker_dir(i) / "server.log"
-
-    def metrics_url(self, i: int) -> str:
-        return f"http://127.0.0.1:{self.metrics_ports[i]}/metrics"
-
-    def broker_properties(self, i: int) -> dict[str, str]:
-        """Broker i's server.properties (the layout's overrides win)."""
-        listeners = (
-            f"PLAINTEXT://127.0.0.1:{self.client_ports[i]},"
-            f"CONTROLLER://127.0.0.1:{self.control_ports[i]}"
-        )
-        props = {
-            "broker.id": str(i),
-            "listeners": listeners,
-            "advertised.listeners": listeners,
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "control.plane.listener.name": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "log.dirs": str(self.log_dir(i)),
-            "zookeeper.connect": self.zk_connect,
-            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-            "metrics.port": str(self.metrics_ports[i]),
-            # every broker of a local cluster stops at once: do not wait 3 x 5 s for a
-            # controller that is itself going away
-            "controlled.shutdown.retry.backoff.ms": "500",
-            "num.network.threads": "2",
-            "num.io.threads": "4",
-            # __consumer_offsets on a cluster of one or two brokers: Kafka's default of 3
-            # replicas would refuse to create it (consumer groups would never find a
-            # coordinator)
-            "offsets.topic.replication.factor": str(min(3, self.brokers)),
-        }
-        props.update(dict(self.overrides))
-        return props
-
-    def prometheus_config(self) -> str:
-        """A prometheus.yml scraping every broker's metrics, each target labelled with
-        its ``broker`` as in the compose stack, so the same rules and dashboard apply;
-        with the checkout's rules (monitoring/prometheus/rules) when they are there."""
-        lines = [
-            "# written by minikafka cluster up: prometheus --config.file=<this file>",
-            "global: {scrape_interval: 5s, evaluation_interval: 5s}",
-        ]
-        if PROMETHEUS_RULES.is_dir():
-            lines += ["rule_files:", f"  - {PROMETHEUS_RULES}/*.yml"]
-        lines += ["scrape_configs:", "  - job_name: minikafka", "    static_configs:"]
-        for i, port in enumerate(self.metrics_ports):
-            lines += [
-                f'      - targets: ["127.0.0.1:{port}"]',
-                f'        labels: {{broker: "{i}"}}',
-            ]
-        return "\n".join(lines) + "\n"
-
-    @property
-    def prometheus_config_path(self) -> Path:
-        return self.directory / "prometheus.yml"
-
-    def write_configs(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.prometheus_config_path.write_text(self.prometheus_config())
-        for i in range(self.brokers):
-            self.broker_dir(i).mkdir(parents=True, exist_ok=True)
-            lines = ["# written by minikafka cluster up", ""]
-            lines += [f"{k}={v}" for k, v in self.broker_properties(i).items()]
-            self.config_path(i).write_text("\n".join(lines) + "\n")
 
 
 def broker_command(config_path: Path) -> list[str]:
@@ -238,6 +133,7 @@ class LocalCluster:
     #: the watchdog process and our end of its pipe (tools.watchdog)
     _watchdog: subprocess.Popen[bytes] | None = None
     _watchdog_pipe: IO[bytes] | None = None
+    _client_security: ClientSecurity | None = None
 
     def start(self, timeout_s: float = 90.0) -> None:
         """Start ZooKeeper (when embedded) and every broker; return once all brokers are
@@ -266,6 +162,8 @@ class LocalCluster:
                 zk.start(on_spawn=lambda pid: self._announce("zookeeper", pid))
                 self.zookeeper = zk
             layout.write_configs()
+            if layout.security is not None:  # the brokers' own user, before they start
+                layout.security.create_users(layout.zk_connect, timeout_s)
             for i in range(layout.brokers):
                 self.start_broker(i)
             deadline = time.monotonic() + timeout_s
@@ -416,10 +314,17 @@ class LocalCluster:
 
         from client.connection import ConnectionConfig, request_once
         from client.errors import ClientError
+        from client.security import PLAINTEXT
         from protocol.api import ApiKey
         from protocol.messages import MetadataRequest
 
-        config = ConnectionConfig("minikafka-cluster", 5.0, request_timeout_s=5.0)
+        security = self.layout.security
+        config = ConnectionConfig(
+            "minikafka-cluster",
+            5.0,
+            request_timeout_s=5.0,
+            security=PLAINTEXT if security is None else self.client_security(security),
+        )
         body = MetadataRequest(topics=[], allow_auto_topic_creation=False)
         port = self.layout.client_ports[i]
         try:
@@ -429,6 +334,12 @@ class LocalCluster:
         except ClientError:
             return 0, -1
         return len(response.brokers), response.controller_id
+
+    def client_security(self, security: ClusterSecurity) -> ClientSecurity:
+        """The readiness checks' ClientSecurity, made once (a TLS context reads files)."""
+        if self._client_security is None:
+            self._client_security = security.client_security()
+        return self._client_security
 
     def signal_broker(self, i: int, sig: int) -> None:
         proc = self.processes[i]
@@ -503,6 +414,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--metrics-base-port", type=int, default=9600, help="broker 0's metrics port")
     up.add_argument("--zookeeper-port", type=int, default=2181, help="embedded ZooKeeper's port")
     up.add_argument(
+        "--security",
+        choices=SECURITY_CHOICES,
+        default="plaintext",
+        help="protocol of every listener: a local CA and certificates (ssl), an admin user "
+        "(sasl_*), DIR/client.properties for clients (plaintext)",
+    )
+    up.add_argument(
         "--override",
         action="append",
         default=[],
@@ -531,17 +449,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         overrides = _parse_overrides(args.override)
+        protocol = security_protocol(args.security)
     except ValueError as exc:
         print(f"minikafka cluster: {exc}", file=sys.stderr)
         return 2
+    directory = args.dir.resolve()
+    security = None if protocol is None else prepare_security(directory, protocol, args.brokers)
     layout = ClusterLayout.standard(
-        args.dir.resolve(),
+        directory,
         args.brokers,
         args.base_port,
         args.control_base_port,
         args.metrics_base_port,
         args.zookeeper_port,
         overrides,
+        security,
     )
     cluster = LocalCluster(layout, report=_say)
     stopping = False
@@ -601,6 +523,8 @@ def _print_summary(layout: ClusterLayout) -> None:
             f"  broker {i}: 127.0.0.1:{layout.client_ports[i]}  metrics {layout.metrics_url(i)}"
             f"  log {layout.output_path(i)}"
         )
+    if layout.security is not None:
+        lines += summary_lines(layout.security, layout.bootstrap_servers)
     lines.append(
         f"  prometheus config: {layout.prometheus_config_path}"
         f" (prometheus --config.file={layout.prometheus_config_path})"

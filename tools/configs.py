@@ -36,7 +36,7 @@ from broker.config import ConfigSource
 from client import KafkaClient, describe_configs, incremental_alter_configs
 from client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, ConfigEntry
 from tools import scram_configs
-from tools.command import CommandError, run_command
+from tools.command import CommandError, add_command_config, admin_client, run_command
 
 #: --entity-type -> (ConfigResource type, the word Kafka's messages use)
 ENTITY_TYPES: Final = {"topics": (TOPIC_RESOURCE, "topic"), "brokers": (BROKER_RESOURCE, "broker")}
@@ -50,6 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT[/chroot]",
         help="users only: write SCRAM credentials in ZooKeeper directly (no broker needed)",
     )
+    add_command_config(parser)
     parser.add_argument(
         "--entity-type", required=True, choices=sorted([*ENTITY_TYPES, scram_configs.USERS])
     )
@@ -180,7 +181,7 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
         added, deleted = _edits(args) if args.alter else ({}, [])
         await scram_configs.through_zookeeper(args, added, deleted, out)
         return
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with admin_client(args) as client:
         if users:
             await _users(client, args, out)
         else:

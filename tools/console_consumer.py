@@ -44,6 +44,7 @@ from client.group_session import GroupSession
 from protocol import ErrorCode
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_COMMITTED, READ_UNCOMMITTED
 from timer.clock import Clock, SystemClock
+from tools.command import CommandError, add_client_config, client_config, client_properties
 
 #: errors after which the partition's leader is looked up again
 _REFRESH = {
@@ -83,6 +84,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="consumer setting (fetch.max.wait.ms, max.partition.fetch.bytes, isolation.level)",
     )
+    add_client_config(parser, "consumer")
     parser.add_argument("--group", help="join this consumer group (commits as it consumes)")
 
 
@@ -235,10 +237,11 @@ async def main(args: argparse.Namespace, out: BinaryIO) -> int:
     if args.group and (args.partition is not None or args.offset is not None):
         raise ValueError("Options group and partition/offset cannot be specified together.")
     fmt = RecordFormat.from_properties(parse_properties(args.property))
-    props = parse_properties(args.consumer_property, "--consumer-property")
+    props = client_properties(args, "consumer")
     start = starting_point(args.offset, args.from_beginning, args.partition)
     isolation = args.isolation_level or props.get("isolation.level", "read_uncommitted")
-    async with KafkaClient(args.bootstrap_server) as client:
+    config = client_config(args, "consumer")
+    async with KafkaClient(args.bootstrap_server, config) as client:
         view = await client.refresh_metadata([args.topic])
         info = view.topics.get(args.topic)
         if info is None or info.error_code != ErrorCode.NONE:
@@ -285,7 +288,7 @@ async def main(args: argparse.Namespace, out: BinaryIO) -> int:
 def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(main(args, sys.stdout.buffer))
-    except (ClientError, ValueError) as exc:
+    except (ClientError, ValueError, CommandError) as exc:
         print(f"ERROR {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:

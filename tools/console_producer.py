@@ -27,11 +27,18 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from client import ClientConfig, ClientError, KafkaClient, parse_acks, partition_for_key
+from client import ClientError, KafkaClient, parse_acks, partition_for_key
 from client.console import LineError, LineFormat, parse_properties
 from client.produce import produce
 from protocol.records import BatchBuilder, Compression
 from timer.clock import Clock, SystemClock
+from tools.command import (
+    CommandError,
+    add_client_config,
+    client_config,
+    client_properties,
+    is_security_key,
+)
 
 CODECS = {c.name.lower(): c for c in Compression}
 KNOWN_PRODUCER_PROPERTIES = {
@@ -57,6 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="producer setting (acks, batch.size, linger.ms, compression.type)",
     )
+    add_client_config(parser, "producer")
     parser.add_argument(
         "--compression-codec",
         nargs="?",
@@ -83,10 +91,11 @@ class ProducerSettings:
 
     @staticmethod
     def from_args(args: argparse.Namespace) -> ProducerSettings:
-        props = parse_properties(args.producer_property, "--producer-property")
+        props = client_properties(args, "producer")
         warnings = tuple(
             f"WARN The configuration '{k}' was supplied but isn't a known config."
             for k in sorted(set(props) - KNOWN_PRODUCER_PROPERTIES)
+            if not is_security_key(k)
         )
         acks = args.request_required_acks or props.get("acks", "all")
         codec = args.compression_codec or props.get("compression.type", "none")
@@ -273,7 +282,7 @@ async def main(args: argparse.Namespace) -> int:
     settings = ProducerSettings.from_args(args)
     for warning in settings.warnings:
         print(warning, file=sys.stderr)
-    config = ClientConfig(client_id=settings.client_id)
+    config = client_config(args, "producer", client_id=settings.client_id)
     async with KafkaClient(args.bootstrap_server, config) as client:
         view = await client.retrying(lambda: _topic_partitions(client, args.topic), timeout_s=30)
         if args.partition is not None and args.partition not in view:
@@ -305,6 +314,6 @@ async def _topic_partitions(client: KafkaClient, topic: str) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(main(args))
-    except (ClientError, ValueError) as exc:
+    except (ClientError, ValueError, CommandError) as exc:
         print(f"ERROR {exc}", file=sys.stderr)
         return 1

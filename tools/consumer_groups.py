@@ -57,7 +57,7 @@ from client.group_admin import (
 from protocol import ErrorCode, error_name
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from timer.clock import Clock, SystemClock
-from tools.command import CommandError, add_bootstrap_server, run_command
+from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
 from tools.offset_reset import KINDS, ResetSpec, parse_spec, parse_topic_partitions, plan
 
 ACTIONS = ("list", "describe", "reset-offsets", "delete", "delete-offsets")
@@ -445,7 +445,7 @@ async def _delete_offsets(client: KafkaClient, args: argparse.Namespace, out: Te
 async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # looked up now, not at import
     action = next(a for a in ACTIONS if getattr(args, a.replace("-", "_")))
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with admin_client(args) as client:
         await {
             "list": _list,
             "describe": _describe,

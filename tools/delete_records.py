@@ -28,10 +28,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from client import DeleteRecordsResult, KafkaClient, delete_records
+from client import DeleteRecordsResult, delete_records
 from protocol import ErrorCode, error_name
 from protocol.values import TopicPartition
-from tools.command import CommandError, add_bootstrap_server, run_command
+from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
 
 #: the only version of the offsets file Kafka's tool reads
 JSON_VERSION = 1
@@ -96,7 +96,7 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out  # looked up now, not at import
     offsets = parse_offsets(args.offset_json_file.read_text())
     print("Executing records delete operation", file=out)
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with admin_client(args) as client:
         results = await delete_records(client, offsets, timeout_ms=args.timeout_ms)
     print("Records delete operation completed:", file=out)
     for tp in offsets:

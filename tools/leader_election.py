@@ -26,9 +26,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from client import ElectionResult, KafkaClient, elect_leaders
+from client import ElectionResult, elect_leaders
 from protocol import ErrorCode, error_name
-from tools.command import CommandError, add_bootstrap_server, run_command
+from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
 
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
@@ -124,7 +124,7 @@ def report(election_type: str, results: list[ElectionResult], out: TextIO) -> in
 async def main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out  # looked up now, not at import
     partitions = chosen_partitions(args)
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with admin_client(args) as client:
         results = await elect_leaders(
             client, ELECTION_TYPES[args.election_type], partitions, timeout_ms=args.timeout_ms
         )

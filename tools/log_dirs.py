@@ -23,9 +23,9 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TextIO
 
-from client import KafkaClient, describe_log_dirs
+from client import describe_log_dirs
 from client.admin import LogDirInfo
-from tools.command import CommandError, add_bootstrap_server, run_command
+from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +82,7 @@ def document(
 
 async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # looked up now, not at import
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with admin_client(args) as client:
         view = await client.refresh_metadata([])
         try:
             brokers = [int(b) for b in _csv(args.broker_list)] or sorted(view.brokers)

@@ -37,7 +37,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import protocol
-from client import ClientError, Connection, KafkaClient, KafkaError, list_offsets, parse_acks
+from client import (
+    ClientConfig,
+    ClientError,
+    Connection,
+    KafkaClient,
+    KafkaError,
+    list_offsets,
+    parse_acks,
+)
 from client.connection import PrebuiltRequest
 from client.console import parse_properties
 from client.loadgen import ProducePlan, records_per_batch
@@ -54,6 +62,13 @@ from client.stats import (
 from protocol import ApiKey, ErrorCode
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from timer.clock import Clock, SystemClock
+from tools.command import (
+    CommandError,
+    add_client_config,
+    client_properties,
+    is_security_key,
+    security_of,
+)
 from tools.console_producer import CODECS
 
 #: nanoseconds on a monotonic clock; injected so that tests can drive time
@@ -82,6 +97,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="Kafka's spelling of the settings above: acks, batch.size, linger.ms, "
         "compression.type (they override the flags)",
     )
+    add_client_config(p, "producer")
     p.add_argument("--max-in-flight", type=int, default=5, help="requests in flight per connection")
     p.add_argument("--connections", type=int, default=1, help="connections per leader (1)")
     p.add_argument(
@@ -103,6 +119,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     c.add_argument(
         "--timeout", type=int, default=10_000, help="ms without data after which it stops"
     )
+    add_client_config(c, "consumer")
     c.add_argument("--from-latest", action="store_true", help="start at the end of the log")
     c.add_argument("--partition", type=int, help="consume this partition only (default: all)")
     c.add_argument("--hide-header", action="store_true")
@@ -247,10 +264,19 @@ PRODUCER_PROPS: dict[str, tuple[str, Callable[[str], object]]] = {
 }
 
 
+def perf_client_config(args: argparse.Namespace, role: str) -> ClientConfig:
+    """The client's settings: the security keys of ``--<role>.config`` and, producing,
+    of ``--producer-props``."""
+    props = client_properties(args, role)
+    singles = parse_properties(getattr(args, "producer_props", []), "--producer-props")
+    props.update((k, v) for k, v in singles.items() if is_security_key(k))
+    return ClientConfig(security=security_of(props))
+
+
 def apply_producer_props(args: argparse.Namespace) -> None:
     """Fold ``--producer-props k=v ...`` into the flags; ValueError for unknown keys."""
     for key, value in parse_properties(args.producer_props, "--producer-props").items():
-        if key == "bootstrap.servers":
+        if key == "bootstrap.servers" or is_security_key(key):
             continue
         if key not in PRODUCER_PROPS:
             known = ", ".join(sorted(PRODUCER_PROPS))
@@ -266,7 +292,7 @@ async def produce_main(args: argparse.Namespace, clock: Clock) -> int:
     acks = parse_acks(args.acks)
     if args.record_size < 0 or args.batch_size < 1 or args.max_in_flight < 1:
         raise ValueError("--record-size, --batch-size and --max-in-flight must be positive")
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with KafkaClient(args.bootstrap_server, perf_client_config(args, "producer")) as client:
         # as a producer does, let brokers that auto-create topics create it
         partitions = await _partitions(client, args.topic, args.partition, auto_create=True)
         conn = await client.any_connection()
@@ -344,7 +370,7 @@ def _close_prefetchers(streams: dict[int, PartitionPrefetcher]) -> None:
 async def consume_main(args: argparse.Namespace, clock: Clock) -> int:
     if args.in_flight < 1 or args.fetch_size < 1:
         raise ValueError("--in-flight and --fetch-size must be positive")
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with KafkaClient(args.bootstrap_server, perf_client_config(args, "consumer")) as client:
         partitions = await _partitions(client, args.topic, args.partition, auto_create=False)
         start_at = LATEST_TIMESTAMP if args.from_latest else EARLIEST_TIMESTAMP
         positions = await list_offsets(client, args.topic, dict.fromkeys(partitions, start_at))
@@ -403,6 +429,6 @@ def run(args: argparse.Namespace) -> int:
     main = produce_main if args.mode == "produce" else consume_main
     try:
         return run_loop(main(args, clock), args.loop)
-    except (ClientError, ValueError) as exc:
+    except (ClientError, ValueError, CommandError) as exc:
         print(f"ERROR {exc}", file=sys.stderr)
         return 1

@@ -45,7 +45,7 @@ from client import (
 )
 from protocol import ErrorCode
 from protocol.values import TopicPartition
-from tools.command import CommandError, add_bootstrap_server, run_command
+from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 
@@ -371,7 +371,7 @@ async def _list(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> N
 async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # looked up now, not at import
     action = next(a for a in ACTIONS if getattr(args, a))
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with admin_client(args) as client:
         await {
             "generate": _generate,
             "execute": _execute,

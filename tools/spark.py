@@ -2,6 +2,7 @@
 
     minikafka spark topic-stats --path data/broker-0/logs --out stats/
     minikafka spark consumer-lag --bootstrap-server 127.0.0.1:9092 --out lag/
+    minikafka spark consumer-lag --bootstrap-server 127.0.0.1:9092 --command-config c.properties
     minikafka spark retention-report --path data/broker-0/logs --retention-ms 86400000
 
 Each job writes Parquet tables and ``report.html`` (charts inline) under ``--out``.
@@ -26,6 +27,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     way_in = parser.add_mutually_exclusive_group(required=True)
     way_in.add_argument("--path", action="append", help="a log directory (repeatable)")
     way_in.add_argument("--bootstrap-server", help="H:P[,H:P] of a running cluster")
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="client properties for --bootstrap-server (given to the source as kafka.<key>)",
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--subscribe", help="topics, comma-separated")
     which.add_argument("--subscribe-pattern", default=".*", help="topic regex (default .*)")
@@ -42,6 +48,11 @@ def source_options(args: argparse.Namespace) -> dict[str, str]:
         if args.path
         else {"kafka.bootstrap.servers": args.bootstrap_server}
     )
+    if args.bootstrap_server and getattr(args, "command_config", None):
+        from config.properties import read_properties
+
+        props = read_properties(args.command_config)
+        options.update({f"kafka.{k}": v for k, v in props.items() if k != "bootstrap.servers"})
     if args.subscribe:
         options["subscribe"] = args.subscribe
     else:

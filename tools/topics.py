@@ -56,7 +56,7 @@ from client.console import parse_properties
 from protocol import ErrorCode
 from protocol.uuids import uuid_to_base64
 from protocol.values import NO_LEADER
-from tools.command import CommandError, add_bootstrap_server, run_command
+from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
@@ -279,7 +279,7 @@ async def _delete(client: KafkaClient, args: argparse.Namespace, out: TextIO) ->
 async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # looked up now, not at import
     action = next(a for a in ACTIONS if getattr(args, a))
-    async with KafkaClient(args.bootstrap_server) as client:
+    async with admin_client(args) as client:
         await {
             "create": _create,
             "list": _list,

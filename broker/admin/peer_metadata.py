@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping
 
 from client.connection import ConnectionConfig, request_once
 from client.errors import ClientError
+from client.security import ClientSecurity
 from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest, MetadataResponse
 from timer.clock import Clock
@@ -40,12 +41,20 @@ def reports_ready(body: MetadataResponse, topics: Mapping[str, Collection[int]])
     return True
 
 
-async def _ask(host: str, port: int, topics: Mapping[str, Collection[int]], client_id: str) -> bool:
+async def _ask(
+    host: str,
+    port: int,
+    topics: Mapping[str, Collection[int]],
+    client_id: str,
+    security: ClientSecurity,
+) -> bool:
     body = MetadataRequest(
         topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)],
         allow_auto_topic_creation=False,
     )
-    config = ConnectionConfig(client_id=client_id, connect_timeout_s=2.0, request_timeout_s=2.0)
+    config = ConnectionConfig(
+        client_id=client_id, connect_timeout_s=2.0, request_timeout_s=2.0, security=security
+    )
     response = await request_once(host, port, ApiKey.METADATA, METADATA_VERSION, body, config)
     return reports_ready(response, topics)
 
@@ -56,17 +65,19 @@ async def wait_for_peers(
     clock: Clock,
     deadline_ms: int,
     *,
+    security: ClientSecurity,
     client_id: str = "minikafka-broker",
     interval_s: float = 0.05,
 ) -> set[int]:
     """Poll ``peers`` (broker id -> host, port) until each reports ``topics`` ready or
-    ``deadline_ms`` (on ``clock``'s monotonic scale) passes; return the brokers that did
+    ``deadline_ms`` (on ``clock``'s monotonic scale) passes, connecting with
+    ``security`` (the inter-broker listener's); return the brokers that did
     not confirm in time. A peer that cannot be reached counts as not confirmed."""
     waiting = dict(peers)
     while waiting:
         for broker_id, (host, port) in list(waiting.items()):
             try:
-                if await _ask(host, port, topics, client_id):
+                if await _ask(host, port, topics, client_id, security):
                     del waiting[broker_id]
             except ClientError as exc:  # unreachable or too slow: asked again next round
                 log.debug("metadata probe of broker %s failed: %s", broker_id, exc)

@@ -32,6 +32,7 @@ from broker.apis.services import TopicAdmin
 from broker.config import describe_topic_config
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
+from broker.security.inter_broker import inter_broker_security
 from protocol import ErrorCode, Response, make_response
 from protocol.api import api_name
 from protocol.messages import CreateTopicsRequest, CreateTopicsResponse
@@ -168,7 +169,12 @@ def respond_when_led(
         try:
             if ready and peers:
                 missing = await wait_for_peers(
-                    peers, ready, ctx.clock, deadline, client_id=f"broker-{ctx.broker_id}"
+                    peers,
+                    ready,
+                    ctx.clock,
+                    deadline,
+                    security=inter_broker_security(ctx.config),
+                    client_id=f"broker-{ctx.broker_id}",
                 )
                 if missing:
                     log.warning("brokers %s did not learn of %s in time", sorted(missing), ready)

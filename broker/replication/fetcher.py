@@ -73,6 +73,7 @@ from broker.replication.truncation import (
 )
 from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError, KafkaError
+from client.security import ClientSecurity
 from protocol import ApiKey, ErrorCode, error_name
 from protocol.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from protocol.records.batch import InvalidBatch
@@ -101,6 +102,8 @@ class FetcherConfig:
     """The follower settings (Kafka's replica.* keys) a fetcher uses."""
 
     broker_id: int
+    #: how to connect to the leaders' inter-broker listener (protocol, TLS, SASL)
+    security: ClientSecurity
     #: replica.fetch.max.bytes: per partition
     partition_max_bytes: int = 1048576
     #: replica.fetch.response.max.bytes: per request
@@ -239,6 +242,7 @@ class ReplicaFetcher:
                 client_id=self.client_id,
                 connect_timeout_s=timeout_s,
                 request_timeout_s=timeout_s,
+                security=self.config.security,
             )
             self._conn = await self._connect(self.leader.host, self.leader.port, config)
         return self._conn

@@ -307,3 +307,35 @@ def test_log_dirs_describe_lists_each_brokers_partitions_with_their_sizes(
         for p in log_dir["partitions"]:
             assert p["partition"] in ("dirs-0", "dirs-1")
             assert p["offsetLag"] == 0 and p["isFuture"] is False
+
+
+def test_client_properties_files_reach_every_kind_of_command(
+    cluster: TestCluster, tmp_path: Path
+) -> None:
+    """--command-config, --producer.config and --consumer.config on a PLAINTEXT cluster
+    (the secured ones: test_cluster_security), and api-versions through the client's
+    connection."""
+    props = tmp_path / "client.properties"
+    props.write_text("security.protocol=PLAINTEXT\nclient.id=from-file\n")
+    config = ["--command-config", str(props)]
+    assert topics(cluster, "--create", "--topic", "props", *config).returncode == 0
+    assert "props" in text(topics(cluster, "--list", *config)).split()
+    produced = mk(cluster, "console-producer", "--topic", "props", "--producer.config", str(props),
+                  stdin=b"one\ntwo\n")  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = mk(cluster, "console-consumer", "--topic", "props", "--from-beginning",
+                  "--max-messages", "2", "--timeout-ms", "20000",
+                  "--consumer.config", str(props))  # fmt: skip
+    assert consumed.returncode == 0 and text(consumed).split() == ["one", "two"]
+    first = cluster.layout.bootstrap_servers.split(",")[0]
+    versions = subprocess.run(
+        [sys.executable, "-m", "tools.main", "api-versions", "--bootstrap-server", first, *config],
+        capture_output=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert versions.returncode == 0, versions.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in text(versions).splitlines()[1:]}
+    assert rows["Produce"][-2:] == ["0", "9"]  # the broker's range, beside ours
+    bad = tmp_path / "bad.properties"
+    bad.write_text("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n")
+    refused = topics(cluster, "--list", "--command-config", str(bad))
+    assert refused.returncode == 1 and b"sasl.mechanism" in refused.stderr

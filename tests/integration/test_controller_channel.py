@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import protocol
+from client.security import PLAINTEXT
 from controller.tcp_channel import ChannelConfig, TcpChannelManager
 from protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 from tests.polling import until
@@ -67,7 +68,7 @@ def body(epoch: int) -> Any:
 
 
 async def test_requests_arrive_in_order_with_responses(fake_broker: FakeBroker) -> None:
-    channel = TcpChannelManager(controller_id=1)
+    channel = TcpChannelManager(controller_id=1, config=ChannelConfig(PLAINTEXT))
     channel.add_broker(BrokerInfo(7, (EndPoint("127.0.0.1", fake_broker.port),)))
     responses: list[Any] = []
     for epoch in range(1, 6):
@@ -86,7 +87,9 @@ async def test_a_lost_connection_is_retried_with_the_same_request(
     fake_broker: FakeBroker,
 ) -> None:
     fake_broker.drop_first = 2
-    config = ChannelConfig(request_timeout_s=5.0, backoff_initial_s=0.01, backoff_max_s=0.05)
+    config = ChannelConfig(
+        PLAINTEXT, request_timeout_s=5.0, backoff_initial_s=0.01, backoff_max_s=0.05
+    )
     channel = TcpChannelManager(controller_id=1, config=config)
     channel.add_broker(BrokerInfo(7, (EndPoint("127.0.0.1", fake_broker.port),)))
     responses: list[Any] = []
@@ -100,7 +103,7 @@ async def test_a_lost_connection_is_retried_with_the_same_request(
 
 
 async def test_control_plane_listener_is_preferred(fake_broker: FakeBroker) -> None:
-    channel = TcpChannelManager(1, ChannelConfig(listener_name="CONTROL_PLANE"))
+    channel = TcpChannelManager(1, ChannelConfig(PLAINTEXT, listener_name="CONTROL_PLANE"))
     broker = BrokerInfo(
         7,
         (EndPoint("127.0.0.1", 1), EndPoint("127.0.0.1", fake_broker.port, "CONTROL_PLANE")),
@@ -115,7 +118,7 @@ async def test_control_plane_listener_is_preferred(fake_broker: FakeBroker) -> N
 
 
 async def test_unknown_and_removed_brokers_get_nothing(fake_broker: FakeBroker) -> None:
-    channel = TcpChannelManager(controller_id=1)
+    channel = TcpChannelManager(controller_id=1, config=ChannelConfig(PLAINTEXT))
     channel.send(99, 4, 5, body(1))  # never added: dropped, no error
     channel.add_broker(BrokerInfo(7, (EndPoint("127.0.0.1", fake_broker.port),)))
     channel.remove_broker(7)

@@ -14,8 +14,10 @@ from kazoo.protocol.states import KazooState
 
 import protocol
 from broker.controlled_shutdown import controlled_shutdown_response, request_controlled_shutdown
+from client.security import PLAINTEXT
 from controller.controller import ControllerConfig, KafkaController
 from controller.states import PartitionState
+from controller.tcp_channel import ChannelConfig
 from protocol import ApiKey, ErrorCode
 from protocol.values import NO_LEADER, TopicPartition
 from tests.integration.controller_nodes import (
@@ -288,7 +290,10 @@ async def test_controlled_shutdown_request_over_tcp(
 
         await until(led_by_2, what="s-0 led by broker 2")
         remaining = await asyncio.wait_for(
-            request_controlled_shutdown(b.zk, 2, b.controller.broker_epoch), DEADLINE_S
+            request_controlled_shutdown(
+                b.zk, 2, b.controller.broker_epoch, config=ChannelConfig(PLAINTEXT)
+            ),
+            DEADLINE_S,
         )
         assert remaining == []
         st = (await states(admin, tp))[tp]

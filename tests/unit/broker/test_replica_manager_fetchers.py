@@ -19,6 +19,7 @@ from broker.replication import (
     ReplicaFetcherManager,
 )
 from client.connection import Connection, ConnectionConfig
+from client.security import PLAINTEXT
 from protocol.errors import ErrorCode
 from protocol.messages import LeaderAndIsrRequest
 from protocol.values import TopicPartition
@@ -45,7 +46,9 @@ def live(broker_id: int, host: str, port: int) -> LiveLeader:
 @pytest.fixture
 async def local(tmp_path: Path) -> AsyncIterator[LocalReplicas]:
     manager = ReplicaFetcherManager(
-        FetcherConfig(broker_id=0, num_fetchers=2), MockClock(), connect=never_connects
+        FetcherConfig(broker_id=0, security=PLAINTEXT, num_fetchers=2),
+        MockClock(),
+        connect=never_connects,
     )
     replicas = local_replicas(tmp_path, replica_fetchers=manager, leader_endpoint=CACHE.get)
     yield replicas

@@ -13,6 +13,7 @@ from broker.replication.fetch_request import FetchLimits, FetchTemplate, encode_
 from broker.replication.fetch_state import FetchState, PartitionFetchState
 from broker.replication.fetcher import FetcherConfig, LeaderEndpoint, ReplicaFetcher
 from client.connection import PREFIX_SIZE
+from client.security import PLAINTEXT
 from protocol import ApiKey
 from protocol.values import TopicPartition
 from timer.clock import MockClock
@@ -108,7 +109,10 @@ def test_offsets_must_come_one_pair_per_partition() -> None:
 
 def test_a_fetcher_encodes_again_only_when_its_fetch_changes() -> None:
     fetcher = ReplicaFetcher(
-        0, LeaderEndpoint(1, "127.0.0.1", 9092), FetcherConfig(broker_id=2), MockClock()
+        0,
+        LeaderEndpoint(1, "127.0.0.1", 9092),
+        FetcherConfig(broker_id=2, security=PLAINTEXT),
+        MockClock(),
     )
     a, b = TopicPartition("a", 0), TopicPartition("b", 1)
     no_partition = cast(Partition, None)  # the template reads states only

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,8 @@ from spark_jobs.options import (
     parse_options,
 )
 from spark_jobs.planning import Bounds, DataLoss, OffsetRange, cut, limit, plan, resolve, split
+from tools.main import build_parser
+from tools.spark import source_options
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 PATH = {"path": "/logs"}
@@ -136,3 +139,30 @@ def test_cut_at_the_points_inside_each_range() -> None:
         OffsetRange(A0, 40, 50),
         OffsetRange(A1, 0, 10),
     ]
+
+
+def test_kafka_prefixed_options_are_the_clients_properties(tmp_path: Path) -> None:
+    """As Spark hands ``kafka.*`` options to its consumer: every one but the bootstrap
+    servers, without the prefix; ``minikafka spark --command-config`` fills them."""
+    parsed = parse_options(
+        {
+            "kafka.bootstrap.servers": "h:1",
+            "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "PLAIN",
+            "kafka.sasl.jaas.config": 'x required username="u" password="P";',
+            "subscribe": "a",
+        },
+        streaming=False,
+    )
+    assert parsed.client_properties == (
+        ("sasl.jaas.config", 'x required username="u" password="P";'),
+        ("sasl.mechanism", "PLAIN"),
+        ("security.protocol", "SASL_PLAINTEXT"),
+    )
+    assert parse_options({**PATH, "subscribe": "a"}, streaming=False).client_properties == ()
+    props = tmp_path / "client.properties"
+    props.write_text("bootstrap.servers=ignored:1\nsecurity.protocol=SSL\n")
+    argv = ["spark", "consumer-lag", "--bootstrap-server", "h:1", "--command-config", str(props)]
+    options = source_options(build_parser().parse_args(argv))
+    assert options["kafka.bootstrap.servers"] == "h:1"
+    assert options["kafka.security.protocol"] == "SSL"
