@@ -1,0 +1,82 @@
+"""SASL PLAIN (RFC 4616): one token from the client, ``authzid NUL authcid NUL password``.
+
+The client sends its user name (authcid) and password in clear in a single message; the
+server answers nothing and the exchange is over. The authorization id (authzid) names who
+the client wants to act as: Kafka, and minikafka with it, accepts only an empty one or one
+equal to the user name, so a user can never speak for another.
+
+The token is UTF-8. Kafka checks, in this order: three fields (a token with fewer or more
+NUL separators is malformed), a non-empty user name, a non-empty password, the password,
+then the authorization id. The password check is the caller's (``PlainServer`` takes a
+lookup of expected passwords) and compares in constant time, so that the time taken says
+nothing about how much of a guess was right; an unknown user is compared against a dummy
+password for the same reason.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from typing import Final
+
+from protocol.sasl.errors import SaslAuthenticationFailed, SaslInvalidCredentials
+
+MECHANISM: Final = "PLAIN"
+
+#: compared against when the user is unknown, so both failures cost the same time
+_DUMMY: Final = b"\x00" * 32
+
+
+def client_token(username: str, password: str, authzid: str = "") -> bytes:
+    """The client's only message."""
+    return f"{authzid}\x00{username}\x00{password}".encode()
+
+
+def parse_token(token: bytes) -> tuple[str, str, str]:
+    """(authzid, username, password) of a PLAIN token; SaslError when it is not three
+    UTF-8 fields (Kafka tells the client how many it counted)."""
+    try:
+        text = token.decode()
+    except UnicodeDecodeError:
+        raise SaslInvalidCredentials("Invalid SASL/PLAIN response: not UTF-8") from None
+    fields = text.split("\x00")
+    if len(fields) != 3:
+        raise SaslAuthenticationFailed(
+            f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(fields)}"
+        )
+    return fields[0], fields[1], fields[2]
+
+
+class PlainServer:
+    """The server side of one PLAIN exchange. ``passwords(user)`` is the password the
+    user must give, or None for an unknown user."""
+
+    mechanism = MECHANISM
+
+    def __init__(self, passwords: Callable[[str], str | None]) -> None:
+        self._passwords = passwords
+        self.complete = False
+        self.username: str | None = None
+
+    def respond(self, token: bytes) -> bytes:
+        """Check the client's token; the (empty) answer, or SaslError."""
+        if self.complete:
+            raise SaslInvalidCredentials("PLAIN exchange already complete")
+        authzid, username, password = parse_token(token)
+        if not username:
+            raise SaslAuthenticationFailed("Authentication failed: username not specified")
+        if not password:
+            raise SaslAuthenticationFailed("Authentication failed: password not specified")
+        expected = self._passwords(username)
+        given = password.encode()
+        matches = hmac.compare_digest(given, _DUMMY if expected is None else expected.encode())
+        if expected is None or not matches:
+            raise SaslAuthenticationFailed("Authentication failed: Invalid username or password")
+        if authzid and authzid != username:
+            raise SaslAuthenticationFailed(
+                "Authentication failed: Client requested an authorization id that is "
+                "different from username"
+            )
+        self.username = username
+        self.complete = True
+        return b""
