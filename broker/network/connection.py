@@ -38,6 +38,8 @@ from typing import Final
 from broker.network.pipeline import DEFAULT_DEPTH, ReplyQueue, lets_next_in
 from broker.network.request_channel import Request
 from broker.network.send import ResponseSend
+from broker.security.principal import ANONYMOUS, KafkaPrincipal
+from broker.security.sasl_authenticator import SaslAuthenticator
 from protocol.framing import FrameDecoder
 
 log = logging.getLogger(__name__)
@@ -80,8 +82,10 @@ class Connection:
         "last_active",
         "listener",
         "pending",
+        "principal",
         "reader_registered",
         "replies",
+        "sasl",
         "send",
         "sent_request",
         "sock",
@@ -119,6 +123,11 @@ class Connection:
         self.send: ResponseSend | None = None
         self.sent_request: Request | None = None
         self.last_active = now
+        #: who the connection authenticated as; each request carries it to the handlers
+        self.principal: KafkaPrincipal = ANONYMOUS
+        #: the SASL state on a SASL listener (``broker.security.sasl_authenticator``):
+        #: it sees every frame first
+        self.sasl: SaslAuthenticator | None = None
 
     @property
     def muted(self) -> bool:

@@ -49,17 +49,25 @@ import functools
 import itertools
 import logging
 import socket
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from broker.metrics import BrokerMetrics, LocalCounter, RequestMetrics
-from broker.network.codec import Codec
+from broker.network.codec import Codec, ResponseParts
 from broker.network.connection import Connection, ConnState
 from broker.network.pipeline import DEFAULT_DEPTH, lets_next_in, reads_on_when_answered
 from broker.network.request_channel import Request, RequestChannel
 from broker.network.send import ResponseSend
+from broker.security.sasl_authenticator import (
+    FORWARD,
+    Answer,
+    Close,
+    Outcome,
+    RawToken,
+    SaslAuthenticator,
+)
 from protocol.errors import ProtocolError
 
 log = logging.getLogger(__name__)
@@ -123,6 +131,7 @@ class Processor:
         settings: ProcessorSettings,
         clock: Callable[[], float],
         on_close: Callable[[Connection], None] = lambda conn: None,
+        authenticator: Callable[[], SaslAuthenticator] | None = None,
     ) -> None:
         self.id = processor_id
         self.listener = listener
@@ -132,6 +141,8 @@ class Processor:
         self._settings = settings
         self._clock = clock
         self._on_close = on_close
+        #: makes each connection's SASL state on a SASL listener (None: no SASL)
+        self._authenticator = authenticator
         self._loop = asyncio.get_running_loop()
         self._connections: dict[int, Connection] = {}  # by fd
         self._responses: deque[tuple[Request, Any]] = deque()
@@ -186,6 +197,10 @@ class Processor:
             self._clock(),
             self._settings.max_pipelined_requests,
         )
+        if self._authenticator is not None:
+            sasl = conn.sasl = self._authenticator()
+            # until authenticated, frames are capped by sasl.server.max.receive.size
+            conn.decoder.max_frame_size = sasl.settings.max_receive_size
         self._connections[conn.fd] = conn
         self._open.inc()
         self._watch(conn)
@@ -226,8 +241,15 @@ class Processor:
     def _dispatch(self, conn: Connection) -> None:
         """Parse the next pending frame and hand it to the handlers (or answer it).
 
-        Called in READING with room in the connection's pipeline only."""
+        Called in READING with room in the connection's pipeline only. On a SASL
+        listener the connection's authenticator sees the frame first (``_authenticate``)."""
         frame = conn.pending.popleft()
+        sasl = conn.sasl
+        if sasl is not None:
+            outcome = sasl.on_frame(frame, self._clock())
+            if outcome is not FORWARD:
+                self._authenticate(conn, sasl, outcome)
+                return
         try:
             decoded = self._codec.decode_request(frame)
         except ProtocolError as exc:
@@ -258,6 +280,7 @@ class Processor:
             api_name=api_name,
             connection=conn,
             metrics=cells,
+            principal=conn.principal,
         )
         conn.replies.open(request)
         if self._channel.offer(request):
@@ -267,6 +290,42 @@ class Processor:
             conn.blocked_request = request
             conn.move(ConnState.BLOCKED)
             self._channel.when_space(lambda: self._retry_blocked(conn))
+
+    def _authenticate(self, conn: Connection, sasl: SaslAuthenticator, outcome: Outcome) -> None:
+        """Carry out the authenticator's decision on a frame it took (module
+        ``broker.security.sasl_authenticator``): answer it, refuse after the failure
+        delay and close once the refusal is written, or close now."""
+        if isinstance(outcome, Close):
+            log.info("closing %s: %s", conn.id, outcome.reason)
+            self._close(conn, "session-expired" if sasl.principal else "authentication")
+            return
+        token = object()  # the reply slot of an answer that no handler sees
+        conn.replies.open(token)
+        conn.in_flight = token
+        conn.move(ConnState.IN_FLIGHT)
+        if isinstance(outcome, Answer):
+            response = outcome.response
+            if isinstance(response, RawToken):  # after SaslHandshake v0: a bare frame
+                response = ResponseParts((response.token,))
+            if sasl.authenticated and sasl.principal is not None:
+                conn.principal = sasl.principal
+                conn.decoder.max_frame_size = self._settings.max_frame_size
+            # next loop iteration, not recursively (as _answer_malformed)
+            self._loop.call_soon(self._answer_later, conn, token, response)
+            return
+        # a refusal: answered (when there is an answer) after the delay; _resume closes
+        # the connection once it is written
+        answer = outcome.response
+        if answer is None and outcome.error_header is not None:
+            try:
+                answer = self._codec.error_response(outcome.error_header, outcome.error_code)
+            except Exception:  # a failing error builder costs this connection only
+                log.exception("building the SASL error response for %s failed", conn.id)
+        delay = sasl.settings.failure_delay_s
+        if answer is None:
+            self._loop.call_later(delay, self._close, conn, "authentication-failed")
+        else:
+            self._loop.call_later(delay, self._answer_later, conn, token, answer)
 
     def _retry_blocked(self, conn: Connection) -> bool:
         request = conn.blocked_request
@@ -448,6 +507,9 @@ class Processor:
             conn.move(ConnState.READING)
         elif conn.state is not ConnState.READING:
             return
+        if conn.sasl is not None and conn.sasl.failed and conn.idle:
+            self._close(conn, "authentication-failed")  # its refusal is written
+            return
         self._unmute(conn)
 
     # --- muting ---------------------------------------------------------------------------------
@@ -552,6 +614,10 @@ class Processor:
         counter = self._metrics.requests.labels(api=name, listener=self.listener)
         per_api = self._per_api[api_key] = (name, counter, self._metrics.request_metrics(name))
         return per_api
+
+    def principals(self) -> Counter[tuple[str, str]]:
+        """Open connections per (listener, principal)."""
+        return Counter((self.listener, str(c.principal)) for c in self._connections.values())
 
     def idle_seconds(self) -> float:
         """Seconds since this processor was made that it spent outside its callbacks."""

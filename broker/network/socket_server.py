@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
@@ -27,6 +28,7 @@ from broker.network.handler_pool import Handler, RequestHandlerPool
 from broker.network.processor import Processor, ProcessorSettings
 from broker.network.quotas import ConnectionQuotas
 from broker.network.request_channel import RequestChannel
+from broker.security.sasl_authenticator import SaslAuthenticator
 from zk.model import EndPoint
 
 log = logging.getLogger(__name__)
@@ -93,7 +95,10 @@ class SocketServer:
         metrics: BrokerMetrics,
         codec: Codec | None = None,
         clock: Callable[[], float] | None = None,
+        authenticators: Mapping[str, Callable[[], SaslAuthenticator]] | None = None,
     ) -> None:
+        """``authenticators``: listener name -> the maker of each new connection's SASL
+        state, for the SASL listeners (``broker.security.sasl_listener``)."""
         if isinstance(settings, BrokerConfig):
             settings = NetworkSettings.from_config(settings)
         self.settings = settings
@@ -102,6 +107,7 @@ class SocketServer:
         self._codec = codec
         self.metrics = metrics
         self._clock = clock
+        self._authenticators = dict(authenticators or {})
         self._quotas = ConnectionQuotas(
             settings.max_connections,
             settings.max_connections_per_ip,
@@ -192,6 +198,14 @@ class SocketServer:
     def connection_count(self) -> int:
         return sum(p.connection_count for plane in self._planes for p in plane.processors)
 
+    def principal_counts(self) -> dict[tuple[str, str], int]:
+        """Open connections per (listener, principal), for the metrics."""
+        counts: Counter[tuple[str, str]] = Counter()
+        for plane in self._planes:
+            for processor in plane.processors:
+                counts.update(processor.principals())
+        return dict(counts)
+
     def idle_seconds(self) -> list[tuple[str, str, float]]:
         """Idle seconds of every network processor (``processor``, LISTENER-ID) and of
         every plane's average request handler (``handler``, plane name), for metrics."""
@@ -241,6 +255,7 @@ class SocketServer:
                     self.settings.processor,
                     clock,
                     on_close=acceptor.release,
+                    authenticator=self._authenticators.get(endpoint.listener_name),
                 )
             )
             plane.processors.append(own[-1])

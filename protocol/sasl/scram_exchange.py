@@ -130,9 +130,7 @@ class ClientFirst:
         authzid = ""
         if authz_part:
             if not authz_part.startswith("a="):
-                raise SaslInvalidCredentials(
-                    f"Invalid SCRAM client first message format: {text!r}"
-                )
+                raise SaslInvalidCredentials(f"Invalid SCRAM client first message format: {text!r}")
             authzid = _unescape(authz_part[2:])
         pairs = _attributes(bare, "client first")
         if len(pairs) < 2 or pairs[0][0] != "n" or pairs[1][0] != "r":
