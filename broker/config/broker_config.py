@@ -304,7 +304,7 @@ class BrokerConfig:
                 raise ConfigError(
                     "listeners",
                     f"listener {endpoint.listener_name} uses {endpoint.security_protocol}; "
-                    "minikafka serves PLAINTEXT only",
+                    f"minikafka serves {', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}",
                 )
         ports = [e.port for e in listeners if e.port != 0]
         if len(ports) != len(set(ports)):

@@ -14,7 +14,7 @@ from config.errors import ConfigError
 from zk.model import EndPoint
 
 #: security protocols the network server can serve today
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
+SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
 
 _LISTENER = re.compile(
     r"^(?P<name>[A-Za-z0-9_\-]+)://(?:\[(?P<ipv6>[0-9A-Fa-f:.%a-z]*)\]|(?P<host>[^:/\[\]]*))"
