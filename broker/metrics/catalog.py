@@ -208,7 +208,7 @@ CONNECTIONS_BY_PRINCIPAL = _gauge(
     "connections_by_principal",
     "Open connections per listener and authenticated principal (the busiest few by name)",
     ("listener", "principal"),
-    operator=False,
+    operator=True,
 )
 PRINCIPALS_PER_LISTENER = 20
 
