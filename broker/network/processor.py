@@ -66,6 +66,7 @@ from broker.security.sasl_authenticator import (
     Close,
     Outcome,
     RawToken,
+    Refuse,
     SaslAuthenticator,
 )
 from protocol.errors import ProtocolError
@@ -297,7 +298,7 @@ class Processor:
         delay and close once the refusal is written, or close now."""
         if isinstance(outcome, Close):
             log.info("closing %s: %s", conn.id, outcome.reason)
-            self._close(conn, "session-expired" if sasl.principal else "authentication")
+            self._close(conn, outcome.label)
             return
         token = object()  # the reply slot of an answer that no handler sees
         conn.replies.open(token)
@@ -315,6 +316,7 @@ class Processor:
             return
         # a refusal: answered (when there is an answer) after the delay; _resume closes
         # the connection once it is written
+        assert isinstance(outcome, Refuse)
         answer = outcome.response
         if answer is None and outcome.error_header is not None:
             try:

@@ -129,6 +129,8 @@ class Refuse:
 @dataclass(frozen=True, slots=True)
 class Close:
     reason: str
+    #: why, as the closed-connections metric counts it
+    label: str = "authentication"
 
 
 Outcome = Forward | Answer | Refuse | Close
@@ -197,7 +199,7 @@ class SaslAuthenticator:
         if state is SaslState.AUTHENTICATED:  # the common case, kept cheap
             expires = self.session_expires_at
             if expires is not None and now >= expires:
-                return Close("session expired without re-authentication")
+                return Close("session expired without re-authentication", "session-expired")
             if bytes(frame[:2]) != _HANDSHAKE_KEY:
                 return FORWARD
         if state is SaslState.AUTHENTICATE_RAW:
@@ -259,6 +261,11 @@ class SaslAuthenticator:
                     ),
                 ),
             )
+            log.info(
+                "failed %s on listener %s: SASL mechanism %r is not enabled (%s are)",
+                "re-authentication" if reauth else "authentication",
+                self._settings.listener, mechanism[:64], ", ".join(enabled),
+            )  # fmt: skip
             self._count(UNSUPPORTED_MECHANISM_LABEL, reauth, success=False)
             self.state = SaslState.FAILED
             return refusal

@@ -20,6 +20,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from tests.integration.cluster import TestCluster
 from tools.cluster import ClusterLayout, LocalCluster
 from tools.zookeeper_server import ZooKeeperServer, free_port
@@ -44,16 +46,15 @@ class SaslCluster(TestCluster):
         self.sasl_port = sasl_port
         self.reauth_port = reauth_port
 
-    def samples(self, prefix: str) -> dict[str, float]:
-        """Every sample of broker 0 whose line starts with ``prefix``, by its full name."""
+    def sample(self, name: str, **labels: str) -> float:
+        """The value of broker 0's sample ``name`` with exactly ``labels`` (0 if absent)."""
         with urllib.request.urlopen(self.layout.metrics_url(0), timeout=5) as response:
             text = response.read().decode()
-        out: dict[str, float] = {}
-        for line in text.splitlines():
-            if line.startswith(prefix):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and sample.labels == labels:
+                    return float(sample.value)
+        return 0.0
 
 
 def start_sasl_cluster(zookeeper: ZooKeeperServer, directory: Path) -> Iterator[SaslCluster]:

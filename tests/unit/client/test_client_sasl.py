@@ -45,7 +45,7 @@ class Broker:
         return SaslAuthenticateResponse(auth_bytes=answer, session_lifetime_ms=lifetime)
 
 
-VERSIONS = {ApiKey.SASL_HANDSHAKE: 1, ApiKey.SASL_AUTHENTICATE: 2}
+VERSIONS: dict[int, int] = {ApiKey.SASL_HANDSHAKE: 1, ApiKey.SASL_AUTHENTICATE: 2}
 
 
 async def test_plain_authenticates_and_returns_the_lifetime() -> None:
@@ -73,7 +73,8 @@ async def test_wrong_password_surfaces_the_brokers_message() -> None:
 
 
 async def test_unsupported_mechanism_names_the_enabled_ones() -> None:
-    broker = Broker(PlainServer({}.get), ["PLAIN", "SCRAM-SHA-256"])
+    nobody: dict[str, str] = {}
+    broker = Broker(PlainServer(nobody.get), ["PLAIN", "SCRAM-SHA-256"])
     with pytest.raises(AuthenticationFailed, match="enables PLAIN, SCRAM-SHA-256") as failed:
         await authenticate(broker, SaslCredentials("SCRAM-SHA-512", "a", "b"), VERSIONS)
     assert failed.value.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM

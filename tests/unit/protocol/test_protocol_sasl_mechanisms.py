@@ -83,7 +83,8 @@ def test_scram_wrong_password_is_invalid_credentials() -> None:
 
 
 def test_scram_unknown_user_fails_at_client_first() -> None:
-    server = ScramServer(SCRAM_SHA_256, {}.get)
+    nobody: dict[str, ScramCredential] = {}
+    server = ScramServer(SCRAM_SHA_256, nobody.get)
     with pytest.raises(SaslInvalidCredentials, match="Invalid user credentials"):
         server.respond(b"n,,n=nobody,r=abc")
 
