@@ -113,7 +113,7 @@ from broker.producer_id_manager import ProducerIdManager
 from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
 from broker.replication import ReplicaFetcherManager
-from broker.security.sasl_listener import sasl_authenticators
+from broker.security.sasl_listener import listener_configs, sasl_authenticators
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
@@ -492,11 +492,7 @@ class BrokerAssembly:
         # SASL listeners: refused here, naming the key, when misconfigured. SCRAM's
         # credentials come from the credential cache once the broker has one (None: a
         # listener enabling SCRAM is refused)
-        authenticators = sasl_authenticators(
-            {e.listener_name: config.listener_config(e.listener_name) for e in config.listeners},
-            None,
-            self.metrics,
-        )
+        authenticators = sasl_authenticators(listener_configs(config), None, self.metrics)
         server = SocketServer(
             config,
             self.apis.handle,

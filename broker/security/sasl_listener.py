@@ -30,6 +30,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol
 
+from broker.config import BrokerConfig
 from broker.config.listener_config import ListenerConfig
 from broker.metrics import BrokerMetrics
 from broker.security.jaas import PLAIN_LOGIN_MODULE, JaasError, parse_jaas_config
@@ -146,6 +147,20 @@ def _scram_lookup(
     store: ScramCredentialLookup, mechanism: str
 ) -> Callable[[str], ScramCredential | None]:
     return lambda username: store.scram_credential(mechanism, username)
+
+
+def listener_configs(config: BrokerConfig) -> dict[str, ListenerConfig]:
+    """Every listener's view of the keys, by listener name."""
+    return {e.listener_name: config.listener_config(e.listener_name) for e in config.listeners}
+
+
+def check_sasl_listeners(listeners: Mapping[str, ListenerConfig]) -> None:
+    """Refuse a misconfigured SASL listener (ConfigError naming the key) before anything
+    starts: its mechanisms and PLAIN's JAAS configuration. SCRAM's credential store is
+    checked when the listeners are built (``sasl_authenticators``)."""
+    for listener in listeners.values():
+        if listener.security_protocol in SASL_PROTOCOLS and PLAIN in enabled_mechanisms(listener):
+            plain_passwords(listener)
 
 
 def sasl_authenticators(
