@@ -26,6 +26,7 @@ mechanism and outcome (``minikafka_sasl_authentications_total`` and
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol
@@ -123,17 +124,16 @@ def listener_settings(
     exchanges: dict[str, Callable[[], ServerExchange]] = {}
     for mechanism in enabled_mechanisms(listener):
         if mechanism == PLAIN:
-            passwords = plain_passwords(listener)
-            exchanges[mechanism] = lambda passwords=passwords: PlainServer(passwords)  # type: ignore[misc]
+            exchanges[mechanism] = functools.partial(PlainServer, plain_passwords(listener))
             continue
         if scram_credentials is None:
             raise ConfigError(
                 listener.source_key("sasl.enabled.mechanisms"),
                 f"{mechanism} needs the SCRAM credential store, which this broker lacks",
             )
-        scram = SCRAM_MECHANISMS[mechanism]
-        lookup = _scram_lookup(scram_credentials, mechanism)
-        exchanges[mechanism] = lambda m=scram, lookup=lookup: ScramServer(m, lookup)  # type: ignore[misc]
+        exchanges[mechanism] = functools.partial(
+            ScramServer, SCRAM_MECHANISMS[mechanism], _scram_lookup(scram_credentials, mechanism)
+        )
     return SaslListenerSettings(
         listener=listener.listener_name,
         exchanges=exchanges,
