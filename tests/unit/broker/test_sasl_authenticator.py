@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import protocol
 from broker.security.principal import KafkaPrincipal
@@ -275,3 +277,27 @@ def test_handshake_after_v0_authentication_goes_to_the_handlers() -> None:
 def test_exchanges_satisfy_the_protocol() -> None:
     exchange: ServerExchange = PlainServer(USERS.get)
     assert not exchange.complete
+
+
+# --- bad input never raises: every frame gets a decision ------------------------------------
+
+_OUTCOMES = (Answer, Refuse, Close, type(FORWARD))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    setup=st.sampled_from(["none", "plain-v1", "plain-v0", "scram-v1", "scram-first"]),
+    frames=st.lists(st.binary(max_size=64), min_size=1, max_size=4),
+)
+def test_any_bytes_in_any_state_get_a_decision(setup: str, frames: list[bytes]) -> None:
+    auth = SaslAuthenticator(_settings(reauth_ms=1000), Results())
+    if setup.startswith("plain"):
+        auth.on_frame(_handshake("PLAIN", version=0 if setup == "plain-v0" else 1), 0.0)
+    elif setup.startswith("scram"):
+        auth.on_frame(_handshake("SCRAM-SHA-256"), 0.0)
+        if setup == "scram-first":
+            auth.on_frame(_token(b"n,,n=alice,r=abc"), 0.0)
+    for frame in frames:
+        assert isinstance(auth.on_frame(frame, 0.5), _OUTCOMES)
+        # SCRAM and PLAIN tokens of any bytes, wrapped in a valid SaslAuthenticate
+        assert isinstance(auth.on_frame(_token(frame), 0.5), _OUTCOMES)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocol.sasl.errors import SaslAuthenticationFailed, SaslError, SaslInvalidCredentials
 from protocol.sasl.plain import PlainServer, client_token, parse_token
@@ -184,3 +187,33 @@ def test_plain_token_and_checks() -> None:
         with pytest.raises(SaslAuthenticationFailed, match=message):
             failing.respond(token)
         assert not failing.complete
+
+
+# --- any bytes from the peer end in SaslError, never another exception ----------------------
+
+_TEXTISH = st.one_of(
+    st.binary(max_size=80),
+    st.text(alphabet="nrcpsiva=,2C3D_-+/xyz0\x00é", max_size=80).map(str.encode),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=_TEXTISH, final=_TEXTISH)
+def test_scram_server_takes_any_bytes(first: bytes, final: bytes) -> None:
+    for message in (first, b"n,,n=user,r=abc"):
+        server = ScramServer(SCRAM_SHA_256, {"user": _rfc_credential()}.get)
+        with contextlib.suppress(SaslError):  # anything else fails the test
+            server.respond(message)
+            server.respond(final)
+
+
+@settings(max_examples=300, deadline=None)
+@given(server_first=_TEXTISH, server_final=_TEXTISH)
+def test_scram_client_and_plain_take_any_bytes(server_first: bytes, server_final: bytes) -> None:
+    client = ScramClient(SCRAM_SHA_256, "user", "pencil", nonce=lambda: "ab")
+    client.first()
+    with contextlib.suppress(SaslError):  # anything else fails the test
+        client.respond(server_first)
+        client.respond(server_final)
+    with contextlib.suppress(SaslError):
+        PlainServer({"user": "pw"}.get).respond(server_first)
