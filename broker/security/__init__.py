@@ -1,8 +1,12 @@
 """Authentication: who is at the other end of a connection.
 
-- :mod:`.principal`  the principal a connection authenticated as (``User:alice``)
+- :mod:`.principal`           the principal a connection authenticated as (``User:alice``)
+- :mod:`.jaas`                Kafka's inline JAAS configuration (``sasl.jaas.config``), parsed
+- :mod:`.sasl_states`         the SASL states of a connection, and the table of what each serves
+- :mod:`.sasl_authenticator`  one connection's SASL, sans-IO: frames in, decisions out
+- :mod:`.sasl_listener`       a SASL listener's mechanisms, users and limits, from its keys
 
-TLS contexts, the SASL state of each connection and the SCRAM credential cache live here
-too; the network layer (``broker.network``) drives them, the handlers only see the
-principal each request carries.
+TLS contexts and the SCRAM credential cache live here too; the network layer
+(``broker.network``) drives them, the handlers only see the principal each request
+carries.
 """
