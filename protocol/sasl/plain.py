@@ -5,9 +5,10 @@ server answers nothing and the exchange is over. The authorization id (authzid) 
 the client wants to act as: Kafka, and minikafka with it, accepts only an empty one or one
 equal to the user name, so a user can never speak for another.
 
-The token is UTF-8. Kafka checks, in this order: three fields (a token with fewer or more
-NUL separators is malformed), a non-empty user name, a non-empty password, the password,
-then the authorization id. The password check is the caller's (``PlainServer`` takes a
+The token is UTF-8, split at its NULs into three fields (a missing one is empty, anything
+after a third NUL is dropped, as Kafka splits it). Kafka checks, in this order: a
+non-empty user name, a non-empty password (these two failures are not explained to the
+client), the password, then the authorization id. The password check is the caller's (``PlainServer`` takes a
 lookup of expected passwords) and compares in constant time, so that the time taken says
 nothing about how much of a guess was right; an unknown user is compared against a dummy
 password for the same reason.
@@ -33,17 +34,14 @@ def client_token(username: str, password: str, authzid: str = "") -> bytes:
 
 
 def parse_token(token: bytes) -> tuple[str, str, str]:
-    """(authzid, username, password) of a PLAIN token; SaslError when it is not three
-    UTF-8 fields (Kafka tells the client how many it counted)."""
+    """(authzid, username, password) of a PLAIN token, split at NULs as Kafka splits
+    it: missing fields are empty, anything after a third NUL is dropped.
+    SaslInvalidCredentials when the token is not UTF-8."""
     try:
         text = token.decode()
     except UnicodeDecodeError:
         raise SaslInvalidCredentials("Invalid SASL/PLAIN response: not UTF-8") from None
-    fields = text.split("\x00")
-    if len(fields) != 3:
-        raise SaslAuthenticationFailed(
-            f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(fields)}"
-        )
+    fields = [*text.split("\x00"), "", ""]
     return fields[0], fields[1], fields[2]
 
 
@@ -63,10 +61,11 @@ class PlainServer:
         if self.complete:
             raise SaslInvalidCredentials("PLAIN exchange already complete")
         authzid, username, password = parse_token(token)
+        # Kafka keeps these two reasons to itself (the client reads "invalid credentials")
         if not username:
-            raise SaslAuthenticationFailed("Authentication failed: username not specified")
+            raise SaslInvalidCredentials("Authentication failed: username not specified")
         if not password:
-            raise SaslAuthenticationFailed("Authentication failed: password not specified")
+            raise SaslInvalidCredentials("Authentication failed: password not specified")
         expected = self._passwords(username)
         given = password.encode()
         matches = hmac.compare_digest(given, _DUMMY if expected is None else expected.encode())

@@ -174,19 +174,26 @@ def test_plain_token_and_checks() -> None:
     assert server.respond(client_token("alice", "alice-secret")) == b""
     assert server.complete and server.username == "alice"
     assert PlainServer(passwords).respond(client_token("alice", "alice-secret", "alice")) == b""
-    cases = [
+    told = [  # failures whose message the client reads
         (client_token("alice", "wrong"), "Invalid username or password"),
         (client_token("bob", "alice-secret"), "Invalid username or password"),
         (client_token("alice", "alice-secret", "admin"), "authorization id"),
+    ]
+    untold = [  # failures the client only learns as invalid credentials
         (client_token("", "x"), "username not specified"),
         (client_token("alice", ""), "password not specified"),
-        (b"alice\x00pw", "expected 3 tokens, got 2"),
+        (b"alice\x00alice-secret", "password not specified"),  # two fields: no password
+        (b"\xff\x00alice\x00pw", "not UTF-8"),
     ]
-    for token, message in cases:
-        failing = PlainServer(passwords)
-        with pytest.raises(SaslAuthenticationFailed, match=message):
-            failing.respond(token)
-        assert not failing.complete
+    for cases, error in ((told, SaslAuthenticationFailed), (untold, SaslInvalidCredentials)):
+        for token, message in cases:
+            failing = PlainServer(passwords)
+            with pytest.raises(error, match=message):
+                failing.respond(token)
+            assert not failing.complete
+    # as Kafka splits: a third NUL ends the password
+    assert parse_token(b"\x00alice\x00alice-secret\x00junk") == ("", "alice", "alice-secret")
+    assert parse_token(b"alice") == ("alice", "", "")
 
 
 # --- any bytes from the peer end in SaslError, never another exception ----------------------
