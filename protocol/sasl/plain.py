@@ -8,10 +8,10 @@ equal to the user name, so a user can never speak for another.
 The token is UTF-8, split at its NULs into three fields (a missing one is empty, anything
 after a third NUL is dropped, as Kafka splits it). Kafka checks, in this order: a
 non-empty user name, a non-empty password (these two failures are not explained to the
-client), the password, then the authorization id. The password check is the caller's (``PlainServer`` takes a
-lookup of expected passwords) and compares in constant time, so that the time taken says
-nothing about how much of a guess was right; an unknown user is compared against a dummy
-password for the same reason.
+client), the password, then the authorization id. The password check is the caller's
+(``PlainServer`` takes a lookup of expected passwords) and compares in constant time, so
+that the time taken says nothing about how much of a guess was right; an unknown user is
+compared against a dummy password for the same reason.
 """
 
 from __future__ import annotations
