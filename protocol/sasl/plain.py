@@ -16,6 +16,7 @@ compared against a dummy password for the same reason.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Callable
 from typing import Final
@@ -67,8 +68,10 @@ class PlainServer:
         if not password:
             raise SaslInvalidCredentials("Authentication failed: password not specified")
         expected = self._passwords(username)
-        given = password.encode()
-        matches = hmac.compare_digest(given, _DUMMY if expected is None else expected.encode())
+        # digests of equal length: compare_digest's time then says nothing of the length
+        given = hashlib.sha256(password.encode()).digest()
+        wanted = _DUMMY if expected is None else hashlib.sha256(expected.encode()).digest()
+        matches = hmac.compare_digest(given, wanted)
         if expected is None or not matches:
             raise SaslAuthenticationFailed("Authentication failed: Invalid username or password")
         if authzid and authzid != username:
