@@ -116,7 +116,7 @@ def test_confluent_kafka(served: Served, mechanism: str) -> None:
     errors: list[Any] = []
 
     def admin(password: str) -> AdminClient:
-        return AdminClient({
+        config: dict[str, Any] = {
             "bootstrap.servers": f"127.0.0.1:{served.port}",
             "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": mechanism,
@@ -124,7 +124,8 @@ def test_confluent_kafka(served: Served, mechanism: str) -> None:
             "sasl.password": password,
             "error_cb": errors.append,
             "log_level": 0,
-        })  # fmt: skip
+        }
+        return AdminClient(config)
 
     metadata = admin("alice-secret").list_topics(timeout=10)
     assert metadata.cluster_id == "scram" and list(metadata.brokers) == [0]
