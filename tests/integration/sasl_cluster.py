@@ -4,8 +4,8 @@ The broker keeps the PLAINTEXT client listener and the CONTROLLER listener that
 ``LocalCluster`` expects (its readiness checks and the tests' own topic creation use
 them) and adds two SASL_PLAINTEXT listeners:
 
-- ``SASL_PLAINTEXT`` with PLAIN (GSSAPI listed beside it, logged and ignored), users from
-  its JAAS configuration, sessions that never expire;
+- ``SASL_PLAINTEXT`` with PLAIN (GSSAPI listed beside it, logged and ignored; a module may
+  enable others), users from its JAAS configuration, sessions that never expire;
 - ``REAUTH`` with PLAIN and ``connections.max.reauth.ms`` = ``REAUTH_MS``: connections must
   re-authenticate (KIP-368) or be closed.
 
@@ -57,7 +57,10 @@ class SaslCluster(TestCluster):
         return 0.0
 
 
-def start_sasl_cluster(zookeeper: ZooKeeperServer, directory: Path) -> Iterator[SaslCluster]:
+def start_sasl_cluster(
+    zookeeper: ZooKeeperServer, directory: Path, mechanisms: str = "GSSAPI,PLAIN"
+) -> Iterator[SaslCluster]:
+    """The cluster; ``mechanisms`` are the SASL_PLAINTEXT listener's."""
     chroot = f"/cluster-{uuid.uuid4().hex[:10]}"
     zk_connect = zookeeper.connect_string + chroot
     client, control, metrics, sasl, reauth = (free_port() for _ in range(5))
@@ -74,7 +77,7 @@ def start_sasl_cluster(zookeeper: ZooKeeperServer, directory: Path) -> Iterator[
             "REAUTH:SASL_PLAINTEXT"
         ),
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "GSSAPI,PLAIN",
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": mechanisms,
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "listener.name.reauth.plain.sasl.jaas.config": JAAS,
         "listener.name.reauth.connections.max.reauth.ms": str(REAUTH_MS),
