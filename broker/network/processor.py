@@ -9,7 +9,9 @@ The life of a request, as the methods below run it:
 
     _on_readable        recv, cut frames (size checked before buffering), keep them
     _dispatch           parse the next frame, take a reply slot, offer it to the
-                        RequestChannel (the connection is muted, lazily: below)
+                        RequestChannel (the connection is muted, lazily: below); on a
+                        SASL listener the connection's authenticator sees the frame
+                        first and may answer, refuse or close instead (_authenticate)
     deferred            (handler task) a Produce waits in a purgatory: read on (pipelining)
     respond             (handler task) hand the outcome on at once (queued behind one
                         being handed on, should its write give another)
