@@ -119,6 +119,7 @@ from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
 from broker.replication import ReplicaFetcherManager
 from broker.security.credential_cache import ScramCredentialCache
+from broker.security.sasl_listener import listener_configs, sasl_authenticators
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
@@ -505,11 +506,18 @@ class BrokerAssembly:
         await self.gate.close()
 
     async def _start_socket_server(self) -> None:
+        config = self.config
+        # SASL listeners: refused here, naming the key, when misconfigured; SCRAM logins
+        # are checked against the credential cache
+        authenticators = sasl_authenticators(
+            listener_configs(config), self.credential_cache, self.metrics
+        )
         server = SocketServer(
-            self.config,
+            config,
             self.apis.handle,
             codec=Codec.default(error_response),
             metrics=self.metrics,
+            authenticators=authenticators,
         )
         await server.start()
         self.socket_server = server

@@ -36,6 +36,7 @@ def watch_operator_metrics(
     m.leader_count.set_function(lambda: len(rm.leader_partitions()))
     m.watch_logs(lambda: lm.log_dirs, lm.all_logs)
     m.watch_idle(sockets.idle_seconds)
+    m.watch_connection_principals(sockets.principal_counts)
     m.watch_zookeeper_state(lambda: str(zk.kazoo.state))
     observe_request_latency(zk.kazoo, m.zookeeper_request_latency.observe)
     events = controller.events

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from client.cluster_view import ClusterView
 from client.connection import Connection, ConnectionConfig
-from client.errors import ClientError, ConnectionLost, KafkaError
+from client.errors import AuthenticationFailed, ClientError, ConnectionLost, KafkaError
 from client.security import PLAINTEXT, ClientSecurity
 from protocol import ApiKey, ErrorCode
 from protocol.messages import MetadataRequest
@@ -149,19 +149,26 @@ class KafkaClient:
         if self._bootstrap_conn is not None and not self._bootstrap_conn.closed:
             return self._bootstrap_conn
         errors = []
+        refused: AuthenticationFailed | None = None  # said as it is: retrying cannot help
         for node_id in sorted(self.view.brokers):
             try:
                 return await self.connection(node_id)
             except ClientError as exc:
                 errors.append(str(exc))
+                if isinstance(exc, AuthenticationFailed):
+                    refused = refused or exc
         for host, port in self.bootstrap:
             try:
                 conn = await Connection.open(host, port, self.config.connection_config())
             except ClientError as exc:
                 errors.append(str(exc))
+                if isinstance(exc, AuthenticationFailed):
+                    refused = refused or exc
                 continue
             self._bootstrap_conn = conn
             return conn
+        if refused is not None:
+            raise refused
         raise ConnectionLost("no broker reachable: " + "; ".join(errors))
 
     async def request(

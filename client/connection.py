@@ -12,6 +12,12 @@ fetch) is written once by the kernel into its own bytearray and never copied. Wh
 transport's write buffer fills, new requests wait for ``resume_writing``: a fast sender is
 held back rather than buffering without bound.
 
+On a SASL listener (``config.security.uses_sasl``) ``open`` authenticates after
+ApiVersions (``client.sasl``); when the broker gives the session a lifetime (KIP-368), the
+connection re-authenticates before it runs out: new requests wait, the ones in flight are
+answered, the handshake and tokens go out, then the waiting requests are sent. A failed
+re-authentication closes the connection like any other failure.
+
 Failure scope: a timeout, a correlation mismatch or an undecodable frame closes the
 connection and fails every request in flight on it; the caller (``KafkaClient``)
 reconnects. Not safe across threads; any number of tasks on its loop may use it.
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import protocol
+from client import sasl
 from client.errors import ConnectionLost, RequestTimedOut, UnsupportedApi
 from client.inflight import CorrelationMismatch, InFlight, InFlightRequests
 from client.receiver import FrameReceiver
@@ -139,6 +146,13 @@ class Connection(asyncio.BufferedProtocol):
         self._writable.set()
         self._closed = asyncio.Event()
         self._error: BaseException | None = None
+        #: SASL sessions (KIP-368): the timer of the next re-authentication, its task,
+        #: and the gate new requests wait at while it runs (None: open)
+        self._reauth_timer: asyncio.TimerHandle | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
+        self._reauth_gate: asyncio.Event | None = None
+        #: the session lifetime the broker gave at the last (re-)authentication, in ms
+        self.session_lifetime_ms = 0
 
     def __repr__(self) -> str:
         return f"Connection({self.host}:{self.port})"
@@ -164,13 +178,54 @@ class Connection(asyncio.BufferedProtocol):
             await asyncio.wait_for(connecting, conn.config.connect_timeout_s)
         except (OSError, TimeoutError) as exc:
             raise ConnectionLost(f"cannot connect to {host}:{port}: {exc or 'timed out'}") from None
-        if negotiate:
-            try:
+        try:
+            if negotiate:
                 await conn.negotiate_versions()
-            except BaseException:
-                conn.close()
-                raise
+            if conn.config.security.uses_sasl:
+                await conn.authenticate()
+        except BaseException:
+            conn.close()
+            raise
         return conn
+
+    async def authenticate(self) -> None:
+        """SASL with the configured credentials (``client.sasl``); AuthenticationFailed
+        when refused. Schedules the re-authentication the session needs."""
+        credentials = self.config.security.sasl
+        assert credentials is not None
+        lifetime_ms = await sasl.authenticate(self._sasl_round_trip, credentials, self.versions)
+        self.session_lifetime_ms = lifetime_ms
+        delay = sasl.reauth_delay_s(lifetime_ms)
+        if delay is not None and self._loop is not None and self._error is None:
+            self._reauth_timer = self._loop.call_later(delay, self._start_reauth)
+
+    async def _sasl_round_trip(self, api_key: int, version: int, body: Any) -> Any:
+        frame = await self._round_trip(api_key, version, body, gated=False)
+        return self._decode(frame, api_key, version)
+
+    def _start_reauth(self) -> None:
+        self._reauth_timer = None
+        if self._error is None and self._loop is not None:
+            self._reauth_task = self._loop.create_task(self._reauthenticate())
+
+    async def _reauthenticate(self) -> None:
+        """Hold new requests, let those in flight be answered, authenticate again."""
+        gate = self._reauth_gate = asyncio.Event()
+        try:
+            pending = [entry.waiter for entry in self._inflight if not entry.waiter.done()]
+            if pending:
+                await asyncio.wait(pending)  # never cancels them (gather would)
+            await self.authenticate()
+        except Exception as exc:  # the connection cannot be used any more: close it
+            self._fail(
+                exc
+                if isinstance(exc, ConnectionLost)
+                else ConnectionLost(f"{self}: re-authentication failed: {exc}")
+            )
+        finally:
+            self._reauth_gate = None
+            self._reauth_task = None
+            gate.set()
 
     async def negotiate_versions(self) -> dict[int, int]:
         """ApiVersions at our newest version. A broker that does not know that version
@@ -281,9 +336,15 @@ class Connection(asyncio.BufferedProtocol):
             raise ConnectionLost(f"{self}: undecodable response: {exc}") from None
 
     async def _round_trip(
-        self, api_key: int, version: int, body: Any, timeout_s: float | None = None
+        self,
+        api_key: int,
+        version: int,
+        body: Any,
+        timeout_s: float | None = None,
+        *,
+        gated: bool = True,
     ) -> bytes | memoryview:
-        await self._wait_writable()
+        await self._wait_writable(gated)
         transport, loop = self._bound()
         entry = self._track(loop, api_key, version, timeout_s)
         try:
@@ -351,13 +412,19 @@ class Connection(asyncio.BufferedProtocol):
         await self._wait_writable()
         self._bound()[0].writelines(pieces)
 
-    async def _wait_writable(self) -> None:
-        if self._error is not None:
-            raise self._error
-        if not self._writable.is_set():
-            await self._writable.wait()
+    async def _wait_writable(self, gated: bool = True) -> None:
+        """Until the request may be written: not during a re-authentication (unless it
+        is one of its own, ``gated=False``), nor while the transport's buffer is full."""
+        while True:
+            gate = self._reauth_gate
+            if gated and gate is not None:
+                await gate.wait()
+                continue
             if self._error is not None:
                 raise self._error
+            if self._writable.is_set():
+                return
+            await self._writable.wait()
 
     def _bound(self) -> tuple[asyncio.Transport, asyncio.AbstractEventLoop]:
         """The transport to write to and its loop; the connection's error once it
@@ -394,6 +461,9 @@ class Connection(asyncio.BufferedProtocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._reauth_timer is not None:
+            self._reauth_timer.cancel()
+            self._reauth_timer = None
         self._writable.set()  # wake writers so that they see the error
         transport, self._transport = self._transport, None
         if transport is not None:

@@ -42,3 +42,17 @@ class RequestTimedOut(ClientError):
 
 class UnsupportedApi(ClientError):
     """The broker does not serve an API, or no version both sides speak."""
+
+
+class AuthenticationFailed(KafkaError):
+    """SASL authentication failed: the broker refused it (SASL_AUTHENTICATION_FAILED with
+    its message, UNSUPPORTED_SASL_MECHANISM naming the mechanisms it enables,
+    ILLEGAL_SASL_STATE), or the broker's answers did not check out (a forged SCRAM
+    signature), which is reported as SASL_AUTHENTICATION_FAILED. Not retriable: the same
+    credentials fail the same way."""
+
+    retriable = False
+
+    def __init__(self, error_code: int, message: str | None = None) -> None:
+        super().__init__(error_code, message)
+        self.retriable = False

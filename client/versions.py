@@ -51,6 +51,9 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # SASL (client.sasl): the handshake from v1, whose tokens travel in SaslAuthenticate
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
 
 #: What the first ApiVersions request uses. v3 is flexible; a broker that does not know it

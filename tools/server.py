@@ -48,11 +48,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from broker.config import BrokerConfig, ConfigError
     from broker.network import run as run_loop
+    from broker.security.sasl_listener import check_sasl_listeners, listener_configs
 
     logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT, stream=sys.stderr)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     try:
         config = BrokerConfig.load(args.config, args.override, os.environ)
+        check_sasl_listeners(listener_configs(config))  # refused before anything starts
     except ConfigError as exc:
         print(f"minikafka server: {exc}", file=sys.stderr)
         return 1

@@ -8,9 +8,11 @@ where ``<Family>`` is the narrow set of services its handler family reaches
 (``broker.apis.services``), and ``ListenerRequest`` replaces ``ApiRequest`` for the
 handlers that need the listener (see ``broker.apis.request``). ``HANDLERS`` registers
 each of them explicitly, with its family: an API that is not in it is neither advertised
-by ApiVersions nor dispatched. Deliberately left out: the SASL APIs (until security
-lands). ``KafkaApis`` resolves every route once, to (handler, family instance, versions):
-a request costs one dict lookup and one call, as with a single context object.
+by ApiVersions nor dispatched. The SASL APIs are listed so that ApiVersions advertises
+them; their exchanges run in the network layer (``broker.security``), and what reaches
+their handlers is answered ILLEGAL_SASL_STATE, as Kafka does. ``KafkaApis`` resolves
+every route once, to (handler, family instance, versions): a request costs one dict
+lookup and one call, as with a single context object.
 
 Advertised versions are the codec's ``SUPPORTED_VERSIONS`` for the APIs in the table.
 Produce is advertised from v0 (librdkafka probes compression support against v0) and its
@@ -65,6 +67,8 @@ from broker.apis import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     update_metadata,
@@ -141,6 +145,8 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ),
         ApiKey.DESCRIBE_CLUSTER: route(ClusterAdmin, describe_cluster.handle),
         ApiKey.ELECT_LEADERS: route(ClusterAdmin, elect_leaders.handle),
+        ApiKey.SASL_HANDSHAKE: route(Advertised, sasl_handshake.handle),
+        ApiKey.SASL_AUTHENTICATE: route(Advertised, sasl_authenticate.handle),
         ApiKey.DELETE_RECORDS: route(ReplicaAccess, delete_records.handle),
         # SCRAM credentials (broker.security.credential_cache)
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: route(

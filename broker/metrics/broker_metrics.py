@@ -42,6 +42,7 @@ from broker.metrics.collectors import (
     GroupStoreStats,
     IdleCollector,
     LogCollector,
+    PrincipalConnectionsCollector,
 )
 from broker.metrics.engine import LocalCollector, LocalHistogram
 from storage.cleaner_manager import LogCleaner
@@ -160,6 +161,8 @@ class BrokerMetrics:
         self.groups = client.gauge(c.GROUPS)
         self.partition_count = client.gauge(c.PARTITIONS)
         self.leader_count = client.gauge(c.LEADER_PARTITIONS)
+        self.sasl_authentications = client.counter(c.SASL_AUTHENTICATIONS)
+        self.sasl_reauthentications = client.counter(c.SASL_REAUTHENTICATIONS)
 
     def request_metrics(self, api: str) -> RequestMetrics:
         """The per-request cells of ``api`` (Kafka's name: "Fetch"), made on first use."""
@@ -199,6 +202,12 @@ class BrokerMetrics:
         ``idle()`` yields (family, label value, seconds), family being ``processor``
         (labelled by processor name) or ``handler`` (by request plane)."""
         self.registry.register(IdleCollector(idle))
+
+    def watch_connection_principals(
+        self, counts: Callable[[], Mapping[tuple[str, str], int]]
+    ) -> None:
+        """Open connections per (listener, principal), read at scrape time."""
+        self.registry.register(PrincipalConnectionsCollector(counts))
 
     # gauges read at scrape time ------------------------------------------------------------
 

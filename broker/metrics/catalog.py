@@ -195,6 +195,36 @@ TLS_HANDSHAKE_FAILURES = _counter(
     operator=False,
 )
 
+# --- authentication -------------------------------------------------------------------------
+
+# Kafka's successful-/failed-authentication-total per listener, split by mechanism. The
+# mechanism label is one the listener enables, or "unsupported" for a handshake naming
+# another (never the client's text: labels must not be any peer's to choose).
+SASL_AUTHENTICATIONS = _counter(
+    "sasl_authentications",
+    "SASL authentications, per listener, mechanism and result (success or failure)",
+    ("listener", "mechanism", "result"),
+    operator=True,
+)
+SASL_REAUTHENTICATIONS = _counter(
+    "sasl_reauthentications",
+    "SASL re-authentications of live connections (KIP-368), per listener, mechanism, result",
+    ("listener", "mechanism", "result"),
+    operator=False,
+)
+# Open connections per listener and principal, counted from the connections at scrape
+# time: a principal has a series only while it has connections, and only principals that
+# authenticated (a configured user, a mapped certificate) or User:ANONYMOUS appear, so no
+# unauthenticated peer can add one. The busiest PRINCIPALS_PER_LISTENER of a listener
+# are listed by name, the rest summed under principal="other".
+CONNECTIONS_BY_PRINCIPAL = _gauge(
+    "connections_by_principal",
+    "Open connections per listener and authenticated principal (the busiest few by name)",
+    ("listener", "principal"),
+    operator=True,
+)
+PRINCIPALS_PER_LISTENER = 20
+
 # --- broker state ---------------------------------------------------------------------------
 
 PURGATORY_SIZE = _gauge(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -190,3 +190,27 @@ class IdleCollector(Collector):
             target = processors if family == "processor" else handlers
             target.add_metric((label,), seconds)
         return [processors, handlers]
+
+
+class PrincipalConnectionsCollector(Collector):
+    """Open connections per (listener, principal), read from the network at scrape
+    time: ``counts()`` maps each pair to its count. Per listener, the
+    ``PRINCIPALS_PER_LISTENER`` principals with the most connections are named and the
+    rest summed as ``other``, so the series stay few whatever the number of users."""
+
+    def __init__(self, counts: Callable[[], Mapping[tuple[str, str], int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterable[Metric]:
+        family = _gauge(c.CONNECTIONS_BY_PRINCIPAL)
+        by_listener: dict[str, list[tuple[int, str]]] = {}
+        for (listener, principal), count in self._counts().items():
+            by_listener.setdefault(listener, []).append((count, principal))
+        for listener, entries in sorted(by_listener.items()):
+            entries.sort(key=lambda e: (-e[0], e[1]))
+            named, rest = entries[: c.PRINCIPALS_PER_LISTENER], entries[c.PRINCIPALS_PER_LISTENER :]
+            for count, principal in named:
+                family.add_metric((listener, principal), count)
+            if rest:
+                family.add_metric((listener, "other"), sum(count for count, _ in rest))
+        return [family]

@@ -40,6 +40,7 @@ from broker.network.request_channel import Request
 from broker.network.send import ResponseSend
 from broker.network.tls_transport import TlsSession
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
+from broker.security.sasl_authenticator import SaslAuthenticator
 from protocol.framing import FrameDecoder
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class Connection:
         "principal",
         "reader_registered",
         "replies",
+        "sasl",
         "send",
         "sent_request",
         "sock",
@@ -127,6 +129,9 @@ class Connection:
         self.principal: KafkaPrincipal = ANONYMOUS
         #: the TLS session on an SSL or SASL_SSL listener (None: plaintext)
         self.tls: TlsSession | None = None
+        #: the SASL state on a SASL listener (``broker.security.sasl_authenticator``):
+        #: it sees every frame first
+        self.sasl: SaslAuthenticator | None = None
 
     @property
     def muted(self) -> bool:

@@ -9,7 +9,9 @@ The life of a request, as the methods below run it:
 
     _on_readable        recv, cut frames (size checked before buffering), keep them
     _dispatch           parse the next frame, take a reply slot, offer it to the
-                        RequestChannel (the connection is muted, lazily: below)
+                        RequestChannel (the connection is muted, lazily: below); on a
+                        SASL listener the connection's authenticator sees the frame
+                        first and may answer, refuse or close instead (sasl_io)
     deferred            (handler task) a Produce waits in a purgatory: read on (pipelining)
     respond             (handler task) hand the outcome on at once (queued behind one
                         being handed on, should its write give another)
@@ -55,7 +57,7 @@ import functools
 import itertools
 import logging
 import socket
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -65,9 +67,11 @@ from broker.network.codec import Codec
 from broker.network.connection import Connection, ConnState
 from broker.network.pipeline import DEFAULT_DEPTH, lets_next_in, reads_on_when_answered
 from broker.network.request_channel import Request, RequestChannel
+from broker.network.sasl_io import SaslIo
 from broker.network.send import ResponseSend
 from broker.network.tls_io import TlsIo
 from broker.network.tls_transport import ListenerTls
+from broker.security.sasl_authenticator import SaslAuthenticator
 from protocol.errors import ProtocolError
 
 log = logging.getLogger(__name__)
@@ -135,6 +139,7 @@ class Processor:
         clock: Callable[[], float],
         on_close: Callable[[Connection], None] = lambda conn: None,
         tls: ListenerTls | None = None,
+        authenticator: Callable[[], SaslAuthenticator] | None = None,
     ) -> None:
         self.id = processor_id
         self.listener = listener
@@ -146,8 +151,13 @@ class Processor:
         self._on_close = on_close
         #: the listener's TLS (SSL, SASL_SSL): every connection handshakes first
         self._tls = tls
+        #: makes each connection's SASL state on a SASL listener (None: no SASL)
+        self._authenticator = authenticator
         self._loop = asyncio.get_running_loop()
         self._tls_io = TlsIo(listener, tls, self._loop, metrics, clock, self._close)
+        self._sasl_io = SaslIo(
+            codec, self._loop, settings.max_frame_size, self._answer_later, self._close
+        )
         self._connections: dict[int, Connection] = {}  # by fd
         self._responses: deque[tuple[Request, Any]] = deque()
         self._processing_responses = False
@@ -203,6 +213,10 @@ class Processor:
         )
         if self._tls is not None:
             conn.tls = self._tls.session(conn.last_active)
+        if self._authenticator is not None:
+            sasl = conn.sasl = self._authenticator()
+            # until authenticated, frames are capped by sasl.server.max.receive.size
+            conn.decoder.max_frame_size = sasl.settings.max_receive_size
         self._connections[conn.fd] = conn
         self._open.inc()
         self._watch(conn)
@@ -248,8 +262,12 @@ class Processor:
     def _dispatch(self, conn: Connection) -> None:
         """Parse the next pending frame and hand it to the handlers (or answer it).
 
-        Called in READING with room in the connection's pipeline only."""
+        Called in READING with room in the connection's pipeline only. On a SASL
+        listener the connection's authenticator sees the frame first (``sasl_io``)."""
         frame = conn.pending.popleft()
+        sasl = conn.sasl
+        if sasl is not None and self._sasl_io.took(conn, sasl, frame, self._clock()):
+            return
         try:
             decoded = self._codec.decode_request(frame)
         except ProtocolError as exc:
@@ -476,6 +494,9 @@ class Processor:
             conn.move(ConnState.READING)
         elif conn.state is not ConnState.READING:
             return
+        if conn.sasl is not None and conn.sasl.failed and conn.idle:
+            self._close(conn, "authentication-failed")  # its refusal is written
+            return
         self._unmute(conn)
 
     # --- muting ---------------------------------------------------------------------------------
@@ -590,6 +611,10 @@ class Processor:
         counter = self._metrics.requests.labels(api=name, listener=self.listener)
         per_api = self._per_api[api_key] = (name, counter, self._metrics.request_metrics(name))
         return per_api
+
+    def principals(self) -> Counter[tuple[str, str]]:
+        """Open connections per (listener, principal)."""
+        return Counter((self.listener, str(c.principal)) for c in self._connections.values())
 
     def idle_seconds(self) -> float:
         """Seconds since this processor was made that it spent outside its callbacks."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -36,6 +37,7 @@ from broker.network.quotas import ConnectionQuotas
 from broker.network.request_channel import RequestChannel
 from broker.network.tls_transport import ListenerTls
 from broker.security.principal_mapping import parse_rules
+from broker.security.sasl_authenticator import SaslAuthenticator
 from broker.security.tls import TLS_PROTOCOLS, listener_context
 from config.errors import ConfigError
 from zk.model import EndPoint
@@ -146,7 +148,10 @@ class SocketServer:
         codec: Codec | None = None,
         clock: Callable[[], float] | None = None,
         tls: Mapping[str, ListenerTls] | None = None,
+        authenticators: Mapping[str, Callable[[], SaslAuthenticator]] | None = None,
     ) -> None:
+        """``authenticators``: listener name -> the maker of each new connection's SASL
+        state, for the SASL listeners (``broker.security.sasl_listener``)."""
         if isinstance(settings, BrokerConfig):
             if tls is None:
                 tls = listener_tls(settings)
@@ -159,6 +164,7 @@ class SocketServer:
         self._codec = codec
         self.metrics = metrics
         self._clock = clock
+        self._authenticators = dict(authenticators or {})
         self._quotas = ConnectionQuotas(
             settings.max_connections,
             settings.max_connections_per_ip,
@@ -275,6 +281,14 @@ class SocketServer:
     def connection_count(self) -> int:
         return sum(p.connection_count for plane in self._planes for p in plane.processors)
 
+    def principal_counts(self) -> dict[tuple[str, str], int]:
+        """Open connections per (listener, principal), for the metrics."""
+        counts: Counter[tuple[str, str]] = Counter()
+        for plane in self._planes:
+            for processor in plane.processors:
+                counts.update(processor.principals())
+        return dict(counts)
+
     def idle_seconds(self) -> list[tuple[str, str, float]]:
         """Idle seconds of every network processor (``processor``, LISTENER-ID) and of
         every plane's average request handler (``handler``, plane name), for metrics."""
@@ -327,6 +341,7 @@ class SocketServer:
                     clock,
                     on_close=acceptor.release,
                     tls=self._tls.get(endpoint.listener_name),
+                    authenticator=self._authenticators.get(endpoint.listener_name),
                 )
             )
             plane.processors.append(own[-1])

@@ -28,6 +28,8 @@ from protocol.messages import (
     DeleteTopicsRequest,
     MetadataRequest,
     MetadataResponse,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
 )
 from tests.unit.broker.handler_services import handler_services
 
@@ -92,7 +94,8 @@ async def test_api_versions_newer_than_ours_gets_error_35_in_a_v0_body() -> None
     assert response.body.error_code == ErrorCode.UNSUPPORTED_VERSION
     listed = {e.api_key for e in response.body.api_keys}
     assert ApiKey.API_VERSIONS in listed and ApiKey.DELETE_TOPICS in listed
-    assert ApiKey.SASL_HANDSHAKE not in listed
+    # clients look for SaslHandshake in ApiVersions before they authenticate
+    assert ApiKey.SASL_HANDSHAKE in listed and ApiKey.SASL_AUTHENTICATE in listed
 
 
 async def test_an_api_without_handler_gets_unsupported_version_or_close() -> None:
@@ -168,9 +171,19 @@ def test_iter_error_codes_walks_nested_lists() -> None:
 def test_the_table_names_the_served_apis() -> None:
     assert set(HANDLERS) >= {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA}
     assert ApiKey.DELETE_TOPICS in HANDLERS
-    assert ApiKey.SASL_HANDSHAKE not in HANDLERS
+    assert ApiKey.SASL_HANDSHAKE in HANDLERS
 
 
-@pytest.mark.parametrize("api_key", [ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE])
-def test_sasl_is_not_in_the_table(api_key: int) -> None:
-    assert api_key not in HANDLERS
+@pytest.mark.parametrize(
+    ("api_key", "body"),
+    [
+        (ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest(mechanism="PLAIN")),
+        (ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest(auth_bytes=b"\x00a\x00b")),
+    ],
+)
+async def test_sasl_reaching_the_handlers_is_an_illegal_state(api_key: int, body: Any) -> None:
+    # the exchanges run in the network layer; a handshake or token that gets here came
+    # on a listener without SASL, or after authentication: Kafka's ILLEGAL_SASL_STATE
+    response = await _apis().handle(_request(api_key, 1, body))
+    assert isinstance(response, Response)
+    assert response.body.error_code == ErrorCode.ILLEGAL_SASL_STATE

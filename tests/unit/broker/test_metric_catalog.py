@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from broker.group.model import GroupState
 from broker.metrics import OPERATOR_METRICS, BrokerMetrics
-from broker.metrics.catalog import DECLARED, GROUP_STATES, Kind
+from broker.metrics.catalog import DECLARED, GROUP_STATES, PRINCIPALS_PER_LISTENER, Kind
 from protocol.values import TopicPartition
 from tests.unit.broker.metric_doubles import GroupStoreDouble, LogDouble
 
@@ -50,6 +50,7 @@ def _every_watch_wired(tmp_path: Path) -> BrokerMetrics:
     m.watch_groups(lambda: {"Stable": 1})
     m.watch_group_store(GroupStoreDouble())
     m.watch_zookeeper_state(lambda: "CONNECTED")
+    m.watch_connection_principals(lambda: {("SASL_PLAINTEXT", "User:alice"): 1})
     return m
 
 
@@ -83,3 +84,26 @@ def test_the_groups_gauge_is_labelled_by_every_group_state() -> None:
     for state in GroupState:
         value = m.registry.get_sample_value("minikafka_groups", {"state": state.value})
         assert value == (2 if state is GroupState.STABLE else 0)
+
+
+def test_connections_by_principal_names_the_busiest_and_sums_the_rest() -> None:
+    m = BrokerMetrics()
+    many = {("SASL", f"User:u{i:03d}"): 1 for i in range(PRINCIPALS_PER_LISTENER + 5)}
+    many["SASL", "User:busy"] = 7
+    many["PLAINTEXT", "User:ANONYMOUS"] = 3
+    m.watch_connection_principals(lambda: many)
+    sample = m.registry.get_sample_value
+    name = "minikafka_connections_by_principal"
+    assert sample(name, {"listener": "SASL", "principal": "User:busy"}) == 7
+    assert sample(name, {"listener": "PLAINTEXT", "principal": "User:ANONYMOUS"}) == 3
+    # the busiest named (ties by name), the other six summed
+    assert sample(name, {"listener": "SASL", "principal": "other"}) == 6
+    assert sample(name, {"listener": "SASL", "principal": "User:u000"}) == 1
+    named = [
+        s
+        for f in m.registry.collect()
+        if f.name == name
+        for s in f.samples
+        if s.labels["listener"] == "SASL"
+    ]
+    assert len(named) == PRINCIPALS_PER_LISTENER + 1

@@ -66,6 +66,8 @@ def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     m.group_offset_commits.labels().inc()
     m.watch_groups(lambda: {"Stable": 1})
     m.watch_group_store(GroupStoreDouble())
+    m.sasl_authentications.labels(listener="SASL", mechanism="PLAIN", result="success").inc()
+    m.watch_connection_principals(lambda: {("SASL", "User:alice"): 1})
     return m
 
 
