@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,31 +259,37 @@ def test_a_broker_stops_and_the_others_carry_on_over_sasl_ssl(secured: SecuredCl
     for i in range(10):
         producer.produce("failover", f"before {i}".encode())
     assert producer.flush(30) == 0
-    [(leader, _)] = leaders_and_isrs(secured, "failover")
-    stopping = secured.broker_pid(int(leader))
-    os.kill(stopping, signal.SIGTERM)
-    wait_until(lambda: not Path(f"/proc/{stopping}").exists(), 60, f"broker {leader} to exit")
-
-    def moved() -> bool:
-        [(now, isr)] = leaders_and_isrs(secured, "failover")
-        return now not in (leader, "none", "-1") and leader not in isr
-
-    wait_until(moved, 30, "a new leader without the stopped broker in the ISR")
-    for i in range(10):
-        producer.produce("failover", f"after {i}".encode())
-    assert producer.flush(30) == 0
+    # the group is formed (and __consumer_offsets made, which needs all three brokers
+    # for its replication factor) before a broker stops: the group must live through it
     consumer = Consumer({**settings, "group.id": "failover", "auto.offset.reset": "earliest"})
     consumer.subscribe(["failover"])
     got: list[bytes] = []
-    try:
 
+    def read_up_to(count: int) -> Callable[[], bool]:
         def read_some() -> bool:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
                 got.append(message.value() or b"")
-            return len(got) >= 20
+            return len(got) >= count
 
-        wait_until(read_some, 60, "20 records after the failover")
+        return read_some
+
+    try:
+        wait_until(read_up_to(10), 60, "10 records before the failover")
+        [(leader, _)] = leaders_and_isrs(secured, "failover")
+        stopping = secured.broker_pid(int(leader))
+        os.kill(stopping, signal.SIGTERM)
+        wait_until(lambda: not Path(f"/proc/{stopping}").exists(), 60, f"broker {leader} to exit")
+
+        def moved() -> bool:
+            [(now, isr)] = leaders_and_isrs(secured, "failover")
+            return now not in (leader, "none", "-1") and leader not in isr
+
+        wait_until(moved, 30, "a new leader without the stopped broker in the ISR")
+        for i in range(10):
+            producer.produce("failover", f"after {i}".encode())
+        assert producer.flush(30) == 0
+        wait_until(read_up_to(20), 60, "20 records after the failover")
     finally:
         consumer.close()
     expected = [f"{when} {i}".encode() for when in ("before", "after") for i in range(10)]
