@@ -12,6 +12,11 @@ move the high watermark; a high watermark that moved completes the acks=all prod
 the consumers' fetches waiting on the partition. A follower reporting a higher log start
 may complete a waiting DeleteRecords.
 
+Replication throttle, leader side (``broker.replication.throttle``): a partition this
+leader throttles is answered without records to a follower outside its ISR while the
+leader's quota is exceeded, and every follower answer's bytes of throttled partitions
+count against that quota.
+
 :meth:`FetchReads.read_from_local_log` is the hot path of every fetch, and a DelayedFetch
 runs it again for every waiting follower on every append: the byte limits are compared
 inline, the table and flags are read once per fetch, and a completing read does not
@@ -33,6 +38,7 @@ from broker.delayed.fetch import (
 )
 from broker.partition import Partition, PartitionError
 from broker.replica_table import ReplicaTable
+from broker.replication.throttle import leader_should_throttle
 from protocol.errors import ErrorCode
 from protocol.values import NO_LEADER_EPOCH, TopicPartition
 from storage import StorageError, TimestampOffset
@@ -58,6 +64,8 @@ class FetchReads(ReplicaTable):
 
         def done(results: FetchResults) -> None:
             self._count_bytes_out(results)
+            if params.is_from_follower:
+                self._record_throttled(results)
             on_done(results)
 
         results = self.read_from_local_log(params, infos)
@@ -102,6 +110,7 @@ class FetchReads(ReplicaTable):
         min_one_message = True
         from_follower = params.is_from_follower
         partitions = self._partitions
+        throttle = self.leader_throttle
         results: FetchResults = []
         for tp, info in infos:
             # (the limits are compared inline: this loop runs for every fetch)
@@ -139,6 +148,15 @@ class FetchReads(ReplicaTable):
                 results.append((tp, FetchPartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)))
                 continue
             region = read.region
+            if (
+                from_follower
+                and region is not None
+                and throttle.is_throttled(tp)
+                and leader_should_throttle(
+                    True, params.replica_id in partition.isr, throttle.quota_exceeded()
+                )
+            ):
+                region = None  # the follower asks again; this answer carries its offsets
             if region is not None:
                 size = region.length
                 if size:
@@ -181,6 +199,16 @@ class FetchReads(ReplicaTable):
             self._complete_delayed(partition.tp)
         elif before.log_start_offset != info.log_start_offset:
             self.delete_records_purgatory.check_and_complete(partition.tp)
+
+    def _record_throttled(self, results: FetchResults) -> None:
+        """Count the bytes a follower's answer carries for throttled partitions against
+        the leader's quota (in-sync followers' included, as Kafka counts them)."""
+        throttle = self.leader_throttle
+        size = 0
+        for tp, result in results:
+            if result.records is not None and throttle.is_throttled(tp):
+                size += result.records.length
+        throttle.record(size)
 
     # failed reads and bytes sent, per topic (Kafka's FailedFetchRequestsPerSec, BytesOutPerSec)
 

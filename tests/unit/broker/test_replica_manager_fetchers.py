@@ -18,11 +18,17 @@ from broker.replication import (
     LeaderEndpoint,
     ReplicaFetcherManager,
 )
+from broker.replication.throttle import ThrottleSide
 from client.connection import Connection, ConnectionConfig
 from protocol.errors import ErrorCode
 from protocol.messages import LeaderAndIsrRequest
 from protocol.values import TopicPartition
-from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state
+from tests.unit.broker.broker_helpers import (
+    LocalReplicas,
+    local_replicas,
+    partition_state,
+    unthrottled,
+)
 from timer.clock import MockClock
 
 A = TopicPartition("orders", 0)
@@ -44,8 +50,12 @@ def live(broker_id: int, host: str, port: int) -> LiveLeader:
 
 @pytest.fixture
 async def local(tmp_path: Path) -> AsyncIterator[LocalReplicas]:
+    clock = MockClock()
     manager = ReplicaFetcherManager(
-        FetcherConfig(broker_id=0, num_fetchers=2), MockClock(), connect=never_connects
+        FetcherConfig(broker_id=0, num_fetchers=2),
+        clock,
+        throttle=unthrottled(ThrottleSide.FOLLOWER, 0, clock),
+        connect=never_connects,
     )
     replicas = local_replicas(tmp_path, replica_fetchers=manager, leader_endpoint=CACHE.get)
     yield replicas

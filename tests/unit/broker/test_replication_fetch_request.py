@@ -12,9 +12,11 @@ from broker.partition import Partition
 from broker.replication.fetch_request import FetchLimits, FetchTemplate, encode_fetch
 from broker.replication.fetch_state import FetchState, PartitionFetchState
 from broker.replication.fetcher import FetcherConfig, LeaderEndpoint, ReplicaFetcher
+from broker.replication.throttle import ThrottleSide
 from client.connection import PREFIX_SIZE
 from protocol import ApiKey
 from protocol.values import TopicPartition
+from tests.unit.broker.broker_helpers import unthrottled
 from timer.clock import MockClock
 
 LIMITS = FetchLimits(
@@ -107,8 +109,13 @@ def test_offsets_must_come_one_pair_per_partition() -> None:
 
 
 def test_a_fetcher_encodes_again_only_when_its_fetch_changes() -> None:
+    clock = MockClock()
     fetcher = ReplicaFetcher(
-        0, LeaderEndpoint(1, "127.0.0.1", 9092), FetcherConfig(broker_id=2), MockClock()
+        0,
+        LeaderEndpoint(1, "127.0.0.1", 9092),
+        FetcherConfig(broker_id=2),
+        clock,
+        throttle=unthrottled(ThrottleSide.FOLLOWER, 2, clock),
     )
     a, b = TopicPartition("a", 0), TopicPartition("b", 1)
     no_partition = cast(Partition, None)  # the template reads states only
