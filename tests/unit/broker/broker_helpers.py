@@ -236,13 +236,11 @@ def unthrottled(
     broker_id: int,
     clock: Clock,
     overrides: Callable[[str], Mapping[str, str]] = lambda _topic: {},
-    rate: int = LONG_MAX,
+    rate: Callable[[], int] = lambda: LONG_MAX,
 ) -> ReplicationThrottle:
     """A replication throttle of Kafka's defaults (11 windows of 1 s, no bound, no topic
-    throttled unless ``overrides`` say so)."""
-    return ReplicationThrottle(
-        side, broker_id, clock, WindowedRate(11, 1000), lambda: rate, overrides
-    )
+    throttled) unless ``overrides`` and ``rate`` say otherwise."""
+    return ReplicationThrottle(side, broker_id, clock, WindowedRate(11, 1000), rate, overrides)
 
 
 def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:
