@@ -79,8 +79,12 @@ class FetchReads(ReplicaTable):
         if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
             done(results)
             return
+
+        def held_back(tp: TopicPartition, partition: Partition) -> bool:
+            return self._leader_holds_back(params.replica_id, tp, partition)
+
         operation = DelayedFetch(
-            params, infos, self._partitions.get, self._read_on_completion, done
+            params, infos, self._partitions.get, self._read_on_completion, done, held_back=held_back
         )
         keys = [tp for tp, _ in infos]
         if readable:
@@ -110,7 +114,6 @@ class FetchReads(ReplicaTable):
         min_one_message = True
         from_follower = params.is_from_follower
         partitions = self._partitions
-        throttle = self.leader_throttle
         results: FetchResults = []
         for tp, info in infos:
             # (the limits are compared inline: this loop runs for every fetch)
@@ -151,10 +154,7 @@ class FetchReads(ReplicaTable):
             if (
                 from_follower
                 and region is not None
-                and throttle.is_throttled(tp)
-                and leader_should_throttle(
-                    True, params.replica_id in partition.isr, throttle.quota_exceeded()
-                )
+                and self._leader_holds_back(params.replica_id, tp, partition)
             ):
                 region = None  # the follower asks again; this answer carries its offsets
             if region is not None:
@@ -199,6 +199,14 @@ class FetchReads(ReplicaTable):
             self._complete_delayed(partition.tp)
         elif before.log_start_offset != info.log_start_offset:
             self.delete_records_purgatory.check_and_complete(partition.tp)
+
+    def _leader_holds_back(self, replica_id: int, tp: TopicPartition, partition: Partition) -> bool:
+        """Kafka's shouldLeaderThrottle: ``tp`` is throttled here, follower ``replica_id``
+        is not in its ISR, and the leader's quota is exceeded."""
+        throttle = self.leader_throttle
+        if not throttle.is_throttled(tp):  # (the cheap test first: the usual answer)
+            return False
+        return leader_should_throttle(True, replica_id in partition.isr, throttle.quota_exceeded())
 
     def _record_throttled(self, results: FetchResults) -> None:
         """Count the bytes a follower's answer carries for throttled partitions against

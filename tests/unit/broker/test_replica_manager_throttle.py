@@ -31,6 +31,7 @@ B = TopicPartition("moving", 1)
 RATE = 1000  # bytes/s: a fresh quota allows 10 s of it, 10 kB
 LISTS = {"moving": {"leader.replication.throttled.replicas": "0:0"}}  # partition 0 on broker 0
 Results = list[tuple[TopicPartition, FetchPartitionResult]]
+LOG_END = 10  # each partition's log end after lead(): one batch of 10 records
 
 
 @pytest.fixture
@@ -47,12 +48,16 @@ def lead(r: LocalReplicas, isr: tuple[int, ...]) -> None:
     states = [partition_state(tp, epoch=2, isr=isr, replicas=(0, 1)) for tp in (A, B)]
     run_now(r.rm.become_leader_or_follower(1, 1, states, {"moving": uuid.uuid4()}))
     for tp in (A, B):
-        got: list[object] = []
-        batch = record_batch(10, key=None, value=b"x" * 1000)  # about 10 kB
-        r.rm.append_records(
-            {tp: check_produce_records(batch, 9)}, required_acks=1, timeout_ms=0, on_done=got.append
-        )
-        assert got
+        append(r, tp)
+
+
+def append(r: LocalReplicas, tp: TopicPartition) -> None:
+    got: list[object] = []
+    batch = record_batch(10, key=None, value=b"x" * 1000)  # about 10 kB
+    r.rm.append_records(
+        {tp: check_produce_records(batch, 9)}, required_acks=1, timeout_ms=0, on_done=got.append
+    )
+    assert got
 
 
 def follower_fetch(r: LocalReplicas) -> Results:
@@ -94,3 +99,23 @@ def test_an_in_sync_follower_is_not_throttled(
     assert throttle.quota_exceeded()
     assert records(follower_fetch(r)) == first
     assert throttle.recorded_bytes == 2 * first[A]  # counted all the same, as Kafka does
+
+
+def test_a_waiting_follower_is_not_woken_by_data_it_may_not_have(
+    local: tuple[LocalReplicas, ReplicationThrottle],
+) -> None:
+    r, throttle = local
+    lead(r, isr=(0,))
+    follower_fetch(r)
+    assert throttle.quota_exceeded()
+    # the follower is at both log ends and waits; new data in the throttled partition
+    # would reach it with no records, so it does not complete the wait
+    got: list[Results] = []
+    infos = [(tp, PartitionFetchInfo(LOG_END, 1 << 20, -1)) for tp in (A, B)]
+    r.rm.fetch_messages(FetchParams(1, 500, 1, 1 << 20), infos, got.append)
+    assert got == []
+    append(r, A)
+    assert got == []
+    append(r, B)  # unthrottled data does
+    [results] = got
+    assert records(results)[A] == 0 and records(results)[B] > 0
