@@ -129,3 +129,23 @@ def test_a_fetcher_encodes_again_only_when_its_fetch_changes() -> None:
     fetcher.adopt(b, no_partition, PartitionFetchState(1, 6, FetchState.FETCHING))
     assert fetcher._template_for([a, b], 12).asked == [(a, 5), (b, 6)]  # a new epoch
     assert fetcher._template_for([a, b], 11).version == 11  # another leader version
+
+
+def test_a_fetcher_leaves_out_what_its_throttle_holds_back() -> None:
+    clock = MockClock()
+    every = {"follower.replication.throttled.replicas": "*"}
+    fetcher = ReplicaFetcher(
+        0,
+        LeaderEndpoint(1, "127.0.0.1", 9092),
+        FetcherConfig(broker_id=2),
+        clock,
+        throttle=unthrottled(
+            ThrottleSide.FOLLOWER, 2, clock, lambda t: every if t == "a" else {}, lambda: 100
+        ),
+    )
+    a, b = TopicPartition("a", 0), TopicPartition("b", 1)
+    assert fetcher._unthrottled([a, b]) == [a, b]  # nothing received yet
+    fetcher.throttle.record(10_000)  # 1000 B/s over a fresh quota's 10 s, above 100
+    assert fetcher._unthrottled([a, b]) == [b]
+    fetcher.lags[a] = 0  # caught up with the leader's high watermark: in sync
+    assert fetcher._unthrottled([a, b]) == [a, b]
