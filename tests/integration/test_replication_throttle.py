@@ -30,6 +30,7 @@ from protocol.values import TopicPartition
 from tests.integration.cluster import TestCluster, start_cluster
 from tests.integration.test_reassignment import create_topic, on_every_broker, tool, write_plan
 from tests.polling import wait_until
+from tools.main import main as minikafka
 from tools.zookeeper_server import ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(180)
@@ -107,6 +108,37 @@ def test_the_lists_are_listed_with_kafkas_defaults(c: TestCluster) -> None:
     rates = configs(c, 0, BROKER_RESOURCE, "0")
     for key in THROTTLED_RATES:
         assert rates[key].value == LONG_MAX and not rates[key].read_only
+
+
+def test_minikafka_configs_sets_them_and_refuses_a_malformed_list(
+    c: TestCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tp = TopicPartition("throttle-configs", 0)
+    create_topic(c, tp.topic, {0: [0]})
+    base = ["configs", "--bootstrap-server", c.layout.bootstrap_servers]
+    topic = [*base, "--entity-type", "topics", "--entity-name", tp.topic, "--alter"]
+    assert minikafka([*topic, "--add-config", f"{THROTTLED_REPLICAS[0]}=[0:0,1:1]"]) == 0
+    assert minikafka([*topic, "--add-config", f"{THROTTLED_REPLICAS[1]}=[0:x]"]) == 1
+    assert "must be the literal '*' or a list of replicas" in capsys.readouterr().err
+    broker = [*base, "--entity-type", "brokers", "--entity-name", "1", "--alter"]
+    assert minikafka([*broker, "--add-config", f"{THROTTLED_RATES[1]}=4096"]) == 0
+    wait_until(
+        lambda: configs(c, 0, TOPIC_RESOURCE, tp.topic)[THROTTLED_REPLICAS[0]].value == "0:0,1:1",
+        30,
+        "the topic's leader-side list set",
+    )
+    wait_until(
+        lambda: configs(c, 1, BROKER_RESOURCE, "1")[THROTTLED_RATES[1]].value == "4096",
+        30,
+        "broker 1's follower rate set",
+    )
+    assert configs(c, 0, BROKER_RESOURCE, "0")[THROTTLED_RATES[1]].value == LONG_MAX  # its own
+    assert minikafka([*broker, "--delete-config", THROTTLED_RATES[1]]) == 0
+    wait_until(
+        lambda: configs(c, 1, BROKER_RESOURCE, "1")[THROTTLED_RATES[1]].value == LONG_MAX,
+        30,
+        "broker 1's follower rate removed",
+    )
 
 
 def test_a_throttled_reassignment_moves_no_faster_than_its_rate(
