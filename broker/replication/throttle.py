@@ -36,6 +36,9 @@ from config.throttled_replicas import ThrottledReplicas, throttled_on
 from protocol.values import TopicPartition
 from timer.clock import Clock
 
+#: topics whose parsed lists are remembered at once (cleared when full)
+_PARSED_CAPACITY: Final = 10_000
+
 
 class ThrottleSide(enum.Enum):
     """A side and its keys: (the topic key listing replicas, the broker key of the rate)."""
@@ -127,7 +130,3 @@ class ReplicationThrottle:
     def throttled_rate(self) -> float:
         """The measured rate of throttled bytes, bytes/s (the metrics' gauge)."""
         return self.quota.rate(self.clock.monotonic_ms())
-
-
-#: topics whose parsed lists are remembered at once (cleared when full)
-_PARSED_CAPACITY: Final = 10_000

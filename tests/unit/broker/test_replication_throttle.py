@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 
+from broker.metrics import BrokerMetrics
 from broker.replication.throttle import (
     ThrottleSide,
     follower_should_throttle,
@@ -70,3 +71,19 @@ def test_the_follower_holds_back_only_its_throttled_partitions_not_caught_up() -
     assert throttle.held_back([moving, other], lags) == {moving}
     assert throttle.held_back([moving, other], {moving: 0}) == set()  # caught up
     assert throttle.held_back([moving], {}) == {moving}  # no answer yet: not in sync
+
+
+def test_the_metrics_show_each_sides_measured_rate() -> None:
+    clock = MockClock()
+    leader = unthrottled(ThrottleSide.LEADER, 0, clock)
+    follower = unthrottled(ThrottleSide.FOLLOWER, 0, clock)
+    metrics = BrokerMetrics()
+    metrics.watch_replication_throttles(leader, follower)
+    leader.record(50_000)  # over a fresh quota's 10 s
+
+    def rate(side: str) -> float | None:
+        name = "minikafka_replication_throttled_bytes_per_second"
+        return metrics.registry.get_sample_value(name, {"side": side})
+
+    assert rate("leader") == pytest.approx(5000)
+    assert rate("follower") == 0
