@@ -96,6 +96,7 @@ from broker.component_settings import (
     controller_config,
     fetcher_config,
     min_insync_replicas,
+    replication_throttle,
 )
 from broker.config import BrokerConfig
 from broker.config_changes import ConfigChangeListener, DynamicConfigApplier
@@ -118,6 +119,7 @@ from broker.producer_id_manager import ProducerIdManager
 from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
 from broker.replication import ReplicaFetcherManager
+from broker.replication.throttle import ThrottleSide
 from broker.security.credential_cache import ScramCredentialCache
 from broker.security.sasl_listener import listener_configs, sasl_authenticators
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
@@ -374,7 +376,12 @@ class BrokerAssembly:
         self.isr_propagator = IsrChangePropagator(
             self.clock, zk.propagate_isr_change, ISR_PROPAGATION
         )
-        fetchers = ReplicaFetcherManager(fetcher_config(self.config, self.broker_id), self.clock)
+        leader_throttle = replication_throttle(self.basics, ThrottleSide.LEADER)
+        follower_throttle = replication_throttle(self.basics, ThrottleSide.FOLLOWER)
+        self.metrics.watch_replication_throttles(leader_throttle, follower_throttle)
+        fetchers = ReplicaFetcherManager(
+            fetcher_config(self.config, self.broker_id), self.clock, throttle=follower_throttle
+        )
         self.metrics.replica_fetcher_max_lag.set_function(fetchers.max_lag)
         listener = self.config.inter_broker_listener_name
         services = ReplicaManagerServices(
@@ -388,6 +395,7 @@ class BrokerAssembly:
             isr_writer=self.isr_writer,
             isr_propagator=self.isr_propagator,
             replica_fetchers=fetchers,
+            leader_throttle=leader_throttle,
         )
         cluster = ClusterView(
             min_insync_replicas=min_insync_replicas(self.basics),

@@ -5,7 +5,8 @@ The assembly (``broker.assembly``) calls these; they read configuration only, so
 component's constructor takes typed values rather than the whole configuration.
 ``min_insync_replicas`` is the one that reads the live configuration: the broker's value
 may change (a dynamic broker config replaces ``BrokerBasics.config``) and so may a
-topic's override, so it is worked out at each call (config.effective memoizes it).
+topic's override, so it is worked out at each call (config.effective memoizes it); the
+replication throttles read their rates and lists live the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Callable
 from broker.apis.services import BrokerBasics
 from broker.config import BrokerConfig
 from broker.replication import FetcherConfig
+from broker.replication.quota import WindowedRate
+from broker.replication.throttle import ReplicationThrottle, ThrottleSide
 from broker.security.inter_broker import (
     control_plane_listener_name,
     control_plane_security,
@@ -36,6 +39,24 @@ def min_insync_replicas(broker: BrokerBasics) -> Callable[[str], int]:
         return int(broker.config.topic_value("min.insync.replicas", overrides))
 
     return of_topic
+
+
+def replication_throttle(broker: BrokerBasics, side: ThrottleSide) -> ReplicationThrottle:
+    """One side's replication throttle: its windows from the static
+    ``replication.quota.window.*`` keys, its rate and the topics' lists read live."""
+    c = broker.config
+    quota = WindowedRate(
+        c.get_int("replication.quota.window.num"),
+        c.get_int("replication.quota.window.size.seconds") * 1000,
+    )
+    return ReplicationThrottle(
+        side,
+        broker.broker_id,
+        broker.clock,
+        quota,
+        rate=lambda: broker.config.get_int(side.rate_key),
+        overrides=broker.topic_configs.overrides,
+    )
 
 
 def fetcher_config(config: BrokerConfig, broker_id: int) -> FetcherConfig:

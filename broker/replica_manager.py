@@ -54,6 +54,7 @@ from broker.replica_deletion import RecordDeletion
 from broker.replica_read import FetchReads
 from broker.replica_roles import LeadershipChange, ReplicaRoleChanges
 from broker.replication import ReplicaFetcherManager
+from broker.replication.throttle import ReplicationThrottle
 from protocol.values import TopicPartition
 from storage import LogManager
 from timer import DelayedOperationPurgatory
@@ -71,7 +72,8 @@ class ReplicaManagerServices:
     ``isr_writer`` writes a leader's ISR changes to ZooKeeper (None: leaders never
     change their ISR) and ``isr_propagator`` queues them for the controller (None: not
     propagated); ``replica_fetchers`` copies the leaders' logs into the followers (None:
-    nothing is fetched). DeleteRecords responses wait in ``delete_records_purgatory``."""
+    nothing is fetched). DeleteRecords responses wait in ``delete_records_purgatory``.
+    ``leader_throttle`` is the replication throttle of this broker's leader side."""
 
     log_manager: LogManager
     produce_purgatory: DelayedOperationPurgatory[DelayedProduce]
@@ -83,6 +85,7 @@ class ReplicaManagerServices:
     isr_writer: IsrWriter | None
     isr_propagator: IsrChangePropagator | None
     replica_fetchers: ReplicaFetcherManager | None
+    leader_throttle: ReplicationThrottle
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,7 @@ class ReplicaManager(ReplicaRoleChanges, ProduceAppends, FetchReads, RecordDelet
         self.produce_purgatory = services.produce_purgatory
         self.fetch_purgatory = services.fetch_purgatory
         self.metrics = services.metrics
+        self.leader_throttle = services.leader_throttle
         self.min_insync_replicas = cluster.min_insync_replicas
         self._is_known_partition = cluster.is_known_partition
         self._run_blocking = services.run_blocking

@@ -12,6 +12,11 @@ move the high watermark; a high watermark that moved completes the acks=all prod
 the consumers' fetches waiting on the partition. A follower reporting a higher log start
 may complete a waiting DeleteRecords.
 
+Replication throttle, leader side (``broker.replication.throttle``): a partition this
+leader throttles is answered without records to a follower outside its ISR while the
+leader's quota is exceeded, and every follower answer's bytes of throttled partitions
+count against that quota.
+
 :meth:`FetchReads.read_from_local_log` is the hot path of every fetch, and a DelayedFetch
 runs it again for every waiting follower on every append: the byte limits are compared
 inline, the table and flags are read once per fetch, and a completing read does not
@@ -33,6 +38,7 @@ from broker.delayed.fetch import (
 )
 from broker.partition import Partition, PartitionError
 from broker.replica_table import ReplicaTable
+from broker.replication.throttle import leader_should_throttle
 from protocol.errors import ErrorCode
 from protocol.values import NO_LEADER_EPOCH, TopicPartition
 from storage import StorageError, TimestampOffset
@@ -58,6 +64,8 @@ class FetchReads(ReplicaTable):
 
         def done(results: FetchResults) -> None:
             self._count_bytes_out(results)
+            if params.is_from_follower:
+                self._record_throttled(results)
             on_done(results)
 
         results = self.read_from_local_log(params, infos)
@@ -71,8 +79,12 @@ class FetchReads(ReplicaTable):
         if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
             done(results)
             return
+
+        def held_back(tp: TopicPartition, partition: Partition) -> bool:
+            return self._leader_holds_back(params.replica_id, tp, partition)
+
         operation = DelayedFetch(
-            params, infos, self._partitions.get, self._read_on_completion, done
+            params, infos, self._partitions.get, self._read_on_completion, done, held_back=held_back
         )
         keys = [tp for tp, _ in infos]
         if readable:
@@ -139,6 +151,12 @@ class FetchReads(ReplicaTable):
                 results.append((tp, FetchPartitionResult(ErrorCode.KAFKA_STORAGE_ERROR)))
                 continue
             region = read.region
+            if (
+                from_follower
+                and region is not None
+                and self._leader_holds_back(params.replica_id, tp, partition)
+            ):
+                region = None  # the follower asks again; this answer carries its offsets
             if region is not None:
                 size = region.length
                 if size:
@@ -181,6 +199,24 @@ class FetchReads(ReplicaTable):
             self._complete_delayed(partition.tp)
         elif before.log_start_offset != info.log_start_offset:
             self.delete_records_purgatory.check_and_complete(partition.tp)
+
+    def _leader_holds_back(self, replica_id: int, tp: TopicPartition, partition: Partition) -> bool:
+        """Kafka's shouldLeaderThrottle: ``tp`` is throttled here, follower ``replica_id``
+        is not in its ISR, and the leader's quota is exceeded."""
+        throttle = self.leader_throttle
+        if not throttle.is_throttled(tp):  # (the cheap test first: the usual answer)
+            return False
+        return leader_should_throttle(True, replica_id in partition.isr, throttle.quota_exceeded())
+
+    def _record_throttled(self, results: FetchResults) -> None:
+        """Count the bytes a follower's answer carries for throttled partitions against
+        the leader's quota (in-sync followers' included, as Kafka counts them)."""
+        throttle = self.leader_throttle
+        size = 0
+        for tp, result in results:
+            if result.records is not None and throttle.is_throttled(tp):
+                size += result.records.length
+        throttle.record(size)
 
     # failed reads and bytes sent, per topic (Kafka's FailedFetchRequestsPerSec, BytesOutPerSec)
 

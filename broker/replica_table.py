@@ -24,6 +24,7 @@ from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition, PartitionError
+from broker.replication.throttle import ReplicationThrottle
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from storage import LogManager
@@ -43,6 +44,7 @@ class ReplicaTable:
     fetch_purgatory: DelayedOperationPurgatory[DelayedFetch]
     delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords]
     metrics: BrokerMetrics | None
+    leader_throttle: ReplicationThrottle
     min_insync_replicas: Callable[[str], int]
     _is_known_partition: Callable[[str, int], bool] | None
     _run_blocking: RunBlocking

@@ -4,7 +4,7 @@ A ``ConfigDef`` declares one key (Kafka's names and defaults): its type, its def
 (``NO_DEFAULT`` when the key is required, ``None`` when Kafka's default is null), an
 optional validator and a one-line doc. A ``TopicConfigDef`` declares a topic-level key,
 whose default is the value of a broker key, its "synonym" (``retention.ms`` <-
-``log.retention.ms``).
+``log.retention.ms``), or its own default when no broker key supplies one.
 
 The log and topic-level keys are declared in ``config.log_keys``; the broker's table
 (``broker.config.keys``) extends them with its own keys. Values arrive as text (a
@@ -77,13 +77,20 @@ class ConfigDef:
 
 @dataclass(frozen=True, slots=True)
 class TopicConfigDef:
-    """A topic-level key; its default is the effective value of the broker key ``synonym``."""
+    """A topic-level key; its default is the effective value of the broker key ``synonym``,
+    or, for a key no broker key supplies (``synonym`` None, as Kafka's throttled-replica
+    lists), its own ``default`` text."""
 
     name: str
     type: ConfigType
-    synonym: str
+    synonym: str | None
     doc: str
     validator: Validator | None = None
+    default: str | None = None
+
+    def typed_default(self) -> Any:
+        """The default of a key without a synonym, typed."""
+        return parse_value(self.name, self.type, self.default)
 
 
 AnyDef = ConfigDef | TopicConfigDef

@@ -100,6 +100,8 @@ def effective_value(key: str, layers: ConfigLayers) -> Any:
             value = _usable(topic_definition, raw)
             if value is not None:
                 return value
+        if topic_definition.synonym is None:
+            return topic_definition.typed_default()
         broker_key = topic_definition.synonym
     elif key in BROKER_LOG_KEYS:
         broker_key = key

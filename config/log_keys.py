@@ -31,6 +31,7 @@ from config.definitions import (
     one_of,
 )
 from config.errors import ConfigError
+from config.throttled_replicas import check_throttled_replicas
 
 CLEANUP_DELETE: Final = "delete"
 CLEANUP_COMPACT: Final = "compact"
@@ -110,7 +111,8 @@ BROKER_LOG_KEYS: Final[dict[str, ConfigDef]] = key_table(*(ConfigDef(*row) for r
     ("compression.type", S, "producer", "final compression of topics", one_of(*COMPRESSION_TYPES)),
 )))
 
-#: name, type, broker synonym, doc, validator (the synonym supplies the default)
+#: name, type, broker synonym, doc, validator (the synonym supplies the default), and for
+#: a key without a synonym its own default
 TOPIC_KEYS: Final[dict[str, TopicConfigDef]] = key_table(*(TopicConfigDef(*row) for row in (
     ("segment.bytes", I, "log.segment.bytes", "segment size", at_least(14)),
     ("segment.ms", L, "log.roll.ms", "segment age before rolling", at_least(1)),
@@ -149,6 +151,13 @@ TOPIC_KEYS: Final[dict[str, TopicConfigDef]] = key_table(*(TopicConfigDef(*row) 
     ("message.downconversion.enable", B, "log.message.downconversion.enable",
      "down-convert for old fetchers"),
     ("message.format.version", S, "log.message.format.version", "message format"),
+    # no broker key supplies these: their default (empty, nothing throttled) is their own
+    ("leader.replication.throttled.replicas", LS, None,
+     "replicas whose leader-side replication is throttled: partition:broker pairs, or *",
+     check_throttled_replicas, ""),
+    ("follower.replication.throttled.replicas", LS, None,
+     "replicas whose follower-side replication is throttled: partition:broker pairs, or *",
+     check_throttled_replicas, ""),
 )))
 # fmt: on
 

@@ -5,8 +5,9 @@ Flags, files and output follow Kafka's tool::
     minikafka reassign-partitions --bootstrap-server H:P --generate \\
         --topics-to-move-json-file topics.json --broker-list 1,2,3
     minikafka reassign-partitions --bootstrap-server H:P --execute \\
-        --reassignment-json-file plan.json [--additional]
-    minikafka reassign-partitions --bootstrap-server H:P --verify --reassignment-json-file plan.json
+        --reassignment-json-file plan.json [--additional] [--throttle BYTES/S]
+    minikafka reassign-partitions --bootstrap-server H:P --verify \\
+        --reassignment-json-file plan.json [--preserve-throttles]
     minikafka reassign-partitions --bootstrap-server H:P --cancel --reassignment-json-file plan.json
     minikafka reassign-partitions --bootstrap-server H:P --list
 
@@ -23,7 +24,9 @@ spreads their partitions over the listed brokers with the replication factor the
 ``--execute`` submits a file (AlterPartitionReassignments, printing the current assignment
 first, to keep for a rollback). ``--verify`` tells, per partition of a file, whether its
 reassignment completed; ``--cancel`` cancels those still in progress; ``--list`` shows
-every reassignment in progress. Errors print on stderr and exit with status 1.
+every reassignment in progress. ``--throttle`` limits the moves' replication and
+``--verify`` of a completed file removes that throttle (``tools.reassign_throttle``).
+Errors print on stderr and exit with status 1.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from client import (
 from protocol import ErrorCode
 from protocol.values import TopicPartition
 from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
+from tools.reassign_throttle import VERIFY_WARNING, clear_throttles, set_throttles
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 
@@ -77,6 +81,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--disable-rack-aware", action="store_true", help="generate: ignore racks (always)"
     )
     parser.add_argument("--timeout-ms", type=int, default=30_000, help="admin request timeout")
+    parser.add_argument(
+        "--throttle",
+        type=int,
+        default=-1,
+        metavar="BYTES/S",
+        help="execute: throttle the moves' replication to this rate (cleared by --verify)",
+    )
+    parser.add_argument(
+        "--preserve-throttles",
+        action="store_true",
+        help="verify: keep the throttles of a completed reassignment",
+    )
 
 
 # -- files (pure) ------------------------------------------------------------------------
@@ -321,6 +337,9 @@ async def _execute(client: KafkaClient, args: argparse.Namespace, out: TextIO) -
         "Save this to use as the --reassignment-json-file option during rollback",
         file=out,
     )
+    if args.throttle >= 0:
+        print(VERIFY_WARNING, file=out)
+        await set_throttles(client, plan, current, args.throttle, out)
     results = await alter_partition_reassignments(
         client, {tp: r for tp, r in plan.items()}, timeout_ms=args.timeout_ms
     )
@@ -342,6 +361,12 @@ async def _verify(client: KafkaClient, args: argparse.Namespace, out: TextIO) ->
     current = await _current(client, list(plan))
     for line in verify_lines(plan, current, ongoing):
         print(line, file=out)
+    if ongoing:
+        if not args.preserve_throttles:
+            print("Throttles stay until every reassignment of the file completes.", file=out)
+    elif not args.preserve_throttles:
+        topics = {tp.topic for tp in plan}
+        await clear_throttles(client, topics, sorted(client.view.brokers), out)
 
 
 async def _cancel(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:

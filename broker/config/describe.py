@@ -127,7 +127,9 @@ def describe_topic_config(
         if definition is None:
             continue
         broker_key = definition.synonym
-        synonyms: list[Synonym] = listed_synonyms(broker_key, synonym_keys(broker_key), layers)
+        synonyms: list[Synonym] = []
+        if broker_key is not None:  # a key without one lists no synonyms: its default
+            synonyms = listed_synonyms(broker_key, synonym_keys(broker_key), layers)
         value = format_value(defaults[name])
         if name in overrides:
             value = format_value(typed_overrides[name])

@@ -8,7 +8,7 @@ Kafka's text form (``null``, ``""`` for the empty string).
 from __future__ import annotations
 
 from broker.config.keys import BROKER_CONFIG_DEFS
-from config.definitions import format_value
+from config.definitions import TopicConfigDef, format_value
 from config.log_keys import TOPIC_KEYS
 
 
@@ -17,12 +17,17 @@ def _default(value: object) -> str:
     return "null" if text is None else text or '""'
 
 
+def _topic_default(d: TopicConfigDef) -> str:
+    """The broker key a topic key's default comes from, or its own default."""
+    return f"`{d.synonym}`" if d.synonym else f"(none: `{_default(d.default)}`)"
+
+
 def config_tables() -> str:
     """The broker-key and topic-key tables, each folded in a ``<details>`` block."""
     broker = [
         f"| `{d.name}` | `{_default(d.default)}` | {d.doc} |" for d in BROKER_CONFIG_DEFS.values()
     ]
-    topic = [f"| `{d.name}` | `{d.synonym}` | {d.doc} |" for d in TOPIC_KEYS.values()]
+    topic = [f"| `{d.name}` | {_topic_default(d)} | {d.doc} |" for d in TOPIC_KEYS.values()]
     return "\n".join(
         [
             "<details><summary>Broker keys</summary>",

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from config.definitions import (
     INT_MAX,
+    LONG_MAX,
     ConfigDef,
     ConfigType,
     at_least,
@@ -149,6 +150,14 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("replica.high.watermark.checkpoint.interval.ms", L, 5000,
      "how often the high watermark checkpoint is written", at_least(1)),
     ("num.replica.fetchers", I, 1, "fetcher tasks per source broker", at_least(1)),
+    ("leader.replication.throttled.rate", L, LONG_MAX,
+     "bytes/s a leader sends to followers of its throttled replicas (dynamic)", at_least(0)),
+    ("follower.replication.throttled.rate", L, LONG_MAX,
+     "bytes/s a follower fetches for its throttled replicas (dynamic)", at_least(0)),
+    ("replication.quota.window.num", I, 11, "samples of the replication quotas' rates",
+     at_least(1)),
+    ("replication.quota.window.size.seconds", I, 1,
+     "length of one sample of the replication quotas' rates", at_least(1)),
     ("fetch.purgatory.purge.interval.requests", I, 1000, "fetch purgatory purge interval"),
     ("producer.purgatory.purge.interval.requests", I, 1000, "produce purgatory purge interval"),
     ("delete.records.purgatory.purge.interval.requests", I, 1,
@@ -204,12 +213,21 @@ BROKER_CONFIG_DEFS: Final[dict[str, ConfigDef]] = key_table(*map(_def, _ROWS))
 #: key prefixes whose keys are passed through without a warning (Kafka's per-listener keys)
 KNOWN_PREFIXES: Final[tuple[str, ...]] = ("listener.name.",)
 
+#: the replication throttles' rates, read afresh by every quota check
+REPLICATION_THROTTLE_RATE_KEYS: Final = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+)
+
 #: broker keys a running broker applies without a restart (AlterConfigs on a BROKER
-#: resource): the broker-wide defaults of the topic-level keys, and the keys that supply
-#: them (``log.retention.hours`` ...). Every other key needs a restart: DescribeConfigs
-#: reports it read-only and AlterConfigs refuses it.
+#: resource): the broker-wide defaults of the topic-level keys, the keys that supply
+#: them (``log.retention.hours`` ...), and the replication throttles' rates. Every other
+#: key needs a restart: DescribeConfigs reports it read-only and AlterConfigs refuses it.
 DYNAMIC_BROKER_KEYS: Final[frozenset[str]] = frozenset(
-    key for d in TOPIC_KEYS.values() for key in related_broker_keys(d.synonym)
+    (
+        *(key for d in TOPIC_KEYS.values() if d.synonym for key in related_broker_keys(d.synonym)),
+        *REPLICATION_THROTTLE_RATE_KEYS,
+    )
 )
 
 #: a TLS listener's key store and trust store keys: dynamic when given with the

@@ -9,7 +9,8 @@ the high watermark, a follower to the log end. It completes when, as Kafka decid
   request carried (the client must learn of it now, not at the timeout);
 - a fetch offset is no longer inside the log (truncated, or retention passed it);
 - the bytes readable from the fetch offsets, each capped at its partition_max_bytes,
-  add up to ``min_bytes``;
+  add up to ``min_bytes`` (a partition the leader's replication throttle holds back
+  from a follower counts none: its answer would carry none, as in Kafka);
 
 or at the timeout. Either way the response is a fresh read of every partition, so it
 carries what arrived up to the moment of completion.
@@ -87,6 +88,8 @@ class DelayedFetch(DelayedOperation):
         partition_for: Callable[[TopicPartition], Partition | None],
         read: Callable[[FetchParams, FetchInfos], FetchResults],
         on_done: Callable[[FetchResults], None],
+        *,
+        held_back: Callable[[TopicPartition, Partition], bool],
     ) -> None:
         super().__init__(params.max_wait_ms)
         self.params = params
@@ -94,6 +97,7 @@ class DelayedFetch(DelayedOperation):
         self._partition_for = partition_for
         self._read = read
         self._on_done = on_done
+        self._held_back = held_back
         self._from_follower = params.is_from_follower
         # a follower asking for at most one byte is satisfied by any offset past its own
         self._one_offset_enough = self._from_follower and params.min_bytes <= 1
@@ -133,6 +137,8 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()
             if readable is None:
                 return self.force_complete()
+            if readable and self._from_follower and self._held_back(tp, partition):
+                continue  # the replication throttle leaves it out of the answer
             accumulated += readable
         if accumulated >= self.params.min_bytes:
             return self.force_complete()

@@ -22,6 +22,7 @@ prometheus_client ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from prometheus_client import (
     CollectorRegistry,
@@ -47,6 +48,13 @@ from broker.metrics.collectors import (
 from broker.metrics.engine import LocalCollector, LocalHistogram
 from storage.cleaner_manager import LogCleaner
 from storage.log import Log
+
+
+class ThrottleRate(Protocol):
+    """What the metrics read of a replication throttle."""
+
+    def throttled_rate(self) -> float: ...
+
 
 # Counters' and histograms' ``_created`` timestamps are an OpenMetrics detail that doubles
 # the series a scrape stores for no use here (prometheus-client's switch is process-wide).
@@ -154,6 +162,7 @@ class BrokerMetrics:
         self.isr_expands = client.counter(c.ISR_EXPANDS)
         self.zookeeper_connected = client.gauge(c.ZOOKEEPER_CONNECTED)
         self.replica_fetcher_max_lag = client.gauge(c.REPLICA_FETCHER_MAX_LAG)
+        self.replication_throttled_rate = client.gauge(c.REPLICATION_THROTTLED_RATE)
         # kazoo's thread observes this one
         self.zookeeper_request_latency = client.histogram(c.ZOOKEEPER_REQUEST_LATENCY)
         self.zookeeper_session_state = client.gauge(c.ZOOKEEPER_SESSION_STATE)
@@ -225,6 +234,12 @@ class BrokerMetrics:
         """The followers' lag behind this leader, read at scrape time from ``lags``
         (per follower broker id, its lag in each partition led here)."""
         self.registry.register(FollowerLagCollector(lags))
+
+    def watch_replication_throttles(self, leader: ThrottleRate, follower: ThrottleRate) -> None:
+        """The throttled byte rates of both sides (``side`` leader / follower), measured by
+        their quotas at scrape time."""
+        for side, throttle in (("leader", leader), ("follower", follower)):
+            self.replication_throttled_rate.labels(side=side).set_function(throttle.throttled_rate)
 
     def watch_cleaner(self, cleaner: LogCleaner) -> None:
         """The log cleaner's numbers, read from it at scrape time."""

@@ -279,6 +279,16 @@ REPLICA_FETCHER_MAX_LAG = _gauge(
     operator=True,
 )
 
+# --- replication throttles (both sides) ------------------------------------------------------
+
+REPLICATION_THROTTLED_RATE = _gauge(
+    "replication_throttled_bytes_per_second",
+    "Rate of replication bytes counted against a replication throttle's quota, as the "
+    "quota measures it (Kafka's LeaderReplication and FollowerReplication byte-rate)",
+    ("side",),
+    operator=False,
+)
+
 # --- per topic, beside the traffic counters above -------------------------------------------
 
 TOPIC_BYTES_REJECTED = _counter(

@@ -9,7 +9,10 @@
 - :mod:`broker.replication.fetch_response`: the Fetch response read for what a follower
   uses;
 - :mod:`broker.replication.truncation`: where a follower cuts its log before fetching
-  (OffsetForLeaderEpoch, KIP-101 and KIP-279).
+  (OffsetForLeaderEpoch, KIP-101 and KIP-279);
+- :mod:`broker.replication.quota` and :mod:`broker.replication.throttle`: the
+  replication throttles (Kafka's windowed rate quota; which partitions each side
+  throttles, and when), used by the fetchers and by the leader's reads.
 """
 
 from broker.replication.fetch_state import FetchEvent, FetchState, PartitionFetchState

@@ -16,6 +16,12 @@ inter-broker listener (client id ``broker-<id>-fetcher-<n>``). Each turn of its 
    leader's, capped at the local log end) and the log start offset follow the leader's;
 3. nothing ready: wait for a partition to be added or a backoff to end.
 
+Replication throttle, follower side (:mod:`broker.replication.throttle`): step 2 leaves
+out the partitions the follower throttle holds back (throttled here, behind the
+leader's high watermark, the quota exceeded); when that is all of them, the fetcher
+waits ``replica.fetch.backoff.ms`` and looks again. The bytes appended for throttled
+partitions count against the quota.
+
 A fetcher under load runs step 2 once for every batch its leader appends, so that turn
 is kept lean: the Fetch is encoded once per partition list and only its offsets are
 patched per send (:mod:`broker.replication.fetch_request`), the response is read for
@@ -66,6 +72,7 @@ from broker.replication.fetch_state import (
     initial_state,
     transition,
 )
+from broker.replication.throttle import ReplicationThrottle
 from broker.replication.truncation import (
     TruncationDecision,
     decide_truncation,
@@ -147,9 +154,11 @@ class ReplicaFetcher:
         config: FetcherConfig,
         clock: Clock,
         *,
+        throttle: ReplicationThrottle,
         connect: Connect = open_connection,
     ) -> None:
         self.fetcher_id = fetcher_id
+        self.throttle = throttle
         self.leader = leader
         self.config = config
         self.clock = clock
@@ -284,16 +293,29 @@ class ReplicaFetcher:
             await self._truncate(truncating)
             return
         if fetching:
-            await self._fetch(fetching)
+            unthrottled = self._unthrottled(fetching)
+            if unthrottled:
+                await self._fetch(unthrottled)
+                return
+            # every partition waits for the quota: look again after the backoff
+            await self._idle(now, self.config.backoff_ms)
             return
         await self._idle(now)
 
-    async def _idle(self, now: int) -> None:
+    def _unthrottled(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        """``tps`` without those the follower throttle holds back now."""
+        held = self.throttle.held_back(tps, self.lags)
+        return [tp for tp in tps if tp not in held] if held else tps
+
+    async def _idle(self, now: int, wait_ms: int | None = None) -> None:
+        """Wait for a change, the first backed-off partition's deadline, or ``wait_ms``."""
         deadlines = [
             s.delayed_until_ms
             for _, s in self._partitions.values()
             if not s.is_ready(now) and s.delayed_until_ms > now
         ]
+        if wait_ms is not None:
+            deadlines.append(now + wait_ms)
         timeout_s = (min(deadlines) - now) / 1000 if deadlines else None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), timeout_s)
@@ -509,6 +531,8 @@ class ReplicaFetcher:
             self._on_local_failure(tp, exc, "append")
             return 0
         self.lags[tp] = max(0, p.high_watermark - leo)
+        if data is not None and self.throttle.is_throttled(tp):
+            self.throttle.record(len(data.buffer))
         # A fetched partition that was not delayed stays as it is (the table's
         # FETCHING --fetched--> FETCHING): only a backed-off one needs the transition.
         if state.delayed_until_ms:

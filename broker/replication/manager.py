@@ -36,6 +36,7 @@ from broker.replication.fetcher import (
     ReplicaFetcher,
     open_connection,
 )
+from broker.replication.throttle import ReplicationThrottle
 from protocol.values import TopicPartition
 from timer.clock import Clock
 
@@ -83,9 +84,16 @@ class ReplicaFetcherManager:
     """Not thread safe: every method runs on the event loop."""
 
     def __init__(
-        self, config: FetcherConfig, clock: Clock, *, connect: Connect = open_connection
+        self,
+        config: FetcherConfig,
+        clock: Clock,
+        *,
+        throttle: ReplicationThrottle,
+        connect: Connect = open_connection,
     ) -> None:
         self.config = config
+        #: the follower side's replication throttle, shared by every fetcher
+        self.throttle = throttle
         self.clock = clock
         self._connect = connect
         self._fetchers: dict[FetcherKey, ReplicaFetcher] = {}
@@ -158,7 +166,9 @@ class ReplicaFetcherManager:
         current = self._fetchers.get(key)
         if current is not None and current.leader == leader:
             return current
-        fetcher = ReplicaFetcher(key[1], leader, self.config, self.clock, connect=self._connect)
+        fetcher = ReplicaFetcher(
+            key[1], leader, self.config, self.clock, throttle=self.throttle, connect=self._connect
+        )
         fetcher.start()
         self._fetchers[key] = fetcher
         if current is not None:

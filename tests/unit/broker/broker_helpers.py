@@ -28,6 +28,9 @@ from broker.partition import Partition
 from broker.produce_records import check_produce_records
 from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
 from broker.replication import ReplicaFetcherManager
+from broker.replication.quota import WindowedRate
+from broker.replication.throttle import ReplicationThrottle, ThrottleSide
+from config.definitions import LONG_MAX
 from protocol import make_request
 from protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
 from protocol.values import TopicPartition
@@ -195,8 +198,11 @@ def replica_manager(
     isr_propagator: IsrChangePropagator | None = None,
     replica_fetchers: ReplicaFetcherManager | None = None,
     replica_lag_time_max_ms: int = 30_000,
+    leader_throttle: ReplicationThrottle | None = None,
 ) -> ReplicaManager:
     """A ReplicaManager with the tests' defaults (see the module doc)."""
+    if leader_throttle is None:
+        leader_throttle = unthrottled(ThrottleSide.LEADER, broker_id, clock)
     if delete_records_purgatory is None:
         delete_records_purgatory = DelayedOperationPurgatory(
             "DeleteRecords", clock=clock, reaper_enabled=False
@@ -212,6 +218,7 @@ def replica_manager(
         isr_writer=isr_writer,
         isr_propagator=isr_propagator,
         replica_fetchers=replica_fetchers,
+        leader_throttle=leader_throttle,
     )
     cluster = ClusterView(
         min_insync_replicas=min_insync_replicas,
@@ -222,6 +229,18 @@ def replica_manager(
     return ReplicaManager(
         broker_id, services, cluster, replica_lag_time_max_ms=replica_lag_time_max_ms
     )
+
+
+def unthrottled(
+    side: ThrottleSide,
+    broker_id: int,
+    clock: Clock,
+    overrides: Callable[[str], Mapping[str, str]] = lambda _topic: {},
+    rate: Callable[[], int] = lambda: LONG_MAX,
+) -> ReplicationThrottle:
+    """A replication throttle of Kafka's defaults (11 windows of 1 s, no bound, no topic
+    throttled) unless ``overrides`` and ``rate`` say otherwise."""
+    return ReplicationThrottle(side, broker_id, clock, WindowedRate(11, 1000), rate, overrides)
 
 
 def local_replicas(tmp_path: Path, **rm_options: Any) -> LocalReplicas:

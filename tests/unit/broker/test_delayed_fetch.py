@@ -69,7 +69,9 @@ def waiting_fetch(
     def read(params: FetchParams, infos: object) -> Results:
         return [(TP, FetchPartitionResult(ErrorCode.NONE, partition.high_watermark))]
 
-    op = DelayedFetch(params, infos, {TP: partition}.get, read, got.append)
+    op = DelayedFetch(
+        params, infos, {TP: partition}.get, read, got.append, held_back=lambda _tp, _p: False
+    )
     purgatory.try_complete_else_watch(op, [TP])
     return purgatory, got
 

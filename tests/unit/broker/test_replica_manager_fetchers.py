@@ -18,12 +18,18 @@ from broker.replication import (
     LeaderEndpoint,
     ReplicaFetcherManager,
 )
+from broker.replication.throttle import ThrottleSide
 from client.connection import Connection, ConnectionConfig
 from client.security import PLAINTEXT
 from protocol.errors import ErrorCode
 from protocol.messages import LeaderAndIsrRequest
 from protocol.values import TopicPartition
-from tests.unit.broker.broker_helpers import LocalReplicas, local_replicas, partition_state
+from tests.unit.broker.broker_helpers import (
+    LocalReplicas,
+    local_replicas,
+    partition_state,
+    unthrottled,
+)
 from timer.clock import MockClock
 
 A = TopicPartition("orders", 0)
@@ -45,9 +51,11 @@ def live(broker_id: int, host: str, port: int) -> LiveLeader:
 
 @pytest.fixture
 async def local(tmp_path: Path) -> AsyncIterator[LocalReplicas]:
+    clock = MockClock()
     manager = ReplicaFetcherManager(
         FetcherConfig(broker_id=0, security=PLAINTEXT, num_fetchers=2),
-        MockClock(),
+        clock,
+        throttle=unthrottled(ThrottleSide.FOLLOWER, 0, clock),
         connect=never_connects,
     )
     replicas = local_replicas(tmp_path, replica_fetchers=manager, leader_endpoint=CACHE.get)

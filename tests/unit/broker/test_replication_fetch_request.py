@@ -12,10 +12,12 @@ from broker.partition import Partition
 from broker.replication.fetch_request import FetchLimits, FetchTemplate, encode_fetch
 from broker.replication.fetch_state import FetchState, PartitionFetchState
 from broker.replication.fetcher import FetcherConfig, LeaderEndpoint, ReplicaFetcher
+from broker.replication.throttle import ThrottleSide
 from client.connection import PREFIX_SIZE
 from client.security import PLAINTEXT
 from protocol import ApiKey
 from protocol.values import TopicPartition
+from tests.unit.broker.broker_helpers import unthrottled
 from timer.clock import MockClock
 
 LIMITS = FetchLimits(
@@ -108,11 +110,13 @@ def test_offsets_must_come_one_pair_per_partition() -> None:
 
 
 def test_a_fetcher_encodes_again_only_when_its_fetch_changes() -> None:
+    clock = MockClock()
     fetcher = ReplicaFetcher(
         0,
         LeaderEndpoint(1, "127.0.0.1", 9092),
         FetcherConfig(broker_id=2, security=PLAINTEXT),
-        MockClock(),
+        clock,
+        throttle=unthrottled(ThrottleSide.FOLLOWER, 2, clock),
     )
     a, b = TopicPartition("a", 0), TopicPartition("b", 1)
     no_partition = cast(Partition, None)  # the template reads states only
@@ -126,3 +130,23 @@ def test_a_fetcher_encodes_again_only_when_its_fetch_changes() -> None:
     fetcher.adopt(b, no_partition, PartitionFetchState(1, 6, FetchState.FETCHING))
     assert fetcher._template_for([a, b], 12).asked == [(a, 5), (b, 6)]  # a new epoch
     assert fetcher._template_for([a, b], 11).version == 11  # another leader version
+
+
+def test_a_fetcher_leaves_out_what_its_throttle_holds_back() -> None:
+    clock = MockClock()
+    every = {"follower.replication.throttled.replicas": "*"}
+    fetcher = ReplicaFetcher(
+        0,
+        LeaderEndpoint(1, "127.0.0.1", 9092),
+        FetcherConfig(broker_id=2),
+        clock,
+        throttle=unthrottled(
+            ThrottleSide.FOLLOWER, 2, clock, lambda t: every if t == "a" else {}, lambda: 100
+        ),
+    )
+    a, b = TopicPartition("a", 0), TopicPartition("b", 1)
+    assert fetcher._unthrottled([a, b]) == [a, b]  # nothing received yet
+    fetcher.throttle.record(10_000)  # 1000 B/s over a fresh quota's 10 s, above 100
+    assert fetcher._unthrottled([a, b]) == [b]
+    fetcher.lags[a] = 0  # caught up with the leader's high watermark: in sync
+    assert fetcher._unthrottled([a, b]) == [a, b]
