@@ -138,7 +138,7 @@ def test_a_fetcher_leaves_out_what_its_throttle_holds_back() -> None:
     fetcher = ReplicaFetcher(
         0,
         LeaderEndpoint(1, "127.0.0.1", 9092),
-        FetcherConfig(broker_id=2),
+        FetcherConfig(broker_id=2, security=PLAINTEXT),
         clock,
         throttle=unthrottled(
             ThrottleSide.FOLLOWER, 2, clock, lambda t: every if t == "a" else {}, lambda: 100
