@@ -57,6 +57,12 @@ class InvalidProducerEpochError(RecordError):
     error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+class TransactionCoordinatorFencedError(RecordError):
+    """A transaction marker from a coordinator older than one the producer has seen."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class OffsetOutOfRangeError(RecordError):
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 

@@ -5,7 +5,8 @@ does the file work (append bytes, roll, read, cut, fsync, delete); this class de
 what the offsets mean and keeps the leader-epoch cache and the producer state in step
 with the segments. ListOffsets by timestamp is :mod:`storage.timestamp_search`, the
 roll and retention rules :mod:`storage.retention`, the append checks
-:mod:`storage.append`.
+:mod:`storage.append`, transactions (markers, the last stable offset, read_committed
+reads and the aborted index) :mod:`storage.transactions`.
 
 Offsets, as Kafka names them::
 
@@ -40,10 +41,17 @@ import os
 import random
 from collections.abc import Callable, Iterator
 
-from protocol.records.batch import BatchHeader
+from protocol.records.batch import CONTROL_MASK, BatchHeader
 from protocol.records.validation import ValidatedRecords
-from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TopicPartition
-from storage import retention, timestamp_search
+from protocol.values import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    TopicPartition,
+)
+from storage import retention, timestamp_search, transactions
 from storage.append import (
     AppendInfo,
     Records,
@@ -70,10 +78,11 @@ from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
 from storage.local_log import LocalLog, new_segment
 from storage.names import SWAP_SUFFIX
-from storage.producer_state import ProducerStateManager
+from storage.producer_state import CompletedTxn, ProducerStateManager
 from storage.recovery import clean_directory, finish_swaps, recover_segments
 from storage.segment import LogSegment
 from storage.timestamp_search import TimestampOffset
+from storage.txn_index import AbortedTransaction
 
 log = logging.getLogger(__name__)
 
@@ -192,16 +201,35 @@ class Log:
             )
         result.epoch_cache.truncate_from_end(leo)
         result.epoch_cache.truncate_from_start(start)
-        result._rebuild_producer_state()
+        stale = [s.base_offset for s in result.local.segments if s.txn_index_stale]
+        result._rebuild_producer_state(stale[0] if stale else None)
         result.epoch_cache.flush()
         return result
 
-    def _rebuild_producer_state(self) -> None:
+    def _rebuild_producer_state(self, txn_index_from: int | None = None) -> None:
+        """Reload the producer state at the log end; with ``txn_index_from`` (a segment
+        base), the aborted index of the segments from there on is rebuilt on the way."""
+        on_completed: Callable[[CompletedTxn], None] | None = None
+        if txn_index_from is not None:
+            segments, first = self.local.segments, txn_index_from
+            for seg in segments:
+                if seg.base_offset >= first:
+                    seg.txn_index.reset()
+                    seg.txn_index_stale = False
+
+            def on_completed(txn: CompletedTxn) -> None:
+                if txn.aborted and txn.last_offset >= first:
+                    seg = segments[self.local.segment_for(txn.last_offset)]
+                    seg.txn_index.append(transactions.aborted_entry(txn))
+
         self.producer_state.rebuild(
             self.log_start_offset,
             self.log_end_offset,
-            lambda offset: (h for _, _, h in self.iter_batch_headers(offset)),
+            lambda offset: transactions.with_markers(self.iter_batch_headers(offset)),
+            replay_from_at_most=txn_index_from,
+            on_completed=on_completed,
         )
+        self.producer_state.on_high_watermark(self.high_watermark)
 
     # -- state ---------------------------------------------------------------------------
 
@@ -252,18 +280,35 @@ class Log:
         if high_watermark > leo:
             high_watermark = leo
         self.high_watermark = high_watermark
+        if self.producer_state.unreplicated:
+            self.producer_state.on_high_watermark(high_watermark)
         return high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: read_committed consumers read below it (:mod:`storage.transactions`)."""
+        return transactions.last_stable_offset(
+            self.producer_state.first_unstable_offset, self.high_watermark, self.log_start_offset
+        )
 
     # -- appends -------------------------------------------------------------------------
 
-    def append(self, records: Records | ValidatedRecords, leader_epoch: int) -> AppendInfo:
+    def append(
+        self,
+        records: Records | ValidatedRecords,
+        leader_epoch: int,
+        *,
+        from_coordinator: bool = False,
+    ) -> AppendInfo:
         """Append a produce request's batches as leader: ``records`` validated where they
         arrived (:class:`ValidatedRecords`, the broker's produce path) or bytes checked
         here. Refused whole with a :class:`RecordError` subclass, log unchanged; a retried
         idempotent batch is answered with its original offsets. Assigns offsets from the
-        log end, stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
+        log end, stamps ``leader_epoch`` (and LogAppendTime if the topic uses it).
+        ``from_coordinator``: transaction markers (WriteTxnMarkers), checked by
+        :func:`storage.transactions.check_markers`."""
         self._check_usable()
-        checked = validated(records, self._name, from_client=True)
+        checked = validated(records, self._name, from_client=not from_coordinator)
         config = self.config
         check_batch_sizes(checked.batches, config.max_message_bytes, self._name)
         buf = writable(checked.buffer)
@@ -276,6 +321,8 @@ class Log:
         assigned = assign_offsets(
             buf, checked.batches, self.log_end_offset, leader_epoch, log_append_time
         )
+        if from_coordinator:
+            transactions.check_markers(buf, assigned, self.producer_state.producers, self._name)
         duplicate = check_producers(assigned, self.producer_state.producers, self._name)
         if duplicate is not None:
             # The original append's answer: its offsets and, under LogAppendTime, the time
@@ -330,8 +377,12 @@ class Log:
             for _, h in batches:
                 if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
                     new_epoch |= self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
-        for _, h in batches:
-            self.producer_state.update(h)
+        state = self.producer_state
+        for pos, h in batches:
+            if h.attributes & CONTROL_MASK:
+                self._append_marker(buf, pos, h)
+            else:
+                state.update(h)
         self._unflushed_records += records
         if self._unflushed_records >= self.config.flush_messages:
             self._unflushed_records = 0
@@ -348,6 +399,17 @@ class Log:
             records,
             len(buf),
         )
+
+    def _append_marker(self, buf: memoryview, pos: int, header: BatchHeader) -> None:
+        """A control batch just written: its transaction completes; an ABORT's goes to
+        the active segment's aborted index (a failed write takes the log offline)."""
+        done = self.producer_state.update(header, transactions.marker_at(buf, pos, self._name))
+        if done is not None and done.aborted:
+            try:
+                self.local.active_segment.txn_index.append(transactions.aborted_entry(done))
+            except StorageError as exc:
+                self.local.failed = str(exc)
+                raise
 
     # -- rolling -------------------------------------------------------------------------
 
@@ -431,13 +493,19 @@ class Log:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_message: bool = True,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> FileRegion | None:
         """Batches from the one holding ``start_offset``: a region of at most
         ``max_bytes`` (or the first batch whole, with ``min_one_message``), ending
-        before ``max_offset`` (the high watermark for consumers). None when there is
-        nothing to return; :class:`OffsetOutOfRangeError` outside [log start, LEO].
-        (Every fetch that finds data runs this: the local log's fields are read
-        directly, not through this class's properties.)"""
+        before ``max_offset`` (the high watermark for consumers), and before the last
+        stable offset with READ_COMMITTED. None when there is nothing to return;
+        :class:`OffsetOutOfRangeError` outside [log start, LEO]. (Every fetch that finds
+        data runs this: the local log's fields are read directly, not through this
+        class's properties.)"""
+        if isolation_level == READ_COMMITTED:
+            lso = self.last_stable_offset
+            if max_offset is None or lso < max_offset:
+                max_offset = lso
         local = self.local
         if local.failed is not None:
             local.check_usable()  # raises the log's offline error
@@ -451,6 +519,13 @@ class Log:
         return local.read(
             start_offset, max_bytes if max_bytes > 0 else 0, max_offset, min_one_message
         )
+
+    def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTransaction]:
+        """The aborted transactions with data in [``start_offset``, ``upper_offset``), as
+        a read_committed Fetch lists them (:mod:`storage.transactions`)."""
+        segments = self.local.segments
+        first = max(self.local.segment_for(start_offset), 0)
+        return transactions.collect_aborted(segments[first:], start_offset, upper_offset)
 
     def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Like :meth:`read`, but the bytes (replicas' tests, tools)."""

@@ -34,6 +34,7 @@ from storage.names import (
     SWAP_SUFFIX,
     TEMP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     offset_file_name,
     parse_offset_file_name,
 )
@@ -60,7 +61,7 @@ def finish_swaps(
         unfinished = name.endswith(CLEANED_SUFFIX)
         orphan = stem != name and not any(
             parse_offset_file_name(stem, kind) in swap_bases
-            for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+            for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
         )
         if unfinished or orphan:
             _unlink(os.path.join(directory, name))
@@ -81,9 +82,9 @@ def finish_swaps(
 
 
 def remove_segment_files(directory: str, base: int, suffix: str = "") -> None:
-    """Remove the .log, .index and .timeindex of segment ``base`` named with ``suffix``,
-    those that exist."""
-    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    """Remove the .log, .index, .timeindex and .txnindex of segment ``base`` named with
+    ``suffix``, those that exist."""
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         _unlink(os.path.join(directory, offset_file_name(base, kind) + suffix))
 
 
@@ -104,7 +105,7 @@ def clean_directory(directory: str, names: list[str]) -> list[int]:
     for name in names:
         path = os.path.join(directory, name)
         orphan = False
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             base = parse_offset_file_name(name, suffix)
             if base is not None and base not in present:
                 orphan = True

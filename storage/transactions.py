@@ -1,0 +1,128 @@
+"""Transactions in the log: markers, the last stable offset, read_committed reads.
+
+A transactional producer's batches carry the transactional bit; the coordinator ends
+each transaction with a control batch holding one COMMIT or ABORT marker
+(:mod:`protocol.records.control`). :mod:`storage.producer_state` follows the open
+transactions; this module holds what the :class:`~storage.log.Log` does with them:
+
+- **Markers.** Appending a control batch reads its one record (control batches are a
+  few dozen bytes, and rare); an ABORT that completes a transaction adds an entry to the
+  active segment's aborted index (:mod:`storage.txn_index`). A marker appended as leader
+  (from the coordinator) is checked first: an older producer epoch is refused with
+  INVALID_PRODUCER_EPOCH, an older coordinator epoch with TRANSACTION_COORDINATOR_FENCED.
+- **Last stable offset** (LSO): the first offset of the earliest transaction that is
+  open, or completed with its marker not yet below the high watermark; the high
+  watermark when there is none; never above the high watermark nor below the log start.
+  ``Log.last_stable_offset`` reads it from the producer state's incrementally kept
+  first unstable offset.
+- **read_committed.** ``Log.read(..., isolation_level=READ_COMMITTED)`` ends the read at
+  the LSO. ``Log.aborted_transactions(start, upper)`` lists the aborted transactions
+  with data in ``[start, upper)``, from the ``.txnindex`` of the segment holding
+  ``start`` and the following ones until an entry's LSO reaches ``upper``
+  (:func:`collect_aborted`).
+
+How the Fetch handler uses it: for a consumer fetch with isolation_level 1 it reads
+with ``isolation_level=READ_COMMITTED`` (so the region ends at the LSO, and it answers
+``last_stable_offset`` with ``Log.last_stable_offset``), then fills the partition's
+``aborted_transactions`` with ``Log.aborted_transactions(fetch_offset, upper)`` as
+``(producer_id, first_offset)`` pairs, ``upper`` being the LSO (the read's limit: an
+entry beyond the bytes returned is harmless, the client uses an entry only once it meets
+that producer's batches). With read_uncommitted it sends null (None) there, as now.
+The consumer drops the batches of a listed producer from the entry's first offset up
+to that producer's ABORT marker.
+
+After a crash the aborted index of every segment from the one holding the recovery
+point (and of any segment whose index files were unusable) is rebuilt by replaying the
+producer state from a snapshot at or below that segment's base.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+
+from protocol.errors import ErrorCode
+from protocol.records.batch import BatchHeader, InvalidBatch
+from protocol.records.builder import read_batch
+from protocol.records.control import ControlMarker, parse_control_record
+from storage.errors import (
+    CorruptRecordError,
+    InvalidProducerEpochError,
+    StorageError,
+    TransactionCoordinatorFencedError,
+)
+from storage.producer_state import CompletedTxn, ProducerStateEntry, check_marker
+from storage.segment import LogSegment
+from storage.txn_index import AbortedTransaction, AbortedTxn
+
+
+def marker_at(buf: bytes | bytearray | memoryview, pos: int, where: str) -> ControlMarker | None:
+    """The marker of the control batch at ``pos`` in ``buf``, None when it has no record
+    (a control batch the cleaner emptied)."""
+    try:
+        _, records = read_batch(buf, pos, check_crc=False)
+        return parse_control_record(records[0]) if records else None
+    except InvalidBatch as exc:
+        raise CorruptRecordError(f"{where}: control batch at {pos}: {exc}") from None
+
+
+def read_marker(seg: LogSegment, pos: int, header: BatchHeader) -> ControlMarker | None:
+    """The marker of the control batch at ``pos`` of a segment."""
+    try:
+        data = os.pread(seg.fd, header.size, pos)
+    except OSError as exc:
+        raise StorageError(f"reading {seg.log_path} at {pos}: {exc}") from exc
+    return marker_at(data, 0, seg.log_path)
+
+
+def with_markers(
+    found: Iterable[tuple[LogSegment, int, BatchHeader]],
+) -> Iterator[tuple[BatchHeader, ControlMarker | None]]:
+    """Each batch header of a log scan, with its marker when it is a control batch."""
+    for seg, pos, header in found:
+        yield header, read_marker(seg, pos, header) if header.is_control else None
+
+
+def check_markers(
+    buf: memoryview,
+    batches: Sequence[tuple[int, BatchHeader]],
+    producers: dict[int, ProducerStateEntry],
+    where: str,
+) -> None:
+    """The leader's checks of markers from the coordinator (see the module doc)."""
+    for pos, header in batches:
+        if not header.is_control:
+            continue
+        marker = marker_at(buf, pos, where)
+        epoch = -1 if marker is None or marker.coordinator_epoch is None else marker.coordinator_epoch
+        verdict = check_marker(producers.get(header.producer_id), header, epoch)
+        if verdict.error_code == ErrorCode.INVALID_PRODUCER_EPOCH:
+            raise InvalidProducerEpochError(f"{where}: {verdict.message}")
+        if verdict.error_code:
+            raise TransactionCoordinatorFencedError(f"{where}: {verdict.message}")
+
+
+def aborted_entry(txn: CompletedTxn) -> AbortedTxn:
+    return AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset)
+
+
+def last_stable_offset(
+    first_unstable: int | None, high_watermark: int, log_start_offset: int
+) -> int:
+    if first_unstable is None or first_unstable >= high_watermark:
+        return high_watermark
+    return first_unstable if first_unstable > log_start_offset else log_start_offset
+
+
+def collect_aborted(
+    segments: Sequence[LogSegment], start: int, upper: int
+) -> list[AbortedTransaction]:
+    """The aborted transactions with data in ``[start, upper)`` (``segments`` in order,
+    the first one holding ``start``), as a Fetch response lists them."""
+    found: list[AbortedTransaction] = []
+    for seg in segments:
+        entries, complete = seg.txn_index.collect(start, upper)
+        found.extend(AbortedTransaction(t.producer_id, t.first_offset) for t in entries)
+        if complete:
+            break
+    return found
