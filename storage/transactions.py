@@ -114,15 +114,25 @@ def last_stable_offset(
     return first_unstable if first_unstable > log_start_offset else log_start_offset
 
 
-def collect_aborted(
+def collect_aborted_txns(
     segments: Sequence[LogSegment], start: int, upper: int
-) -> list[AbortedTransaction]:
-    """The aborted transactions with data in ``[start, upper)`` (``segments`` in order,
-    the first one holding ``start``), as a Fetch response lists them."""
-    found: list[AbortedTransaction] = []
+) -> list[AbortedTxn]:
+    """The aborted index entries of the transactions with data in ``[start, upper)``
+    (``segments`` in order, the first one holding ``start``; see :mod:`.txn_index`)."""
+    found: list[AbortedTxn] = []
     for seg in segments:
         entries, complete = seg.txn_index.collect(start, upper)
-        found.extend(AbortedTransaction(t.producer_id, t.first_offset) for t in entries)
+        found += entries
         if complete:
             break
     return found
+
+
+def collect_aborted(
+    segments: Sequence[LogSegment], start: int, upper: int
+) -> list[AbortedTransaction]:
+    """:func:`collect_aborted_txns` as a Fetch response lists them."""
+    return [
+        AbortedTransaction(t.producer_id, t.first_offset)
+        for t in collect_aborted_txns(segments, start, upper)
+    ]
