@@ -354,9 +354,7 @@ def clean_log(
             for pid, entry in list(lg.producer_state.producers.items())
         },
     )
-    txns = CleanedTxns(
-        transactions.collect_aborted_txns(cleanable, cleanable[0].base_offset, end)
-    )
+    txns = CleanedTxns(transactions.collect_aborted_txns(cleanable, cleanable[0].base_offset, end))
     config = lg.config
     for group in group_segments(cleanable, nexts, config.segment_bytes, config.segment_index_bytes):
         if stopping():

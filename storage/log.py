@@ -43,14 +43,7 @@ from collections.abc import Callable, Iterator
 
 from protocol.records.batch import CONTROL_MASK, BatchHeader
 from protocol.records.validation import ValidatedRecords
-from protocol.values import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
-    TopicPartition,
-)
+from protocol.values import READ_COMMITTED, READ_UNCOMMITTED, TopicPartition
 from storage import retention, timestamp_search, transactions
 from storage.append import (
     AppendInfo,
@@ -67,8 +60,6 @@ from storage.append import (
 from storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA,
-    CheckpointError,
-    read_partition_metadata,
     write_partition_metadata,
 )
 from storage.clock import Clock
@@ -77,9 +68,8 @@ from storage.errors import InconsistentTopicIdError, OffsetOutOfRangeError, Stor
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
 from storage.local_log import LocalLog, new_segment
-from storage.names import SWAP_SUFFIX
-from storage.producer_state import CompletedTxn, ProducerStateManager
-from storage.recovery import clean_directory, finish_swaps, recover_segments
+from storage.producer_state import ProducerStateManager
+from storage.recovery import load_segments, read_topic_id
 from storage.segment import LogSegment
 from storage.timestamp_search import TimestampOffset
 from storage.txn_index import AbortedTransaction
@@ -149,28 +139,19 @@ class Log:
         entry. Missing or corrupt indexes are rebuilt, orphan index files removed."""
         try:
             os.makedirs(directory, exist_ok=True)
-            names = os.listdir(directory)
         except OSError as exc:
             raise StorageError(f"opening log {directory}: {exc}") from exc
-        stored_id = _read_topic_id(directory)
+        stored_id = read_topic_id(directory)
         if topic_id is not None and stored_id is not None and topic_id != stored_id:
             raise InconsistentTopicIdError(
                 f"{directory} belongs to topic id {stored_id}, not {topic_id}"
             )
-        now = clock.time_ms()
-
-        def open_swap(base: int) -> LogSegment:
-            return new_segment(directory, base, config, now, file_suffix=SWAP_SUFFIX)
-
-        if finish_swaps(tp, directory, names, open_swap):
-            names = _list_dir(directory)
-        bases = clean_directory(directory, names)
         start = log_start_offset if log_start_offset is not None else 0
-        if not bases:
-            segments = [new_segment(directory, start, config, now, create=True)]
-        else:
-            segments = [new_segment(directory, b, config, now) for b in bases]
-        segments = recover_segments(tp, segments, recovery_point, clean_shutdown)
+
+        def open_segment(base: int, create: bool, suffix: str) -> LogSegment:
+            return new_segment(directory, base, config, clock.time_ms(), create, suffix)
+
+        segments = load_segments(tp, directory, open_segment, start, recovery_point, clean_shutdown)
         first_base = segments[0].base_offset
         leo = segments[-1].next_offset
         start = max(first_base, start if log_start_offset is not None else first_base)
@@ -207,27 +188,9 @@ class Log:
         return result
 
     def _rebuild_producer_state(self, txn_index_from: int | None = None) -> None:
-        """Reload the producer state at the log end; with ``txn_index_from`` (a segment
-        base), the aborted index of the segments from there on is rebuilt on the way."""
-        on_completed: Callable[[CompletedTxn], None] | None = None
-        if txn_index_from is not None:
-            segments, first = self.local.segments, txn_index_from
-            for seg in segments:
-                if seg.base_offset >= first:
-                    seg.txn_index.reset()
-                    seg.txn_index_stale = False
-
-            def on_completed(txn: CompletedTxn) -> None:
-                if txn.aborted and txn.last_offset >= first:
-                    seg = segments[self.local.segment_for(txn.last_offset)]
-                    seg.txn_index.append(transactions.aborted_entry(txn))
-
-        self.producer_state.rebuild(
-            self.log_start_offset,
-            self.log_end_offset,
-            lambda offset: transactions.with_markers(self.iter_batch_headers(offset)),
-            replay_from_at_most=txn_index_from,
-            on_completed=on_completed,
+        """Reload the producer state (:func:`storage.transactions.rebuild_producer_state`)."""
+        transactions.rebuild_producer_state(
+            self.producer_state, self.local, self.log_start_offset, txn_index_from
         )
         self.producer_state.on_high_watermark(self.high_watermark)
 
@@ -380,7 +343,7 @@ class Log:
         state = self.producer_state
         for pos, h in batches:
             if h.attributes & CONTROL_MASK:
-                self._append_marker(buf, pos, h)
+                transactions.append_marker(state, self.local, buf, pos, h)
             else:
                 state.update(h)
         self._unflushed_records += records
@@ -399,17 +362,6 @@ class Log:
             records,
             len(buf),
         )
-
-    def _append_marker(self, buf: memoryview, pos: int, header: BatchHeader) -> None:
-        """A control batch just written: its transaction completes; an ABORT's goes to
-        the active segment's aborted index (a failed write takes the log offline)."""
-        done = self.producer_state.update(header, transactions.marker_at(buf, pos, self._name))
-        if done is not None and done.aborted:
-            try:
-                self.local.active_segment.txn_index.append(transactions.aborted_entry(done))
-            except StorageError as exc:
-                self.local.failed = str(exc)
-                raise
 
     # -- rolling -------------------------------------------------------------------------
 
@@ -520,12 +472,11 @@ class Log:
             start_offset, max_bytes if max_bytes > 0 else 0, max_offset, min_one_message
         )
 
-    def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTransaction]:
-        """The aborted transactions with data in [``start_offset``, ``upper_offset``), as
-        a read_committed Fetch lists them (:mod:`storage.transactions`)."""
-        segments = self.local.segments
-        first = max(self.local.segment_for(start_offset), 0)
-        return transactions.collect_aborted(segments[first:], start_offset, upper_offset)
+    def aborted_transactions(self, start: int, upper: int) -> list[AbortedTransaction]:
+        """The aborted transactions with data in [``start``, ``upper``), as a
+        read_committed Fetch lists them (:mod:`storage.transactions`)."""
+        first = max(self.local.segment_for(start), 0)
+        return transactions.collect_aborted(self.local.segments[first:], start, upper)
 
     def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Like :meth:`read`, but the bytes (replicas' tests, tools)."""
@@ -542,20 +493,9 @@ class Log:
         """ListOffsets: -2 earliest, -1 latest, -3 the record with the largest timestamp,
         else the first record whose timestamp is >= ``timestamp`` (None if none)."""
         self._check_usable()
-        if timestamp == EARLIEST_TIMESTAMP:
-            epoch = self.epoch_cache.epoch_for_offset(self.log_start_offset)
-            return TimestampOffset(-1, self.log_start_offset, epoch)
-        if timestamp == LATEST_TIMESTAMP:
-            return TimestampOffset(-1, self.log_end_offset, self.epoch_cache.latest_epoch)
-        segments = self.local.segments
-        if timestamp == MAX_TIMESTAMP:
-            found = timestamp_search.largest_timestamp(segments)
-        else:
-            found = timestamp_search.first_at_or_after(segments, timestamp, self.log_start_offset)
-        if found is None:
-            return None
-        ts, offset = found
-        return TimestampOffset(ts, offset, self.epoch_cache.epoch_for_offset(offset))
+        segments, epochs = self.local.segments, self.epoch_cache
+        start, end = self.log_start_offset, self.log_end_offset
+        return timestamp_search.list_offset(segments, epochs, start, end, timestamp)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset)."""
@@ -708,18 +648,3 @@ class Log:
             f"Log({self.tp}, start={self.log_start_offset}, end={self.log_end_offset}, "
             f"segments={len(self.local.segments)})"
         )
-
-
-def _list_dir(directory: str) -> list[str]:
-    try:
-        return os.listdir(directory)
-    except OSError as exc:
-        raise StorageError(f"opening log {directory}: {exc}") from exc
-
-
-def _read_topic_id(directory: str) -> str | None:
-    try:
-        return read_partition_metadata(os.path.join(directory, PARTITION_METADATA))
-    except CheckpointError as exc:
-        log.warning("ignoring unreadable partition.metadata: %s", exc)
-        return None

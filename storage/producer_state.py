@@ -145,7 +145,9 @@ class CompletedTxn(NamedTuple):
     last_stable_offset: int
 
 
-def check_marker(entry: ProducerStateEntry | None, header: BatchHeader, epoch: int) -> SequenceCheck:
+def check_marker(
+    entry: ProducerStateEntry | None, header: BatchHeader, epoch: int
+) -> SequenceCheck:
     """A marker written as leader (coordinator epoch ``epoch``): refused when the
     producer's epoch is newer (INVALID_PRODUCER_EPOCH) or the producer has seen a newer
     coordinator (TRANSACTION_COORDINATOR_FENCED), as Kafka refuses them."""

@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 
 from protocol.values import TopicPartition
+from storage.checkpoint import PARTITION_METADATA, CheckpointError, read_partition_metadata
 from storage.errors import StorageError
 from storage.names import (
     CLEANED_SUFFIX,
@@ -119,6 +120,28 @@ def clean_directory(directory: str, names: list[str]) -> list[int]:
     return bases
 
 
+def load_segments(
+    tp: TopicPartition,
+    directory: str,
+    open_segment: Callable[[int, bool, str], LogSegment],
+    start: int,
+    recovery_point: int,
+    clean_shutdown: bool,
+) -> list[LogSegment]:
+    """A log directory's segments, settled and recovered: the cleaner's leftovers
+    (:func:`finish_swaps`), stray files (:func:`clean_directory`), then
+    :func:`recover_segments`. An empty directory gets one segment based at ``start``.
+    ``open_segment(base, create, file_suffix)`` opens one."""
+    names = list_dir(directory)
+    if finish_swaps(tp, directory, names, lambda base: open_segment(base, False, SWAP_SUFFIX)):
+        names = list_dir(directory)
+    bases = clean_directory(directory, names)
+    if not bases:
+        return [open_segment(start, True, "")]
+    segments = [open_segment(b, False, "") for b in bases]
+    return recover_segments(tp, segments, recovery_point, clean_shutdown)
+
+
 def recover_segments(
     tp: TopicPartition, segments: list[LogSegment], recovery_point: int, clean_shutdown: bool
 ) -> list[LogSegment]:
@@ -174,3 +197,19 @@ def _report(tp: TopicPartition, seg: LogSegment, result: RecoveryResult) -> None
             result.truncated_bytes,
             result.reason,
         )
+
+
+def list_dir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError as exc:
+        raise StorageError(f"opening log {directory}: {exc}") from exc
+
+
+def read_topic_id(directory: str) -> str | None:
+    """The topic id in the log's partition.metadata (None when missing or unreadable)."""
+    try:
+        return read_partition_metadata(os.path.join(directory, PARTITION_METADATA))
+    except CheckpointError as exc:
+        log.warning("ignoring unreadable partition.metadata: %s", exc)
+        return None

@@ -64,7 +64,6 @@ from protocol.records.batch import (
 from storage.errors import StorageError
 from storage.file_region import FileRegion
 from storage.index import OffsetIndex, TimeIndex
-from storage.txn_index import TransactionIndex
 from storage.names import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -73,6 +72,7 @@ from storage.names import (
     TXN_INDEX_SUFFIX,
     offset_file_name,
 )
+from storage.txn_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 

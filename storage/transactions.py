@@ -39,7 +39,7 @@ producer state from a snapshot at or below that segment's base.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from protocol.errors import ErrorCode
 from protocol.records.batch import BatchHeader, InvalidBatch
@@ -51,7 +51,13 @@ from storage.errors import (
     StorageError,
     TransactionCoordinatorFencedError,
 )
-from storage.producer_state import CompletedTxn, ProducerStateEntry, check_marker
+from storage.local_log import LocalLog
+from storage.producer_state import (
+    CompletedTxn,
+    ProducerStateEntry,
+    ProducerStateManager,
+    check_marker,
+)
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTransaction, AbortedTxn
 
@@ -94,12 +100,57 @@ def check_markers(
         if not header.is_control:
             continue
         marker = marker_at(buf, pos, where)
-        epoch = -1 if marker is None or marker.coordinator_epoch is None else marker.coordinator_epoch
+        epoch = (
+            -1 if marker is None or marker.coordinator_epoch is None else marker.coordinator_epoch
+        )
         verdict = check_marker(producers.get(header.producer_id), header, epoch)
         if verdict.error_code == ErrorCode.INVALID_PRODUCER_EPOCH:
             raise InvalidProducerEpochError(f"{where}: {verdict.message}")
         if verdict.error_code:
             raise TransactionCoordinatorFencedError(f"{where}: {verdict.message}")
+
+
+def append_marker(
+    state: ProducerStateManager, local: LocalLog, buf: memoryview, pos: int, header: BatchHeader
+) -> None:
+    """A control batch just appended: its transaction completes; an ABORT's entry goes
+    to the active segment's aborted index (a failed write takes the log offline)."""
+    done = state.update(header, marker_at(buf, pos, str(local.tp)))
+    if done is not None and done.aborted:
+        try:
+            local.active_segment.txn_index.append(aborted_entry(done))
+        except StorageError as exc:
+            local.failed = str(exc)
+            raise
+
+
+def rebuild_producer_state(
+    state: ProducerStateManager, local: LocalLog, log_start_offset: int, txn_index_from: int | None
+) -> None:
+    """Reload ``state`` at the log end (from the newest snapshot, replaying the batches
+    after it); with ``txn_index_from`` (a segment base) the aborted index of every
+    segment from there on is emptied and refilled by the replay, which then starts
+    from a snapshot at or below that base."""
+    on_completed: Callable[[CompletedTxn], None] | None = None
+    if txn_index_from is not None:
+        segments, first = local.segments, txn_index_from
+        for seg in segments:
+            if seg.base_offset >= first:
+                seg.txn_index.reset()
+                seg.txn_index_stale = False
+
+        def on_completed(txn: CompletedTxn) -> None:
+            if txn.aborted and txn.last_offset >= first:
+                seg = segments[local.segment_for(txn.last_offset)]
+                seg.txn_index.append(aborted_entry(txn))
+
+    state.rebuild(
+        log_start_offset,
+        local.log_end_offset,
+        lambda offset: with_markers(local.iter_batch_headers(offset)),
+        replay_from_at_most=txn_index_from,
+        on_completed=on_completed,
+    )
 
 
 def aborted_entry(txn: CompletedTxn) -> AbortedTxn:

@@ -30,6 +30,7 @@ import errno
 import os
 import struct
 from bisect import bisect_left
+from itertools import pairwise
 from typing import NamedTuple
 
 from storage.errors import StorageError
@@ -100,7 +101,7 @@ class TransactionIndex:
             entries = self.entries
         except ValueError as exc:
             return str(exc)
-        if any(b.last_offset < a.last_offset for a, b in zip(entries, entries[1:])):
+        if any(b.last_offset < a.last_offset for a, b in pairwise(entries)):
             return "entries are out of order"
         return None
 

@@ -182,7 +182,7 @@ def test_aborted_transactions_whose_marker_is_in_a_later_segment_are_found(lg: L
 def test_an_entry_is_kafkas_34_bytes() -> None:
     raw = encode_entry(AbortedTxn(0x0102030405060708, 10, 20, 21))
     assert raw == bytes.fromhex(
-        "0000" "0102030405060708" "000000000000000a" "0000000000000014" "0000000000000015"
+        "00000102030405060708000000000000000a00000000000000140000000000000015"
     )
     assert decode_entries(raw * 2) == [AbortedTxn(0x0102030405060708, 10, 20, 21)] * 2
     with pytest.raises(ValueError):
@@ -301,7 +301,9 @@ def test_retention_and_delete_records_delete_the_index_with_its_segment(tmp_path
     lg.delete_due_segments()
     assert not os.path.exists(first)
     assert [s.base_offset for s in lg.segments] == [15]
-    assert entries(lg) == [] and os.listdir(lg.directory).count("00000000000000000000.txnindex") == 0
+    assert (
+        entries(lg) == [] and os.listdir(lg.directory).count("00000000000000000000.txnindex") == 0
+    )
     assert lg.last_stable_offset == 15  # the open transactions began below the log start
 
 
