@@ -339,7 +339,8 @@ def clean_log(
     segments, nexts = every[:-1], [s.base_offset for s in every[1:]]  # never the active
     offset_map.clear()
     start = max(first_dirty, lg.log_start_offset)
-    in_map = [s for s in segments if s.next_offset > start]
+    # (an aborted transaction's marker may lie beyond the section, in the active segment)
+    in_map = [s for s in every if s.next_offset > start]
     mapped = CleanedTxns(transactions.collect_aborted_txns(in_map, start, first_uncleanable))
     end = build_offset_map(segments, start, first_uncleanable, offset_map, stats, throttle, mapped)
     cleanable = [s for s in segments if s.base_offset < end]
@@ -354,7 +355,8 @@ def clean_log(
             for pid, entry in list(lg.producer_state.producers.items())
         },
     )
-    txns = CleanedTxns(transactions.collect_aborted_txns(cleanable, cleanable[0].base_offset, end))
+    upper = nexts[len(cleanable) - 1]  # the groups rewrite whole segments
+    txns = CleanedTxns(transactions.collect_aborted_txns(every, every[0].base_offset, upper))
     config = lg.config
     for group in group_segments(cleanable, nexts, config.segment_bytes, config.segment_index_bytes):
         if stopping():

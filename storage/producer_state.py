@@ -43,7 +43,6 @@ These are the fields Kafka's own snapshot carries for a producer's transaction.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import struct
@@ -96,7 +95,15 @@ class ProducerStateEntry:
         return self.batches[-1].last_seq if self.batches else -1
 
     def copy(self) -> ProducerStateEntry:
-        return dataclasses.replace(self, batches=list(self.batches))
+        # every idempotent append makes one: built directly, dataclasses.replace is slower
+        return ProducerStateEntry(
+            self.producer_id,
+            self.epoch,
+            self.last_timestamp,
+            list(self.batches),
+            self.coordinator_epoch,
+            self.current_txn_first_offset,
+        )
 
     def add(self, header: BatchHeader) -> None:
         """Record a batch already written (its offsets are final). A control batch

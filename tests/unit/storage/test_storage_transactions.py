@@ -418,3 +418,39 @@ def test_the_cleaner_never_cleans_an_open_transaction() -> None:
         before = values(lg)
         clean(lg, now=10_000)
         assert values(lg) == before
+
+
+def test_aborted_data_goes_when_its_marker_is_still_in_the_active_segment() -> None:
+    SEQ.clear()
+    with tempfile.TemporaryDirectory() as tmp:
+        lg = compacted(tmp, MockClock())
+        append(lg, data(1, key=b"a"))  # 0-1 aborted
+        append(lg, data(2, key=b"b", txn=False))  # 2-3, producer 2's
+        lg.roll()
+        abort(lg, 1)  # 4, in the active segment
+        lg.update_high_watermark(lg.log_end_offset)
+        clean(lg, now=10_000)
+        # emptied, not dropped: producer 1's last data batch keeps its sequence state
+        assert values(lg)[:2] == [(0, False, 0), (2, False, 2)]
+        assert lg.aborted_transactions(0, 5) == [AbortedTransaction(1, 0)]
+
+
+# -- dump-log ----------------------------------------------------------------------------------
+
+
+def test_dump_log_prints_markers_and_txnindex_entries(lg: Log) -> None:
+    import io
+
+    from tools.dump_log import dump_file
+
+    append(lg, data(1))
+    abort(lg, 1, coordinator_epoch=3)
+    seg = lg.active_segment
+    out = io.StringIO()
+    assert dump_file(seg.txn_index.path, out) == 0
+    assert "version: 0 producerId: 1 firstOffset: 0 lastOffset: 2 lastStableOffset: 3" in (
+        out.getvalue()
+    )
+    out = io.StringIO()
+    assert dump_file(seg.log_path, out, print_data=True) == 0
+    assert "endTxnMarker: ABORT coordinatorEpoch: 3" in out.getvalue()
