@@ -475,8 +475,7 @@ class Log:
     def aborted_transactions(self, start: int, upper: int) -> list[AbortedTransaction]:
         """The aborted transactions with data in [``start``, ``upper``), as a
         read_committed Fetch lists them (:mod:`storage.transactions`)."""
-        first = max(self.local.segment_for(start), 0)
-        return transactions.collect_aborted(self.local.segments[first:], start, upper)
+        return transactions.collect_aborted(self.local.segments_from(start), start, upper)
 
     def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Like :meth:`read`, but the bytes (replicas' tests, tools)."""

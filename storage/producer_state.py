@@ -187,10 +187,22 @@ def check_batch(entry: ProducerStateEntry | None, header: BatchHeader) -> Sequen
     - an epoch older than the known one: INVALID_PRODUCER_EPOCH;
     - same epoch and the sequences of one of the last five batches: a duplicate;
     - a new epoch must start at sequence 0, the same epoch must continue at last + 1:
-      otherwise OUT_OF_ORDER_SEQUENCE_NUMBER.
+      otherwise OUT_OF_ORDER_SEQUENCE_NUMBER;
+    - a producer with a transaction open writes only transactional batches (or its
+      marker): otherwise INVALID_TXN_STATE.
     """
     if header.producer_id < 0 or header.base_sequence < 0 or entry is None:
         return ACCEPT
+    if (
+        entry.current_txn_first_offset >= 0
+        and not header.attributes & _TXN_OR_CONTROL
+        and header.producer_epoch == entry.epoch
+    ):
+        return SequenceCheck(
+            ErrorCode.INVALID_TXN_STATE,
+            message=f"producer {header.producer_id} has a transaction open at offset "
+            f"{entry.current_txn_first_offset}: expected a transactional batch",
+        )
     if header.producer_epoch < entry.epoch:
         return SequenceCheck(
             ErrorCode.INVALID_PRODUCER_EPOCH,

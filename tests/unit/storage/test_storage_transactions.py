@@ -454,3 +454,16 @@ def test_dump_log_prints_markers_and_txnindex_entries(lg: Log) -> None:
     out = io.StringIO()
     assert dump_file(seg.log_path, out, print_data=True) == 0
     assert "endTxnMarker: ABORT coordinatorEpoch: 3" in out.getvalue()
+
+
+def test_a_producer_with_a_transaction_open_may_not_write_outside_it(lg: Log) -> None:
+    from storage.errors import InvalidTxnStateError
+
+    append(lg, data(1))
+    end = lg.log_end_offset
+    with pytest.raises(InvalidTxnStateError):
+        lg.append(data(1, txn=False), 0)
+    assert lg.log_end_offset == end
+    SEQ[1] -= 2  # the refused batch's sequences are sent again
+    commit(lg, 1)
+    append(lg, data(1, txn=False))  # after the marker it may
