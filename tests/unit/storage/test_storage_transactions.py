@@ -139,7 +139,7 @@ def test_markers_from_a_fenced_coordinator_or_an_old_epoch_are_refused(lg: Log) 
     assert lg.log_end_offset == end
 
 
-def test_the_lso_is_kept_incrementally_not_by_a_scan(lg: Log) -> None:
+def test_producers_outside_transactions_leave_the_bookkeeping_empty(lg: Log) -> None:
     for pid in range(100, 200):
         append(lg, data(pid, txn=False))
     # non-transactional batches leave the bookkeeping empty
@@ -467,3 +467,41 @@ def test_a_producer_with_a_transaction_open_may_not_write_outside_it(lg: Log) ->
     SEQ[1] -= 2  # the refused batch's sequences are sent again
     commit(lg, 1)
     append(lg, data(1, txn=False))  # after the marker it may
+
+
+def test_a_follower_builds_the_same_index_and_lso(lg: Log, tmp_path: object) -> None:
+    build_history(lg)
+    follower = open_log(os.path.join(str(tmp_path), "follower"), lg.config)
+    for seg, pos, h in lg.iter_batch_headers(0):
+        if h.base_offset == seg.base_offset and h.base_offset > 0:
+            follower.roll()  # the leader's segment bases
+        follower.append_as_follower(os.pread(seg.fd, h.size, pos))
+        follower.update_high_watermark(min(h.next_offset, lg.high_watermark))
+    assert [s.base_offset for s in follower.segments] == [s.base_offset for s in lg.segments]
+    assert [s.txn_index.entries for s in follower.segments] == [
+        s.txn_index.entries for s in lg.segments
+    ]
+    assert follower.last_stable_offset == lg.last_stable_offset == 10
+
+
+def test_a_cleaned_segment_keeps_its_index_across_a_restart() -> None:
+    SEQ.clear()
+    clock = MockClock()
+    with tempfile.TemporaryDirectory() as tmp:
+        lg = compacted(tmp, clock)
+        append(lg, data(1, key=b"a"))  # 0-1 aborted
+        abort(lg, 1)  # 2
+        append(lg, data(3, key=b"c", txn=False))
+        lg.roll()
+        lg.update_high_watermark(lg.log_end_offset)
+        clean(lg, now=10_000)
+        assert lg.segments[0].txn_index.entries == [AbortedTxn(1, 0, 2, 3)]
+        assert not [n for n in os.listdir(tmp) if n.endswith((".cleaned", ".swap"))]
+        lg.delete_due_segments(now_ms=1 << 62)
+        hw = lg.high_watermark
+        lg.flush()
+        lg.close()
+        again = Log.open(tmp, _TP, lg.config, clock, high_watermark=hw, clean_shutdown=True)
+        assert again.segments[0].txn_index.entries == [AbortedTxn(1, 0, 2, 3)]
+        assert again.aborted_transactions(0, hw) == [AbortedTransaction(1, 0)]
+
