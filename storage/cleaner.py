@@ -261,7 +261,7 @@ class Retention:
         return producer_last == -1 and header.is_control
 
 
-def emptied(header: BatchHeader) -> bytes:
+def emptied(header: BatchHeader) -> bytearray:
     """The batch with no record (an empty batch has no records section to decompress:
     written uncompressed)."""
     empty = header._replace(attributes=header.attributes & ~COMPRESSION_MASK, records_count=0)
@@ -298,7 +298,7 @@ def clean_batch(
     return _rewrite(header, kept, rules, needs_horizon)
 
 
-def _rewrite(header: BatchHeader, kept: list[Record], rules: Retention, stamp: bool) -> bytes:
+def _rewrite(header: BatchHeader, kept: list[Record], rules: Retention, stamp: bool) -> bytearray:
     """``kept`` in a batch like ``header``; ``stamp`` sets the delete horizon."""
     needs_horizon = stamp
     base_timestamp = header.base_timestamp
