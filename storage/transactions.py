@@ -33,7 +33,10 @@ to that producer's ABORT marker.
 
 After a crash the aborted index of every segment from the one holding the recovery
 point (and of any segment whose index files were unusable) is rebuilt by replaying the
-producer state from a snapshot at or below that segment's base.
+producer state from a snapshot at or below that segment's base. Any reload of the
+producer state (opening, truncation) replays from a snapshot at or below the high
+watermark, so the transactions completed above it stay unstable, as before the reload
+(a reload costs at most the batch headers from that snapshot on).
 """
 
 from __future__ import annotations
@@ -125,12 +128,19 @@ def append_marker(
 
 
 def rebuild_producer_state(
-    state: ProducerStateManager, local: LocalLog, log_start_offset: int, txn_index_from: int | None
+    state: ProducerStateManager,
+    local: LocalLog,
+    log_start_offset: int,
+    high_watermark: int,
+    txn_index_from: int | None,
 ) -> None:
-    """Reload ``state`` at the log end (from the newest snapshot, replaying the batches
-    after it); with ``txn_index_from`` (a segment base) the aborted index of every
-    segment from there on is emptied and refilled by the replay, which then starts
-    from a snapshot at or below that base."""
+    """Reload ``state`` at the log end: from the newest snapshot at or below the high
+    watermark, replaying the batches after it, so that a transaction completed above
+    the high watermark is known as such (unreplicated: still unstable), as it was
+    before the reload; then the caller's :meth:`ProducerStateManager.on_high_watermark`
+    forgets those below. With ``txn_index_from`` (a segment base) the aborted index of
+    every segment from there on is emptied and refilled by the replay, which then
+    starts at or below that base too."""
     on_completed: Callable[[CompletedTxn], None] | None = None
     if txn_index_from is not None:
         segments, first = local.segments, txn_index_from
@@ -148,7 +158,9 @@ def rebuild_producer_state(
         log_start_offset,
         local.log_end_offset,
         lambda offset: with_markers(local.iter_batch_headers(offset)),
-        replay_from_at_most=txn_index_from,
+        replay_from_at_most=(
+            high_watermark if txn_index_from is None else min(high_watermark, txn_index_from)
+        ),
         on_completed=on_completed,
     )
 

@@ -504,4 +504,3 @@ def test_a_cleaned_segment_keeps_its_index_across_a_restart() -> None:
         again = Log.open(tmp, _TP, lg.config, clock, high_watermark=hw, clean_shutdown=True)
         assert again.segments[0].txn_index.entries == [AbortedTxn(1, 0, 2, 3)]
         assert again.aborted_transactions(0, hw) == [AbortedTransaction(1, 0)]
-
