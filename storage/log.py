@@ -190,10 +190,8 @@ class Log:
     def _rebuild_producer_state(self, txn_index_from: int | None = None) -> None:
         """Reload the producer state (:func:`storage.transactions.rebuild_producer_state`)."""
         start, hw = self.log_start_offset, self.high_watermark
-        transactions.rebuild_producer_state(
-            self.producer_state, self.local, start, hw, txn_index_from
-        )
-        self.producer_state.on_high_watermark(self.high_watermark)
+        state = self.producer_state
+        transactions.rebuild_producer_state(state, self.local, start, hw, txn_index_from)
 
     # -- state ---------------------------------------------------------------------------
 

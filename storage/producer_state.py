@@ -37,8 +37,13 @@ Snapshot format (big-endian), version 2; version 1 (no transaction fields) still
       | n int8 (<= 5)
       n times: first_seq int32 | last_seq int32 | first_offset int64 | last_offset int64
                | max_timestamp int64
+    unreplicated int32                                                        (v2 only)
+    unreplicated times: first_offset int64 | marker_offset int64
 
-These are the fields Kafka's own snapshot carries for a producer's transaction.
+The producer's two transaction fields are those Kafka's own snapshot carries. The
+completed transactions whose marker was not below the high watermark yet are ours:
+with them a reload (a restart, a truncation) keeps such a transaction unstable, as it
+was, without replaying the log from below the high watermark.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ _HEAD = struct.Struct(">hI")
 _COUNT = struct.Struct(">i")
 _PRODUCER_V1 = struct.Struct(">qhqb")
 _PRODUCER = struct.Struct(">qhqiqb")
+_TXN = struct.Struct(">qq")
 _TXN_OR_CONTROL = TRANSACTIONAL_MASK | CONTROL_MASK
 _BATCH = struct.Struct(">iiqqq")
 
@@ -361,7 +367,8 @@ class ProducerStateManager:
         and return that offset. On roll ``sync=False`` keeps the fsync off the append
         path; the roll's background flush calls :meth:`sync_snapshot`."""
         offset = self.map_end_offset
-        write_atomically(self.snapshot_path(offset), encode_snapshot(self.producers), sync)
+        data = encode_snapshot(self.producers, self.unreplicated)
+        write_atomically(self.snapshot_path(offset), data, sync)
         return offset
 
     def sync_snapshot(self, offset: int) -> None:
@@ -383,24 +390,25 @@ class ProducerStateManager:
             path = self.snapshot_path(offset)
             try:
                 with open(path, "rb") as f:
-                    self.producers = decode_snapshot(f.read())
+                    self.producers, unreplicated = decode_snapshot_state(f.read())
             except (OSError, ValueError) as exc:
                 log.warning("ignoring producer snapshot %s: %s", path, exc)
                 continue
             self.map_end_offset = offset
-            self._set_transactions()
+            self._set_transactions(unreplicated)
             break
         return self.map_end_offset
 
-    def _set_transactions(self) -> None:
-        """The open transactions as the loaded producers say (none completed)."""
+    def _set_transactions(self, unreplicated: dict[int, int] | None = None) -> None:
+        """The open transactions as the loaded producers say, and the completed ones
+        not yet replicated as the snapshot says."""
         opened = sorted(
             (e.current_txn_first_offset, pid)
             for pid, e in self.producers.items()
             if e.current_txn_first_offset >= 0
         )
         self.ongoing = dict(opened)
-        self.unreplicated = {}
+        self.unreplicated = dict(unreplicated or {})
         self._update_first_unstable()
 
     def delete_snapshots_after(self, offset: int) -> None:
@@ -422,7 +430,9 @@ class ProducerStateManager:
             raise StorageError(f"deleting producer snapshot: {exc}") from exc
 
 
-def encode_snapshot(producers: dict[int, ProducerStateEntry]) -> bytes:
+def encode_snapshot(
+    producers: dict[int, ProducerStateEntry], unreplicated: dict[int, int] | None = None
+) -> bytes:
     body = bytearray(_COUNT.pack(len(producers)))
     for entry in producers.values():
         body += _PRODUCER.pack(
@@ -435,11 +445,23 @@ def encode_snapshot(producers: dict[int, ProducerStateEntry]) -> bytes:
         )
         for b in entry.batches:
             body += _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
+    txns = unreplicated or {}
+    body += _COUNT.pack(len(txns))
+    for first, last in txns.items():
+        body += _TXN.pack(first, last)
     return _HEAD.pack(SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
 
 
 def decode_snapshot(data: bytes) -> dict[int, ProducerStateEntry]:
-    """Parse a snapshot; ValueError (struct.error included) when it is not one."""
+    """The producers of a snapshot; ValueError when it is not one."""
+    return decode_snapshot_state(data)[0]
+
+
+def decode_snapshot_state(
+    data: bytes,
+) -> tuple[dict[int, ProducerStateEntry], dict[int, int]]:
+    """Parse a snapshot: its producers and its unreplicated transactions (first offset
+    -> marker offset); ValueError (struct.error included) when it is not one."""
     if len(data) < _HEAD.size + _COUNT.size:
         raise ValueError("snapshot is truncated")
     version, crc = _HEAD.unpack_from(data, 0)
@@ -467,8 +489,16 @@ def decode_snapshot(data: bytes) -> dict[int, ProducerStateEntry]:
                 entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
                 pos += _BATCH.size
             producers[pid] = entry
+        unreplicated: dict[int, int] = {}
+        if version >= 2:
+            (count,) = _COUNT.unpack_from(body, pos)
+            pos += _COUNT.size
+            for _ in range(count):
+                first, last = _TXN.unpack_from(body, pos)
+                unreplicated[first] = last
+                pos += _TXN.size
     except struct.error as exc:
         raise ValueError(f"snapshot is truncated: {exc}") from None
     if pos != len(body):
         raise ValueError("snapshot has trailing bytes")
-    return producers
+    return producers, unreplicated

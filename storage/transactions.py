@@ -33,10 +33,9 @@ to that producer's ABORT marker.
 
 After a crash the aborted index of every segment from the one holding the recovery
 point (and of any segment whose index files were unusable) is rebuilt by replaying the
-producer state from a snapshot at or below that segment's base. Any reload of the
-producer state (opening, truncation) replays from a snapshot at or below the high
-watermark, so the transactions completed above it stay unstable, as before the reload
-(a reload costs at most the batch headers from that snapshot on).
+producer state from a snapshot at or below that segment's base. A snapshot carries the
+completed transactions whose marker was not yet below the high watermark, so that a
+reload keeps them unstable, as they were.
 """
 
 from __future__ import annotations
@@ -134,13 +133,11 @@ def rebuild_producer_state(
     high_watermark: int,
     txn_index_from: int | None,
 ) -> None:
-    """Reload ``state`` at the log end: from the newest snapshot at or below the high
-    watermark, replaying the batches after it, so that a transaction completed above
-    the high watermark is known as such (unreplicated: still unstable), as it was
-    before the reload; then the caller's :meth:`ProducerStateManager.on_high_watermark`
-    forgets those below. With ``txn_index_from`` (a segment base) the aborted index of
-    every segment from there on is emptied and refilled by the replay, which then
-    starts at or below that base too."""
+    """Reload ``state`` at the log end (from the newest snapshot, replaying the batches
+    after it) and forget the completed transactions below ``high_watermark``; with
+    ``txn_index_from`` (a segment base) the aborted index of every segment from there
+    on is emptied and refilled by the replay, which then starts from a snapshot at or
+    below that base."""
     on_completed: Callable[[CompletedTxn], None] | None = None
     if txn_index_from is not None:
         segments, first = local.segments, txn_index_from
@@ -158,11 +155,10 @@ def rebuild_producer_state(
         log_start_offset,
         local.log_end_offset,
         lambda offset: with_markers(local.iter_batch_headers(offset)),
-        replay_from_at_most=(
-            high_watermark if txn_index_from is None else min(high_watermark, txn_index_from)
-        ),
+        replay_from_at_most=txn_index_from,
         on_completed=on_completed,
     )
+    state.on_high_watermark(high_watermark)
 
 
 def aborted_entry(txn: CompletedTxn) -> AbortedTxn:

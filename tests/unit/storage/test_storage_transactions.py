@@ -23,6 +23,7 @@ from storage.producer_state import (
     ProducerStateEntry,
     ProducerStateManager,
     decode_snapshot,
+    decode_snapshot_state,
     encode_snapshot,
 )
 from storage.txn_index import AbortedTransaction, AbortedTxn, decode_entries, encode_entry
@@ -313,13 +314,18 @@ def test_snapshot_round_trip_carries_the_open_transaction(tmp_path: object) -> N
         2: ProducerStateEntry(2, 0, 900),
     }
     assert decode_snapshot(encode_snapshot(producers)) == producers
+    assert decode_snapshot_state(encode_snapshot(producers, {30: 45})) == (producers, {30: 45})
     m = ProducerStateManager(str(tmp_path))
     m.producers = producers
+    m.unreplicated = {30: 45}  # completed at 45, not yet below the high watermark
     m.map_end_offset = 50
     m.take_snapshot()
     loaded = ProducerStateManager(str(tmp_path))
     assert loaded.load(0, 50) == 50
-    assert loaded.ongoing == {40: 1} and loaded.first_unstable_offset == 40
+    assert loaded.ongoing == {40: 1} and loaded.unreplicated == {30: 45}
+    assert loaded.first_unstable_offset == 30
+    loaded.on_high_watermark(46)
+    assert loaded.first_unstable_offset == 40
 
 
 def test_a_version_1_snapshot_still_loads() -> None:
