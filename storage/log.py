@@ -471,10 +471,12 @@ class Log:
             start_offset, max_bytes if max_bytes > 0 else 0, max_offset, min_one_message
         )
 
-    def aborted_transactions(self, start: int, upper: int) -> list[AbortedTransaction]:
-        """The aborted transactions with data in [``start``, ``upper``), as a
-        read_committed Fetch lists them (:mod:`storage.transactions`)."""
-        return transactions.collect_aborted(self.local.segments_from(start), start, upper)
+    def aborted_transactions(self, start: int, read: int | FileRegion) -> list[AbortedTransaction]:
+        """The aborted transactions with data in a read_committed read from ``start``,
+        ``read`` the region it returned (or an offset it ends before), as a Fetch lists
+        them (:mod:`storage.transactions`)."""
+        segments, lso = self.local.segments_from(start), self.last_stable_offset
+        return transactions.collect_aborted(segments, start, read, lso)
 
     def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Like :meth:`read`, but the bytes (replicas' tests, tools)."""

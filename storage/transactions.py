@@ -24,10 +24,12 @@ transactions; this module holds what the :class:`~storage.log.Log` does with the
 How the Fetch handler uses it: for a consumer fetch with isolation_level 1 it reads
 with ``isolation_level=READ_COMMITTED`` (so the region ends at the LSO, and it answers
 ``last_stable_offset`` with ``Log.last_stable_offset``), then fills the partition's
-``aborted_transactions`` with ``Log.aborted_transactions(fetch_offset, upper)`` as
-``(producer_id, first_offset)`` pairs, ``upper`` being the LSO (the read's limit: an
-entry beyond the bytes returned is harmless, the client uses an entry only once it meets
-that producer's batches). With read_uncommitted it sends null (None) there, as now.
+``aborted_transactions`` with ``Log.aborted_transactions(fetch_offset, region)`` (the
+region the read returned) as ``(producer_id, first_offset)`` pairs. The range searched
+ends where the region's bytes end, found as Kafka finds it (the offset index's first
+entry at or after the region's end, else the segment's end), never past the LSO: a
+search up to the LSO would go through every later entry of the log on every fetch of
+a consumer catching up. With read_uncommitted it sends null (None) there, as now.
 The consumer drops the batches of a listed producer from the entry's first offset up
 to that producer's ABORT marker.
 
@@ -53,6 +55,7 @@ from storage.errors import (
     StorageError,
     TransactionCoordinatorFencedError,
 )
+from storage.file_region import FileRegion
 from storage.local_log import LocalLog
 from storage.producer_state import (
     CompletedTxn,
@@ -187,10 +190,26 @@ def collect_aborted_txns(
     return found
 
 
+def fetch_upper_bound(segments: Sequence[LogSegment], region: FileRegion) -> int | None:
+    """An offset above every record of ``region`` (a read of one of ``segments``): the
+    offset index's first entry at or after the region's end, else the segment's next
+    offset. None when the region is of none of them."""
+    for seg in segments:
+        if seg.fd == region.fd:
+            found = seg.offset_index.offset_at_or_after(region.position + region.length)
+            return seg.next_offset if found is None else found
+    return None
+
+
 def collect_aborted(
-    segments: Sequence[LogSegment], start: int, upper: int
+    segments: Sequence[LogSegment], start: int, read: int | FileRegion, lso: int
 ) -> list[AbortedTransaction]:
-    """:func:`collect_aborted_txns` as a Fetch response lists them."""
+    """:func:`collect_aborted_txns` as a Fetch response lists them, for a read from
+    ``start`` that returned the region ``read`` (or that ends before the offset
+    ``read``), never beyond ``lso``."""
+    upper = read if isinstance(read, int) else fetch_upper_bound(segments, read)
+    if upper is None or upper > lso:
+        upper = lso
     return [
         AbortedTransaction(t.producer_id, t.first_offset)
         for t in collect_aborted_txns(segments, start, upper)

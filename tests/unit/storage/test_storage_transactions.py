@@ -10,6 +10,7 @@ import tempfile
 
 import pytest
 
+from protocol.records.batch import iter_batches
 from protocol.records.builder import build_batch
 from protocol.records.control import ControlType, control_record
 from protocol.records.record import SimpleRecord
@@ -166,12 +167,31 @@ def test_read_committed_stops_at_the_lso_and_lists_the_aborted_range(lg: Log) ->
     assert lg.aborted_transactions(5, 9) == []
 
 
+def test_the_aborted_list_of_a_read_covers_its_bytes_not_the_whole_log(tmp_path: object) -> None:
+    SEQ.clear()
+    lg = open_log(str(tmp_path), LogConfig(segment_bytes=1 << 20, index_interval_bytes=1))
+    for t in range(20):  # producer 1 aborts, producer 2 commits, in turn
+        pid = 1 + t % 2
+        append(lg, data(pid))
+        (abort if pid == 1 else commit)(lg, pid)
+    everything = lg.aborted_transactions(0, lg.log_end_offset)
+    assert everything == [AbortedTransaction(1, 6 * t) for t in range(10)]
+    region = lg.read(0, 200, lg.high_watermark, isolation_level=READ_COMMITTED)
+    assert region is not None
+    read_to = max(h.next_offset for _, h in iter_batches(region.read()))
+    listed = lg.aborted_transactions(0, region)
+    wanted = [a for a in everything if a.first_offset < read_to]
+    assert wanted and listed[: len(wanted)] == wanted  # all with data in the bytes read
+    assert len(listed) <= len(wanted) + 1  # and at most the next (the index's bound)
+
+
 def test_aborted_transactions_whose_marker_is_in_a_later_segment_are_found(lg: Log) -> None:
     append(lg, data(1))  # 0-1
     lg.roll()
     append(lg, plain())  # 2-3
     lg.roll()
     abort(lg, 1)  # 4, in the third segment
+    lg.update_high_watermark(lg.log_end_offset)
     assert [s.txn_index.entries for s in lg.segments] == [[], [], [AbortedTxn(1, 0, 4, 5)]]
     assert lg.aborted_transactions(0, 2) == [AbortedTransaction(1, 0)]
     assert lg.aborted_transactions(2, 4) == [AbortedTransaction(1, 0)]
