@@ -41,7 +41,7 @@ import os
 import random
 from collections.abc import Callable, Iterator
 
-from protocol.records.batch import CONTROL_MASK, BatchHeader
+from protocol.records.batch import BatchHeader
 from protocol.records.validation import ValidatedRecords
 from protocol.values import READ_COMMITTED, READ_UNCOMMITTED, TopicPartition
 from storage import retention, timestamp_search, transactions
@@ -182,8 +182,7 @@ class Log:
             )
         result.epoch_cache.truncate_from_end(leo)
         result.epoch_cache.truncate_from_start(start)
-        stale = [s.base_offset for s in result.local.segments if s.txn_index_stale]
-        result._rebuild_producer_state(stale[0] if stale else None)
+        result._rebuild_producer_state(transactions.first_stale(result.local.segments))
         result.epoch_cache.flush()
         return result
 
@@ -324,11 +323,13 @@ class Log:
     ) -> AppendInfo:
         first, last = batches[0][1], batches[-1][1]
         max_ts, max_ts_offset = -1, first.base_offset
-        records = 0
+        records = attributes = 0
         for _, h in batches:
             records += h.records_count
+            attributes |= h.attributes
             if h.max_timestamp > max_ts:
                 max_ts, max_ts_offset = h.max_timestamp, h.last_offset
+        markers = transactions.markers_in(buf, batches, self._name, attributes)
         self._maybe_roll(len(buf), max_ts, first.base_offset, last.last_offset)
         self.local.append(buf, batches)
         # Epochs: the leader's own, or for a follower those the batches carry.
@@ -339,12 +340,11 @@ class Log:
             for _, h in batches:
                 if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
                     new_epoch |= self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
-        state = self.producer_state
-        for pos, h in batches:
-            if h.attributes & CONTROL_MASK:
-                transactions.append_marker(state, self.local, buf, pos, h)
-            else:
-                state.update(h)
+        if markers is None:
+            for _, h in batches:
+                self.producer_state.update(h)
+        else:
+            transactions.complete(self.producer_state, self.local, batches, markers)
         self._unflushed_records += records
         if self._unflushed_records >= self.config.flush_messages:
             self._unflushed_records = 0

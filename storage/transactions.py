@@ -42,11 +42,12 @@ reload keeps them unstable, as they were.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from protocol.errors import ErrorCode
-from protocol.records.batch import BatchHeader, InvalidBatch
+from protocol.records.batch import CONTROL_MASK, BatchHeader, InvalidBatch
 from protocol.records.builder import read_batch
 from protocol.records.control import ControlMarker, parse_control_record
 from storage.errors import (
@@ -66,6 +67,8 @@ from storage.producer_state import (
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTransaction, AbortedTxn
 
+log = logging.getLogger(__name__)
+
 
 def marker_at(buf: bytes | bytearray | memoryview, pos: int, where: str) -> ControlMarker | None:
     """The marker of the control batch at ``pos`` in ``buf``, None when it has no record
@@ -78,12 +81,17 @@ def marker_at(buf: bytes | bytearray | memoryview, pos: int, where: str) -> Cont
 
 
 def read_marker(seg: LogSegment, pos: int, header: BatchHeader) -> ControlMarker | None:
-    """The marker of the control batch at ``pos`` of a segment."""
+    """The marker of the control batch at ``pos`` of a segment; None (logged) when it
+    cannot be parsed: a log is still loaded, its transaction stays open."""
     try:
         data = os.pread(seg.fd, header.size, pos)
     except OSError as exc:
         raise StorageError(f"reading {seg.log_path} at {pos}: {exc}") from exc
-    return marker_at(data, 0, seg.log_path)
+    try:
+        return marker_at(data, 0, seg.log_path)
+    except CorruptRecordError as exc:
+        log.warning("unreadable transaction marker: %s", exc)
+        return None
 
 
 def with_markers(
@@ -115,18 +123,39 @@ def check_markers(
             raise TransactionCoordinatorFencedError(f"{where}: {verdict.message}")
 
 
-def append_marker(
-    state: ProducerStateManager, local: LocalLog, buf: memoryview, pos: int, header: BatchHeader
+def markers_in(
+    buf: memoryview, batches: Sequence[tuple[int, BatchHeader]], where: str, attributes: int
+) -> dict[int, ControlMarker | None] | None:
+    """The markers of the control batches about to be appended, by position (read
+    before any byte is written: one that cannot be is refused); None when there is
+    none (``attributes``: the batches' attributes or-ed together)."""
+    if not attributes & CONTROL_MASK:
+        return None
+    return {pos: marker_at(buf, pos, where) for pos, h in batches if h.is_control}
+
+
+def complete(
+    state: ProducerStateManager,
+    local: LocalLog,
+    batches: Sequence[tuple[int, BatchHeader]],
+    markers: dict[int, ControlMarker | None],
 ) -> None:
-    """A control batch just appended: its transaction completes; an ABORT's entry goes
-    to the active segment's aborted index (a failed write takes the log offline)."""
-    done = state.update(header, marker_at(buf, pos, str(local.tp)))
-    if done is not None and done.aborted:
-        try:
-            local.active_segment.txn_index.append(aborted_entry(done))
-        except StorageError as exc:
-            local.failed = str(exc)
-            raise
+    """Account batches just appended, some of them control batches: their transactions
+    complete; an ABORT's entry goes to the active segment's aborted index (a failed
+    write takes the log offline)."""
+    for pos, header in batches:
+        done = state.update(header, markers.get(pos))
+        if done is not None and done.aborted:
+            try:
+                local.active_segment.txn_index.append(aborted_entry(done))
+            except StorageError as exc:
+                local.failed = str(exc)
+                raise
+
+
+def first_stale(segments: Sequence[LogSegment]) -> int | None:
+    """The base of the first segment whose aborted index recovery found untrustworthy."""
+    return next((s.base_offset for s in segments if s.txn_index_stale), None)
 
 
 def rebuild_producer_state(

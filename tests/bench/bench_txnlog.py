@@ -121,7 +121,7 @@ def committed_read_rates(root: str, transactions: int) -> tuple[float, float]:
         kind = ControlType.ABORT if t % 10 == 9 else ControlType.COMMIT
         end = build_batch([control_record(kind, 0, 1)], producer_id=pid, producer_epoch=0,
                           is_control=True)  # fmt: skip
-        lg.append(end, leader_epoch=0, from_coordinator=True)  # type: ignore[call-arg]
+        lg.append(end, leader_epoch=0, from_coordinator=True)
         lg.update_high_watermark(lg.log_end_offset)
     rates = {True: 0.0, False: 0.0}
     for committed in (False, True, True, False, False, True):  # each kind's best of three
@@ -129,10 +129,10 @@ def committed_read_rates(root: str, transactions: int) -> tuple[float, float]:
         offset, total = 0, 0
         while offset < lg.high_watermark:
             if committed:
-                level = {"isolation_level": READ_COMMITTED}
-                region = lg.read(offset, 1 << 20, lg.high_watermark, **level)  # type: ignore[arg-type]
+                hw = lg.high_watermark
+                region = lg.read(offset, 1 << 20, hw, isolation_level=READ_COMMITTED)
                 if region is not None:
-                    lg.aborted_transactions(offset, region)  # type: ignore[attr-defined]
+                    lg.aborted_transactions(offset, region)
             else:
                 region = lg.read(offset, 1 << 20, lg.high_watermark)
             if region is None:

@@ -530,3 +530,17 @@ def test_a_cleaned_segment_keeps_its_index_across_a_restart() -> None:
         again = Log.open(tmp, _TP, lg.config, clock, high_watermark=hw, clean_shutdown=True)
         assert again.segments[0].txn_index.entries == [AbortedTxn(1, 0, 2, 3)]
         assert again.aborted_transactions(0, hw) == [AbortedTransaction(1, 0)]
+
+
+def test_a_follower_refuses_an_unreadable_marker_before_writing_it(lg: Log) -> None:
+    from protocol.records.builder import build_batch as build
+    from storage.errors import CorruptRecordError
+
+    append(lg, data(1))
+    bad = build([SimpleRecord(b"\x00", b"", timestamp=1)], producer_id=1, producer_epoch=0,
+                is_control=True, base_offset=lg.log_end_offset)  # fmt: skip
+    end, size = lg.log_end_offset, lg.size_in_bytes
+    with pytest.raises(CorruptRecordError):
+        lg.append_as_follower(bad)
+    assert (lg.log_end_offset, lg.size_in_bytes) == (end, size)
+    assert lg.producer_state.ongoing == {0: 1}
