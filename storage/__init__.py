@@ -2,7 +2,7 @@
 
 Modules, one concept each:
 
-- :mod:`.segment`        LogSegment: a .log with its .index and .timeindex
+- :mod:`.segment`        LogSegment: a .log with its .index, .timeindex and .txnindex
 - :mod:`.index`          the mmap'd sparse offset and time indexes
 - :mod:`.log`            Log: a partition's offsets, leader epochs and producer state
 - :mod:`.local_log`      LocalLog: the segments and the file work (roll, read, cut, flush)
@@ -15,7 +15,10 @@ Modules, one concept each:
 - :mod:`.cleaner`        the log cleaner's pass: compaction of one log and its swap
 - :mod:`.cleaner_manager` LogCleaner: which log to clean, the threads, the checkpoint
 - :mod:`.offset_map`     the cleaner's map of key digest to last offset
-- :mod:`.producer_state` idempotent producers' sequences and their snapshots
+- :mod:`.producer_state` producers' sequences, open transactions, and their snapshots
+- :mod:`.transactions`   markers, the last stable offset, read_committed reads
+- :mod:`.txn_index`      the aborted transaction index (.txnindex) of a segment
+- :mod:`.cleaner_txns`   which transactional data and markers the cleaner removes
 - :mod:`.leader_epoch`   the leader-epoch cache and its checkpoint
 - :mod:`.checkpoint`     Kafka's checkpoint text formats, written atomically
 - :mod:`.meta`           meta.properties rules

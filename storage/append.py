@@ -23,6 +23,7 @@ from typing import NamedTuple
 from protocol.errors import ErrorCode
 from protocol.records.batch import (
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
     BatchHeader,
     InvalidBatch,
     TimestampType,
@@ -36,6 +37,7 @@ from storage.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
     InvalidRecordError,
+    InvalidTxnStateError,
     OutOfOrderSequenceError,
     RecordTooLargeError,
     RecordValidationError,
@@ -178,12 +180,16 @@ def check_producers(
             return verdict.duplicate
         if verdict.error_code == ErrorCode.INVALID_PRODUCER_EPOCH:
             raise InvalidProducerEpochError(f"{where}: {verdict.message}")
+        if verdict.error_code == ErrorCode.INVALID_TXN_STATE:
+            raise InvalidTxnStateError(f"{where}: {verdict.message}")
         if verdict.error_code:
             raise OutOfOrderSequenceError(f"{where}: {verdict.message}")
         updated = (
             entry.copy() if entry else ProducerStateEntry(header.producer_id, header.producer_epoch)
         )
         updated.add(header)
+        if header.attributes & TRANSACTIONAL_MASK and updated.current_txn_first_offset < 0:
+            updated.current_txn_first_offset = header.base_offset
         pending[header.producer_id] = updated
     return None
 

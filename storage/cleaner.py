@@ -6,7 +6,7 @@ the last pass) and everything below them clean:
 1. **Offset map.** Every keyed record of the dirty section, in order, puts its key's
    digest and offset into an :class:`~storage.offset_map.OffsetMap`, until the map is
    full; the pass then covers the dirty section up to ``end_offset``, the first offset
-   not mapped.
+   not mapped. Aborted transactional data is not mapped (:mod:`storage.cleaner_txns`).
 2. **Groups.** The segments below ``end_offset`` (never the active one: the caller's
    ``first_uncleanable`` is at most its base) are grouped into runs whose total size
    stays within segment.bytes, whose indexes stay within segment.index.bytes, and
@@ -18,13 +18,17 @@ the last pass) and everything below them clean:
    tombstone (null value) survives until its batch's delete horizon: the first pass that
    keeps it stamps the batch with ``now + delete.retention.ms`` (the DELETE_HORIZON
    attribute bit, the horizon in base_timestamp, record timestamp deltas shifted to
-   match), and the first pass after that horizon drops it. Control batches are kept
-   whole (transactions are not offered, so none can be aborted). A batch keeps its base
+   match), and the first pass after that horizon drops it. Aborted transactional data
+   goes whole, and transaction markers go once nothing of their transaction is left and
+   their own delete horizon has passed (:mod:`storage.cleaner_txns`, which also writes
+   the new segment's ``.txnindex``); the caller's ``first_uncleanable`` is at most the
+   last stable offset, so no open transaction is cleaned. A batch keeps its base
    offset, last offset delta, codec, max timestamp and producer fields; a batch left
    with no record is dropped, except the last batch of each producer id (its sequence
-   state must survive a reload) and the last batch of the group (it pins the group's
-   offset range, which crash recovery of a ``.swap`` relies on), which stay as empty
-   batches. A batch that loses nothing is copied byte for byte.
+   state must survive a reload; for a producer with only markers, its markers) and the
+   last batch of the group (it pins the group's offset range, which crash recovery of
+   a ``.swap`` relies on), which stay as empty batches. A batch that loses nothing is
+   copied byte for byte.
 4. **Swap** (:mod:`storage.local_log`): the new segment is fsynced and renamed ``.swap``
    (from here recovery finishes the swap), the old segments are renamed ``.deleted``
    and replaced in the segment list, and ``.swap`` is renamed to the plain names.
@@ -53,9 +57,12 @@ from protocol.records.batch import (
 )
 from protocol.records.builder import pack_batch, read_batch
 from protocol.records.compression import compress
+from protocol.records.control import ControlMarker
 from protocol.records.record import Record, encode_records
+from storage import transactions
 from storage.checkpoint import fsync_dir
-from storage.errors import StorageError
+from storage.cleaner_txns import CleanedTxns
+from storage.errors import RecordError, StorageError
 from storage.index import TimeIndex
 from storage.log import Log
 from storage.names import CLEANED_SUFFIX, SWAP_SUFFIX
@@ -141,9 +148,11 @@ def build_offset_map(
     offset_map: OffsetMap,
     stats: CleanerStats,
     throttle: Throttle,
+    txns: CleanedTxns | None = None,
 ) -> int:
     """Put the keys of the batches in ``[start, end)`` into ``offset_map``; returns the
-    first offset not mapped (``end`` unless the map filled up first)."""
+    first offset not mapped (``end`` unless the map filled up first). ``txns`` knows
+    the aborted transactions, whose data is not mapped."""
     for seg in segments:
         if seg.next_offset <= start or seg.base_offset >= end:
             continue
@@ -152,6 +161,8 @@ def build_offset_map(
                 continue
             if header.base_offset >= end:
                 return end
+            if txns is not None and txns.is_aborted(header):
+                continue
             records = _records(seg, header, data)
             if offset_map.full or len(offset_map) + len(records) > offset_map.slots:
                 if offset_map.latest_offset < 0:
@@ -166,6 +177,13 @@ def build_offset_map(
             stats.bytes_read += header.size
             throttle(header.size)
     return end
+
+
+def _marker(seg: LogSegment, data: memoryview) -> ControlMarker | None:
+    try:
+        return transactions.marker_at(data, 0, seg.log_path)
+    except RecordError as exc:
+        raise CleanerError(str(exc)) from exc
 
 
 def _records(seg: LogSegment, header: BatchHeader, data: memoryview) -> list[Record]:
@@ -223,7 +241,7 @@ class Retention:
     offset_map: OffsetMap
     now_ms: int
     delete_retention_ms: int
-    #: producer id -> last offset of its last batch in the log
+    #: producer id -> last offset of its last data batch in the log (-1: markers only)
     producer_last_offsets: dict[int, int]
 
     def keeps(self, header: BatchHeader, record: Record) -> bool:
@@ -238,7 +256,31 @@ class Retention:
 
     def keeps_empty(self, header: BatchHeader, last_of_group: bool) -> bool:
         producer_last = self.producer_last_offsets.get(header.producer_id)
-        return last_of_group or producer_last == header.last_offset
+        if last_of_group or producer_last == header.last_offset:
+            return True
+        return producer_last == -1 and header.is_control
+
+
+def emptied(header: BatchHeader) -> bytearray:
+    """The batch with no record (an empty batch has no records section to decompress:
+    written uncompressed)."""
+    empty = header._replace(attributes=header.attributes & ~COMPRESSION_MASK, records_count=0)
+    return pack_batch(empty, b"")
+
+
+def clean_marker(
+    header: BatchHeader, data: memoryview, removable: bool, rules: Retention, last: bool
+) -> bytes | bytearray | memoryview | None:
+    """A control batch as it leaves this pass: kept, stamped with its delete horizon
+    (the first time it may go), or removed after that horizon."""
+    if not removable:
+        return data
+    if not header.attributes & DELETE_HORIZON_MASK:
+        records = read_batch(data, check_crc=False)[1]
+        return _rewrite(header, records, rules, stamp=True)
+    if rules.now_ms < header.base_timestamp:
+        return data
+    return emptied(header) if rules.keeps_empty(header, last) else None
 
 
 def clean_batch(
@@ -252,11 +294,13 @@ def clean_batch(
     if len(kept) == len(records) and not needs_horizon:
         return data
     if not kept:
-        if not rules.keeps_empty(header, last):
-            return None
-        # An empty batch has no records section to decompress: written uncompressed.
-        empty = header._replace(attributes=header.attributes & ~COMPRESSION_MASK, records_count=0)
-        return pack_batch(empty, b"")
+        return emptied(header) if rules.keeps_empty(header, last) else None
+    return _rewrite(header, kept, rules, needs_horizon)
+
+
+def _rewrite(header: BatchHeader, kept: list[Record], rules: Retention, stamp: bool) -> bytearray:
+    """``kept`` in a batch like ``header``; ``stamp`` sets the delete horizon."""
+    needs_horizon = stamp
     base_timestamp = header.base_timestamp
     attributes = header.attributes
     if needs_horizon:
@@ -295,7 +339,10 @@ def clean_log(
     segments, nexts = every[:-1], [s.base_offset for s in every[1:]]  # never the active
     offset_map.clear()
     start = max(first_dirty, lg.log_start_offset)
-    end = build_offset_map(segments, start, first_uncleanable, offset_map, stats, throttle)
+    # (an aborted transaction's marker may lie beyond the section, in the active segment)
+    in_map = [s for s in every if s.next_offset > start]
+    mapped = CleanedTxns(transactions.collect_aborted_txns(in_map, start, first_uncleanable))
+    end = build_offset_map(segments, start, first_uncleanable, offset_map, stats, throttle, mapped)
     cleanable = [s for s in segments if s.base_offset < end]
     if not cleanable:
         return PassResult(end, stats)
@@ -304,16 +351,17 @@ def clean_log(
         now_ms,
         lg.config.delete_retention_ms,
         {
-            pid: entry.batches[-1].last_offset
+            pid: entry.batches[-1].last_offset if entry.batches else -1
             for pid, entry in list(lg.producer_state.producers.items())
-            if entry.batches
         },
     )
+    upper = nexts[len(cleanable) - 1]  # the groups rewrite whole segments
+    txns = CleanedTxns(transactions.collect_aborted_txns(every, every[0].base_offset, upper))
     config = lg.config
     for group in group_segments(cleanable, nexts, config.segment_bytes, config.segment_index_bytes):
         if stopping():
             return PassResult(end, stats, complete=False)
-        cleaned = _write_group(lg, group, rules, stats, throttle)
+        cleaned = _write_group(lg, group, rules, txns, stats, throttle)
         try:
             swapped = on_owner(partial(lg.local.replace_segments, group, cleaned))
         except Exception:
@@ -329,13 +377,19 @@ def clean_log(
 
 
 def _write_group(
-    lg: Log, group: list[LogSegment], rules: Retention, stats: CleanerStats, throttle: Throttle
+    lg: Log,
+    group: list[LogSegment],
+    rules: Retention,
+    txns: CleanedTxns,
+    stats: CleanerStats,
+    throttle: Throttle,
 ) -> LogSegment:
     """The group's surviving batches in a new segment, fsynced and renamed ``.swap``."""
     base = group[0].base_offset
     for suffix in (CLEANED_SUFFIX, SWAP_SUFFIX):  # leftovers of an abandoned pass
         remove_segment_files(lg.directory, base, suffix)
     out = lg.local.new_segment(base, create=True, file_suffix=CLEANED_SUFFIX)
+    txns.cleaned_index = out.txn_index
     try:
         buf = bytearray()
         pending: list[tuple[int, BatchHeader]] = []
@@ -345,10 +399,16 @@ def _write_group(
                 stats.bytes_read += header.size
                 throttle(header.size)
                 result: bytes | bytearray | memoryview | None = data
-                if not header.is_control:
+                is_last = last_batch and seg is last_seg
+                if header.is_control:
+                    removable = txns.marker_removable(header, _marker(seg, data))
+                    result = clean_marker(header, data, removable, rules, is_last)
+                elif txns.is_aborted(header):
+                    stats.records_read += header.records_count
+                    result = emptied(header) if rules.keeps_empty(header, is_last) else None
+                else:
                     records = _records(seg, header, data)
                     stats.records_read += len(records)
-                    is_last = last_batch and seg is last_seg
                     result = clean_batch(header, data, records, rules, is_last)
                 if result is None:
                     continue

@@ -224,7 +224,7 @@ class LogCleaner:
             log_start_offset=lg.log_start_offset,
             log_end_offset=lg.log_end_offset,
             checkpoint=self.checkpoint(lg),
-            high_watermark=lg.high_watermark,
+            high_watermark=lg.last_stable_offset,  # no open transaction is cleaned
             now_ms=now_ms,
             min_lag_ms=lg.config.min_compaction_lag_ms,
             max_lag_ms=lg.config.max_compaction_lag_ms,

@@ -67,6 +67,18 @@ class InvalidProducerEpochError(RecordError):
     error_code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+class InvalidTxnStateError(RecordError):
+    """A producer with a transaction open wrote outside it."""
+
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(RecordError):
+    """A transaction marker from a coordinator older than one the producer has seen."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class OffsetOutOfRangeError(RecordError):
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 

@@ -272,6 +272,12 @@ class OffsetIndex(_Index):
         rel, pos = self.raw_entry(slot)
         return self.base_offset + rel, pos, next_pos
 
+    def offset_at_or_after(self, position: int) -> int | None:
+        """The offset of the first entry whose batch starts at or after ``position``
+        (the last offset of that batch), None when there is none."""
+        slot = self._ceil_slot(position, 1)
+        return self.base_offset + self.raw_entry(slot)[0] if slot < self.entries else None
+
     def last_entry(self) -> tuple[int, int]:
         if self.entries == 0:
             return self.base_offset, 0

@@ -80,6 +80,10 @@ class LocalLog:
         """Index of the segment holding ``offset`` (the floor by base offset), or -1."""
         return bisect_right(self._bases, offset) - 1
 
+    def segments_from(self, offset: int) -> list[LogSegment]:
+        """The segment holding ``offset`` (the first when below it) and those after."""
+        return self._segments[max(self.segment_for(offset), 0) :]
+
     def new_segment(self, base: int, create: bool = False, file_suffix: str = "") -> LogSegment:
         return new_segment(
             self.directory, base, self.config, self.clock.time_ms(), create, file_suffix

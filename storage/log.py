@@ -5,7 +5,8 @@ does the file work (append bytes, roll, read, cut, fsync, delete); this class de
 what the offsets mean and keeps the leader-epoch cache and the producer state in step
 with the segments. ListOffsets by timestamp is :mod:`storage.timestamp_search`, the
 roll and retention rules :mod:`storage.retention`, the append checks
-:mod:`storage.append`.
+:mod:`storage.append`, transactions (markers, the last stable offset, read_committed
+reads and the aborted index) :mod:`storage.transactions`.
 
 Offsets, as Kafka names them::
 
@@ -42,8 +43,8 @@ from collections.abc import Callable, Iterator
 
 from protocol.records.batch import BatchHeader
 from protocol.records.validation import ValidatedRecords
-from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TopicPartition
-from storage import retention, timestamp_search
+from protocol.values import READ_COMMITTED, READ_UNCOMMITTED, TopicPartition
+from storage import retention, timestamp_search, transactions
 from storage.append import (
     AppendInfo,
     Records,
@@ -59,8 +60,6 @@ from storage.append import (
 from storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA,
-    CheckpointError,
-    read_partition_metadata,
     write_partition_metadata,
 )
 from storage.clock import Clock
@@ -69,11 +68,11 @@ from storage.errors import InconsistentTopicIdError, OffsetOutOfRangeError, Stor
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochCache
 from storage.local_log import LocalLog, new_segment
-from storage.names import SWAP_SUFFIX
 from storage.producer_state import ProducerStateManager
-from storage.recovery import clean_directory, finish_swaps, recover_segments
+from storage.recovery import load_segments, read_topic_id
 from storage.segment import LogSegment
 from storage.timestamp_search import TimestampOffset
+from storage.txn_index import AbortedTransaction
 
 log = logging.getLogger(__name__)
 
@@ -140,28 +139,19 @@ class Log:
         entry. Missing or corrupt indexes are rebuilt, orphan index files removed."""
         try:
             os.makedirs(directory, exist_ok=True)
-            names = os.listdir(directory)
         except OSError as exc:
             raise StorageError(f"opening log {directory}: {exc}") from exc
-        stored_id = _read_topic_id(directory)
+        stored_id = read_topic_id(directory)
         if topic_id is not None and stored_id is not None and topic_id != stored_id:
             raise InconsistentTopicIdError(
                 f"{directory} belongs to topic id {stored_id}, not {topic_id}"
             )
-        now = clock.time_ms()
-
-        def open_swap(base: int) -> LogSegment:
-            return new_segment(directory, base, config, now, file_suffix=SWAP_SUFFIX)
-
-        if finish_swaps(tp, directory, names, open_swap):
-            names = _list_dir(directory)
-        bases = clean_directory(directory, names)
         start = log_start_offset if log_start_offset is not None else 0
-        if not bases:
-            segments = [new_segment(directory, start, config, now, create=True)]
-        else:
-            segments = [new_segment(directory, b, config, now) for b in bases]
-        segments = recover_segments(tp, segments, recovery_point, clean_shutdown)
+
+        def open_segment(base: int, create: bool, suffix: str) -> LogSegment:
+            return new_segment(directory, base, config, clock.time_ms(), create, suffix)
+
+        segments = load_segments(tp, directory, open_segment, start, recovery_point, clean_shutdown)
         first_base = segments[0].base_offset
         leo = segments[-1].next_offset
         start = max(first_base, start if log_start_offset is not None else first_base)
@@ -192,16 +182,15 @@ class Log:
             )
         result.epoch_cache.truncate_from_end(leo)
         result.epoch_cache.truncate_from_start(start)
-        result._rebuild_producer_state()
+        result._rebuild_producer_state(transactions.first_stale(result.local.segments))
         result.epoch_cache.flush()
         return result
 
-    def _rebuild_producer_state(self) -> None:
-        self.producer_state.rebuild(
-            self.log_start_offset,
-            self.log_end_offset,
-            lambda offset: (h for _, _, h in self.iter_batch_headers(offset)),
-        )
+    def _rebuild_producer_state(self, txn_index_from: int | None = None) -> None:
+        """Reload the producer state (:func:`storage.transactions.rebuild_producer_state`)."""
+        start, hw = self.log_start_offset, self.high_watermark
+        state = self.producer_state
+        transactions.rebuild_producer_state(state, self.local, start, hw, txn_index_from)
 
     # -- state ---------------------------------------------------------------------------
 
@@ -252,18 +241,35 @@ class Log:
         if high_watermark > leo:
             high_watermark = leo
         self.high_watermark = high_watermark
+        if self.producer_state.unreplicated:
+            self.producer_state.on_high_watermark(high_watermark)
         return high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: read_committed consumers read below it (:mod:`storage.transactions`)."""
+        return transactions.last_stable_offset(
+            self.producer_state.first_unstable_offset, self.high_watermark, self.log_start_offset
+        )
 
     # -- appends -------------------------------------------------------------------------
 
-    def append(self, records: Records | ValidatedRecords, leader_epoch: int) -> AppendInfo:
+    def append(
+        self,
+        records: Records | ValidatedRecords,
+        leader_epoch: int,
+        *,
+        from_coordinator: bool = False,
+    ) -> AppendInfo:
         """Append a produce request's batches as leader: ``records`` validated where they
         arrived (:class:`ValidatedRecords`, the broker's produce path) or bytes checked
         here. Refused whole with a :class:`RecordError` subclass, log unchanged; a retried
         idempotent batch is answered with its original offsets. Assigns offsets from the
-        log end, stamps ``leader_epoch`` (and LogAppendTime if the topic uses it)."""
+        log end, stamps ``leader_epoch`` (and LogAppendTime if the topic uses it).
+        ``from_coordinator``: transaction markers (WriteTxnMarkers), checked by
+        :func:`storage.transactions.check_markers`."""
         self._check_usable()
-        checked = validated(records, self._name, from_client=True)
+        checked = validated(records, self._name, from_client=not from_coordinator)
         config = self.config
         check_batch_sizes(checked.batches, config.max_message_bytes, self._name)
         buf = writable(checked.buffer)
@@ -276,6 +282,8 @@ class Log:
         assigned = assign_offsets(
             buf, checked.batches, self.log_end_offset, leader_epoch, log_append_time
         )
+        if from_coordinator:
+            transactions.check_markers(buf, assigned, self.producer_state.producers, self._name)
         duplicate = check_producers(assigned, self.producer_state.producers, self._name)
         if duplicate is not None:
             # The original append's answer: its offsets and, under LogAppendTime, the time
@@ -315,11 +323,13 @@ class Log:
     ) -> AppendInfo:
         first, last = batches[0][1], batches[-1][1]
         max_ts, max_ts_offset = -1, first.base_offset
-        records = 0
+        records = attributes = 0
         for _, h in batches:
             records += h.records_count
+            attributes |= h.attributes
             if h.max_timestamp > max_ts:
                 max_ts, max_ts_offset = h.max_timestamp, h.last_offset
+        markers = transactions.markers_in(buf, batches, self._name, attributes)
         self._maybe_roll(len(buf), max_ts, first.base_offset, last.last_offset)
         self.local.append(buf, batches)
         # Epochs: the leader's own, or for a follower those the batches carry.
@@ -330,8 +340,11 @@ class Log:
             for _, h in batches:
                 if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
                     new_epoch |= self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
-        for _, h in batches:
-            self.producer_state.update(h)
+        if markers is None:
+            for _, h in batches:
+                self.producer_state.update(h)
+        else:
+            transactions.complete(self.producer_state, self.local, batches, markers)
         self._unflushed_records += records
         if self._unflushed_records >= self.config.flush_messages:
             self._unflushed_records = 0
@@ -431,13 +444,19 @@ class Log:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_message: bool = True,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> FileRegion | None:
         """Batches from the one holding ``start_offset``: a region of at most
         ``max_bytes`` (or the first batch whole, with ``min_one_message``), ending
-        before ``max_offset`` (the high watermark for consumers). None when there is
-        nothing to return; :class:`OffsetOutOfRangeError` outside [log start, LEO].
-        (Every fetch that finds data runs this: the local log's fields are read
-        directly, not through this class's properties.)"""
+        before ``max_offset`` (the high watermark for consumers), and before the last
+        stable offset with READ_COMMITTED. None when there is nothing to return;
+        :class:`OffsetOutOfRangeError` outside [log start, LEO]. (Every fetch that finds
+        data runs this: the local log's fields are read directly, not through this
+        class's properties.)"""
+        if isolation_level == READ_COMMITTED:
+            lso = self.last_stable_offset
+            if max_offset is None or lso < max_offset:
+                max_offset = lso
         local = self.local
         if local.failed is not None:
             local.check_usable()  # raises the log's offline error
@@ -451,6 +470,13 @@ class Log:
         return local.read(
             start_offset, max_bytes if max_bytes > 0 else 0, max_offset, min_one_message
         )
+
+    def aborted_transactions(self, start: int, read: int | FileRegion) -> list[AbortedTransaction]:
+        """The aborted transactions with data in a read_committed read from ``start``,
+        ``read`` the region it returned (or an offset it ends before), as a Fetch lists
+        them (:mod:`storage.transactions`)."""
+        segments, lso = self.local.segments_from(start), self.last_stable_offset
+        return transactions.collect_aborted(segments, start, read, lso)
 
     def read_bytes(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> bytes:
         """Like :meth:`read`, but the bytes (replicas' tests, tools)."""
@@ -467,20 +493,9 @@ class Log:
         """ListOffsets: -2 earliest, -1 latest, -3 the record with the largest timestamp,
         else the first record whose timestamp is >= ``timestamp`` (None if none)."""
         self._check_usable()
-        if timestamp == EARLIEST_TIMESTAMP:
-            epoch = self.epoch_cache.epoch_for_offset(self.log_start_offset)
-            return TimestampOffset(-1, self.log_start_offset, epoch)
-        if timestamp == LATEST_TIMESTAMP:
-            return TimestampOffset(-1, self.log_end_offset, self.epoch_cache.latest_epoch)
-        segments = self.local.segments
-        if timestamp == MAX_TIMESTAMP:
-            found = timestamp_search.largest_timestamp(segments)
-        else:
-            found = timestamp_search.first_at_or_after(segments, timestamp, self.log_start_offset)
-        if found is None:
-            return None
-        ts, offset = found
-        return TimestampOffset(ts, offset, self.epoch_cache.epoch_for_offset(offset))
+        segments, epochs = self.local.segments, self.epoch_cache
+        start, end = self.log_start_offset, self.log_end_offset
+        return timestamp_search.list_offset(segments, epochs, start, end, timestamp)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset)."""
@@ -633,18 +648,3 @@ class Log:
             f"Log({self.tp}, start={self.log_start_offset}, end={self.log_end_offset}, "
             f"segments={len(self.local.segments)})"
         )
-
-
-def _list_dir(directory: str) -> list[str]:
-    try:
-        return os.listdir(directory)
-    except OSError as exc:
-        raise StorageError(f"opening log {directory}: {exc}") from exc
-
-
-def _read_topic_id(directory: str) -> str | None:
-    try:
-        return read_partition_metadata(os.path.join(directory, PARTITION_METADATA))
-    except CheckpointError as exc:
-        log.warning("ignoring unreadable partition.metadata: %s", exc)
-        return None

@@ -4,8 +4,8 @@ Layout (docs/architecture.md, "On disk")::
 
     <topic>-<partition>/                      a partition's log directory
     <topic>-<partition>.<uuid hex>-delete/    a deleted log waiting for the delete-logs task
-    00000000000000368769.log|.index|.timeindex|.snapshot   named by a 20-digit offset
-    00000000000000368769.log.cleaned|.swap|.deleted        the same with a state suffix
+    00000000000000368769.log|.index|.timeindex|.txnindex|.snapshot   named by an offset
+    00000000000000368769.log.cleaned|.swap|.deleted                  with a state suffix
 
 Topic names are checked before any path is built from them: 1 to 249 characters of
 ``[a-zA-Z0-9._-]``, and neither ``.`` nor ``..`` (Kafka's rules), so a name can never
@@ -26,6 +26,7 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 SNAPSHOT_SUFFIX = ".snapshot"
+TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
 #: the log cleaner's new segments: written as .cleaned, renamed .swap once complete
 #: (the commit point), then renamed to the plain names in place of the old segments

@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 
 from protocol.values import TopicPartition
+from storage.checkpoint import PARTITION_METADATA, CheckpointError, read_partition_metadata
 from storage.errors import StorageError
 from storage.names import (
     CLEANED_SUFFIX,
@@ -34,6 +35,7 @@ from storage.names import (
     SWAP_SUFFIX,
     TEMP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     offset_file_name,
     parse_offset_file_name,
 )
@@ -60,7 +62,7 @@ def finish_swaps(
         unfinished = name.endswith(CLEANED_SUFFIX)
         orphan = stem != name and not any(
             parse_offset_file_name(stem, kind) in swap_bases
-            for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+            for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
         )
         if unfinished or orphan:
             _unlink(os.path.join(directory, name))
@@ -81,9 +83,9 @@ def finish_swaps(
 
 
 def remove_segment_files(directory: str, base: int, suffix: str = "") -> None:
-    """Remove the .log, .index and .timeindex of segment ``base`` named with ``suffix``,
-    those that exist."""
-    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    """Remove the .log, .index, .timeindex and .txnindex of segment ``base`` named with
+    ``suffix``, those that exist."""
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         _unlink(os.path.join(directory, offset_file_name(base, kind) + suffix))
 
 
@@ -104,7 +106,7 @@ def clean_directory(directory: str, names: list[str]) -> list[int]:
     for name in names:
         path = os.path.join(directory, name)
         orphan = False
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             base = parse_offset_file_name(name, suffix)
             if base is not None and base not in present:
                 orphan = True
@@ -116,6 +118,28 @@ def clean_directory(directory: str, names: list[str]) -> list[int]:
             except OSError as exc:
                 raise StorageError(f"removing {path}: {exc}") from exc
     return bases
+
+
+def load_segments(
+    tp: TopicPartition,
+    directory: str,
+    open_segment: Callable[[int, bool, str], LogSegment],
+    start: int,
+    recovery_point: int,
+    clean_shutdown: bool,
+) -> list[LogSegment]:
+    """A log directory's segments, settled and recovered: the cleaner's leftovers
+    (:func:`finish_swaps`), stray files (:func:`clean_directory`), then
+    :func:`recover_segments`. An empty directory gets one segment based at ``start``.
+    ``open_segment(base, create, file_suffix)`` opens one."""
+    names = list_dir(directory)
+    if finish_swaps(tp, directory, names, lambda base: open_segment(base, False, SWAP_SUFFIX)):
+        names = list_dir(directory)
+    bases = clean_directory(directory, names)
+    if not bases:
+        return [open_segment(start, True, "")]
+    segments = [open_segment(b, False, "") for b in bases]
+    return recover_segments(tp, segments, recovery_point, clean_shutdown)
 
 
 def recover_segments(
@@ -173,3 +197,19 @@ def _report(tp: TopicPartition, seg: LogSegment, result: RecoveryResult) -> None
             result.truncated_bytes,
             result.reason,
         )
+
+
+def list_dir(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError as exc:
+        raise StorageError(f"opening log {directory}: {exc}") from exc
+
+
+def read_topic_id(directory: str) -> str | None:
+    """The topic id in the log's partition.metadata (None when missing or unreadable)."""
+    try:
+        return read_partition_metadata(os.path.join(directory, PARTITION_METADATA))
+    except CheckpointError as exc:
+        log.warning("ignoring unreadable partition.metadata: %s", exc)
+        return None

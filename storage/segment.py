@@ -1,4 +1,4 @@
-"""LogSegment: one .log file of record batches with its .index and .timeindex.
+"""LogSegment: one .log file of record batches with its .index, .timeindex, .txnindex.
 
 The .log holds v2 batches back to back, exactly as produced (after the leader rewrote
 base_offset and partition_leader_epoch). The segment is named by its base offset, and
@@ -69,8 +69,10 @@ from storage.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     offset_file_name,
 )
+from storage.txn_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +132,10 @@ class LogSegment:
             raise StorageError(f"opening segment {self.log_path}: {exc}") from exc
         self.offset_index = OffsetIndex(index_path, base_offset, max_index_size)
         self.time_index = TimeIndex(time_path, base_offset, max_index_size)
+        #: aborted transactions whose ABORT marker is here (the Log appends them)
+        self.txn_index = TransactionIndex(path(TXN_INDEX_SUFFIX))
+        #: set by :meth:`recover`: the log must rebuild the .txnindex from the batches
+        self.txn_index_stale = False
         self.deleted = False
         # In-memory tail state; exact for the active segment (see load_tail).
         self.last_offset = base_offset - 1
@@ -433,6 +439,7 @@ class LogSegment:
         invalid batch. ``min_offset``: the first batch must not start below it."""
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index_stale = True  # the Log resets and rebuilds it
         self.last_offset = self.base_offset - 1
         self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset - 1
         self._bytes_since_index = 0
@@ -526,6 +533,8 @@ class LogSegment:
         problem = self.offset_index.check(self.size)
         if problem is None:
             problem = self.time_index.check(MAX_RELATIVE_OFFSET)
+        if problem is None:
+            problem = self.txn_index.check()
         return problem
 
     def truncate_to(self, offset: int) -> int:
@@ -538,6 +547,7 @@ class LogSegment:
         removed = self.size - pos
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self._cut(pos)
         self._tail_loaded = False
         self.last_offset = self.base_offset - 1
@@ -571,6 +581,7 @@ class LogSegment:
             raise StorageError(f"flushing {self.log_path}: {exc}") from exc
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self._fd < 0:
@@ -581,6 +592,7 @@ class LogSegment:
         finally:
             self.offset_index.close()
             self.time_index.close()
+            self.txn_index.close()
             os.close(self._fd)
             self._fd = -1
 
@@ -591,11 +603,11 @@ class LogSegment:
         self.change_file_suffix(DELETED_SUFFIX)
 
     def change_file_suffix(self, suffix: str) -> None:
-        """Rename the three files from the current suffix to ``suffix`` ("" for the
-        plain names), the .log last: recovery goes by the .log's name."""
+        """Rename the files from the current suffix to ``suffix`` ("" for the plain
+        names), the .log last: recovery goes by the .log's name."""
         old = self.file_suffix
         try:
-            for index in (self.offset_index, self.time_index):
+            for index in (self.offset_index, self.time_index, self.txn_index):
                 index.rename(index.path[: len(index.path) - len(old)] + suffix)
             new_log = self.log_path[: len(self.log_path) - len(old)] + suffix
             os.rename(self.log_path, new_log)
@@ -606,7 +618,7 @@ class LogSegment:
 
     def delete_files(self) -> None:
         self.deleted = True
-        paths = [self.log_path, self.offset_index.path, self.time_index.path]
+        paths = [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
         self.close()
         for path in paths:
             try:

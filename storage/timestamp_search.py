@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from protocol.records.batch import BatchHeader, InvalidBatch
 from protocol.records.builder import read_batch
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from storage.leader_epoch import LeaderEpochCache
 from storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
@@ -28,6 +30,29 @@ class TimestampOffset:
     timestamp: int
     offset: int
     leader_epoch: int = -1
+
+
+def list_offset(
+    segments: Sequence[LogSegment],
+    epochs: LeaderEpochCache,
+    log_start_offset: int,
+    log_end_offset: int,
+    timestamp: int,
+) -> TimestampOffset | None:
+    """ListOffsets: -2 earliest, -1 latest, -3 the record with the largest timestamp,
+    else the first record whose timestamp is >= ``timestamp`` (None if none)."""
+    if timestamp == EARLIEST_TIMESTAMP:
+        return TimestampOffset(-1, log_start_offset, epochs.epoch_for_offset(log_start_offset))
+    if timestamp == LATEST_TIMESTAMP:
+        return TimestampOffset(-1, log_end_offset, epochs.latest_epoch)
+    if timestamp == MAX_TIMESTAMP:
+        found = largest_timestamp(segments)
+    else:
+        found = first_at_or_after(segments, timestamp, log_start_offset)
+    if found is None:
+        return None
+    ts, offset = found
+    return TimestampOffset(ts, offset, epochs.epoch_for_offset(offset))
 
 
 def first_at_or_after(

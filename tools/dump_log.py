@@ -8,6 +8,8 @@
   from the file name); with ``--verify-index-only`` nothing is printed but the entries
   that disagree with the .log beside them.
 - ``.snapshot``: the producer state it holds.
+- ``.txnindex``: the aborted transactions it lists; a control batch's record is printed
+  as its marker (``endTxnMarker: ABORT coordinatorEpoch: 3``).
 - ``cleaner-offset-checkpoint``: how far the log cleaner cleaned each partition. A
   ``.log`` of a partition in it says so too, and the gaps compaction left between
   batches are printed where they are (offsets no record holds any more).
@@ -30,11 +32,14 @@ from protocol.records.batch import (
     InvalidBatch,
     validate,
 )
+from protocol.records.control import ControlType, parse_control_record
+from protocol.records.record import Record
 from storage.checkpoint import CheckpointError, read_offset_checkpoint
 from storage.cleaner_manager import CLEANER_CHECKPOINT
 from storage.errors import StorageError
 from storage.names import parse_partition_dir
 from storage.reader import Damage, iter_file_batches
+from storage.txn_index import decode_entries
 
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
@@ -77,12 +82,14 @@ def dump_file(path: str, out: TextIO, print_data: bool = False, verify_only: boo
             return _dump_index(path, base, out)
         if path.endswith(".snapshot"):
             return _dump_snapshot(path, out)
+        if path.endswith(".txnindex"):
+            return _dump_txn_index(path, out)
         if os.path.basename(path) == CLEANER_CHECKPOINT:
             return _dump_cleaner_checkpoint(path, out)
     except (OSError, StorageError) as exc:
         print(f"{path}: {exc}", file=out)
         return 1
-    print(f"{path}: not a .log, .index, .timeindex, .snapshot or checkpoint file", file=out)
+    print(f"{path}: not a .log, index, .snapshot or checkpoint file", file=out)
     return 1
 
 
@@ -192,9 +199,12 @@ def _print_records(data: bytes, header: BatchHeader, out: TextIO) -> None:
             f"keySize: {_size(record.key)} valueSize: {_size(record.value)} "
             f"sequence: {sequence} headerKeys: {keys}"
         )
-        if record.key is not None:
-            line += f" key: {_text(record.key)}"
-        line += f" payload: {_text(record.value)}"
+        if header.is_control:
+            line += _marker_text(record)
+        else:
+            if record.key is not None:
+                line += f" key: {_text(record.key)}"
+            line += f" payload: {_text(record.value)}"
         print(line, file=out)
 
 
@@ -305,4 +315,33 @@ def _dump_snapshot(path: str, out: TextIO) -> int:
                 f"timestamp: {b.timestamp}",
                 file=out,
             )
+    return 0
+
+
+# -- transactions ----------------------------------------------------------------------------
+
+
+def _marker_text(record: Record) -> str:
+    try:
+        marker = parse_control_record(record)
+    except InvalidBatch as exc:
+        return f" unreadable control record: {exc}"
+    kind = marker.type.name if isinstance(marker.type, ControlType) else str(marker.type)
+    return f" endTxnMarker: {kind} coordinatorEpoch: {marker.coordinator_epoch}"
+
+
+def _dump_txn_index(path: str, out: TextIO) -> int:
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        entries = decode_entries(data)
+    except ValueError as exc:
+        print(f"{path}: {exc}", file=out)
+        return 1
+    for e in entries:
+        print(
+            f"version: 0 producerId: {e.producer_id} firstOffset: {e.first_offset} "
+            f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}",
+            file=out,
+        )
     return 0
