@@ -67,7 +67,7 @@ class ApiKey(IntEnum):
 #: the versions that carry topic ids (later ones add KRaft-only fields).
 SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.PRODUCE: (0, 9),
-    ApiKey.FETCH: (4, 12),
+    ApiKey.FETCH: (0, 12),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (1, 12),
     ApiKey.LEADER_AND_ISR: (0, 5),

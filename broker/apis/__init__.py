@@ -13,8 +13,8 @@ lands). ``KafkaApis`` resolves every route once, to (handler, family instance, v
 a request costs one dict lookup and one call, as with a single context object.
 
 Advertised versions are the codec's ``SUPPORTED_VERSIONS`` for the APIs in the table.
-Produce is advertised from v0 (librdkafka probes compression support against v0) and its
-handler answers v0-2 with UNSUPPORTED_VERSION.
+Produce v0-2 and Fetch v0-3 carry the legacy message formats: their handlers convert
+(librdkafka also probes compression support against Produce v0).
 """
 
 from __future__ import annotations
