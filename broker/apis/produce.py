@@ -48,6 +48,7 @@ from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from protocol.records.batch import TRANSACTIONAL_MASK
 from protocol.values import TopicPartition
 
+
 def build_response(
     request_header: RequestHeader,
     body: ProduceRequest,

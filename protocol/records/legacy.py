@@ -156,9 +156,7 @@ def read_message(buf: Buffer, pos: int = 0, end: int | None = None) -> LegacyMes
             f"legacy message at offset {offset}: {message_end - at} bytes after its value",
             corrupt=True,
         )
-    return LegacyMessage(
-        offset, magic, attributes, timestamp, key, value, crc, size + LOG_OVERHEAD
-    )
+    return LegacyMessage(offset, magic, attributes, timestamp, key, value, crc, size + LOG_OVERHEAD)
 
 
 def _read_bytes(view: memoryview, at: int, end: int) -> tuple[bytes | None, int]:

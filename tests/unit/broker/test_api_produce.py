@@ -97,7 +97,9 @@ async def test_versions_below_3_append_legacy_message_sets_as_v2_batches(
     ctx: ReplicaAccess, version: int, magic: int, compression: int
 ) -> None:
     await produce.handle(ctx, request(9, {0: batch(2)}))
-    response = await produce.handle(ctx, request(version, {0: message_set(magic, 3, compression=compression)}))
+    response = await produce.handle(
+        ctx, request(version, {0: message_set(magic, 3, compression=compression)})
+    )
     answer = partitions(on_the_wire(response))
     assert (answer[0].error_code, answer[0].base_offset) == (0, 2)
     assert log_end(ctx, 0) == 5

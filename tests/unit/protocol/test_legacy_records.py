@@ -34,8 +34,7 @@ CODECS = [Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ
 
 def records(n: int, first: int = 0) -> list[LegacyRecord]:
     return [
-        LegacyRecord(first + i, 1000 + i, None if i % 2 else b"k%d" % i, b"v" * i)
-        for i in range(n)
+        LegacyRecord(first + i, 1000 + i, None if i % 2 else b"k%d" % i, b"v" * i) for i in range(n)
     ]
 
 
@@ -263,7 +262,9 @@ def test_down_conversion_of_zstd() -> None:
     with pytest.raises(UnsupportedCompression):
         down_convert(bytes(zstd), 1, 0)
     plain = build_batch([SimpleRecord(b"k", b"v")])
-    zstd_after = build_batch([SimpleRecord(b"k", b"v")], base_offset=1, compression=Compression.ZSTD)
+    zstd_after = build_batch(
+        [SimpleRecord(b"k", b"v")], base_offset=1, compression=Compression.ZSTD
+    )
     out = down_convert(bytes(plain + zstd_after), 1, 0)
     assert [m.offset for _, m in iter_messages(out)] == [0]  # stops before the zstd batch
 
