@@ -156,9 +156,11 @@ class DownConverter:
                 )
             self.done = True
             return False
-        section = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
+        stored = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
         if header.compression != Compression.NONE:
-            section = memoryview(decompress(header.compression, section, self.max_uncompressed))
+            section = decompress(header.compression, stored, self.max_uncompressed)
+        else:
+            section = bytes(stored)
         log_append = header.is_log_append_time
         base_offset, base_timestamp = header.base_offset, header.base_timestamp
         keep_all = header.compression != Compression.NONE

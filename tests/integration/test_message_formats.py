@@ -68,13 +68,9 @@ TOPICS: dict[str, dict[str, str]] = {
 
 @pytest.fixture(scope="module")
 def c(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    clusters = start_cluster(zookeeper, tmp_path_factory.mktemp("formats"), 1)
-    cluster = next(clusters)
-    try:
+    for cluster in start_cluster(zookeeper, tmp_path_factory.mktemp("formats"), 1):
         _create_topics(cluster)
         yield cluster
-    finally:
-        clusters.close()
 
 
 def _create_topics(cluster: TestCluster) -> None:

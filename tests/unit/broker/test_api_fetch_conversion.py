@@ -20,7 +20,7 @@ from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest
 from protocol.records import Compression, SimpleRecord, build_batch
 from protocol.records.legacy import deep_messages, iter_messages
-from tests.unit.broker.test_api_fetch import A, TOPIC, make_ctx, on_the_wire, partitions, produce
+from tests.unit.broker.test_api_fetch import TOPIC, A, make_ctx, on_the_wire, partitions, produce
 
 
 @pytest.fixture
