@@ -11,7 +11,10 @@ together stay within the response's max bytes plus one batch per partition, as K
 lazy conversion sizes them.
 
 It runs in a worker thread (the handler's ``run_blocking``): reads may miss the page
-cache, and the conversion decompresses and compresses. The counts it returns are
+cache, and the conversion decompresses and compresses. Python code holds the GIL, which
+the event loop needs too: the converter pauses every few dozen messages to give it up,
+so consumers served beside a conversion wait for one piece of it, not for the
+interpreter's 5 ms switch interval at every turn of the loop. The counts it returns are
 recorded on the event loop.
 """
 
@@ -45,7 +48,7 @@ def convert_region(region: FileRegion, to_magic: int, fetch_offset: int) -> Conv
     Raises StorageError when the file cannot be read, InvalidBatch (or
     UnsupportedCompression) when a batch cannot be converted."""
     start = time.perf_counter()
-    converter = DownConverter(to_magic, fetch_offset, region.length)
+    converter = DownConverter(to_magic, fetch_offset, region.length, pause=_let_others_run)
     pending = bytearray()
     read = 0
     while read < region.length and not converter.done:
@@ -61,6 +64,13 @@ def convert_region(region: FileRegion, to_magic: int, fetch_offset: int) -> Conv
         used = converter.feed(pending)
         del pending[:used]
     return Converted(bytes(converter.output), converter.records, time.perf_counter() - start)
+
+
+def _let_others_run() -> None:
+    """Give up the GIL for a moment: the event loop, waiting for it after a poll, takes
+    it now rather than at the end of the interpreter's switch interval (5 ms), so a
+    conversion delays the loop by one piece of work at most."""
+    time.sleep(0)
 
 
 def _pread(region: FileRegion, size: int, skip: int) -> bytes:

@@ -42,6 +42,7 @@ by the larger of the read and the first converted batch. Memory stays within the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.records.batch import (
@@ -109,6 +110,10 @@ def up_convert(
     return UpConverted(batch, read_header(batch), len(messages))
 
 
+#: messages written between two calls of a converter's ``pause``
+PAUSE_EVERY = 64
+
+
 class DownConverter:
     """Converts v2 batches to a legacy message set, fed as they are read (see the
     module doc). ``first_offset`` is the fetch offset; ``budget`` the output bytes
@@ -121,6 +126,7 @@ class DownConverter:
         budget: int,
         *,
         max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
+        pause: Callable[[], None] | None = None,
     ) -> None:
         if to_magic not in (0, 1):
             raise ValueError(f"cannot down-convert to magic {to_magic}")
@@ -128,6 +134,9 @@ class DownConverter:
         self.first_offset = first_offset
         self.budget = budget
         self.max_uncompressed = max_uncompressed
+        #: called between pieces of work (every PAUSE_EVERY messages written, and after
+        #: each batch): where a caller in a thread lets other threads run
+        self.pause = pause
         self.output = bytearray()
         #: records written in the legacy format
         self.records = 0
@@ -177,16 +186,21 @@ class DownConverter:
         if not records:
             return True
         mark = len(self.output)
-        write_message_set(
-            self.output,
-            records,
-            magic=self.to_magic,
-            compression=header.compression,
-            timestamp_type=(
-                TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME
-            ),
-            log_append_time=header.max_timestamp if log_append else NO_TIMESTAMP,
-        )
+        # uncompressed messages stand alone: written in pieces, with pauses between
+        step = len(records) if header.compression != Compression.NONE else PAUSE_EVERY
+        for start in range(0, len(records), step):
+            write_message_set(
+                self.output,
+                records[start : start + step],
+                magic=self.to_magic,
+                compression=header.compression,
+                timestamp_type=(
+                    TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME
+                ),
+                log_append_time=header.max_timestamp if log_append else NO_TIMESTAMP,
+            )
+            if self.pause is not None:
+                self.pause()
         if len(self.output) > self.budget and mark > 0:
             del self.output[mark:]  # over the budget: this batch waits for the next fetch
             self.done = True

@@ -274,3 +274,17 @@ def test_read_message_checks_size_fields() -> None:
     struct.pack_into(">i", data, 8, 5)  # below magic 1's minimum
     with pytest.raises(InvalidBatch):
         read_message(data)
+
+
+def test_down_conversion_pauses_between_pieces_of_work() -> None:
+    from protocol.records.conversion import PAUSE_EVERY
+
+    records = [SimpleRecord(b"k", b"v%d" % i) for i in range(2 * PAUSE_EVERY + 1)]
+    pauses: list[int] = []
+    converter = DownConverter(1, 0, 1 << 20)
+    converter.pause = lambda: pauses.append(converter.records)
+    converter.feed(bytes(build_batch(records)))
+    assert len(pauses) == 3  # uncompressed: every PAUSE_EVERY messages
+    converter.feed(bytes(build_batch(records, base_offset=200, compression=Compression.GZIP)))
+    assert len(pauses) == 4  # a wrapper is written whole: one pause after it
+    assert converter.records == 2 * len(records)
