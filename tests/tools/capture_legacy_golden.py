@@ -9,8 +9,8 @@ reads with Fetch v2; with ``(0, 9)``, Produce v1 with magic 0 sets and Fetch v1.
 client needs Metadata v0 from the broker; when its run fails it is reported and skipped
 (so far it has: through the proxy its produce times out, where the same client straight
 to a broker serving Metadata v0 produces and consumes; tests/integration/
-test_message_formats.py runs it so). Each produces three records uncompressed and three with gzip, lz4 and snappy,
-then consumes them back.
+test_message_formats.py runs it so). Each client produces three records uncompressed,
+and three each with gzip, lz4 and snappy, then consumes them back.
 
 Upstream is a real minikafka broker (``tools.cluster.LocalCluster``, one broker with its
 own ZooKeeper, on free ports), behind tests.tools.recording_proxy; Metadata answers are
@@ -119,7 +119,7 @@ async def run_client(
         process = await asyncio.create_subprocess_exec(
             *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO
         )
-        out, err = await asyncio.wait_for(process.communicate(), 90)
+        _, err = await asyncio.wait_for(process.communicate(), 90)
         if process.returncode != 0:
             print(f"  {version}: the client failed: {err.decode()[-3000:]}", file=sys.stderr)
             return []
