@@ -170,7 +170,7 @@ def main() -> int:
                 for e in exchanges:
                     n = len(entries) + 1
                     name = f"{n:03d}_{kp.api_name(e.header.api_key)}_v{e.header.api_version}"
-                    entry = {
+                    entry: dict[str, Any] = {
                         "client": client,
                         "api_key": e.header.api_key,
                         "api_version": e.header.api_version,
@@ -178,7 +178,7 @@ def main() -> int:
                         "request": f"{name}_request.bin",
                         "response": f"{name}_response.bin" if e.response else None,
                     }
-                    files[entry["request"]] = e.request
+                    files[f"{name}_request.bin"] = e.request
                     if e.response:
                         files[f"{name}_response.bin"] = e.response
                     entries.append(entry)
