@@ -253,3 +253,19 @@ async def test_unknown_topic(ctx: ReplicaAccess) -> None:
     assert answer.responses[0].partition_responses[0].error_code == (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     )
+
+
+async def test_log_append_time_topic_stamps_up_converted_messages(ctx: ReplicaAccess) -> None:
+    """A LogAppendTime topic gives an old producer's messages the append time, as Kafka
+    does (magic 0 sent none, magic 1 sent its own): the answer (v2) carries it too."""
+    log = ctx.replica_manager.log_manager.get_log(TopicPartition(TOPIC, 0))
+    assert log is not None
+    log.update_config(dataclasses.replace(log.config, message_timestamp_type="LogAppendTime"))
+    for magic in (0, 1):
+        response = await produce.handle(ctx, request(2, {0: message_set(magic, 2)}))
+        answer = partitions(on_the_wire(response))[0]
+        assert answer.error_code == 0 and answer.log_append_time_ms > 0
+        data = log.read_bytes(answer.base_offset, 1 << 20)
+        header, _ = read_batch(data)
+        assert header.is_log_append_time
+        assert header.max_timestamp == answer.log_append_time_ms
