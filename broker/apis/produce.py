@@ -96,16 +96,18 @@ async def handle(
     version = header.api_version
     entries: dict[TopicPartition, ProducedRecords] = {}
     transactional = False
-    if version < V2_ONLY_PRODUCE_VERSION:
-        entries = _converted_entries(ctx, body, version)
+    converted = (
+        _converted_entries(ctx, body, version) if version < V2_ONLY_PRODUCE_VERSION else None
+    )
     for topic in body.topic_data:
         name = topic.name
         for part in topic.partition_data:
             tp = TopicPartition(name, part.index)
-            checked = entries.get(tp)
-            if checked is None:
+            if converted is None:
                 checked = check_produce_records(received_records(part.records), version)
-                entries[tp] = checked
+            else:
+                checked = converted[tp]
+            entries[tp] = checked
             if isinstance(checked, RefusedRecords):
                 transactional = transactional or checked.transactional
             elif checked.batches[0][1].attributes & TRANSACTIONAL_MASK:
