@@ -61,11 +61,13 @@ MESSAGE_OVERHEAD_V1 = 22
 
 _PREFIX = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 _OFFSET_SIZE = struct.Struct(">qi")
-_CRC = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _MAGIC_ATTRS = struct.Struct(">bb")
 _MAGIC_ATTRS_TS = struct.Struct(">bbq")
+#: offset, message_size, crc: what precedes the bytes the CRC covers
+_PREFIX_OUT = struct.Struct(">qiI")
+_NULL = b"\xff\xff\xff\xff"
 
 Buffer = bytes | bytearray | memoryview
 
@@ -248,22 +250,22 @@ def write_message(
     value: Buffer | None,
 ) -> None:
     """Append one message of ``magic`` to ``out``, its size and CRC-32 computed."""
-    start = len(out)
-    out += _OFFSET_SIZE.pack(offset, 0)
-    out += b"\0\0\0\0"  # the CRC, below
+    # the bytes the CRC covers are put together first (one join), then prefixed
     if magic == MAGIC_V0:
-        out += _MAGIC_ATTRS.pack(magic, attributes)
+        head = _MAGIC_ATTRS.pack(magic, attributes)
     else:
-        out += _MAGIC_ATTRS_TS.pack(magic, attributes, timestamp)
-    for field in (key, value):
-        if field is None:
-            out += b"\xff\xff\xff\xff"
-        else:
-            out += _INT32.pack(len(field))
-            out += field
-    _INT32.pack_into(out, start + 8, len(out) - start - LOG_OVERHEAD)
-    crc = zlib.crc32(memoryview(out)[start + MAGIC_OFFSET :])
-    _CRC.pack_into(out, start + LOG_OVERHEAD, crc)
+        head = _MAGIC_ATTRS_TS.pack(magic, attributes, timestamp)
+    body = b"".join(
+        (
+            head,
+            _NULL if key is None else _INT32.pack(len(key)),
+            b"" if key is None else key,
+            _NULL if value is None else _INT32.pack(len(value)),
+            b"" if value is None else value,
+        )
+    )
+    out += _PREFIX_OUT.pack(offset, len(body) + 4, zlib.crc32(body))
+    out += body
 
 
 class LegacyRecord(NamedTuple):
