@@ -1,4 +1,4 @@
-"""What a Produce request (v3+) may carry for one partition: a pure check, made once.
+"""What a Produce request may carry for one partition: a pure check, made once.
 
 The Produce handler checks each partition's records here as it reads the request
 (:func:`check_produce_records`), with the request's API version: the one rule that
@@ -31,9 +31,12 @@ then every rule of ``check_batch`` (CRC first)       CORRUPT_MESSAGE / INVALID_R
 
 A declared length that runs past the bytes sent means there is no whole batch: Kafka
 answers that with INVALID_RECORD too, so does this (it is a client's bug, not damage in
-flight, and CORRUPT_MESSAGE would invite endless retries). Produce v0-2 are refused by
-version before records are looked at; this module applies the v3+ rules to every
-version it is given.
+flight, and CORRUPT_MESSAGE would invite endless retries).
+
+Produce v0-2 carry message sets of magic 0 or 1 (:func:`check_old_produce_records`):
+Kafka checks no framing rule there, converts the set to one v2 batch (the rules and
+their answers are :func:`protocol.records.conversion.up_convert`'s) and appends that. A
+v2 batch in such a request (Kafka accepts one there too) gets the rules above.
 
 Refused records still say whether their header, when one could be read (61 bytes or
 more, magic 2), has the transactional bit: the handler refuses a request with any
@@ -56,10 +59,13 @@ from protocol.records.batch import (
     read_header,
 )
 from protocol.records.compression import UnsupportedCompression, codec_of
+from protocol.records.conversion import up_convert
 from protocol.records.validation import ValidatedRecords, check_batch
 
 #: The first Produce version whose clients may send zstd (KIP-110).
 ZSTD_MIN_PRODUCE_VERSION = 7
+#: The first Produce version that carries only RecordBatch v2 (below: magic 0/1 sets).
+V2_ONLY_PRODUCE_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,3 +131,28 @@ def check_produce_records(
         transactional = header is not None and header.is_transactional
         return RefusedRecords(exc, len(records) if records is not None else 0, transactional)
     return ValidatedRecords(records, [(0, header)])
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertedRecords:
+    """A Produce v0-2 partition's records as the log takes them: ``records`` (refused,
+    or one v2 batch), with how many messages were converted from magic 0/1 (0 when the
+    request carried a v2 batch or was refused)."""
+
+    records: ProducedRecords
+    converted: int
+
+
+def check_old_produce_records(
+    records: bytes | bytearray | memoryview | None, api_version: int
+) -> ConvertedRecords:
+    """One partition of a Produce v0-2: a magic 0/1 message set up-converted to one v2
+    batch, or a v2 batch checked as :func:`check_produce_records` checks it."""
+    if records is None or len(records) <= MAGIC_OFFSET or records[MAGIC_OFFSET] > 1:
+        return ConvertedRecords(check_produce_records(records, api_version), 0)
+    try:
+        converted = up_convert(records)
+    except InvalidBatch as exc:
+        return ConvertedRecords(RefusedRecords(exc, len(records), False), 0)
+    batch = ValidatedRecords(converted.batch, [(0, converted.header)])
+    return ConvertedRecords(batch, converted.records)

@@ -124,6 +124,8 @@ class ReplicaManager(ReplicaRoleChanges, ProduceAppends, FetchReads, RecordDelet
         self.min_insync_replicas = cluster.min_insync_replicas
         self._is_known_partition = cluster.is_known_partition
         self._run_blocking = services.run_blocking
+        #: the same runner, for handlers' CPU work off the loop (Fetch's down-conversion)
+        self.run_blocking: RunBlocking = services.run_blocking
         self.clock: Clock = services.clock
         self._isr_writer = services.isr_writer
         self.isr_propagator = services.isr_propagator

@@ -64,12 +64,13 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
 
 
-#: The versions minikafka serves (docs/architecture.md, "The wire protocol"). Produce 0-2
-#: decode, but the broker answers them UNSUPPORTED_VERSION; the inter-broker APIs stop at
-#: the versions that carry topic ids (later ones add KRaft-only fields).
+#: The versions minikafka serves (docs/architecture.md, "The wire protocol"): every version
+#: a ZooKeeper-mode Kafka 3.x serves (Produce 0-2 and Fetch 0-3 convert the magic 0/1
+#: message formats); the inter-broker APIs stop at the versions that carry topic ids
+#: (later ones add KRaft-only fields).
 SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.PRODUCE: (0, 9),
-    ApiKey.FETCH: (4, 12),
+    ApiKey.FETCH: (0, 12),
     ApiKey.LIST_OFFSETS: (0, 7),
     ApiKey.METADATA: (0, 12),
     ApiKey.LEADER_AND_ISR: (0, 5),

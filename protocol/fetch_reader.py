@@ -6,7 +6,7 @@ call per string, array and length (about fifty Python calls for one topic and on
 partition); this reader unpacks the same fields with one ``struct`` call per partition
 and a few for the rest, and builds the same objects: ``RequestHeader`` and
 ``FetchRequest`` values equal to the generic decoder's, at every Fetch version the
-broker serves (4-12: topics by name, flexible from 12). The unit tests compare the two
+broker serves (0-12: topics by name, flexible from 12). The unit tests compare the two
 at every version, over many shapes.
 
 It reads the shape Fetch requests have in practice, followers' and consumers' alike,
@@ -27,8 +27,9 @@ Layout, in order (``v`` the version; "compact" lengths are unsigned varints of l
 
 - header: api_key int16, api_version int16, correlation_id int32, client_id (nullable
   string, int16 length at every version); v12: the header's tagged section
-- replica_id, max_wait_ms, min_bytes, max_bytes int32, isolation_level int8; v7+:
-  session_id, session_epoch int32
+- replica_id, max_wait_ms, min_bytes int32, v3+: max_bytes int32, v4+: isolation_level
+  int8; v7+: session_id, session_epoch int32 (a field a version lacks takes the spec's
+  default: max_bytes 0x7fffffff, isolation_level 0)
 - topics array; per topic its name (string) then the partitions array; per partition
   partition int32, v9+: current_leader_epoch int32, fetch_offset int64, v12+:
   last_fetched_epoch int32, v5+: log_start_offset int64, partition_max_bytes int32;
@@ -45,7 +46,7 @@ from typing import Final
 from protocol.messages import FetchRequest, RequestHeader
 
 #: The Fetch versions this reader knows.
-VERSIONS: Final = range(4, 13)
+VERSIONS: Final = range(0, 13)
 
 #: First version with a compact (flexible) layout.
 _FLEXIBLE: Final = 12
@@ -59,8 +60,17 @@ _Partition = FetchRequest.FetchPartition
 _Topic = FetchRequest.FetchTopic
 
 
+#: max_bytes of a request whose version has none (v0-2), as the spec defaults it
+_NO_MAX_BYTES: Final = 0x7FFFFFFF
+
+
 def _body_head(version: int) -> struct.Struct:
-    """replica_id to isolation_level; from v7, the session id and epoch too."""
+    """replica_id to isolation_level (max_bytes from v3, isolation_level from v4); from
+    v7, the session id and epoch too."""
+    if version < 3:
+        return struct.Struct(">iii")
+    if version < 4:
+        return struct.Struct(">iiii")
     return struct.Struct(">iiiib" if version < 7 else ">iiiibii")
 
 
@@ -162,11 +172,15 @@ def read_fetch_request(frame: bytes, version: int) -> tuple[RequestHeader, Fetch
         rack_id, pos = _text(frame, pos, length)
     if flexible and frame[pos]:
         return None  # the body's tagged fields
+    session_id, epoch, isolation, max_bytes = 0, -1, 0, _NO_MAX_BYTES
     if version >= 7:
         replica_id, max_wait_ms, min_bytes, max_bytes, isolation, session_id, epoch = fields
-    else:
+    elif version >= 4:
         replica_id, max_wait_ms, min_bytes, max_bytes, isolation = fields
-        session_id, epoch = 0, -1
+    elif version == 3:
+        replica_id, max_wait_ms, min_bytes, max_bytes = fields
+    else:
+        replica_id, max_wait_ms, min_bytes = fields
     body = FetchRequest(
         replica_id=replica_id,
         max_wait_ms=max_wait_ms,

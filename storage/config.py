@@ -70,6 +70,7 @@ _FIELDS: Final[dict[str, tuple[str, Callable[[Any], Any]]]] = {
     "max.compaction.lag.ms": ("max_compaction_lag_ms", int),
     "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
     "min.insync.replicas": ("min_insync_replicas", int),
+    "message.downconversion.enable": ("message_downconversion_enable", bool),
 }
 
 
@@ -114,6 +115,8 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = _D["min_cleanable_dirty_ratio"]
     #: in-sync replicas an acks=all produce needs (read by the broker, not by the log)
     min_insync_replicas: int = _D["min_insync_replicas"]
+    #: whether fetches below v4 may have the log down-converted (read by the broker)
+    message_downconversion_enable: bool = _D["message_downconversion_enable"]
 
     @property
     def deletes(self) -> bool:

@@ -3,7 +3,10 @@
 - ``.log``: one line per batch (base and last offset, record count, position, size,
   CRC and whether it is valid, codec, timestamps, producer id, epoch and sequences);
   with ``--print-data-log`` each batch's records follow, prefixed with ``|``. A file that
-  ends in a torn or corrupt batch says where the valid part ends.
+  ends in a torn or corrupt batch says where the valid part ends. Messages of magic 0
+  and 1 (a log Kafka wrote before RecordBatch v2, or a captured message set) are read
+  too, one line per message (a compressed wrapper's inner messages as its records), in
+  the same file as v2 batches if need be (:mod:`tools.dump_legacy`).
 - ``.index`` / ``.timeindex``: their entries (offsets made absolute with the base offset
   from the file name); with ``--verify-index-only`` nothing is printed but the entries
   that disagree with the .log beside them.
@@ -30,6 +33,7 @@ from protocol.records.batch import (
     BatchHeader,
     Compression,
     InvalidBatch,
+    read_header,
     validate,
 )
 from protocol.records.control import ControlType, parse_control_record
@@ -40,6 +44,7 @@ from storage.errors import StorageError
 from storage.names import parse_partition_dir
 from storage.reader import Damage, iter_file_batches
 from storage.txn_index import decode_entries
+from tools.dump_legacy import dump_legacy, legacy_at
 
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
@@ -111,6 +116,8 @@ def _dump_log(path: str, out: TextIO, print_data: bool) -> int:
     size = os.path.getsize(path)
     expected = base
     for item in iter_file_batches(path):
+        if isinstance(item, Damage) and legacy_at(path, item.position):
+            return dump_legacy(path, item.position, out, print_data, _print_batch)
         if isinstance(item, Damage):
             print(
                 f"Found {size - item.position} invalid bytes at position {item.position}: "
@@ -118,11 +125,6 @@ def _dump_log(path: str, out: TextIO, print_data: bool) -> int:
                 file=out,
             )
             return 1
-        valid, reason = True, ""
-        try:
-            validate(item.data)
-        except InvalidBatch as exc:
-            valid, reason = False, f" ({exc})"
         if expected is not None and item.header.base_offset > expected:
             gap = (
                 f"{expected}"
@@ -131,10 +133,21 @@ def _dump_log(path: str, out: TextIO, print_data: bool) -> int:
             )
             print(f"Offset gap: {gap} (removed by compaction)", file=out)
         expected = item.header.next_offset
-        print(_batch_line(item.header, item.position, valid) + reason, file=out)
-        if print_data:
-            _print_records(item.data, item.header, out)
+        _print_batch(item.position, item.data, out, print_data)
     return 0
+
+
+def _print_batch(pos: int, data: bytes, out: TextIO, print_data: bool) -> None:
+    """One v2 batch's line (and its records with ``print_data``)."""
+    header = read_header(data)
+    valid, reason = True, ""
+    try:
+        validate(data)
+    except InvalidBatch as exc:
+        valid, reason = False, f" ({exc})"
+    print(_batch_line(header, pos, valid) + reason, file=out)
+    if print_data:
+        _print_records(data, header, out)
 
 
 def _cleaned_below(log_path: str) -> int | None:

@@ -15,8 +15,8 @@ every route once, to (handler, family instance, versions): a request costs one d
 lookup and one call, as with a single context object.
 
 Advertised versions are the codec's ``SUPPORTED_VERSIONS`` for the APIs in the table.
-Produce is advertised from v0 (librdkafka probes compression support against v0) and its
-handler answers v0-2 with UNSUPPORTED_VERSION.
+Produce v0-2 and Fetch v0-3 carry the legacy message formats: their handlers convert
+(librdkafka also probes compression support against Produce v0).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Fetch (1), versions 4-12: record regions from the leader's log, sent with sendfile.
+"""Fetch (1): record regions from the leader's log, sent with sendfile (v4-12).
+
+Versions 0-3 read the legacy message formats: their answer is down-converted
+(:mod:`broker.apis.fetch_conversion`); the read before it is the same as here.
 
 Fetch sessions (KIP-227) are declined: every response carries session id 0, which tells
 clients to send full fetches from then on. A request that opens a session (epoch 0) or
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 
+from broker.apis import fetch_conversion
 from broker.apis.request import Answer, ListenerRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
@@ -188,6 +192,8 @@ async def handle(
         refused = refused_response(body, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         return make_response(header, refused)
     params = fetch_params(ctx, body)
+    if header.api_version < fetch_conversion.FIRST_V2_FETCH_VERSION:
+        return fetch_conversion.answer(ctx, header, params, partition_infos(body))
     # Most fetches are answered during fetch_messages (data was there, or an error): the
     # answer is returned as it is. A future is made only for a fetch that waits.
     answered: list[Answer] = []

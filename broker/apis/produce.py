@@ -1,9 +1,11 @@
 """Produce (0): append each partition's record batch as leader; answer per acks.
 
-Versions 0-2 are advertised (librdkafka probes compression support against v0) but
-refused with UNSUPPORTED_VERSION on every partition: they carry message sets of magic
-0/1, which minikafka does not store. From v3 each partition holds exactly one batch of
-magic 2. The handler checks each partition's records once, at the request's version
+Versions 0-2 carry message sets of magic 0/1 (librdkafka also probes compression
+support against v0, so v0 stays advertised): each partition's set is converted to one
+v2 batch before anything else (Kafka's up-conversion; the records converted and the time
+it took are counted, as Kafka's ProduceMessageConversionsPerSec and
+MessageConversionsTimeMs). From v3 each partition holds exactly one batch of magic 2.
+The handler checks each partition's records once, at the request's version
 (:mod:`broker.produce_records` has the rules, the zstd-from-v7 rule among them), and
 hands the ReplicaManager the checked batches with their parsed headers; a partition's
 refusal is answered after its leader and ISR checks, so the client sees the errors in
@@ -28,11 +30,18 @@ nothing to wait for) is returned as it is: a Future is made only for a produce t
 from __future__ import annotations
 
 import asyncio
+import time
 
 from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.produce import ProducePartitionResult
-from broker.produce_records import ProducedRecords, RefusedRecords, check_produce_records
+from broker.produce_records import (
+    V2_ONLY_PRODUCE_VERSION,
+    ProducedRecords,
+    RefusedRecords,
+    check_old_produce_records,
+    check_produce_records,
+)
 from protocol import ErrorCode, Response, make_response
 from protocol.codec import received_records
 from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
@@ -40,9 +49,6 @@ from protocol.records.batch import TRANSACTIONAL_MASK
 from protocol.values import TopicPartition
 
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
-
-#: The first Produce version minikafka accepts (RecordBatch v2 only).
-MIN_SUPPORTED_VERSION = 3
 
 
 def build_response(
@@ -91,19 +97,23 @@ async def handle(
 ) -> Response | asyncio.Future[Response] | None:
     header, body = request.header, request.body
     acks = body.acks
-    if header.api_version < MIN_SUPPORTED_VERSION:
-        refused = _all_failed(body, ErrorCode.UNSUPPORTED_VERSION)
-        return None if acks == 0 else build_response(header, body, refused)
     # Each partition's records are checked once, here, at the request's version (the
     # zstd rule is a wire rule); the headers read serve the transactional gate too.
     version = header.api_version
     entries: dict[TopicPartition, ProducedRecords] = {}
     transactional = False
+    converted = (
+        _converted_entries(ctx, body, version) if version < V2_ONLY_PRODUCE_VERSION else None
+    )
     for topic in body.topic_data:
         name = topic.name
         for part in topic.partition_data:
-            checked = check_produce_records(received_records(part.records), version)
-            entries[TopicPartition(name, part.index)] = checked
+            tp = TopicPartition(name, part.index)
+            if converted is None:
+                checked = check_produce_records(received_records(part.records), version)
+            else:
+                checked = converted[tp]
+            entries[tp] = checked
             if isinstance(checked, RefusedRecords):
                 transactional = transactional or checked.transactional
             elif checked.batches[0][1].attributes & TRANSACTIONAL_MASK:
@@ -132,3 +142,26 @@ async def handle(
         return build_response(header, body, answered[0])
     future = ctx.event_loop.create_future()
     return future
+
+
+def _converted_entries(
+    ctx: ReplicaAccess, body: ProduceRequest, version: int
+) -> dict[TopicPartition, ProducedRecords]:
+    """Every partition of a Produce v0-2, its message set up-converted (counted per
+    topic, the time per request)."""
+    start = time.perf_counter()
+    entries: dict[TopicPartition, ProducedRecords] = {}
+    converted_any = False
+    for topic in body.topic_data:
+        for part in topic.partition_data:
+            result = check_old_produce_records(received_records(part.records), version)
+            entries[TopicPartition(topic.name, part.index)] = result.records
+            if result.converted:
+                converted_any = True
+                ctx.metrics.produce_message_conversions.labels(topic=topic.name).inc(
+                    result.converted
+                )
+    if converted_any:
+        elapsed = time.perf_counter() - start
+        ctx.metrics.message_conversions_time.labels(api="Produce").observe(elapsed)
+    return entries

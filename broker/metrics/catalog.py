@@ -310,6 +310,30 @@ TOPIC_FAILED_FETCH_REQUESTS = _counter(
     operator=True,
 )
 
+# --- message format conversions (Produce v0-2 and Fetch v0-3 carry magic 0/1) ------------
+
+# Kafka's ProduceMessageConversionsPerSec / FetchMessageConversionsPerSec, per topic
+TOPIC_PRODUCE_MESSAGE_CONVERSIONS = _counter(
+    "topic_produce_message_conversions",
+    "Records of produce requests converted from magic 0/1 to RecordBatch v2",
+    ("topic",),
+    operator=False,
+)
+TOPIC_FETCH_MESSAGE_CONVERSIONS = _counter(
+    "topic_fetch_message_conversions",
+    "Records converted from RecordBatch v2 to magic 0/1 for fetch requests below v4",
+    ("topic",),
+    operator=False,
+)
+# Kafka's RequestMetrics MessageConversionsTimeMs, per request kind
+MESSAGE_CONVERSIONS_TIME = _histogram(
+    "message_conversions_time_seconds",
+    "Time spent converting message formats, per request that converted",
+    ("api",),
+    DURATION_BUCKETS,
+    operator=False,
+)
+
 # --- a request's total time split as Kafka splits it ----------------------------------------
 # queue (above), local (the handler's own work), remote (waiting in a purgatory), response
 # (from the response being ready to its last byte written)

@@ -3,7 +3,7 @@
 The generic decoder makes a message object of every struct and runs one compiled plan
 per struct, which for a follower's typical answer (one partition, one batch) is about
 fifty Python calls; a follower then reads five fields per partition. This reader walks
-the frame once at any Fetch version a follower sends (4-12) and keeps only those: per
+the frame once at any Fetch version a follower may send (0-12) and keeps only those: per
 partition its index, error code, high watermark, log start offset, and the records as a
 slice of the frame (a memoryview, never copied). What a follower does not use is
 stepped over: the last stable offset, aborted transactions (a follower copies
@@ -33,11 +33,13 @@ _TOP: Final = struct.Struct(">ihi")
 _PARTITION: Final = struct.Struct(">ihqqq")
 #: the same without log_start_offset (v4)
 _PARTITION_V4: Final = struct.Struct(">ihqq")
+#: partition_index, error_code, high_watermark (v0-3)
+_PARTITION_V0: Final = struct.Struct(">ihq")
 #: producer_id, first_offset of one aborted transaction
 _ABORTED_SIZE: Final = 16
 
-#: The Fetch versions this reader knows (a follower sends 4-12; 13+ name topics by id).
-VERSIONS: Final = range(4, 13)
+#: The Fetch versions this reader knows (every one served; 13+ name topics by id).
+VERSIONS: Final = range(0, 13)
 
 
 class FetchedPartition(NamedTuple):
@@ -88,9 +90,9 @@ def _read(buf: memoryview, version: int) -> FetchedResponse:
     if version >= 7:
         error_code = _TOP.unpack_from(buf, pos)[1]
         pos += _TOP.size
-    else:
+    elif version >= 1:
         pos += 4  # throttle_time_ms
-    fixed = _PARTITION if version >= 5 else _PARTITION_V4
+    fixed = _PARTITION if version >= 5 else _PARTITION_V4 if version == 4 else _PARTITION_V0
     aborted_size = _ABORTED_SIZE
     topics: list[FetchedTopic] = []
     count, pos = _length(buf, pos, flexible)
@@ -101,7 +103,9 @@ def _read(buf: memoryview, version: int) -> FetchedResponse:
         for _ in range(n):
             fields = fixed.unpack_from(buf, pos)
             pos += fixed.size
-            aborted, pos = _length(buf, pos, flexible, nullable=True)
+            aborted = 0
+            if version >= 4:
+                aborted, pos = _length(buf, pos, flexible, nullable=True)
             for _ in range(aborted):
                 pos += aborted_size
                 if flexible:

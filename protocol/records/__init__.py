@@ -1,4 +1,4 @@
-"""RecordBatch v2: headers, records, compression, and recognition of legacy formats.
+"""RecordBatch v2 (headers, records, compression) and the legacy formats (magic 0/1).
 
 Modules, one concept each:
 
@@ -9,7 +9,9 @@ Modules, one concept each:
 - :mod:`.compression` gzip, snappy, lz4, zstd with a decompression cap
 - :mod:`.builder`     BatchBuilder / build_batch, read_batch / read_records
 - :mod:`.control`     transaction markers in control batches
-- :mod:`.legacy`      magic 0/1 message sets (recognised, refused)
+- :mod:`.legacy`      magic 0/1 messages: codec, message sets, compressed wrappers
+- :mod:`.legacy_compression` wrapper codecs, and magic 0's lz4 header checksum
+- :mod:`.conversion`  up-conversion of message sets to v2, down-conversion of v2 batches
 - :mod:`.validation`  validate_records: received batches checked once (ValidatedRecords)
 
 Errors are :class:`InvalidBatch` and its subclasses; ``exc.error_code`` is the Kafka

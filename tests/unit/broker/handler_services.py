@@ -18,9 +18,9 @@ import asyncio
 import importlib
 import inspect
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from types import ModuleType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from broker.apis import HANDLERS
 from broker.apis import services as services_module
@@ -62,12 +62,18 @@ class Unwired:
         raise AssertionError(f"this test provides no {self._name}")
 
 
+T = TypeVar("T")
+
+
 class RunningLoop:
     """The broker's event loop for a context built outside any loop (a sync fixture):
     the loop running the test when a handler asks."""
 
     def create_future(self) -> asyncio.Future[Any]:
         return asyncio.get_running_loop().create_future()
+
+    def create_task(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        return asyncio.get_running_loop().create_task(coro)
 
 
 class HostsNothing:

@@ -1,4 +1,5 @@
-"""The Produce handler, through encoded requests and responses: versions 0-2 refused,
+"""The Produce handler, through encoded requests and responses: versions 0-2 with magic
+0/1 message sets up-converted (and their CRCs checked),
 acks 0 (never a response), 1 (at once) and all (at once, or a Future that the purgatory
 completes), transactional batches refused, per-partition errors on the wire."""
 
@@ -18,7 +19,8 @@ from broker.apis import produce
 from broker.apis.services import ReplicaAccess
 from protocol import ApiKey, ErrorCode
 from protocol.messages import ProduceRequest
-from protocol.records import BatchBuilder, Compression
+from protocol.records import BatchBuilder, Compression, read_batch
+from protocol.records.legacy import LegacyRecord, write_message_set
 from protocol.values import TopicPartition
 from tests.records import record_batch
 from tests.unit.broker.broker_helpers import local_replicas, partition_state
@@ -80,13 +82,67 @@ def log_end(ctx: ReplicaAccess, p: int) -> int:
     return end
 
 
-@pytest.mark.parametrize("version", [0, 1, 2])
-async def test_versions_below_3_are_refused(ctx: ReplicaAccess, version: int) -> None:
-    response = await produce.handle(ctx, request(version, {0: batch()}))
+def message_set(magic: int, n: int, *, compression: int = 0, first_ts: int = 1000) -> bytes:
+    out = bytearray()
+    records = [LegacyRecord(i, first_ts + i, b"k%d" % i, b"v%d" % i) for i in range(n)]
+    write_message_set(out, records, magic=magic, compression=compression)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("version", "magic", "compression"),
+    [(0, 0, 0), (1, 0, 1), (2, 1, 0), (2, 1, 3), (0, 0, 3), (1, 1, 2)],
+)
+async def test_versions_below_3_append_legacy_message_sets_as_v2_batches(
+    ctx: ReplicaAccess, version: int, magic: int, compression: int
+) -> None:
+    await produce.handle(ctx, request(9, {0: batch(2)}))
+    response = await produce.handle(
+        ctx, request(version, {0: message_set(magic, 3, compression=compression)})
+    )
     answer = partitions(on_the_wire(response))
-    assert answer[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert (answer[0].error_code, answer[0].base_offset) == (0, 2)
+    assert log_end(ctx, 0) == 5
+    log = ctx.replica_manager.log_manager.get_log(TopicPartition(TOPIC, 0))
+    assert log is not None
+    data = log.read_bytes(2, 1 << 20)
+    header, records = read_batch(data)
+    assert (header.magic, header.base_offset, header.compression) == (2, 2, compression)
+    assert [(r.key, r.value) for r in records] == [(b"k0", b"v0"), (b"k1", b"v1"), (b"k2", b"v2")]
+    # magic 0 has no timestamps: CreateTime keeps NO_TIMESTAMP; magic 1 keeps its own
+    expected = [-1, -1, -1] if magic == 0 else [1000, 1001, 1002]
+    assert [header.base_timestamp + r.timestamp_delta for r in records] == expected
+    assert await produce.handle(ctx, request(version, {1: message_set(magic, 1)}, acks=0)) is None
+    assert log_end(ctx, 1) == 1
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+async def test_versions_below_3_check_every_crc(ctx: ReplicaAccess, version: int) -> None:
+    damaged = bytearray(message_set(1, 2))
+    damaged[-1] ^= 0xFF  # the last message's value: its CRC-32 no longer matches
+    inner = bytearray(message_set(0, 2, compression=1))
+    response = await produce.handle(ctx, request(version, {0: bytes(damaged), 1: batch(1)}))
+    answer = partitions(on_the_wire(response))
+    assert answer[0].error_code == ErrorCode.CORRUPT_MESSAGE
+    assert (answer[1].error_code, answer[1].base_offset) == (0, 0)  # a v2 batch is taken too
     assert log_end(ctx, 0) == 0
-    assert await produce.handle(ctx, request(version, {0: batch()}, acks=0)) is None
+    inner[-3] ^= 0xFF  # inside the gzip stream: the wrapper's CRC fails first
+    response = await produce.handle(ctx, request(version, {0: bytes(inner)}))
+    assert partitions(on_the_wire(response))[0].error_code == ErrorCode.CORRUPT_MESSAGE
+
+
+async def test_versions_below_3_refuse_mixed_magics(ctx: ReplicaAccess) -> None:
+    mixed = message_set(0, 1) + message_set(1, 1)
+    response = await produce.handle(ctx, request(2, {0: mixed}))
+    assert partitions(on_the_wire(response))[0].error_code == ErrorCode.INVALID_RECORD
+    assert log_end(ctx, 0) == 0
+
+
+async def test_conversions_are_counted(ctx: ReplicaAccess) -> None:
+    await produce.handle(ctx, request(1, {0: message_set(0, 4), 1: message_set(0, 2)}))
+    cell = ctx.metrics.produce_message_conversions.labels(topic=TOPIC)
+    assert cell.value == 6
+    assert ctx.metrics.message_conversions_time.labels(api="Produce").count == 1
 
 
 async def test_acks_1_answers_offsets(ctx: ReplicaAccess) -> None:
@@ -197,3 +253,19 @@ async def test_unknown_topic(ctx: ReplicaAccess) -> None:
     assert answer.responses[0].partition_responses[0].error_code == (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     )
+
+
+async def test_log_append_time_topic_stamps_up_converted_messages(ctx: ReplicaAccess) -> None:
+    """A LogAppendTime topic gives an old producer's messages the append time, as Kafka
+    does (magic 0 sent none, magic 1 sent its own): the answer (v2) carries it too."""
+    log = ctx.replica_manager.log_manager.get_log(TopicPartition(TOPIC, 0))
+    assert log is not None
+    log.update_config(dataclasses.replace(log.config, message_timestamp_type="LogAppendTime"))
+    for magic in (0, 1):
+        response = await produce.handle(ctx, request(2, {0: message_set(magic, 2)}))
+        answer = partitions(on_the_wire(response))[0]
+        assert answer.error_code == 0 and answer.log_append_time_ms > 0
+        data = log.read_bytes(answer.base_offset, 1 << 20)
+        header, _ = read_batch(data)
+        assert header.is_log_append_time
+        assert header.max_timestamp == answer.log_append_time_ms

@@ -3,7 +3,9 @@ compaction's offset gaps and the cleaner checkpoint."""
 
 from __future__ import annotations
 
+import io
 import os
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from storage.clock import MockClock
 from storage.config import LogConfig, LogManagerConfig
 from storage.log import Log
 from storage.log_manager import LogManager
+from tools.dump_log import dump_file
 from tools.main import main
 
 
@@ -121,3 +124,38 @@ def test_compacted_segments_show_their_gaps_and_the_cleaner_checkpoint(
     checkpoint = os.path.join(str(tmp_path), "cleaner-offset-checkpoint")
     assert main(["dump-log", checkpoint]) == 0
     assert "topic: c partition: 0 cleanedBelowOffset: 6" in capsys.readouterr().out
+
+
+def test_legacy_messages_and_v2_batches_in_one_log(tmp_path: Path) -> None:
+    """dump-log reads magic 0 and 1 messages (a wrapper's inner messages with absolute
+    offsets) and the v2 batches after them; a damaged message is reported invalid."""
+    from protocol.records import SimpleRecord, build_batch
+    from protocol.records.legacy import LegacyRecord, write_message_set
+
+    data = bytearray()
+    write_message_set(data, [LegacyRecord(0, 5, b"a", b"x")], magic=0)
+    inner = [LegacyRecord(1, 6, None, b"y"), LegacyRecord(2, 7, b"b", b"z")]
+    write_message_set(data, inner, magic=1, compression=1)
+    data += build_batch([SimpleRecord(b"k", b"v", timestamp=9)], base_offset=3)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(data))
+    out = io.StringIO()
+    assert dump_file(str(path), out, print_data=True) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[2].startswith("baseOffset: 0 lastOffset: 0 count: 1 position: 0 CreateTime: -1")
+    assert "magic: 0 compresscodec: none" in lines[2] and lines[2].endswith("isvalid: true")
+    assert lines[3].startswith("| offset: 0 timestamp: -1 keySize: 1 valueSize: 1 magic: 0")
+    assert lines[4].startswith("baseOffset: 1 lastOffset: 2 count: 2 position: 28 CreateTime: 7")
+    assert "magic: 1 compresscodec: gzip" in lines[4]
+    assert [line.split(" payload: ")[1] for line in lines[5:7]] == ["y", "z"]
+    assert lines[5].startswith("| offset: 1 timestamp: 6 keySize: -1")
+    assert lines[7].startswith("baseOffset: 3 lastOffset: 3 count: 1") and "magic: 2" in lines[7]
+    assert lines[8].endswith("key: k payload: v")
+    data[27] ^= 0xFF  # the first message's value: its CRC-32 fails
+    data += b"\0" * 5
+    path.write_bytes(bytes(data))
+    out = io.StringIO()
+    assert dump_file(str(path), out) == 1
+    text = out.getvalue()
+    assert "offset: 0 position: 0 size: 28 magic: 0" in text and "isvalid: false" in text
+    assert "Found 5 invalid bytes at position 188" in text

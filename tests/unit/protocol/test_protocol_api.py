@@ -121,7 +121,7 @@ def test_a_v0_fallback_answer_to_a_newer_api_versions_request_is_read_as_v0() ->
 
 
 def test_unsupported_version_carries_the_header() -> None:
-    frame = struct.pack(">hhih", ApiKey.FETCH, 3, 77, -1)
+    frame = struct.pack(">hhih", ApiKey.FETCH, 13, 77, -1)
     with pytest.raises(ProtocolError) as info:
         protocol.decode_request(frame + b"\x00" * 40)
     assert info.value.error_code == ErrorCode.UNSUPPORTED_VERSION

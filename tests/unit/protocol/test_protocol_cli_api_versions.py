@@ -26,7 +26,7 @@ def test_prints_the_supported_matrix() -> None:
     assert lines[0].split() == ["API", "KEY", "MIN", "MAX"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
     assert rows["Produce"] == ["0", "0", "9"]
-    assert rows["Fetch"] == ["1", "4", "12"]
+    assert rows["Fetch"] == ["1", "0", "12"]
     assert rows["DescribeCluster"] == ["60", "0", "1"]
     assert len(rows) == len(protocol.SUPPORTED_VERSIONS)
 
@@ -56,7 +56,7 @@ def test_shows_a_brokers_ranges_beside_ours() -> None:
     assert status == 0
     rows = {line.split()[0]: line.split()[1:] for line in text.splitlines()[1:]}
     assert rows["Produce"] == ["0", "0", "9", "3", "11"]
-    assert rows["Fetch"] == ["1", "4", "12", "-", "-"]
+    assert rows["Fetch"] == ["1", "0", "12", "-", "-"]
     assert rows["Unknown(99)"] == ["99", "-", "-", "0", "0"]
 
 

@@ -300,7 +300,7 @@ def test_legacy_message_sets_are_recognised(magic: int) -> None:
     assert message_format(data) == magic and is_legacy(data)
     header = read_legacy_header(data)
     assert (header.magic, header.offset, header.size) == (magic, 0, len(data))
-    assert header.timestamp == (T0 if magic else None)
+    assert header.timestamp == (T0 if magic else -1)  # magic 0 has none: NO_TIMESTAMP
     with pytest.raises(InvalidBatch, match="magic") as info:
         validate(data + bytes(64))
     assert not info.value.corrupt
