@@ -11,7 +11,7 @@ CPU is measured apart from it (utime + stime of the broker process).
 
 Figures, each beside its PLAINTEXT baseline:
 
-- produce MB/s and broker CPU-s per GB over PLAINTEXT and SASL_SSL (target: SASL_SSL at
+- produce MB/s and broker (and client) CPU-s per GB over PLAINTEXT and SASL_SSL (target: SASL_SSL at
   least 0.7x PLAINTEXT);
 - catch-up fetch MB/s and CPU-s per GB over PLAINTEXT (sendfile) and over SSL (the same
   read path with one copy into the TLS layer; target: at least 0.5x);
@@ -84,7 +84,7 @@ if mode == "consume":
     while n < count and time.monotonic() - last < 10:
         msgs = c.consume(num_messages=min(10000, count - n), timeout=0.5)
         if msgs and start is None:
-            start = time.monotonic()
+            start, cpu = time.monotonic(), time.process_time()
         for m in msgs:
             if m.error() is None:
                 n += 1
@@ -92,7 +92,8 @@ if mode == "consume":
         if msgs:
             last = time.monotonic()
     c.close()
-    print(json.dumps({"records": n, "bytes": nbytes, "seconds": (last - start) if start else 0}))
+    print(json.dumps({"records": n, "bytes": nbytes, "seconds": (last - start) if start else 0,
+                      "cpu": time.process_time() - cpu if start else 0}))
     sys.exit(0)
 p = Producer({**conf, "linger.ms": 5, "batch.size": 65536, "acks": 1,
               "enable.idempotence": False, "queue.buffering.max.messages": 1000000,
@@ -105,7 +106,7 @@ def report(err, msg):
 p.produce(topic, b"warm", partition=0, on_delivery=report)
 p.flush(30)
 value = b"x" * size
-start = time.monotonic()
+start, cpu = time.monotonic(), time.process_time()
 sent = 0
 while sent < count:
     try:
@@ -117,7 +118,7 @@ while sent < count:
         p.poll(0)
 p.flush(120)
 print(json.dumps({"records": sent, "bytes": sent * size, "seconds": time.monotonic() - start,
-                  "errors": errors}))
+                  "cpu": time.process_time() - cpu, "errors": errors}))
 """
 
 
@@ -276,7 +277,7 @@ def main() -> int:
             }  # fmt: skip
             print(f"1 KiB records, {args.mb} MB per run; broker CPU from /proc (load apart)")
             for round_ in range(1, args.rounds + 1):
-                rows: dict[str, tuple[float, float]] = {}
+                rows: dict[str, tuple[float, float, float]] = {}
                 if "produce" in phases:
                     for name in ("PLAINTEXT", "SASL_SSL"):
                         topic = f"bench-{name.lower()}-{round_}"
@@ -288,8 +289,9 @@ def main() -> int:
                         with profiler.phase(f"produce {name} {round_}"):
                             action = functools.partial(load, "produce", topic, count, confs[name])
                             result, cpu = measured(pid, action)
+                        gb = result["bytes"] / 1e9
                         mbs = result["bytes"] / MB / result["seconds"]
-                        rows[f"produce {name}"] = (mbs, cpu / (result["bytes"] / 1e9))
+                        rows[f"produce {name}"] = (mbs, cpu / gb, result["cpu"] / gb)
                 if "fetch" in phases:
                     source = f"bench-fetch-{round_}"
                     run_cli(
@@ -305,12 +307,16 @@ def main() -> int:
                         with profiler.phase(f"fetch {name} {round_}"):
                             action = functools.partial(load, "consume", source, count, confs[name])
                             result, cpu = measured(pid, action)
+                        gb = result["bytes"] / 1e9
                         mbs = result["bytes"] / MB / result["seconds"] if result["seconds"] else 0
-                        rows[f"fetch {name}"] = (mbs, cpu / (result["bytes"] / 1e9))
+                        rows[f"fetch {name}"] = (mbs, cpu / gb, result["cpu"] / gb)
                 if rows:
                     print(f"round {round_}")
-                for label, (mbs, cpu_gb) in rows.items():
-                    print(f"  {label:<20} {mbs:8.1f} MB/s   {cpu_gb:6.2f} broker CPU-s/GB")
+                for label, (mbs, cpu_gb, client_gb) in rows.items():
+                    print(
+                        f"  {label:<20} {mbs:8.1f} MB/s   {cpu_gb:6.2f} broker CPU-s/GB"
+                        f"   {client_gb:6.2f} client CPU-s/GB"
+                    )
                 if "produce" in phases:
                     ratio = rows["produce SASL_SSL"][0] / rows["produce PLAINTEXT"][0]
                     print(f"  produce SASL_SSL / PLAINTEXT: {ratio:.2f}x (target 0.7x)")
