@@ -129,13 +129,18 @@ class TlsSession:
         room = incoming.pending + _RECORD
         view = self._plaintext.view(room)
         size = 0
-        # one call per TLS record: librdkafka sends a record per buffer segment (about
-        # 1 KiB with 1 KiB messages), so this loop is the hot path of a TLS produce
-        read = obj.read
+        # One call per TLS record (OpenSSL hands over one record per read), so this loop
+        # is the hot path of a TLS produce: librdkafka writes a record per buffer
+        # segment, and with 1 KiB messages its segments alternate a record's header
+        # (under 100 bytes) and its value -- about 1.7 million records per GB. The C
+        # method of the SSLObject is called directly: SSLObject.read is a Python
+        # wrapper around it that cost 7% of this loop (1.29 -> 1.20 us a record,
+        # measured; OpenSSL's own work is about 1.1 us of it).
+        read = obj._sslobj.read  # type: ignore[attr-defined]
         while size < room:
             try:
-                # with a buffer, read() answers the count it wrote (typeshed says bytes)
-                count: int = read(room - size, view[size:])  # type: ignore[assignment]
+                # with a buffer, read() answers the count it wrote
+                count: int = read(room - size, view[size:])
             except ssl.SSLWantReadError:
                 break
             except ssl.SSLZeroReturnError:

@@ -1,6 +1,7 @@
 """Security benchmark: what TLS and SASL cost, beside PLAINTEXT on the same broker, same run.
 
     .venv/bin/python tests/bench/bench_security.py [--mb 200] [--connections 200]
+        [--rounds 1] [--phases produce,fetch,connections] [--profile DIR] [--keep]
 
 One broker (``LocalCluster``, embedded ZooKeeper) with three client listeners: PLAINTEXT,
 SSL and SASL_SSL (SCRAM-SHA-512, a user created with ``minikafka configs --zookeeper``).
@@ -10,7 +11,7 @@ CPU is measured apart from it (utime + stime of the broker process).
 
 Figures, each beside its PLAINTEXT baseline:
 
-- produce MB/s and broker CPU-s per GB over PLAINTEXT and SASL_SSL (target: SASL_SSL at
+- produce MB/s and broker (and client) CPU-s per GB over PLAINTEXT and SASL_SSL (target: SASL_SSL at
   least 0.7x PLAINTEXT);
 - catch-up fetch MB/s and CPU-s per GB over PLAINTEXT (sendfile) and over SSL (the same
   read path with one copy into the TLS layer; target: at least 0.5x);
@@ -19,20 +20,28 @@ Figures, each beside its PLAINTEXT baseline:
   with the broker's CPU milliseconds per connection; PLAINTEXT connections beside them.
 
 The load shares the machine's 2 cores with the broker: compare the rows, not absolute
-numbers.
+numbers. ``--rounds N`` repeats the produce and fetch pairs (each round on fresh topics),
+since on a shared machine a single ratio is noise; ``--profile DIR`` records the broker
+with py-spy during each phase (collapsed stacks, ``DIR/<phase>.txt``); ``--keep`` leaves
+the broker's directory, its log included.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import json
 import os
+import shutil
+import signal
 import ssl
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +84,7 @@ if mode == "consume":
     while n < count and time.monotonic() - last < 10:
         msgs = c.consume(num_messages=min(10000, count - n), timeout=0.5)
         if msgs and start is None:
-            start = time.monotonic()
+            start, cpu = time.monotonic(), time.process_time()
         for m in msgs:
             if m.error() is None:
                 n += 1
@@ -83,7 +92,8 @@ if mode == "consume":
         if msgs:
             last = time.monotonic()
     c.close()
-    print(json.dumps({"records": n, "bytes": nbytes, "seconds": (last - start) if start else 0}))
+    print(json.dumps({"records": n, "bytes": nbytes, "seconds": (last - start) if start else 0,
+                      "cpu": time.process_time() - cpu if start else 0}))
     sys.exit(0)
 p = Producer({**conf, "linger.ms": 5, "batch.size": 65536, "acks": 1,
               "enable.idempotence": False, "queue.buffering.max.messages": 1000000,
@@ -96,7 +106,7 @@ def report(err, msg):
 p.produce(topic, b"warm", partition=0, on_delivery=report)
 p.flush(30)
 value = b"x" * size
-start = time.monotonic()
+start, cpu = time.monotonic(), time.process_time()
 sent = 0
 while sent < count:
     try:
@@ -108,7 +118,7 @@ while sent < count:
         p.poll(0)
 p.flush(120)
 print(json.dumps({"records": sent, "bytes": sent * size, "seconds": time.monotonic() - start,
-                  "errors": errors}))
+                  "cpu": time.process_time() - cpu, "errors": errors}))
 """
 
 
@@ -132,10 +142,42 @@ def run_cli(*args: str) -> str:
     return done.stdout
 
 
-def measured(pid: int, action: object) -> tuple[dict[str, float], float]:
+class Profiler:
+    """``py-spy record`` of the broker during one phase (``--profile DIR``): collapsed
+    stacks in ``DIR/<label>.txt``, one line per stack with its sample count. py-spy is
+    not a dependency of the project: install it into the venv to use this."""
+
+    def __init__(self, directory: Path | None, pid: int) -> None:
+        self._directory = directory
+        self._pid = pid
+        spy = Path(PY).with_name("py-spy")
+        self._spy = str(spy) if spy.exists() else shutil.which("py-spy")
+        if directory is not None and self._spy is None:
+            raise SystemExit("--profile needs py-spy (pip install py-spy into the venv)")
+
+    @contextlib.contextmanager
+    def phase(self, label: str) -> Iterator[None]:
+        if self._directory is None or self._spy is None:
+            yield
+            return
+        self._directory.mkdir(parents=True, exist_ok=True)
+        out = self._directory / f"{label.replace(' ', '-')}.txt"
+        spy = subprocess.Popen(
+            [self._spy, "record", "--pid", str(self._pid), "--format", "raw", "--rate", "250",
+             "--nonblocking", "--output", str(out)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            yield
+        finally:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            spy.wait(60)
+
+
+def measured(pid: int, action: Callable[[], dict[str, float]]) -> tuple[dict[str, float], float]:
     """(the action's result, broker CPU seconds it cost)."""
     before = cpu_seconds(pid)
-    result = action()  # type: ignore[operator]
+    result = action()
     return result, cpu_seconds(pid) - before
 
 
@@ -150,111 +192,157 @@ async def connect_many(port: int, security: ClientSecurity, count: int) -> float
     return time.perf_counter() - start
 
 
+def start_broker(work: Path) -> tuple[LocalCluster, dict[str, int]]:
+    """One broker with PLAINTEXT, SSL and SASL_SSL client listeners (its own ZooKeeper),
+    and the bench user's SCRAM-SHA-512 credentials, written to ZooKeeper as an operator
+    creates them (``minikafka configs --zookeeper``)."""
+    ca = CertificateAuthority()
+    (work / "ca.crt").write_bytes(ca.cert_pem)
+    server = ca.issue("localhost", hosts=["127.0.0.1", "localhost"])
+    (work / "broker.pem").write_bytes(server.keystore_pem)
+    ports = dict(zip(("PLAINTEXT", "CONTROLLER", "SSL", "SASL_SSL", "metrics", "zookeeper"),
+                     (free_port() for _ in range(6)), strict=True))  # fmt: skip
+    listeners = ",".join(
+        f"{name}://127.0.0.1:{ports[name]}"
+        for name in ("PLAINTEXT", "CONTROLLER", "SSL", "SASL_SSL")
+    )
+    overrides = (
+        ("listeners", listeners),
+        ("advertised.listeners", listeners),
+        ("listener.security.protocol.map",
+         "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL"),
+        ("ssl.keystore.type", "PEM"),
+        ("ssl.keystore.location", str(work / "broker.pem")),
+        ("ssl.truststore.type", "PEM"),
+        ("ssl.truststore.location", str(work / "ca.crt")),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+        ("num.partitions", "1"),
+        ("offsets.topic.num.partitions", "1"),
+    )  # fmt: skip
+    layout = ClusterLayout(
+        directory=work / "cluster",
+        client_ports=(ports["PLAINTEXT"],),
+        control_ports=(ports["CONTROLLER"],),
+        metrics_ports=(ports["metrics"],),
+        zookeeper_port=ports["zookeeper"],
+        overrides=overrides,
+    )
+    cluster = LocalCluster(layout)
+    cluster.start(timeout_s=90)
+    try:
+        # the broker follows credential changes live (/config/changes)
+        run_cli(
+            "configs", "--zookeeper", f"127.0.0.1:{ports['zookeeper']}", "--alter",
+            "--entity-type", "users", "--entity-name", USER,
+            "--add-config", f"SCRAM-SHA-512=[password={PASSWORD}]",
+        )  # fmt: skip
+    except BaseException:
+        cluster.stop(grace_s=30)
+        raise
+    return cluster, ports
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--mb", type=int, default=200, help="MB of record values per run")
     parser.add_argument("--connections", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=1, help="produce and fetch pairs run")
+    parser.add_argument(
+        "--phases", default="produce,fetch,connections", help="which of the three to run"
+    )
+    parser.add_argument("--profile", type=Path, help="py-spy the broker into this directory")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the broker's directory (its log) and say where"
+    )
     args = parser.parse_args()
     count = args.mb * MB // RECORD
+    phases = set(args.phases.split(","))
 
-    with tempfile.TemporaryDirectory(prefix="bench-security-") as tmp:
-        work = Path(tmp)
-        ca = CertificateAuthority()
-        (work / "ca.crt").write_bytes(ca.cert_pem)
-        server = ca.issue("localhost", hosts=["127.0.0.1", "localhost"])
-        (work / "broker.pem").write_bytes(server.keystore_pem)
-        plain, control, tls, sasl_ssl, metrics, zk = (free_port() for _ in range(6))
-        listeners = (
-            f"PLAINTEXT://127.0.0.1:{plain},CONTROLLER://127.0.0.1:{control},"
-            f"SSL://127.0.0.1:{tls},SASL_SSL://127.0.0.1:{sasl_ssl}"
-        )
-        overrides = (
-            ("listeners", listeners),
-            ("advertised.listeners", listeners),
-            ("listener.security.protocol.map",
-             "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL"),
-            ("ssl.keystore.type", "PEM"),
-            ("ssl.keystore.location", str(work / "broker.pem")),
-            ("ssl.truststore.type", "PEM"),
-            ("ssl.truststore.location", str(work / "ca.crt")),
-            ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
-            ("listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config",
-             "org.apache.kafka.common.security.scram.ScramLoginModule required;"),
-        )  # fmt: skip
-        layout = ClusterLayout(
-            directory=work / "cluster",
-            client_ports=(plain,),
-            control_ports=(control,),
-            metrics_ports=(metrics,),
-            zookeeper_port=zk,
-            overrides=overrides,
-        )
-        cluster = LocalCluster(layout)
-        cluster.start(timeout_s=90)
+    work = Path(tempfile.mkdtemp(prefix="bench-security-"))
+    if args.keep:
+        print(f"broker directory {work}")
+    try:
+        cluster, ports = start_broker(work)
         try:
             pid = cluster.processes[0].pid
-            run_cli(
-                "configs", "--zookeeper", f"127.0.0.1:{zk}", "--alter", "--entity-type", "users",
-                "--entity-name", USER, "--add-config", f"SCRAM-SHA-512=[password={PASSWORD}]",
-            )  # fmt: skip
+            profiler = Profiler(args.profile, pid)
             tls_conf = {"ssl.ca.location": str(work / "ca.crt")}
             confs = {
-                "PLAINTEXT": {"bootstrap.servers": f"127.0.0.1:{plain}"},
-                "SSL": {"bootstrap.servers": f"127.0.0.1:{tls}", "security.protocol": "SSL",
-                        **tls_conf},
-                "SASL_SSL": {"bootstrap.servers": f"127.0.0.1:{sasl_ssl}",
+                "PLAINTEXT": {"bootstrap.servers": f"127.0.0.1:{ports['PLAINTEXT']}"},
+                "SSL": {"bootstrap.servers": f"127.0.0.1:{ports['SSL']}",
+                        "security.protocol": "SSL", **tls_conf},
+                "SASL_SSL": {"bootstrap.servers": f"127.0.0.1:{ports['SASL_SSL']}",
                              "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
                              "sasl.username": USER, "sasl.password": PASSWORD, **tls_conf},
             }  # fmt: skip
-            for name in ("PLAINTEXT", "SASL_SSL"):
-                run_cli(
-                    "topics", "--bootstrap-server", f"127.0.0.1:{plain}", "--create",
-                    "--topic", f"bench-{name.lower()}", "--partitions", "1",
-                    "--replication-factor", "1",
-                )  # fmt: skip
-
             print(f"1 KiB records, {args.mb} MB per run; broker CPU from /proc (load apart)")
-            rows: dict[str, tuple[float, float]] = {}
-            for name in ("PLAINTEXT", "SASL_SSL"):
-                result, cpu = measured(
-                    pid, lambda n=name: load("produce", f"bench-{n.lower()}", count, confs[n])
-                )
-                mbs = result["bytes"] / MB / result["seconds"]
-                rows[f"produce {name}"] = (mbs, cpu / (result["bytes"] / 1e9))
-            for name in ("PLAINTEXT", "SSL"):
-                result, cpu = measured(
-                    pid, lambda n=name: load("consume", "bench-plaintext", count, confs[n])
-                )
-                mbs = result["bytes"] / MB / result["seconds"] if result["seconds"] else 0.0
-                rows[f"fetch {name}"] = (mbs, cpu / (result["bytes"] / 1e9))
-            for label, (mbs, cpu_gb) in rows.items():
-                print(f"{label:<20} {mbs:8.1f} MB/s   {cpu_gb:6.2f} broker CPU-s/GB")
-            print(
-                f"produce SASL_SSL / PLAINTEXT: "
-                f"{rows['produce SASL_SSL'][0] / rows['produce PLAINTEXT'][0]:.2f}x (target 0.7x)"
-            )
-            print(
-                f"fetch SSL / PLAINTEXT (sendfile): "
-                f"{rows['fetch SSL'][0] / rows['fetch PLAINTEXT'][0]:.2f}x (target 0.5x)"
-            )
+            for round_ in range(1, args.rounds + 1):
+                rows: dict[str, tuple[float, float, float]] = {}
+                if "produce" in phases:
+                    for name in ("PLAINTEXT", "SASL_SSL"):
+                        topic = f"bench-{name.lower()}-{round_}"
+                        run_cli(
+                            "topics", "--bootstrap-server", f"127.0.0.1:{ports['PLAINTEXT']}",
+                            "--create", "--topic", topic, "--partitions", "1",
+                            "--replication-factor", "1",
+                        )  # fmt: skip
+                        with profiler.phase(f"produce {name} {round_}"):
+                            action = functools.partial(load, "produce", topic, count, confs[name])
+                            result, cpu = measured(pid, action)
+                        gb = result["bytes"] / 1e9
+                        mbs = result["bytes"] / MB / result["seconds"]
+                        rows[f"produce {name}"] = (mbs, cpu / gb, result["cpu"] / gb)
+                if "fetch" in phases:
+                    source = f"bench-fetch-{round_}"
+                    run_cli(
+                        "topics", "--bootstrap-server", f"127.0.0.1:{ports['PLAINTEXT']}",
+                        "--create", "--topic", source, "--partitions", "1",
+                        "--replication-factor", "1",
+                    )  # fmt: skip
+                    load("produce", source, count, confs["PLAINTEXT"])
+                    # the group coordinator's topic is made by the first consumer: not
+                    # by a measured one
+                    load("consume", source, 10, confs["PLAINTEXT"])
+                    for name in ("PLAINTEXT", "SSL"):
+                        with profiler.phase(f"fetch {name} {round_}"):
+                            action = functools.partial(load, "consume", source, count, confs[name])
+                            result, cpu = measured(pid, action)
+                        gb = result["bytes"] / 1e9
+                        mbs = result["bytes"] / MB / result["seconds"] if result["seconds"] else 0
+                        rows[f"fetch {name}"] = (mbs, cpu / gb, result["cpu"] / gb)
+                if rows:
+                    print(f"round {round_}")
+                for label, (mbs, cpu_gb, client_gb) in rows.items():
+                    print(
+                        f"  {label:<20} {mbs:8.1f} MB/s   {cpu_gb:6.2f} broker CPU-s/GB"
+                        f"   {client_gb:6.2f} client CPU-s/GB"
+                    )
+                if "produce" in phases:
+                    ratio = rows["produce SASL_SSL"][0] / rows["produce PLAINTEXT"][0]
+                    print(f"  produce SASL_SSL / PLAINTEXT: {ratio:.2f}x (target 0.7x)")
+                if "fetch" in phases:
+                    ratio = rows["fetch SSL"][0] / rows["fetch PLAINTEXT"][0]
+                    print(f"  fetch SSL / PLAINTEXT (sendfile): {ratio:.2f}x (target 0.5x)")
 
-            client_tls = ssl.create_default_context(cafile=str(work / "ca.crt"))
-            secured = ClientSecurity(
-                "SASL_SSL", client_tls, SaslCredentials("SCRAM-SHA-512", USER, PASSWORD)
-            )
-            for name, port, security in (
-                ("PLAINTEXT", plain, ClientSecurity()),
-                ("SASL_SSL", sasl_ssl, secured),
-            ):
-                before = cpu_seconds(pid)
-                seconds = asyncio.run(connect_many(port, security, args.connections))
-                cpu = cpu_seconds(pid) - before
-                print(
-                    f"connections {name:<10} {args.connections / seconds:8.1f} /s   "
-                    f"{1000 * cpu / args.connections:6.2f} broker CPU-ms each"
+            if "connections" in phases:
+                client_tls = ssl.create_default_context(cafile=str(work / "ca.crt"))
+                secured = ClientSecurity(
+                    "SASL_SSL", client_tls, SaslCredentials("SCRAM-SHA-512", USER, PASSWORD)
                 )
+                for name, security in (("PLAINTEXT", ClientSecurity()), ("SASL_SSL", secured)):
+                    before = cpu_seconds(pid)
+                    with profiler.phase(f"connections {name}"):
+                        seconds = asyncio.run(connect_many(ports[name], security, args.connections))
+                    cpu = cpu_seconds(pid) - before
+                    print(
+                        f"connections {name:<10} {args.connections / seconds:8.1f} /s   "
+                        f"{1000 * cpu / args.connections:6.2f} broker CPU-ms each"
+                    )
         finally:
             cluster.stop(grace_s=30)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

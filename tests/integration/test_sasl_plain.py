@@ -1,9 +1,10 @@
 """SASL/PLAIN on a real broker: Kafka's clients, Kafka's refusals, bad input, KIP-368.
 
-One broker (tests.integration.sasl_cluster) with two SASL_PLAINTEXT listeners. The
-real clients -- confluent-kafka, kafka-python, aiokafka, kcat -- and our own produce and
-consume with PLAIN on the first; a wrong password, an unknown user and an unsupported
-mechanism are refused with Kafka's errors and nothing is served; before authentication
+One broker (tests.integration.sasl_cluster) with two SASL_PLAINTEXT listeners. Our
+client authenticates with PLAIN on the first and is counted by principal (Kafka's
+clients producing and consuming with PLAIN are test_security_clients.py's matrix); a
+wrong password, an unknown user and an unsupported mechanism are refused with Kafka's
+errors and nothing is served; before authentication
 anything but ApiVersions/SaslHandshake/SaslAuthenticate, garbage and oversized frames
 close the connection, and an exchange cut in the middle harms nobody else. On the second
 listener sessions last ``REAUTH_MS``: confluent-kafka and our client re-authenticate and
@@ -13,11 +14,8 @@ keep working, and a connection that does not is closed at its first request afte
 from __future__ import annotations
 
 import asyncio
-import json
-import shutil
 import socket
 import struct
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -49,7 +47,6 @@ from tools.zookeeper_server import ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(120)
 
-KCAT = shutil.which("kcat")
 TOPIC = "sasl-plain"
 
 
@@ -134,102 +131,7 @@ def _metadata_works(c: SaslCluster) -> bool:
     return asyncio.run(probe())
 
 
-# --- the real clients ---------------------------------------------------------------------
-
-
-def test_confluent_kafka_produces_and_consumes(c: SaslCluster) -> None:
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
-    producer = Producer(librdkafka(c.sasl_port))
-    for i in range(5):
-        producer.produce(TOPIC, value=f"ck-{i}".encode(), partition=0)
-    assert producer.flush(20) == 0
-    consumer = Consumer(
-        {**librdkafka(c.sasl_port), "group.id": "sasl-ck", "enable.auto.commit": False}
-    )
-    consumer.assign([TopicPartition(TOPIC, 0, 0)])
-    seen: list[bytes | None] = []
-    deadline = time.monotonic() + 20
-    while len(seen) < 5 and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            seen.append(message.value())
-    consumer.close()
-    assert seen == [f"ck-{i}".encode() for i in range(5)]
-
-
-def test_kafka_python_produces_and_consumes(c: SaslCluster) -> None:
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-
-    common = {
-        "bootstrap_servers": f"127.0.0.1:{c.sasl_port}",
-        "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": "PLAIN",
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": "alice-secret",
-    }
-    producer = KafkaProducer(**common)
-    for i in range(3):
-        producer.send(TOPIC, value=f"kp-{i}".encode(), partition=1).get(timeout=20)
-    producer.close()
-    consumer = KafkaConsumer(**common, consumer_timeout_ms=10_000)
-    consumer.assign([TopicPartition(TOPIC, 1)])
-    consumer.seek_to_beginning()
-    values = [r.value for _, r in zip(range(3), consumer, strict=False)]
-    consumer.close()
-    assert values == [f"kp-{i}".encode() for i in range(3)]
-
-
-def test_aiokafka_produces_and_consumes(c: SaslCluster) -> None:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-
-    common = {
-        "bootstrap_servers": f"127.0.0.1:{c.sasl_port}",
-        "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": "PLAIN",
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": "alice-secret",
-    }
-
-    async def run() -> list[bytes]:
-        producer = AIOKafkaProducer(**common)
-        await producer.start()
-        try:
-            for i in range(3):
-                await producer.send_and_wait(TOPIC, f"aio-{i}".encode(), partition=2)
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(**common)
-        await consumer.start()
-        try:
-            tp = TopicPartition(TOPIC, 2)
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
-            batch = await consumer.getmany(tp, timeout_ms=10_000)
-            return [r.value for r in batch.get(tp, [])]
-        finally:
-            await consumer.stop()
-
-    assert asyncio.run(run()) == [f"aio-{i}".encode() for i in range(3)]
-
-
-@pytest.mark.skipif(KCAT is None, reason="kcat is not installed")
-def test_kcat_produces_and_consumes(c: SaslCluster) -> None:
-    assert KCAT is not None
-    auth = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
-            "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"]  # fmt: skip
-    base = [KCAT, "-b", f"127.0.0.1:{c.sasl_port}", *auth, "-t", TOPIC, "-p", "3"]
-    produced = subprocess.run(
-        [*base, "-P"], input=b"kc-0\nkc-1\n", capture_output=True, timeout=30, check=False
-    )
-    assert produced.returncode == 0, produced.stderr.decode()
-    consumed = subprocess.run(
-        [*base, "-C", "-o", "beginning", "-e", "-J", "-q"],
-        capture_output=True, timeout=30, check=False,
-    )  # fmt: skip
-    assert consumed.returncode == 0, consumed.stderr.decode()
-    values = [json.loads(line)["payload"] for line in consumed.stdout.decode().splitlines()]
-    assert values == ["kc-0", "kc-1"]
+# --- our client -----------------------------------------------------------------------------
 
 
 def test_our_client_authenticates_and_is_counted_by_principal(c: SaslCluster) -> None:

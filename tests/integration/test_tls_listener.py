@@ -2,9 +2,8 @@
 listener that requires a client certificate (mTLS), certificates from a local CA made in
 the module's directory.
 
-- confluent-kafka and kcat produce and consume over SSL with a client certificate; the
-  principal the broker mapped from it (``ssl.principal.mapping.rules``) is read from the
-  broker's log line of the finished handshake;
+- (producing and consuming over mTLS with every client library, and the principal
+  mapped from each certificate, are test_security_clients.py's matrix)
 - a client certificate from another CA is refused: the handshake fails and nothing is
   served (no response to a request sent behind it), and the failure is counted;
 - a fetch over SSL (records read and encrypted) returns the same bytes as over PLAINTEXT
@@ -21,11 +20,8 @@ One broker for the module; every wait is a poll with a deadline.
 from __future__ import annotations
 
 import asyncio
-import re
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 import uuid
@@ -34,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     AlterConfigOpType,
@@ -147,58 +143,6 @@ def produce(config: dict[str, str], topic: str, values: list[bytes]) -> None:
     for value in values:
         producer.produce(topic, value)
     assert producer.flush(30) == 0
-
-
-def consume(config: dict[str, str], topic: str, count: int) -> list[bytes]:
-    consumer = Consumer(
-        {**config, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"}
-    )
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(got) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got.append(message.value() or b"")
-    finally:
-        consumer.close()
-    return got
-
-
-def test_confluent_kafka_over_mtls_with_the_mapped_principal(s: Secured) -> None:
-    create_topic(s, "mtls-ck")
-    values = [f"record-{i}".encode() for i in range(20)]
-    produce(s.client_config(), "mtls-ck", values)
-    assert consume(s.client_config(), "mtls-ck", 20) == values
-    # CN=Alice -> alice by the listener's rule; the handshake's log line names it
-    assert re.search(
-        r"on SSL: TLS handshake done \(TLSv1\.\d \S+\), principal User:alice", s.cluster.log_text(0)
-    )
-    assert (
-        s.cluster.metric(0, 'minikafka_tls_handshake_duration_seconds_count{listener="SSL"}') or 0
-    ) >= 1
-
-
-@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
-def test_kcat_over_mtls(s: Secured) -> None:
-    create_topic(s, "mtls-kcat")
-    tls = [
-        "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={s.ca_path}",
-        "-X", f"ssl.certificate.location={s.client_cert}",
-        "-X", f"ssl.key.location={s.client_key}",
-    ]  # fmt: skip
-    lines = [f"kcat-{i}" for i in range(10)]
-    subprocess.run(
-        ["kcat", "-b", s.ssl_bootstrap, *tls, "-P", "-t", "mtls-kcat"],
-        input="\n".join(lines) + "\n", text=True, check=True, timeout=30,
-    )  # fmt: skip
-    out = subprocess.run(
-        ["kcat", "-b", s.ssl_bootstrap, *tls, "-C", "-t", "mtls-kcat", "-o", "beginning", "-e",
-         "-c", "10"],
-        capture_output=True, text=True, check=True, timeout=30,
-    )  # fmt: skip
-    assert out.stdout.split() == lines
 
 
 def _failures(s: Secured) -> float:
