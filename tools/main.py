@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("dump_log", "print the batches and index entries of segment files"),
     "perf": ("perf", "produce and consume load tests"),
     "spark": ("spark", "run the PySpark analytics jobs over minikafka logs"),
+    "console": ("console", "the web console: cluster, topics, messages, consumer groups"),
 }
 
 
