@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -111,9 +112,7 @@ class Endpoint:
 
 
 class MetricsSampler:
-    def __init__(
-        self, targets: Iterable[str], clock: Clock, interval_s: float, keep: int
-    ) -> None:
+    def __init__(self, targets: Iterable[str], clock: Clock, interval_s: float, keep: int) -> None:
         self.clock = clock
         self.interval_s = interval_s
         self.endpoints = []
@@ -154,7 +153,7 @@ class MetricsSampler:
         out: list[dict[str, object]] = []
         for e in self.endpoints:
             samples = list(e.samples)
-            pairs = list(zip(samples, samples[1:], strict=False))
+            pairs = list(itertools.pairwise(samples))
             series = [rates(a, b) for a, b in pairs]
             out.append(
                 {

@@ -180,9 +180,7 @@ async def reset(console: Console, params: Params) -> dict[str, Any]:
     earliest = await offsets_at(client, partitions, EARLIEST_TIMESTAMP)
     latest = await offsets_at(client, partitions, LATEST_TIMESTAMP)
     partitions = [tp for tp in partitions if tp in latest]
-    by_time = (
-        await offsets_at(client, partitions, spec.value) if spec.kind == "timestamp" else None
-    )
+    by_time = await offsets_at(client, partitions, spec.value) if spec.kind == "timestamp" else None
     try:
         new = plan(
             spec, partitions, earliest=earliest, latest=latest, committed=committed, by_time=by_time

@@ -7,8 +7,8 @@ server-side scan, ``web.reading``) and produce a test message (``POST
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
 from typing import Any, Final
+from urllib.parse import quote
 
 from client.fetch import ConsumedRecord
 from client.produce import partition_for_key, produce

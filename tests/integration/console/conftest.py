@@ -33,7 +33,14 @@ from web.context import ConsoleSettings
 class ServedConsole:
     """A console on 127.0.0.1:<free port> until ``stop``."""
 
-    def __init__(self, bootstrap: str, *, read_only: bool = False, metrics: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        read_only: bool = False,
+        metrics: tuple[str, ...] = (),
+        users: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = ClientConfig(client_id="console-test", retries=3, operation_timeout_s=15.0)
@@ -42,7 +49,7 @@ class ServedConsole:
             bootstrap=bootstrap,
             read_only=read_only,
             metrics_urls=metrics,
-            users=None,
+            users=users,
             scrape_interval_s=0.5,
             scrape_keep=20,
         )
@@ -113,6 +120,6 @@ def read_only_console(console_cluster: TestCluster) -> Iterator[ServedConsole]:
 def artifacts(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
     """tmp/artifacts/<test>: where a browser test saves its screenshots."""
     base = tmp_path_factory.getbasetemp() / "artifacts"
-    path = base / request.node.name
+    path: Path = base / str(request.node.name)
     path.mkdir(parents=True, exist_ok=True)
     return path

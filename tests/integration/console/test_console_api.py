@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.error
 import urllib.request
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from tests.integration.cluster import TestCluster
@@ -27,7 +29,9 @@ def kcat_produce(bootstrap: str, topic: str, partition: int, lines: list[str], *
     )
 
 
-def create(console: ServedConsole, name: str, partitions: int = 1, rf: int = 3, **configs: str):
+def create(
+    console: ServedConsole, name: str, partitions: int = 1, rf: int = 3, **configs: str
+) -> None:
     status, body = console.post(
         "/api/topics",
         {
@@ -51,6 +55,7 @@ def test_cluster_lists_brokers_controller_and_counts(
     assert [b["id"] for b in body["brokers"] if b["controller"]] == [body["controller"]]
     assert body["cluster_id"]
     assert body["counts"]["offline"] == 0
+
     # the metrics endpoints are scraped: after two scrapes each broker has rates
     def rated() -> bool:
         metrics = console.get("/api/cluster")[1]["metrics"]
@@ -113,7 +118,9 @@ def test_topics_create_list_describe_alter_delete(console: ServedConsole) -> Non
     assert status == 404
 
 
-def test_messages_browse_search_and_produce(console: ServedConsole, console_cluster: TestCluster) -> None:
+def test_messages_browse_search_and_produce(
+    console: ServedConsole, console_cluster: TestCluster
+) -> None:
     create(console, "api-records", partitions=2, rf=3)
     bootstrap = console_cluster.layout.bootstrap_servers
     lines = [f"k{i}|" + json.dumps({"n": i, "even": i % 2 == 0}) for i in range(30)]
@@ -125,7 +132,9 @@ def test_messages_browse_search_and_produce(console: ServedConsole, console_clus
     r = body["records"][0]
     assert r["key"]["text"] == "k29"
     assert json.loads(r["value"]["json"]) == {"n": 29, "even": False}
-    assert r["headers"] == [{"name": "source", "value": {"size": 4, "text": "kcat", "json": None, "hex": "6b 63 61 74"}}]
+    assert r["headers"] == [
+        {"name": "source", "value": {"size": 4, "text": "kcat", "json": None, "hex": "6b 63 61 74"}}
+    ]
 
     status, body = console.get("/api/topics/api-records/messages", partition=0, offset=10, limit=3)
     assert [r["offset"] for r in body["records"]] == [10, 11, 12]
@@ -140,7 +149,9 @@ def test_messages_browse_search_and_produce(console: ServedConsole, console_clus
     assert sorted(r["offset"] for r in body["records"]) == [1, *range(10, 20)]
     status, body = console.get("/api/topics/api-records/search", regex=r'"n": 2\d,')
     assert sorted(r["offset"] for r in body["records"]) == list(range(20, 30))
-    status, body = console.get("/api/topics/api-records/search", header="source=kcat", value='"even": true', scan=10)
+    status, body = console.get(
+        "/api/topics/api-records/search", header="source=kcat", value='"even": true', scan=10
+    )
     assert sorted(r["offset"] for r in body["records"]) == [20, 22, 24, 26, 28]
     assert body["scanned"] == 10
 
@@ -153,9 +164,11 @@ def test_messages_browse_search_and_produce(console: ServedConsole, console_clus
     (record,) = body["records"]
     assert record["value"]["text"] == "<script>alert(1)</script>"
     # escaped in the page: shown as text, never markup
-    html = urllib.request.urlopen(
-        console.url + "/topics/api-records/messages?partition=1", timeout=30
-    ).read().decode()
+    html = (
+        urllib.request.urlopen(console.url + "/topics/api-records/messages?partition=1", timeout=30)
+        .read()
+        .decode()
+    )
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<script>alert(1)" not in html
 
@@ -165,9 +178,14 @@ def test_groups_lag_reset_and_delete(console: ServedConsole, console_cluster: Te
     bootstrap = console_cluster.layout.bootstrap_servers
     for p in (0, 1):
         kcat_produce(bootstrap, "api-lag", p, [f"k|v{i}" for i in range(10)])
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "api-group", "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "api-group", "enable.auto.commit": False}
+    )
     try:
-        consumer.commit(offsets=[TopicPartition("api-lag", 0, 5), TopicPartition("api-lag", 1, 3)], asynchronous=False)
+        consumer.commit(
+            offsets=[TopicPartition("api-lag", 0, 5), TopicPartition("api-lag", 1, 3)],
+            asynchronous=False,
+        )
     finally:
         consumer.close()
     status, body = console.get("/api/groups")
@@ -175,7 +193,10 @@ def test_groups_lag_reset_and_delete(console: ServedConsole, console_cluster: Te
     (group,) = [g for g in body["groups"] if g["group"] == "api-group"]
     assert (group["state"], group["members"], group["total_lag"]) == ("Empty", 0, 12)
     status, body = console.get("/api/groups/api-group")
-    assert [(r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"]) for r in body["offsets"]] == [
+    assert [
+        (r["partition"], r["committed_offset"], r["log_end_offset"], r["lag"])
+        for r in body["offsets"]
+    ] == [
         (0, 5, 10, 5),
         (1, 3, 10, 7),
     ]
@@ -186,9 +207,14 @@ def test_groups_lag_reset_and_delete(console: ServedConsole, console_cluster: Te
     assert [o["new_offset"] for o in body["offsets"]] == [3, 1]
     # a preview changed nothing
     assert console.get("/api/groups/api-group")[1]["total_lag"] == 12
-    status, body = console.post("/api/groups/api-group/reset", {"kind": "earliest", "execute": True})
+    status, body = console.post(
+        "/api/groups/api-group/reset", {"kind": "earliest", "execute": True}
+    )
     assert status == 200 and body["executed"] is True
-    assert [r["committed_offset"] for r in console.get("/api/groups/api-group")[1]["offsets"]] == [0, 0]
+    assert [r["committed_offset"] for r in console.get("/api/groups/api-group")[1]["offsets"]] == [
+        0,
+        0,
+    ]
 
     status, body = console.post("/api/groups/api-group/delete", {"confirm": "api-group"})
     assert (status, body) == (200, {"deleted": "api-group"})
@@ -200,12 +226,20 @@ def test_writes_need_csrf_and_read_only_refuses(
     console: ServedConsole, read_only_console: ServedConsole
 ) -> None:
     create(console, "api-guarded", partitions=1, rf=1)
-    status, body = console.post("/api/topics/api-guarded/delete", {"confirm": "api-guarded"}, csrf=False)
+    status, body = console.post(
+        "/api/topics/api-guarded/delete", {"confirm": "api-guarded"}, csrf=False
+    )
     assert status == 403 and "CSRF" in body["error"]["detail"]
-    status, body = read_only_console.post("/api/topics/api-guarded/delete", {"confirm": "api-guarded"})
+    status, body = read_only_console.post(
+        "/api/topics/api-guarded/delete", {"confirm": "api-guarded"}
+    )
     assert status == 403 and "read-only" in body["error"]["detail"]
     assert console.get("/api/topics/api-guarded")[0] == 200  # still there
-    html = urllib.request.urlopen(read_only_console.url + "/topics/api-guarded", timeout=30).read().decode()
+    html = (
+        urllib.request.urlopen(read_only_console.url + "/topics/api-guarded", timeout=30)
+        .read()
+        .decode()
+    )
     assert 'id="delete-topic"' not in html
 
 
@@ -225,3 +259,23 @@ def test_a_cluster_out_of_reach_is_said_so() -> None:
         assert html_status == 503 and "unreachable" in text and "Traceback" not in text
     finally:
         down.stop()
+
+
+def test_basic_authentication_guards_every_page(console_cluster: TestCluster) -> None:
+    import base64
+
+    guarded = ServedConsole(console_cluster.layout.bootstrap_servers, users={"ops": "pw"})
+    try:
+        for path in ("/", "/api/cluster", "/api/csrf"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(guarded.url + path, timeout=30)
+            assert refused.value.code == 401
+            assert refused.value.headers["WWW-Authenticate"].startswith("Basic")
+        auth = "Basic " + base64.b64encode(b"ops:pw").decode()
+        request = urllib.request.Request(
+            guarded.url + "/api/cluster", headers={"Authorization": auth}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert len(json.loads(response.read())["brokers"]) == 3
+    finally:
+        guarded.stop()
