@@ -12,9 +12,13 @@ cluster is down (its pages say so until it answers). ``--metrics-url`` may repea
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
+from typing import Any
 
 from tools.command import CommandError, add_bootstrap_server, client_config
+from tools.server import PARENT_CHECK_S, PARENT_PID_ENV
 
 SCRAPE_INTERVAL_S = 5.0
 #: ten minutes of samples
@@ -79,12 +83,25 @@ def run(args: argparse.Namespace) -> int:
     )
 
     async def serve() -> None:
+        parent = os.environ.get(PARENT_PID_ENV)
+        watch = (
+            asyncio.create_task(_exit_when_orphaned(int(parent), server))
+            if parent and parent.isdigit()
+            else None
+        )
         try:
             await server.serve()
         finally:
+            if watch is not None:
+                watch.cancel()
             await client.close()
-
-    import asyncio
 
     asyncio.run(serve())
     return 0
+
+
+async def _exit_when_orphaned(parent_pid: int, server: Any) -> None:
+    """Stop serving once the process that started this one (``cluster up``) is gone."""
+    while os.getppid() == parent_pid:
+        await asyncio.sleep(PARENT_CHECK_S)
+    server.should_exit = True
