@@ -34,12 +34,24 @@ from web.views import Renderer, user_of
 HERE = Path(__file__).parent
 
 
+def human_size(value: object) -> str:
+    """Bytes for a person: ``-`` when unknown, else B, KiB, MiB or GiB."""
+    if not isinstance(value, int | float):
+        return "-"
+    for unit in ("B", "KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
 def templates() -> Jinja2Templates:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,  # every page: record contents are never markup
     )
     env.filters["shown"] = shown
+    env.filters["size"] = human_size
     return Jinja2Templates(env=env)
 
 

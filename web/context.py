@@ -1,8 +1,8 @@
 """What every view of the console reaches: the cluster's client, the settings, the clock,
-the metrics sampler and the CSRF guard. One ``Console`` per running application, made by
-``web.app.create_app`` around a client its caller owns (so tests hand in a client of a real
-cluster, and the command hands in one built from ``--bootstrap-server`` and
-``--command-config``)."""
+the metrics sampler, the groups' lag history and the CSRF guard. One ``Console`` per
+running application, made by ``web.app.create_app`` around a client its caller owns (so
+tests hand in a client of a real cluster, and the command hands in one built from
+``--bootstrap-server`` and ``--command-config``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from client.client import KafkaClient
 from timer.clock import Clock
+from web.lag_history import LagHistory
 from web.metrics import MetricsSampler
 from web.safety import Csrf
 
@@ -36,3 +37,5 @@ class Console:
     clock: Clock
     sampler: MetricsSampler
     csrf: Csrf = field(default_factory=Csrf)
+    #: ten minutes of each group's lag, a point at most every two seconds
+    lag_history: LagHistory = field(default_factory=lambda: LagHistory(600_000, 2_000))

@@ -46,22 +46,51 @@ COUNTERS: Final[dict[str, tuple[str, dict[str, str]]]] = {
     "fetch_count": ("minikafka_request_duration_seconds_count", {"api": "Fetch"}),
 }
 GAUGES: Final[dict[str, str]] = {"disk_bytes": "minikafka_log_dir_logs_bytes"}
+#: per-partition gauges (labels topic and partition) -> their figure
+PARTITION_GAUGES: Final[dict[str, str]] = {
+    "minikafka_log_size_bytes": "size",
+    "minikafka_log_start_offset": "start",
+    "minikafka_log_end_offset": "end",
+}
+TOPIC_BYTES_IN: Final = "minikafka_topic_bytes_in_total"
 
 
-def figures(text: str) -> dict[str, float]:
-    """The figures of one scrape (Prometheus text format); absent ones are left out."""
-    out: dict[str, float] = {}
+@dataclass
+class Scrape:
+    """One scrape read: the broker's totals, each topic's appended bytes, and each
+    partition replica's size, log start and log end offsets."""
+
+    totals: dict[str, float] = field(default_factory=dict)
+    topic_bytes_in: dict[str, float] = field(default_factory=dict)
+    partitions: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)
+
+
+def parse(text: str) -> Scrape:
+    out = Scrape()
+    totals = out.totals
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             for figure, (name, labels) in COUNTERS.items():
                 if sample.name == name and all(
                     sample.labels.get(k) == v for k, v in labels.items()
                 ):
-                    out[figure] = out.get(figure, 0.0) + sample.value
+                    totals[figure] = totals.get(figure, 0.0) + sample.value
             for figure, name in GAUGES.items():
                 if sample.name == name:
-                    out[figure] = out.get(figure, 0.0) + sample.value
+                    totals[figure] = totals.get(figure, 0.0) + sample.value
+            if sample.name == TOPIC_BYTES_IN and "topic" in sample.labels:
+                topic = sample.labels["topic"]
+                out.topic_bytes_in[topic] = out.topic_bytes_in.get(topic, 0.0) + sample.value
+            gauge = PARTITION_GAUGES.get(sample.name)
+            if gauge is not None and sample.labels.get("partition", "").isdigit():
+                key = (sample.labels.get("topic", ""), int(sample.labels["partition"]))
+                out.partitions.setdefault(key, {})[gauge] = sample.value
     return out
+
+
+def figures(text: str) -> dict[str, float]:
+    """The totals of one scrape (Prometheus text format); absent ones are left out."""
+    return parse(text).totals
 
 
 @dataclass(frozen=True)
@@ -109,6 +138,9 @@ class Endpoint:
     broker: int | None
     samples: collections.deque[Sample] = field(default_factory=lambda: collections.deque())
     error: str | None = None
+    #: the last two scrapes' per-topic and per-partition figures (not kept longer)
+    latest: Scrape | None = None
+    previous: Scrape | None = None
 
 
 class MetricsSampler:
@@ -143,7 +175,9 @@ class MetricsSampler:
     async def _scrape(self, endpoint: Endpoint) -> None:
         try:
             text = await asyncio.to_thread(_get, endpoint.url)
-            endpoint.samples.append(Sample(self.clock.time_ms(), figures(text)))
+            scrape = await asyncio.to_thread(parse, text)
+            endpoint.samples.append(Sample(self.clock.time_ms(), scrape.totals))
+            endpoint.previous, endpoint.latest = endpoint.latest, scrape
             endpoint.error = None
         except (OSError, ValueError) as exc:
             endpoint.error = f"cannot scrape {endpoint.url}: {exc}"
@@ -168,6 +202,52 @@ class MetricsSampler:
                     "history_times_ms": [b.time_ms for _, b in pairs],
                 }
             )
+        return out
+
+    def topics(self) -> dict[str, dict[str, float | None]]:
+        """Per topic, from every endpoint's latest scrape: bytes on disk (all replicas),
+        messages (per partition, the highest log end less the highest log start any
+        replica reports) and bytes appended per second (leaders' counters)."""
+        size: dict[str, float] = {}
+        bounds: dict[tuple[str, int], tuple[float, float]] = {}
+        rate: dict[str, float] = {}
+        for e in self.endpoints:
+            if e.latest is None:
+                continue
+            for (topic, p), figs in e.latest.partitions.items():
+                size[topic] = size.get(topic, 0.0) + figs.get("size", 0.0)
+                start, end = bounds.get((topic, p), (0.0, 0.0))
+                bounds[topic, p] = (
+                    max(start, figs.get("start", 0.0)),
+                    max(end, figs.get("end", 0.0)),
+                )
+            samples = list(e.samples)
+            if e.previous is not None and len(samples) >= 2:
+                seconds = (samples[-1].time_ms - samples[-2].time_ms) / 1000
+                for topic, total in e.latest.topic_bytes_in.items():
+                    d = total - e.previous.topic_bytes_in.get(topic, total)
+                    if seconds > 0 and d >= 0:
+                        rate[topic] = rate.get(topic, 0.0) + d / seconds
+        messages: dict[str, float] = {}
+        for (topic, _), (start, end) in bounds.items():
+            messages[topic] = messages.get(topic, 0.0) + max(0.0, end - start)
+        return {
+            t: {
+                "size_bytes": size.get(t),
+                "messages": messages.get(t),
+                "bytes_in_per_s": rate.get(t),
+            }
+            for t in set(size) | set(rate)
+        }
+
+    def partition_sizes(self, topic: str) -> dict[int, float]:
+        """A topic's partitions' bytes on disk, summed over the replicas scraped."""
+        out: dict[int, float] = {}
+        for e in self.endpoints:
+            if e.latest is not None:
+                for (t, p), figs in e.latest.partitions.items():
+                    if t == topic:
+                        out[p] = out.get(p, 0.0) + figs.get("size", 0.0)
         return out
 
 

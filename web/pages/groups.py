@@ -1,8 +1,9 @@
 """The consumer groups pages: the list (``/groups``: state, members, total lag), a group
-(``/groups/<g>``: members and their assignments, committed offset, log end and lag per
-partition and per topic), resetting its offsets (``POST /groups/<g>/reset``: a preview
-unless ``execute`` is set; refused while the group has active members, as Kafka's tool
-refuses it) and deleting it (``POST /groups/<g>/delete``, confirmed by typing its id).
+(``/groups/<g>``: members and their assignments; committed offset, log end and lag per
+partition and per topic; a chart of its total lag over the minutes the console has
+watched it, ``web.lag_history``), resetting its offsets (``POST /groups/<g>/reset``: a
+preview unless ``execute`` is set; refused while the group has active members, as Kafka's
+tool refuses it) and deleting it (``POST /groups/<g>/delete``, confirmed by typing its id).
 
 Lag is the log end offset (ListOffsets latest) minus the committed offset, per partition
 the group has committed or a member is assigned; a partition without a commit has no lag.
@@ -91,11 +92,24 @@ def total_lag(rows: list[dict[str, Any]]) -> int:
     return sum(r["lag"] or 0 for r in rows)
 
 
+def lag_by_topic(rows: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        out[r["topic"]] = out.get(r["topic"], 0) + (r["lag"] or 0)
+    return dict(sorted(out.items()))
+
+
+def remember(console: Console, group_id: str, rows: list[dict[str, Any]]) -> None:
+    console.lag_history.record(group_id, console.clock.time_ms(), lag_by_topic(rows))
+
+
 async def list_all(console: Console, params: Params) -> dict[str, Any]:
     client = console.client
     listed = await list_groups(client)
     described = await describe_groups(client, list(listed))
     lags = await asyncio.gather(*(lag_rows(client, g) for g in described.values()))
+    for g, rows in zip(described.values(), lags, strict=True):
+        remember(console, g.group_id, rows)
     return {
         "title": "Consumer groups",
         "groups": [
@@ -123,9 +137,8 @@ async def describe(console: Console, params: Params) -> dict[str, Any]:
     group_id = params.path["group"]
     group = await _group(console, group_id)
     rows = await lag_rows(console.client, group)
-    by_topic: dict[str, int] = {}
-    for r in rows:
-        by_topic[r["topic"]] = by_topic.get(r["topic"], 0) + (r["lag"] or 0)
+    remember(console, group_id, rows)
+    history = console.lag_history.points(group_id, console.clock.time_ms())
     return {
         "title": f"Group {group_id}",
         "group": group_id,
@@ -145,8 +158,9 @@ async def describe(console: Console, params: Params) -> dict[str, Any]:
             for m in sorted(group.members, key=lambda m: m.member_id)
         ],
         "offsets": rows,
-        "lag_by_topic": dict(sorted(by_topic.items())),
+        "lag_by_topic": lag_by_topic(rows),
         "total_lag": total_lag(rows),
+        "lag_history": [{"time_ms": p.time_ms, "lag": dict(p.lag)} for p in history],
         "reset_kinds": list(KINDS),
     }
 
@@ -218,6 +232,7 @@ async def delete(console: Console, params: Params) -> dict[str, Any]:
     code = (await delete_groups(console.client, [group_id]))[group_id]
     if code != ErrorCode.NONE:
         raise KafkaError(code, f"delete group '{group_id}'")
+    console.lag_history.forget(group_id)
     return {"deleted": group_id, "redirect": "/groups"}
 
 

@@ -4,9 +4,10 @@ a topic's partitions (leader, replicas, ISR, log start and end offsets) and conf
 (those set on the topic first, each with its source), editing a config, and deleting the
 topic (the form asks for its name again: the confirmation).
 
-Offsets come from two ListOffsets per leader (earliest, latest); sizes from the metrics
-endpoints when the console scrapes them (``minikafka_log_size_bytes`` is not read: the
-list stays one Metadata request, whatever the number of partitions).
+A topic's offsets come from two ListOffsets per leader (earliest, latest). The list is one
+Metadata request whatever the number of partitions; its size (bytes on disk over all
+replicas), messages and produce rate come from the metrics endpoints' latest scrapes when
+the console is given them (``web.metrics``), and are blank otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +26,16 @@ from web.context import Console
 from web.errors import InputError, NotFound
 from web.views import Page, Params, View
 
-SORT_KEYS: Final = ("name", "partitions", "replication_factor", "under_replicated", "internal")
+SORT_KEYS: Final = (
+    "name",
+    "partitions",
+    "replication_factor",
+    "under_replicated",
+    "internal",
+    "size_bytes",
+    "messages",
+    "bytes_in_per_s",
+)
 
 #: DescribeConfigs' ConfigSource values, as Kafka names them
 CONFIG_SOURCES: Final = {
@@ -50,8 +60,11 @@ async def list_topics(console: Console, params: Params) -> dict[str, Any]:
     if sort not in SORT_KEYS:
         raise InputError(f"sort must be one of {', '.join(SORT_KEYS)}")
     descending = params.text("order") == "desc"
+    scraped = console.sampler.topics()
+    none: dict[str, float | None] = {"size_bytes": None, "messages": None, "bytes_in_per_s": None}
     rows = [
         {
+            **scraped.get(t.name, none),  # blank figures sort lowest (below)
             "name": t.name,
             "partitions": len(t.partitions),
             "replication_factor": t.replication_factor,
@@ -62,12 +75,13 @@ async def list_topics(console: Console, params: Params) -> dict[str, Any]:
         for t in view.topics.values()
         if t.error_code == ErrorCode.NONE and wanted.lower() in t.name.lower()
     ]
-    rows.sort(key=lambda r: (r[sort], r["name"]), reverse=descending)
+    rows.sort(key=lambda r: (r[sort] is not None, r[sort], r["name"]), reverse=descending)
     return {
         "title": "Topics",
         "topics": rows,
         "sort": sort,
         "order": "desc" if descending else "asc",
+        "scraped": bool(console.sampler.endpoints),
         "q": wanted,
     }
 
@@ -124,6 +138,7 @@ async def describe(console: Console, params: Params) -> dict[str, Any]:
     if isinstance(configs, KafkaError):
         raise configs
     rows = sorted(map(config_row, configs), key=lambda c: (c["default"], c["name"]))
+    sizes = console.sampler.partition_sizes(name)
     return {
         "title": f"Topic {name}",
         "topic": name,
@@ -142,6 +157,7 @@ async def describe(console: Console, params: Params) -> dict[str, Any]:
                 "messages": None
                 if p.partition not in ends
                 else ends[p.partition] - starts[p.partition],
+                "size_bytes": sizes.get(p.partition),
             }
             for p in sorted(info.partitions.values(), key=lambda p: p.partition)
         ],

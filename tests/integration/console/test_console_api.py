@@ -125,6 +125,14 @@ def test_messages_browse_search_and_produce(
     bootstrap = console_cluster.layout.bootstrap_servers
     lines = [f"k{i}|" + json.dumps({"n": i, "even": i % 2 == 0}) for i in range(30)]
     kcat_produce(bootstrap, "api-records", 0, lines, "-H", "source=kcat")
+
+    # the topics list adds what the metrics endpoints say: messages, bytes on disk
+    def listed() -> dict[str, object] | None:
+        (row,) = console.get("/api/topics", q="api-records")[1]["topics"]
+        return row if row["messages"] == 30 else None
+
+    row = wait_until(listed, timeout=20, what="a scrape with the 30 records")
+    assert row["size_bytes"] > 30 * 20  # (at least) a replica of 30 records of 20+ bytes
     status, body = console.get("/api/topics/api-records/messages", partition=0, limit=5)
     assert status == 200
     assert (body["log_start_offset"], body["log_end_offset"]) == (0, 30)
@@ -211,10 +219,9 @@ def test_groups_lag_reset_and_delete(console: ServedConsole, console_cluster: Te
         "/api/groups/api-group/reset", {"kind": "earliest", "execute": True}
     )
     assert status == 200 and body["executed"] is True
-    assert [r["committed_offset"] for r in console.get("/api/groups/api-group")[1]["offsets"]] == [
-        0,
-        0,
-    ]
+    after = console.get("/api/groups/api-group")[1]
+    assert [r["committed_offset"] for r in after["offsets"]] == [0, 0]
+    assert after["lag_history"][-1]["lag"] == {"api-lag": 20}  # the chart's latest point
 
     status, body = console.post("/api/groups/api-group/delete", {"confirm": "api-group"})
     assert (status, body) == (200, {"deleted": "api-group"})

@@ -178,3 +178,53 @@ def test_problems_never_carry_a_traceback() -> None:
     assert lost.status == 503 and "b:1" in lost.detail
     bug = problem_of(RuntimeError("secret internals"), "b:1")
     assert bug.status == 500 and "secret" not in bug.detail
+
+
+def scrape_text(size: int, start: int, end: int, bytes_in: float) -> str:
+    return (
+        "# TYPE minikafka_log_size_bytes gauge\n"
+        f'minikafka_log_size_bytes{{topic="t",partition="0"}} {size}\n'
+        "# TYPE minikafka_log_start_offset gauge\n"
+        f'minikafka_log_start_offset{{topic="t",partition="0"}} {start}\n'
+        "# TYPE minikafka_log_end_offset gauge\n"
+        f'minikafka_log_end_offset{{topic="t",partition="0"}} {end}\n'
+        "# TYPE minikafka_topic_bytes_in counter\n"
+        f'minikafka_topic_bytes_in_total{{topic="t"}} {bytes_in}\n'
+    )
+
+
+def test_per_topic_figures_over_the_brokers_scraped() -> None:
+    from timer.clock import MockClock
+    from web.metrics import MetricsSampler, parse
+
+    sampler = MetricsSampler(["0=http://a/metrics", "1=http://b/metrics"], MockClock(), 5, 10)
+    leader, follower = sampler.endpoints
+    # the leader: 100 bytes appended in the 2 s between its two scrapes
+    for time_ms, text in (
+        (0, scrape_text(900, 5, 40, 1000)),
+        (2000, scrape_text(1000, 5, 45, 1100)),
+    ):
+        scrape = parse(text)
+        leader.samples.append(Sample(time_ms, scrape.totals))
+        leader.previous, leader.latest = leader.latest, scrape
+    follower.latest = parse(scrape_text(950, 5, 44, 0))  # one scrape: no rate of its own
+    follower.samples.append(Sample(2000, follower.latest.totals))
+    figures = sampler.topics()["t"]
+    assert figures == {"size_bytes": 1950.0, "messages": 40.0, "bytes_in_per_s": 50.0}
+    assert sampler.partition_sizes("t") == {0: 1950.0}
+    assert sampler.partition_sizes("other") == {}
+
+
+def test_lag_history_keeps_the_window_and_spaces_its_points() -> None:
+    from web.lag_history import LagHistory
+
+    history = LagHistory(window_ms=10_000, min_gap_ms=1_000)
+    history.record("g", 0, {"t": 5})
+    history.record("g", 500, {"t": 6})  # within the gap: replaces the point before
+    history.record("g", 2_000, {"t": 4, "u": 1})
+    assert [(p.time_ms, p.total) for p in history.points("g", 2_000)] == [(500, 6), (2_000, 5)]
+    history.record("g", 11_000, {"t": 0})  # the point at 500 ms leaves the window
+    assert [p.time_ms for p in history.points("g", 11_000)] == [2_000, 11_000]
+    assert [p.time_ms for p in history.points("g", 12_500)] == [11_000]
+    history.forget("g")
+    assert history.points("g", 12_500) == []
