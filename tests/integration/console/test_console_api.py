@@ -9,6 +9,7 @@ import json
 import subprocess
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -127,7 +128,7 @@ def test_messages_browse_search_and_produce(
     kcat_produce(bootstrap, "api-records", 0, lines, "-H", "source=kcat")
 
     # the topics list adds what the metrics endpoints say: messages, bytes on disk
-    def listed() -> dict[str, object] | None:
+    def listed() -> dict[str, Any] | None:
         (row,) = console.get("/api/topics", q="api-records")[1]["topics"]
         return row if row["messages"] == 30 else None
 
