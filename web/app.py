@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import quote
 
 import jinja2
 from starlette.applications import Starlette
@@ -52,6 +53,7 @@ def templates() -> Jinja2Templates:
     )
     env.filters["shown"] = shown
     env.filters["size"] = human_size
+    env.filters["segment"] = lambda text: quote(str(text), safe="")  # one path segment
     return Jinja2Templates(env=env)
 
 

@@ -242,8 +242,9 @@ PAGE = Page(
     "/groups",
     (
         View("/groups", "groups.html", list_all),
-        View("/groups/{group}", "group.html", describe),
-        View("/groups/{group}/reset", "reset.html", reset, write=True),
-        View("/groups/{group}/delete", "group.html", delete, write=True),
+        # ``path``: a group id may hold any character, "/" included
+        View("/groups/{group:path}", "group.html", describe),
+        View("/groups/{group:path}/reset", "reset.html", reset, write=True),
+        View("/groups/{group:path}/delete", "group.html", delete, write=True),
     ),
 )

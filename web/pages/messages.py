@@ -47,6 +47,7 @@ def _records(records: list[ConsumedRecord]) -> list[dict[str, Any]]:
 
 async def browse(console: Console, params: Params) -> dict[str, Any]:
     topic = params.path["topic"]
+    fmt = _format(params)
     partitions = await partitions_of(console, topic)
     partition = params.integer("partition", partitions[0], 0, max(partitions))
     limit = params.integer("limit", 50, 1, MAX_PAGE)
@@ -66,8 +67,12 @@ async def browse(console: Console, params: Params) -> dict[str, Any]:
         "partitions": partitions,
         "partition": partition,
         "limit": limit,
-        "format": _format(params),
-        "mode": "newest" if page.newest_first else "timestamp" if timestamp else "offset",
+        "format": fmt,
+        "mode": "newest"
+        if page.newest_first
+        else "timestamp"
+        if timestamp is not None
+        else "offset",
         "log_start_offset": page.log_start,
         "log_end_offset": page.log_end,
         "offset": page.offset,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -223,6 +224,16 @@ def test_groups_lag_reset_and_delete(console: ServedConsole, console_cluster: Te
     after = console.get("/api/groups/api-group")[1]
     assert [r["committed_offset"] for r in after["offsets"]] == [0, 0]
     assert after["lag_history"][-1]["lag"] == {"api-lag": 20}  # the chart's latest point
+
+    # a group id may hold any character: one path segment, quoted
+    odd = "ops/odd id?#"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": odd})
+    try:
+        consumer.commit(offsets=[TopicPartition("api-lag", 0, 9)], asynchronous=False)
+    finally:
+        consumer.close()
+    status, body = console.get("/api/groups/" + urllib.parse.quote(odd, safe=""))
+    assert (status, body["group"], body["total_lag"]) == (200, odd, 1)
 
     status, body = console.post("/api/groups/api-group/delete", {"confirm": "api-group"})
     assert (status, body) == (200, {"deleted": "api-group"})
