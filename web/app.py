@@ -10,6 +10,7 @@ passes HTTP basic authentication first (``web.safety.BasicAuth``).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import quote
@@ -46,6 +47,14 @@ def human_size(value: object) -> str:
     return f"{value:.1f} GiB"
 
 
+def utc_time(ms: object) -> str:
+    """Epoch milliseconds as ``2024-01-02 03:04:05.678 UTC`` (``-`` for none)."""
+    if not isinstance(ms, int) or ms < 0:
+        return "-"
+    when = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
+    return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d} UTC"
+
+
 def templates() -> Jinja2Templates:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -53,6 +62,7 @@ def templates() -> Jinja2Templates:
     )
     env.filters["shown"] = shown
     env.filters["size"] = human_size
+    env.filters["utc"] = utc_time
     env.filters["segment"] = lambda text: quote(str(text), safe="")  # one path segment
     return Jinja2Templates(env=env)
 

@@ -228,3 +228,17 @@ def test_lag_history_keeps_the_window_and_spaces_its_points() -> None:
     assert [p.time_ms for p in history.points("g", 12_500)] == [11_000]
     history.forget("g")
     assert history.points("g", 12_500) == []
+
+
+def test_the_templates_filters() -> None:
+    from web.app import human_size, utc_time
+
+    assert utc_time(1_704_067_200_123) == "2024-01-01 00:00:00.123 UTC"
+    assert utc_time(-1) == utc_time(None) == "-"
+    assert [human_size(v) for v in (None, 512, 2048, 3 * 1024**2, 5 * 1024**3)] == [
+        "-",
+        "512 B",
+        "2.0 KiB",
+        "3.0 MiB",
+        "5.0 GiB",
+    ]
