@@ -20,6 +20,7 @@ from typing import Any
 from tools.command import CommandError, add_bootstrap_server, client_config
 from tools.server import PARENT_CHECK_S, PARENT_PID_ENV
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 SCRAPE_INTERVAL_S = 5.0
 #: ten minutes of samples
 SCRAPE_KEEP = 120
@@ -77,6 +78,14 @@ def run(args: argparse.Namespace) -> int:
         scrape_keep=SCRAPE_KEEP,
     )
     app = create_app(client, settings, SystemClock())
+    if users is None and args.host not in LOOPBACK:
+        print(
+            f"Warning: the console listens on {args.host} without --users-file: anyone "
+            "who reaches that address can read and change the cluster"
+            + (" (it is read-only)" if args.read_only else ""),
+            file=sys.stderr,
+            flush=True,
+        )
     print(f"minikafka console on http://{args.host}:{args.port}/", flush=True)
     server = uvicorn.Server(
         uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", lifespan="on")

@@ -146,6 +146,14 @@ def test_messages_browse_search_and_produce(
         {"name": "source", "value": {"size": 4, "text": "kcat", "json": None, "hex": "6b 63 61 74"}}
     ]
 
+    # bad input is a 400 naming the parameter
+    status, body = console.get("/api/topics/api-records/messages", partition=0, limit=0)
+    assert status == 400 and body["error"]["detail"] == "limit must be between 1 and 500, not 0"
+    status, body = console.get("/api/topics/api-records/search", key="k", regex="(")
+    assert status == 400 and "regex '(' is not a regular expression" in body["error"]["detail"]
+    status, body = console.get("/api/topics", sort="colour")
+    assert status == 400 and body["error"]["detail"].startswith("sort must be one of name,")
+
     status, body = console.get("/api/topics/api-records/messages", partition=0, offset=10, limit=3)
     assert [r["offset"] for r in body["records"]] == [10, 11, 12]
     assert (body["next_offset"], body["previous_offset"]) == (13, 7)
