@@ -13,6 +13,7 @@ one concept each:
 - :mod:`.decoding`  record keys, values and headers as text, pretty JSON and hex (pure)
 - :mod:`.reading`   a page of records (ListOffsets + one Fetch) and the bounded search
 - :mod:`.reset`     where an offset reset moves a group's offsets (pure)
+- :mod:`.lag_history` each group's lag over the last minutes, as the console saw it
 - :mod:`.metrics`   scraping the brokers' /metrics into rates over the last minutes
 - :mod:`.pages`     one module per page (cluster, topics, messages, groups); adding a
                     page is adding a module and naming it in ``pages.PAGES``
