@@ -30,7 +30,7 @@ from web.context import Console, ConsoleSettings
 from web.decoding import shown
 from web.metrics import MetricsSampler
 from web.pages import PAGES
-from web.safety import BasicAuth
+from web.safety import BasicAuth, SecurityHeaders
 from web.views import Renderer, user_of
 
 HERE = Path(__file__).parent
@@ -85,7 +85,9 @@ def create_app(client: KafkaClient, settings: ConsoleSettings, clock: Clock) -> 
         finally:
             await sampler.stop()
 
-    middleware = [] if settings.users is None else [Middleware(BasicAuth, users=settings.users)]
+    middleware = [Middleware(SecurityHeaders)]
+    if settings.users is not None:
+        middleware.append(Middleware(BasicAuth, users=settings.users))
     app = Starlette(
         routes=[
             Route("/api/csrf", csrf, methods=["GET"]),

@@ -189,6 +189,10 @@ def test_messages_browse_search_and_produce(
     )
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<script>alert(1)" not in html
+    # and no script could run in the page at all
+    with urllib.request.urlopen(console.url + "/topics", timeout=30) as response:
+        assert "script-src 'none'" in response.headers["Content-Security-Policy"]
+        assert response.headers["X-Frame-Options"] == "DENY"
 
 
 def test_groups_lag_reset_and_delete(console: ServedConsole, console_cluster: TestCluster) -> None:
