@@ -9,7 +9,8 @@ up``, with an embedded ZooKeeper), creates ``--topics`` topics holding ``--parti
 partitions in all (RF 1, so creating them stays quick on a small machine), and writes
 ``--records`` records of 100 bytes to partition 0 of the first topic (batches of 5,000
 built once, sent with the project's client). Then ``minikafka console`` runs as its own
-process, and ``--requests`` times each, through HTTP (urllib, a new connection per
+process (scraping every broker's metrics endpoint every 5 s, as ``cluster up`` starts it),
+and ``--requests`` times each, through HTTP (urllib, a new connection per
 request as a browser's first visit):
 
 - ``GET /topics``: the topics page (one Metadata of every topic, rendered);
@@ -144,9 +145,14 @@ def main() -> int:
             print(f"cluster, {args.partitions} partitions and {args.records} records ready in "
                   f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
             port = free_port()
+            metrics = [
+                arg
+                for i in range(local.layout.brokers)
+                for arg in ("--metrics-url", f"{i}={local.layout.metrics_url(i)}")
+            ]
             console = subprocess.Popen(
                 [sys.executable, "-m", "tools.main", "console", "--bootstrap-server", bootstrap,
-                 "--port", str(port)],
+                 "--port", str(port), *metrics],
                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
             url = f"http://127.0.0.1:{port}"

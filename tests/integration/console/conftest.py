@@ -97,7 +97,9 @@ class ServedConsole:
 def console_cluster(
     zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TestCluster]:
-    yield from start_cluster(zookeeper, tmp_path_factory.mktemp("console-cluster"), 3)
+    # a group's first members are assigned at once (no 3 s wait for more of them)
+    overrides = (("group.initial.rebalance.delay.ms", "0"),)
+    yield from start_cluster(zookeeper, tmp_path_factory.mktemp("console-cluster"), 3, overrides)
 
 
 @pytest.fixture(scope="package")

@@ -253,6 +253,37 @@ def test_groups_lag_reset_and_delete(console: ServedConsole, console_cluster: Te
     assert status == 404
 
 
+def test_offsets_of_a_group_with_active_members_are_not_reset(
+    console: ServedConsole, console_cluster: TestCluster
+) -> None:
+    create(console, "api-active", partitions=1, rf=3)
+    bootstrap = console_cluster.layout.bootstrap_servers
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "api-active-group"})
+    try:
+        consumer.subscribe(["api-active"])
+
+        def assigned() -> bool:
+            consumer.poll(0.1)
+            return bool(consumer.assignment())
+
+        wait_until(assigned, timeout=30, interval=0, what="the member's assignment")
+        status, body = console.get("/api/groups/api-active-group")
+        assert (status, body["state"], body["active"], len(body["members"])) == (
+            200,
+            "Stable",
+            True,
+            1,
+        )
+        assert body["members"][0]["assignment"] == {"api-active": [0]}
+        status, body = console.post("/api/groups/api-active-group/reset", {"kind": "earliest"})
+        assert status == 403
+        assert "no active members" in body["error"]["detail"]
+        html = urllib.request.urlopen(console.url + "/groups/api-active-group", timeout=30)
+        assert 'id="reset"' not in html.read().decode()  # the form is not offered
+    finally:
+        consumer.close()
+
+
 def test_writes_need_csrf_and_read_only_refuses(
     console: ServedConsole, read_only_console: ServedConsole
 ) -> None:
