@@ -218,7 +218,7 @@ def read_only_command(console_cluster: TestCluster) -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "tools.main", "console", "--bootstrap-server",
          console_cluster.layout.bootstrap_servers, "--port", str(port), "--read-only"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
