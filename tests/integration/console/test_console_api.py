@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from tests.integration.cluster import TestCluster
-from tests.integration.console.conftest import ServedConsole
+from tests.integration.console.served import ServedConsole
 from tests.polling import wait_until
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.cluster import TestCluster
-from tests.integration.console.conftest import ServedConsole
+from tests.integration.console.served import ServedConsole
 from tests.polling import wait_until
 from tools.zookeeper_server import free_port
 
