@@ -10,6 +10,8 @@ Each failure maps to an HTTP status and a ``Problem`` (a short title and a detai
   the broker's message, e.g. ``POLICY_VIOLATION: ...``;
 - the cluster out of reach (``ConnectionLost``, ``RequestTimedOut``): 503, naming the
   bootstrap servers tried;
+- the console's own credentials refused (SASL authentication failed): 502, pointing at
+  ``--command-config``;
 - an API the brokers do not serve: 501;
 - anything else: 500, "internal error", the traceback only in the console's log.
 """
@@ -19,7 +21,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from client.errors import ClientError, ConnectionLost, KafkaError, RequestTimedOut, UnsupportedApi
+from client.errors import (
+    AuthenticationFailed,
+    ClientError,
+    ConnectionLost,
+    KafkaError,
+    RequestTimedOut,
+    UnsupportedApi,
+)
 from protocol import ErrorCode
 
 log = logging.getLogger("minikafka.console")
@@ -63,6 +72,13 @@ def problem_of(exc: BaseException, bootstrap: str) -> Problem:
         return Problem(403, "Forbidden", str(exc))
     if isinstance(exc, NotFound):
         return Problem(404, "Not found", str(exc))
+    if isinstance(exc, AuthenticationFailed):
+        return Problem(
+            502,
+            "The cluster refused the console's credentials",
+            f"Authentication with {bootstrap} failed (check --command-config): {exc}",
+            exc.name,
+        )
     if isinstance(exc, KafkaError):
         if exc.error_code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
             return Problem(

@@ -176,6 +176,10 @@ def test_problems_never_carry_a_traceback() -> None:
     assert problem_of(KafkaError(3), "b:1").status == 404
     lost = problem_of(ConnectionLost("refused"), "b:1")
     assert lost.status == 503 and "b:1" in lost.detail
+    from client.errors import AuthenticationFailed
+
+    refused = problem_of(AuthenticationFailed(58, "bad password"), "b:1")
+    assert (refused.status, refused.kafka_error) == (502, "SASL_AUTHENTICATION_FAILED")
     bug = problem_of(RuntimeError("secret internals"), "b:1")
     assert bug.status == 500 and "secret" not in bug.detail
 
