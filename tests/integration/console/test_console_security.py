@@ -63,7 +63,11 @@ def test_the_console_connects_with_its_client_properties(
             )  # fmt: skip
             consoles[name] = (process, f"http://127.0.0.1:{port}")
         for _, url in consoles.values():
-            wait_until(lambda url=url: get(url + "/api/csrf")[0] == 200, 30, "the console")
+
+            def listening(url: str = url) -> bool:
+                return get(url + "/api/csrf")[0] == 200
+
+            wait_until(listening, 30, "the console")
         status, body = get(consoles["good"][1] + "/api/cluster")
         assert status == 200
         assert [(b["id"], b["port"]) for b in body["brokers"]] == [(0, sasl_cluster.sasl_port)]
