@@ -97,6 +97,15 @@ def test_topics_create_list_describe_alter_delete(console: ServedConsole) -> Non
     configs = {c["name"]: c for c in console.get("/api/topics/api-orders")[1]["configs"]}
     assert configs["cleanup.policy"]["value"] == "compact"
     assert configs["cleanup.policy"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    status, _ = console.post(
+        "/api/topics/api-orders/configs", {"key": "cleanup.policy", "operation": "delete"}
+    )
+    assert status == 200
+    configs = {c["name"]: c for c in console.get("/api/topics/api-orders")[1]["configs"]}
+    assert (configs["cleanup.policy"]["value"], configs["cleanup.policy"]["default"]) == (
+        "delete",
+        True,
+    )
 
     # a broker's refusal: its Kafka error name
     status, body = console.post("/api/topics", {"name": "api-orders", "partitions": "1"})
