@@ -22,11 +22,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # kcat is one of the real clients the integration tests drive; strace proves fetches are
-# zero copy; Java runs ZooKeeper; chromium renders the Spark jobs' HTML reports.
+# zero copy; Java runs ZooKeeper; chromium renders the Spark jobs' HTML reports and, with
+# chromium-driver, runs the web console's browser tests.
 system-deps:
-	@for tool in kcat strace chromium; do command -v $$tool >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$tool >/dev/null; \
-	  else echo "$$tool is missing: sudo apt-get install $$tool"; fi; }; done
+	@for tool in kcat strace chromium chromedriver; do command -v $$tool >/dev/null 2>&1 || { \
+	  pkg=$$tool; [ $$tool = chromedriver ] && pkg=chromium-driver; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null; \
+	  else echo "$$tool is missing: sudo apt-get install $$pkg"; fi; }; done
 	@command -v java >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	  else echo "Java 17+ is missing: sudo apt-get install openjdk-17-jre-headless"; fi; }

@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from tools.cluster_console import console_log_path, start_console
 from tools.cluster_layout import PROMETHEUS_RULES, SESSION_TIMEOUT_MS, ClusterLayout
 from tools.cluster_security import (
     SECURITY_CHOICES,
@@ -421,6 +422,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(sasl_*), DIR/client.properties for clients (plaintext)",
     )
     up.add_argument(
+        "--console-port", type=int, default=8080, help="the web console's port (0: no console)"
+    )
+    up.add_argument(
         "--override",
         action="append",
         default=[],
@@ -466,6 +470,7 @@ def run(args: argparse.Namespace) -> int:
         security,
     )
     cluster = LocalCluster(layout, report=_say)
+    console: subprocess.Popen[bytes] | None = None
     stopping = False
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -484,7 +489,13 @@ def run(args: argparse.Namespace) -> int:
         except Exception as exc:
             print(f"minikafka cluster: {exc}", file=sys.stderr, flush=True)
             return 1
-        _print_summary(layout)
+        console_port = args.console_port
+        if console_port and port_in_use(console_port):
+            _say(f"port {console_port} is in use: no web console (--console-port)")
+            console_port = 0
+        if console_port:
+            console = start_console(layout, console_port)
+        _print_summary(layout, console_port)
         reported: set[int] = set()
         while not stopping:
             for i, proc in cluster.processes.items():
@@ -502,6 +513,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # finish stopping, whatever comes
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if console is not None:
+            terminate(console, 10)
         cluster.stop()
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGINT, old_int)
@@ -512,7 +525,7 @@ def _say(line: str) -> None:
     print(f"minikafka cluster: {line}", flush=True)
 
 
-def _print_summary(layout: ClusterLayout) -> None:
+def _print_summary(layout: ClusterLayout, console_port: int) -> None:
     lines = [
         f"minikafka cluster: {layout.brokers} brokers up",
         f"  bootstrap servers: {layout.bootstrap_servers}",
@@ -529,5 +542,9 @@ def _print_summary(layout: ClusterLayout) -> None:
         f"  prometheus config: {layout.prometheus_config_path}"
         f" (prometheus --config.file={layout.prometheus_config_path})"
     )
+    if console_port:
+        lines.append(
+            f"  web console: http://127.0.0.1:{console_port}/ (log {console_log_path(layout)})"
+        )
     lines.append("Ctrl-C stops the cluster.")
     print("\n".join(lines), flush=True)

@@ -18,7 +18,9 @@ listeners to SASL_SSL (SCRAM-SHA-512 between brokers, as user ``admin``) and mou
   writes to ZooKeeper as SCRAM credentials (``minikafka configs --zookeeper``) before any
   broker starts;
 - ``client.properties`` / ``librdkafka.properties``: the host's clients (bootstrap
-  127.0.0.1:9092-9094, host paths), as ``cluster up --security`` writes them.
+  127.0.0.1:9092-9094, host paths), as ``cluster up --security`` writes them;
+- ``console.properties``: the same client keys with container paths, for the web console
+  service (``--command-config``).
 
 The brokers run as uid 1000 in their containers: run as root, this chowns the files they
 read to that uid; run as another user than 1000, it makes them readable by others and says
@@ -59,13 +61,17 @@ def broker_properties(
 ) -> dict[str, str]:
     """Broker ``broker_id``'s server.properties: ``base``, then its security keys with
     the paths its container sees."""
-    inside = ClusterSecurity(
+    return {**base, **_inside(security).broker_properties(broker_id, LISTENERS)}
+
+
+def _inside(security: ClusterSecurity) -> ClusterSecurity:
+    """``security`` with the paths the containers see."""
+    return ClusterSecurity(
         protocol=security.protocol,
         directory=CONTAINER_DIR,
         cluster_directory=CONTAINER_DIR,
         admin_password=security.admin_password,
     )
-    return {**base, **inside.broker_properties(broker_id, LISTENERS)}
 
 
 def make(directory: Path, base: dict[str, str]) -> ClusterSecurity:
@@ -93,6 +99,9 @@ def make(directory: Path, base: dict[str, str]) -> ClusterSecurity:
     _private(password, security.admin_password)
     container_read.append(password)
     security.write_client_properties(HOST_BOOTSTRAP)
+    console = directory / "console.properties"
+    _private(console, properties_text(_inside(security).client_properties()))
+    container_read.append(console)
     _let_the_container_read(directory, container_read)
     return security
 

@@ -31,21 +31,28 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("dump_log", "print the batches and index entries of segment files"),
     "perf": ("perf", "produce and consume load tests"),
     "spark": ("spark", "run the PySpark analytics jobs over minikafka logs"),
+    "console": ("console", "the web console: cluster, topics, messages, consumer groups"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every subcommand's parser; with ``only``, that subcommand's arguments alone (the
+    others are listed but not configured), so a command imports no other subcommand's
+    module: ``spark`` pulls in pandas, about 100 MB that ``console`` has no use for."""
     parser = argparse.ArgumentParser(prog="minikafka", description="A Kafka-compatible broker.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(f"tools.{module}").configure(sp)
+        if only is None or name == only:
+            importlib.import_module(f"tools.{module}").configure(sp)
         sp.set_defaults(_module=module)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    only = words[0] if words and words[0] in SUBCOMMANDS else None
+    args = build_parser(only).parse_args(words)
     module = importlib.import_module(f"tools.{args._module}")
     try:
         return int(module.run(args) or 0)

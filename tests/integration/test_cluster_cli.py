@@ -7,6 +7,7 @@ service manager would) and every wait has a deadline.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -78,11 +79,13 @@ def test_cluster_up_serves_and_stops_cleanly(
         pytest.skip(str(exc))
     base = _free_base(9)  # client, control and metrics ports of 3 brokers, in one run
     zk_port = free_port()
+    console_port = free_port()
     out = tmp_path / "cluster.out"
     cmd = [
         *MINIKAFKA, "cluster", "up", "--brokers", "3", "--dir", str(tmp_path / "data"),
         "--base-port", str(base), "--control-base-port", str(base + 3),
         "--metrics-base-port", str(base + 6), "--zookeeper-port", str(zk_port),
+        "--console-port", str(console_port),
     ]  # fmt: skip
     proc = _start(cmd, out, spawned)
     wait_until(
@@ -98,6 +101,15 @@ def test_cluster_up_serves_and_stops_cleanly(
         assert url in text
         with urllib.request.urlopen(url, timeout=5) as response:
             assert b"minikafka_controller_active" in response.read()
+    # the web console beside it, on the cluster
+    console = f"http://127.0.0.1:{console_port}/"
+    assert f"web console: {console}" in text
+
+    def console_brokers() -> list[int]:
+        with urllib.request.urlopen(console + "api/cluster", timeout=5) as response:
+            return [b["id"] for b in json.loads(response.read())["brokers"]]
+
+    assert wait_until(console_brokers, 30, "the web console") == [0, 1, 2]
 
     # Ctrl-C in a terminal: SIGINT to the whole process group (ZooKeeper included)
     os.killpg(proc.pid, signal.SIGINT)
@@ -108,6 +120,7 @@ def test_cluster_up_serves_and_stops_cleanly(
         assert (logs / ".kafka_cleanshutdown").exists()
         assert (logs / "meta.properties").read_text().count(f"broker.id={i}") == 1
     assert not port_in_use(zk_port) and not port_in_use(base)
+    assert not port_in_use(console_port)
 
 
 def _server_cmd(tmp_path: Path, *overrides: str) -> list[str]:

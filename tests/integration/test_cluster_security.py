@@ -82,13 +82,13 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredCluster
     except Exception as exc:
         pytest.skip(str(exc))
     tmp = tmp_path_factory.mktemp("secured")
-    base, zk_port = _free_base(9), free_port()
+    base, zk_port, console_port = _free_base(9), free_port(), free_port()
     out = tmp / "cluster.out"
     cmd = [
         *MINIKAFKA, "cluster", "up", "--security", "sasl_ssl", "--brokers", "3",
         "--dir", str(tmp / "data"), "--base-port", str(base),
         "--control-base-port", str(base + 3), "--metrics-base-port", str(base + 6),
-        "--zookeeper-port", str(zk_port),
+        "--zookeeper-port", str(zk_port), "--console-port", str(console_port),
     ]  # fmt: skip
     with open(out, "wb") as sink:
         proc = subprocess.Popen(
@@ -133,6 +133,19 @@ def test_cluster_up_prints_the_line_to_copy(secured: SecuredCluster) -> None:
     assert props["sasl.password"] not in secured.output  # the password stays in the file
     server = read_properties(secured.directory / "broker-0" / "server.properties")
     assert server["inter.broker.listener.name"] == "SASL_SSL"
+
+
+def test_the_web_console_connects_with_the_client_properties(secured: SecuredCluster) -> None:
+    import json
+    import urllib.request
+
+    (url,) = re.findall(r"web console: (http://127\.0\.0\.1:\d+/)", secured.output)
+
+    def brokers() -> list[int]:
+        with urllib.request.urlopen(url + "api/cluster", timeout=10) as response:
+            return [b["id"] for b in json.loads(response.read())["brokers"]]
+
+    assert wait_until(brokers, 60, "the web console over SASL_SSL") == [0, 1, 2]
 
 
 def test_admin_tools_with_command_config_and_replication_over_sasl_ssl(

@@ -88,3 +88,15 @@ def test_scram_init_gives_the_admin_both_mechanisms_before_the_brokers() -> None
         service = _block(text, f"  broker-{broker_id}:")
         assert "<<: *secure-broker" in service
         assert f"/etc/minikafka/security/broker-{broker_id}.properties" in service
+
+
+def test_the_console_service_connects_with_the_containers_client_properties(
+    tmp_path: Path,
+) -> None:
+    make(tmp_path, read_properties(BASE_CONFIG))
+    props = read_properties(tmp_path / "console.properties")
+    assert props["ssl.truststore.location"] == str(CONTAINER_DIR / "ca.crt")
+    local = {k: v.replace(str(CONTAINER_DIR), str(tmp_path)) for k, v in props.items()}
+    assert client_security(local).security_protocol == "SASL_SSL"
+    service = _block((ROOT / "docker-compose.secure.yml").read_text(), "  console:")
+    assert str(CONTAINER_DIR / "console.properties") in service
