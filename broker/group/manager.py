@@ -53,6 +53,7 @@ from broker.admin.topics import OFFSETS_TOPIC
 from broker.blocking import RunBlocking, in_thread
 from broker.config import BrokerConfig
 from broker.delayed.produce import ProduceCallback, ProducePartitionResult
+from broker.group import txn_offsets
 from broker.group.expiry import expired_offsets, is_removable
 from broker.group.load import LoadedGroups, PartitionLoader
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState
@@ -307,6 +308,33 @@ class GroupMetadataManager:
             errors[tp] = code
         return errors
 
+    async def store_txn_offsets(
+        self,
+        group: GroupMetadata,
+        producer: tuple[int, int],
+        offsets: Mapping[TopicPartition, CommittedOffset],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: the commits as one transactional batch of ``producer`` (id,
+        epoch), pending until its marker (:mod:`broker.group.txn_offsets`)."""
+        error = self.coordinator_error(group.group_id)
+        if error != ErrorCode.NONE:
+            return dict.fromkeys(offsets, error)
+        group_id = group.group_id
+        records = [(offset_key(group_id, tp), offset_value(c)) for tp, c in offsets.items()]
+        result = await self._append(group_id, records, producer)
+        code = offset_commit_error(result.error_code)
+        if code == ErrorCode.NONE:
+            txn_offsets.add_pending(group, producer[0], result.base_offset, offsets)
+        return dict.fromkeys(offsets, code)
+
+    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker was written to ``partition``: end the producer's pending
+        commits of the groups there."""
+        for group_id, where in list(self._partition_of.items()):
+            group = self._groups.get(group_id)
+            if where == partition and group is not None and producer_id in group.txn_offsets:
+                txn_offsets.complete(group, producer_id, commit, self._positions)
+
     async def delete_offsets(
         self, group: GroupMetadata, partitions: Iterable[TopicPartition]
     ) -> int:
@@ -342,12 +370,15 @@ class GroupMetadataManager:
         return group.offsets.pop(tp, None) is not None
 
     async def _append(
-        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
+        self,
+        group_id: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
     ) -> ProducePartitionResult:
-        """Append ``records`` as one batch to the group's partition; its result once
-        acknowledged (or failed)."""
+        """Append ``records`` as one batch to the group's partition (transactional, of
+        ``producer`` (id, epoch), when given); its result once acknowledged (or failed)."""
         tp = TopicPartition(OFFSETS_TOPIC, self.partition_for(group_id))
-        batch = build_records(records, self.clock.time_ms(), self.config.compression)
+        batch = build_records(records, self.clock.time_ms(), self.config.compression, producer)
         future: asyncio.Future[ProducePartitionResult] = asyncio.get_running_loop().create_future()
 
         def done(results: dict[TopicPartition, ProducePartitionResult]) -> None:
