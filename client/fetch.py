@@ -4,11 +4,16 @@ A partition's ``records`` in a FetchResponse are whole RecordBatches back to bac
 ending in a partial batch (the broker cuts at the byte limit), and the first batch may
 start before the offset asked for (a batch is never split). ``decode`` skips both, and
 control batches (transaction markers); ``count`` reads batch headers only.
+
+read_committed: the broker answers only below the last stable offset and lists the
+aborted transactions of what it returned, as (producer id, first offset). ``decode``
+given them drops each listed producer's transactional batches from that first offset up
+to the producer's ABORT marker, as Kafka's consumers do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +22,9 @@ from client.errors import KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest, ListOffsetsRequest
 from protocol.records import iter_batches, read_batch
-from protocol.records.record import Header
+from protocol.records.batch import InvalidBatch
+from protocol.records.control import ControlType, parse_control_record
+from protocol.records.record import Header, Record
 from protocol.values import READ_UNCOMMITTED
 
 
@@ -41,6 +48,8 @@ class PartitionData:
     high_watermark: int
     log_start_offset: int
     records: bytes
+    #: (producer id, first offset) of the aborted transactions (read_committed)
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,16 +72,29 @@ def count(records: bytes | memoryview) -> BatchCount:
 
 
 def decode(
-    topic: str, partition: int, records: bytes | memoryview, from_offset: int
+    topic: str,
+    partition: int,
+    records: bytes | memoryview,
+    from_offset: int,
+    aborted: Sequence[tuple[int, int]] = (),
 ) -> tuple[list[ConsumedRecord], int | None]:
     """The records at or after ``from_offset`` in the whole batches of ``records``, and
-    the offset to fetch next (None when no whole batch was there)."""
+    the offset to fetch next (None when no whole batch was there); the records of the
+    ``aborted`` transactions (producer id, first offset) left out."""
     out: list[ConsumedRecord] = []
     next_offset = None
+    waiting = sorted(aborted, key=lambda a: a[1])  # not yet reached, by first offset
+    dropping: set[int] = set()  # producers inside an aborted transaction
     for pos, _ in iter_batches(records):
         header, items = read_batch(records, pos)
         next_offset = header.next_offset
+        while waiting and waiting[0][1] <= header.last_offset:
+            dropping.add(waiting.pop(0)[0])
         if header.is_control:
+            if header.producer_id in dropping and _is_abort(items):
+                dropping.discard(header.producer_id)
+            continue
+        if header.is_transactional and header.producer_id in dropping:
             continue
         for r in items:
             offset = header.base_offset + r.offset_delta
@@ -91,6 +113,13 @@ def decode(
                 )
             )
     return out, next_offset
+
+
+def _is_abort(items: list[Record]) -> bool:
+    try:
+        return bool(items) and parse_control_record(items[0]).type == ControlType.ABORT
+    except InvalidBatch:
+        return False
 
 
 def fetch_body(
@@ -138,6 +167,7 @@ def read_fetch_response(body: Any, topic: str) -> dict[int, PartitionData]:
                 p.high_watermark,
                 p.log_start_offset,
                 p.records if p.records is not None else b"",
+                tuple((a.producer_id, a.first_offset) for a in p.aborted_transactions or ()),
             )
     return out
 

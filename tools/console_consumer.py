@@ -203,7 +203,11 @@ class ConsoleConsumer:
         if data.error_code != ErrorCode.NONE:
             raise KafkaError(data.error_code, f"{self.fetcher.topic}-{partition}")
         records, next_offset = decode(
-            self.fetcher.topic, partition, data.records, positions[partition]
+            self.fetcher.topic,
+            partition,
+            data.records,
+            positions[partition],
+            data.aborted_transactions,
         )
         for record in records:
             self.out.write(self.fmt.format(record))
