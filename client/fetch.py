@@ -167,7 +167,10 @@ def read_fetch_response(body: Any, topic: str) -> dict[int, PartitionData]:
                 p.high_watermark,
                 p.log_start_offset,
                 p.records if p.records is not None else b"",
-                tuple((a.producer_id, a.first_offset) for a in p.aborted_transactions or ()),
+                tuple(
+                    (a.producer_id, a.first_offset)
+                    for a in getattr(p, "aborted_transactions", None) or ()
+                ),
             )
     return out
 

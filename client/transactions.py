@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from client.client import KafkaClient
 from client.coordinator import find_coordinator
@@ -32,7 +32,8 @@ from protocol.values import TopicPartition
 
 #: FindCoordinator's key type of a transactional id
 TRANSACTION_KEY_TYPE: Final = 1
-#: API keys of the coordinator's describe and list (served by broker.txn)
+#: API keys of the coordinator's describe and list (served by broker.txn), asked at v0
+#: (their only version) without negotiation
 DESCRIBE_TRANSACTIONS: Final = 65
 LIST_TRANSACTIONS: Final = 66
 
@@ -139,8 +140,8 @@ async def list_transactions(client: KafkaClient) -> list[TransactionListing]:
     view = await client.refresh_metadata([])
     out: list[TransactionListing] = []
     for node in sorted(view.brokers):
-        body: Any = ListTransactionsRequest(state_filters=[], producer_id_filters=[])
-        response = await client.request(node, LIST_TRANSACTIONS, body)
+        body = ListTransactionsRequest(state_filters=[], producer_id_filters=[])
+        response = await client.request(node, LIST_TRANSACTIONS, lambda _: body, version=0)
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(response.error_code, f"ListTransactions on broker {node}")
         out.extend(
@@ -156,7 +157,7 @@ async def describe_transaction(
     """The coordinator's view of ``transactional_id``'s transaction."""
     node = await find_coordinator(client, transactional_id, TRANSACTION_KEY_TYPE)
     body = DescribeTransactionsRequest(transactional_ids=[transactional_id])
-    response = await client.request(node, DESCRIBE_TRANSACTIONS, body)
+    response = await client.request(node, DESCRIBE_TRANSACTIONS, lambda _: body, version=0)
     for s in response.transaction_states:
         if s.error_code != ErrorCode.NONE:
             raise KafkaError(s.error_code, transactional_id)

@@ -388,7 +388,9 @@ class GroupMetadataManager:
         # The coordinator's own batch, not a Produce request's: the record rules apply
         # (its header is parsed here, once), the request's wire rules do not.
         self._replicas.append_records(
-            {tp: validate_records(batch, from_client=True)},
+            # (a transactional commit carries no sequence: the coordinator's own write,
+            # which the client rules would refuse and the log does not sequence-check)
+            {tp: validate_records(batch, from_client=producer is None)},
             required_acks=self.config.required_acks,
             timeout_ms=self.config.commit_timeout_ms,
             on_done=done,
