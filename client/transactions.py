@@ -139,9 +139,13 @@ async def list_transactions(client: KafkaClient) -> list[TransactionListing]:
     """Every coordinator's transactional ids."""
     view = await client.refresh_metadata([])
     out: list[TransactionListing] = []
+    body = ListTransactionsRequest(state_filters=[], producer_id_filters=[])
+
+    def build(_: int) -> ListTransactionsRequest:
+        return body
+
     for node in sorted(view.brokers):
-        body = ListTransactionsRequest(state_filters=[], producer_id_filters=[])
-        response = await client.request(node, LIST_TRANSACTIONS, lambda _: body, version=0)
+        response = await client.request(node, LIST_TRANSACTIONS, build, version=0)
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(response.error_code, f"ListTransactions on broker {node}")
         out.extend(
