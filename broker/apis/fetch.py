@@ -123,7 +123,10 @@ def build_response(
     by_topic: dict[str, list[FetchResponse.PartitionData]] = {}
     for tp, r in results:
         aborted = (
-            [_aborted(t.producer_id, t.first_offset) for t in r.aborted_transactions or ()]
+            [
+                _aborted(producer_id=t.producer_id, first_offset=t.first_offset)
+                for t in r.aborted_transactions or ()
+            ]
             if committed
             else None
         )

@@ -173,7 +173,7 @@ def confluent_values(c: TestCluster, topic: str, isolation: str, end: int) -> li
         def caught_up() -> bool:
             msg = consumer.poll(0.2)
             if msg is not None and msg.error() is None:
-                got.append(msg.value().decode())
+                got.append((msg.value() or b"").decode())
             return consumer.position([CkTopicPartition(topic, 0)])[0].offset >= end
 
         wait_until(caught_up, 30, f"confluent-kafka {isolation} at offset {end}", interval=0)
