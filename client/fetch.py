@@ -13,7 +13,7 @@ to the producer's ABORT marker, as Kafka's consumers do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from client.errors import KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest, ListOffsetsRequest
 from protocol.records import iter_batches, read_batch
-from protocol.records.batch import InvalidBatch
+from protocol.records.batch import BatchHeader, InvalidBatch
 from protocol.records.control import ControlType, parse_control_record
 from protocol.records.record import Header, Record
 from protocol.values import READ_UNCOMMITTED
@@ -83,18 +83,11 @@ def decode(
     ``aborted`` transactions (producer id, first offset) left out."""
     out: list[ConsumedRecord] = []
     next_offset = None
-    waiting = sorted(aborted, key=lambda a: a[1])  # not yet reached, by first offset
-    dropping: set[int] = set()  # producers inside an aborted transaction
+    committed = AbortedFilter(aborted)
     for pos, _ in iter_batches(records):
         header, items = read_batch(records, pos)
         next_offset = header.next_offset
-        while waiting and waiting[0][1] <= header.last_offset:
-            dropping.add(waiting.pop(0)[0])
-        if header.is_control:
-            if header.producer_id in dropping and _is_abort(items):
-                dropping.discard(header.producer_id)
-            continue
-        if header.is_transactional and header.producer_id in dropping:
+        if not committed.keep(header, lambda items=items: is_abort(items)):  # type: ignore[misc]
             continue
         for r in items:
             offset = header.base_offset + r.offset_delta
@@ -115,7 +108,31 @@ def decode(
     return out, next_offset
 
 
-def _is_abort(items: list[Record]) -> bool:
+class AbortedFilter:
+    """Which batches a read_committed reader keeps, fed every batch in offset order:
+    from each listed aborted transaction's first offset, its producer's transactional
+    batches are dropped until that producer's ABORT marker; control batches are never
+    kept. ``aborted``: (producer id, first offset) pairs, as a Fetch lists them."""
+
+    def __init__(self, aborted: Iterable[tuple[int, int]]) -> None:
+        self._waiting = sorted(aborted, key=lambda a: a[1])  # not reached yet
+        self._dropping: set[int] = set()  # producers inside an aborted transaction
+
+    def keep(self, header: BatchHeader, abort_marker: Callable[[], bool]) -> bool:
+        """Whether to keep the batch of ``header``; ``abort_marker`` tells (when asked)
+        whether a control batch is an ABORT marker."""
+        waiting = self._waiting
+        while waiting and waiting[0][1] <= header.last_offset:
+            self._dropping.add(waiting.pop(0)[0])
+        if header.is_control:
+            if header.producer_id in self._dropping and abort_marker():
+                self._dropping.discard(header.producer_id)
+            return False
+        return not (header.is_transactional and header.producer_id in self._dropping)
+
+
+def is_abort(items: Sequence[Record]) -> bool:
+    """Whether a control batch's records are an ABORT marker."""
     try:
         return bool(items) and parse_control_record(items[0]).type == ControlType.ABORT
     except InvalidBatch:

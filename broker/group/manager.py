@@ -359,6 +359,7 @@ class GroupMetadataManager:
         self._forget(group)
         group.offsets.clear()
         group.pending_offsets.clear()
+        group.txn_offsets.clear()
         if error != ErrorCode.NONE:
             return error
         result = await self._append(group.group_id, tombstones)
