@@ -39,7 +39,9 @@ from protocol.messages import (
     TxnOffsetCommitRequest,
     WriteTxnMarkersRequest,
 )
-from protocol.values import LATEST_TIMESTAMP, READ_COMMITTED, READ_UNCOMMITTED
+from protocol.values import LATEST_TIMESTAMP, READ_COMMITTED, READ_UNCOMMITTED, TopicPartition
+from spark_jobs.planning import OffsetRange
+from spark_jobs.wire import WireBackend, read_wire_range
 from tests.integration.cluster import TestCluster, start_cluster
 from tests.integration.test_clients_kcat import KCAT
 from tests.polling import until, wait_until
@@ -281,6 +283,13 @@ def test_read_committed_sees_committed_records_once_and_stops_at_an_open_transac
         assert kcat_values(cluster, topic) == committed
     everything = ["c0", "c1", "a0", "a1", "c2", "p0", "o0", "p1"]
     assert confluent_values(cluster, topic, "read_uncommitted", 10) == everything
+    # the Spark source's wire reader (kafka.isolation.level=read_committed), without Spark
+    servers = cluster.layout.bootstrap_servers
+    backend = WireBackend(servers, (), READ_COMMITTED)
+    tp = TopicPartition(topic, 0)
+    assert backend.bounds([tp])[tp] == (0, 8)
+    rows = read_wire_range(servers, OffsetRange(tp, 0, 8), (), READ_COMMITTED)
+    assert [v.decode() for b in rows for v in b.column("value").to_pylist()] == committed
 
 
 def test_transactions_abort_unblocks_a_hanging_transaction(cluster: TestCluster) -> None:
