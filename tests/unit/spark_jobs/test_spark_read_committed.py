@@ -24,17 +24,22 @@ TP = TopicPartition("t", 0)
 
 
 def append(log: Log, value: bytes, *, pid: int = -1, control: ControlType | None = None) -> None:
-    txn = {"producer_id": pid, "producer_epoch": 0, "is_transactional": True} if pid >= 0 else {}
+    """One batch at the log end: plain (no ``pid``), transactional of producer ``pid``,
+    or that producer's ``control`` marker."""
     first = log.log_end_offset
-    if control is not None:
-        records = [control_record(control, 0, 1000)]
-        log.append_as_follower(
-            bytes(build_batch(records, base_offset=first, is_control=True, **txn))
-        )
-        return
-    seq = {"base_sequence": first} if pid >= 0 else {}
+    records = (
+        [SimpleRecord(None, value, timestamp=1000)]
+        if control is None
+        else [control_record(control, 0, 1000)]
+    )
     batch = build_batch(
-        [SimpleRecord(None, value, timestamp=1000)], base_offset=first, **txn, **seq
+        records,
+        base_offset=first,
+        producer_id=pid,
+        producer_epoch=0 if pid >= 0 else -1,
+        base_sequence=first if pid >= 0 and control is None else -1,
+        is_transactional=pid >= 0,
+        is_control=control is not None,
     )
     log.append_as_follower(bytes(batch))
 
