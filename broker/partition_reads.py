@@ -143,8 +143,9 @@ class LeaderReads(PartitionCore):
         return None
 
     def active_producers(self) -> list[ProducerStateEntry]:
-        """DescribeProducers: the leader's producer state, one entry per producer id."""
-        lg = self._leader_log(NO_LEADER_EPOCH)
+        """DescribeProducers: this replica's producer state, one entry per producer id
+        (a follower answers too: ``--broker-id`` asks a chosen replica, as in Kafka)."""
+        lg = self._leader_log(NO_LEADER_EPOCH, require_leader=False)
         return list(lg.producer_state.producers.values())
 
     def legacy_offsets_for_timestamp(

@@ -1,11 +1,11 @@
-"""DescribeProducers (61), v0: the producers a partition leader knows (KIP-664).
+"""DescribeProducers (61), v0: the producers a partition's replica knows (KIP-664).
 
-For each partition asked, its leader answers the producer state its log keeps (the
-idempotent and transactional producers whose batches are still in the log, or within
-the producer-id expiry): producer id, epoch, last sequence, the timestamp of its last
-batch, the coordinator epoch of its last marker, and the first offset of its open
-transaction (-1 when none is open). ``kafka-transactions describe-producers`` and
-``find-hanging`` read it. A partition this broker does not lead is
+For each partition asked, this broker answers the producer state its replica's log
+keeps, leader or follower (clients ask the leader unless told a broker id): for each
+idempotent or transactional producer the log still knows, its id, epoch, last
+sequence, the timestamp of its last batch, the coordinator epoch of its last marker,
+and the first offset of its open transaction (-1 when none is open). ``kafka-transactions describe-producers`` and
+``find-hanging`` read it. A partition without a replica here is
 NOT_LEADER_OR_FOLLOWER; an unknown one UNKNOWN_TOPIC_OR_PARTITION.
 """
 

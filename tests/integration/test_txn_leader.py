@@ -308,6 +308,13 @@ def test_transactions_abort_unblocks_a_hanging_transaction(cluster: TestCluster)
         "LastTimestamp", "CurrentTransactionStartOffset",
     ]  # fmt: skip
     assert rows[1:] == [["7010", "0", "None", "1", "1001", "1"]]
+    # the follower (--broker-id) has the same state once it has the batch (acks=all)
+    follower = str(1 - leader(cluster, topic))
+    code, out, err = tool(
+        cluster, "describe-producers", "--topic", topic, "--partition", "0", "--broker-id", follower
+    )
+    assert code == 0, err
+    assert [line.split() for line in out.splitlines() if line.strip()][1:] == rows[1:]
 
     # no coordinator has it: it hangs (record timestamps are from 1970: long past any timeout)
     code, out, err = tool(cluster, "find-hanging", "--topic", topic)
