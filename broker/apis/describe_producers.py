@@ -4,9 +4,10 @@ For each partition asked, this broker answers the producer state its replica's l
 keeps, leader or follower (clients ask the leader unless told a broker id): for each
 idempotent or transactional producer the log still knows, its id, epoch, last
 sequence, the timestamp of its last batch, the coordinator epoch of its last marker,
-and the first offset of its open transaction (-1 when none is open). ``kafka-transactions describe-producers`` and
-``find-hanging`` read it. A partition without a replica here is
-NOT_LEADER_OR_FOLLOWER; an unknown one UNKNOWN_TOPIC_OR_PARTITION.
+and the first offset of its open transaction (-1 when none is open).
+``kafka-transactions describe-producers`` and ``find-hanging`` read it. A partition
+without a replica here is NOT_LEADER_OR_FOLLOWER; an unknown one
+UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
