@@ -54,7 +54,8 @@ def services(r: LocalReplicas, store: RecordingGroupStore) -> ReplicaAccess:
 
 
 def request(api_key: int, version: int, body: Any) -> Request:
-    return Request(RequestHeader(api_key, version, 1, "test"), body)
+    header = RequestHeader(api_key=api_key, api_version=version, correlation_id=1, client_id="t")
+    return Request(header, body)
 
 
 def begin(r: LocalReplicas, tp: TopicPartition, producer_id: int, seq: int = 0) -> None:
