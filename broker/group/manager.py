@@ -205,6 +205,9 @@ class GroupMetadataManager:
         self._positions: dict[tuple[str, TopicPartition], int] = {}
         self._owned: set[int] = set()
         self._loading: dict[int, asyncio.Task[None]] = {}
+        #: markers written while a partition loads (the load may have read the log
+        #: before them): (producer id, commit), applied once its groups are installed
+        self._markers_during_load: dict[int, list[tuple[int, bool]]] = {}
         #: the newest leader epoch seen per offsets partition (Kafka's epochForPartitionId)
         self._epochs: dict[int, int] = {}
         self._background: set[asyncio.Task[object]] = set()
@@ -314,14 +317,13 @@ class GroupMetadataManager:
         producer: tuple[int, int],
         offsets: Mapping[TopicPartition, CommittedOffset],
     ) -> dict[TopicPartition, int]:
-        """TxnOffsetCommit: the commits as one transactional batch of ``producer`` (id,
-        epoch), pending until its marker (:mod:`broker.group.txn_offsets`)."""
-        error = self.coordinator_error(group.group_id)
-        if error != ErrorCode.NONE:
+        """TxnOffsetCommit: one transactional batch of ``producer`` (id, epoch), pending
+        until its marker (:mod:`broker.group.txn_offsets`)."""
+        gid = group.group_id
+        if (error := self.coordinator_error(gid)) != ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
-        group_id = group.group_id
-        records = [(offset_key(group_id, tp), offset_value(c)) for tp, c in offsets.items()]
-        result = await self._append(group_id, records, producer)
+        records = [(offset_key(gid, tp), offset_value(c)) for tp, c in offsets.items()]
+        result = await self._append(gid, records, producer)
         code = offset_commit_error(result.error_code)
         if code == ErrorCode.NONE:
             txn_offsets.add_pending(group, producer[0], result.base_offset, offsets)
@@ -329,10 +331,12 @@ class GroupMetadataManager:
 
     def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
         """A transaction marker was written to ``partition``: end the producer's pending
-        commits of the groups there."""
-        for group_id, where in list(self._partition_of.items()):
-            group = self._groups.get(group_id)
-            if where == partition and group is not None and producer_id in group.txn_offsets:
+        commits of the groups there (after the load, if it is loading)."""
+        if partition in self._loading:
+            self._markers_during_load.setdefault(partition, []).append((producer_id, commit))
+            return
+        for group in [g for g in self._groups.values() if producer_id in g.txn_offsets]:
+            if self._partition_of.get(group.group_id) == partition:
                 txn_offsets.complete(group, producer_id, commit, self._positions)
 
     async def delete_offsets(
@@ -447,6 +451,7 @@ class GroupMetadataManager:
         if not self._newer_epoch(partition, epoch):
             return
         task = self._loading.pop(partition, None)
+        self._markers_during_load.pop(partition, None)
         if task is not None:
             task.cancel()
         was_owned = partition in self._owned
@@ -514,6 +519,9 @@ class GroupMetadataManager:
 
     def _install(self, partition: int, loaded: LoadedGroups) -> None:
         self._owned.add(partition)
+        for producer_id, commit in self._markers_during_load.pop(partition, ()):
+            for group in loaded.groups.values():
+                txn_offsets.complete(group, producer_id, commit, loaded.positions)
         installed = []
         for group_id, group in loaded.groups.items():
             if group_id in self._groups:
