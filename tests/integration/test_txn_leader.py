@@ -17,6 +17,7 @@ import contextlib
 import io
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -283,6 +284,13 @@ def test_read_committed_sees_committed_records_once_and_stops_at_an_open_transac
         assert kcat_values(cluster, topic) == committed
     everything = ["c0", "c1", "a0", "a1", "c2", "p0", "o0", "p1"]
     assert confluent_values(cluster, topic, "read_uncommitted", 10) == everything
+    # the project's own console consumer
+    argv = [sys.executable, "-m", "tools.main", "console-consumer", "--bootstrap-server",
+            cluster.layout.bootstrap_servers, "--topic", topic, "--from-beginning",
+            "--isolation-level", "read_committed", "--max-messages", "4"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert done.stdout.decode().split() == committed
     # the Spark source's wire reader (kafka.isolation.level=read_committed), without Spark
     servers = cluster.layout.bootstrap_servers
     backend = WireBackend(servers, (), READ_COMMITTED)
