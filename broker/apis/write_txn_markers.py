@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 
+from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.produce import ProducePartitionResult
@@ -37,8 +38,6 @@ from protocol.records.builder import build_batch
 from protocol.records.control import ControlType, control_record
 from protocol.records.validation import validate_records
 from protocol.values import TopicPartition
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 _Marker = WriteTxnMarkersRequest.WritableTxnMarker
 _Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -97,8 +96,8 @@ async def write_marker(ctx: ReplicaAccess, marker: _Marker) -> dict[TopicPartiti
         from_coordinator=True,
     )
     results = await future
-    errors = {tp: results[tp].error_code if tp in results else ErrorCode.UNKNOWN_SERVER_ERROR
-              for tp in partitions}  # fmt: skip
+    missing = ProducePartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR)
+    errors = {tp: results.get(tp, missing).error_code for tp in partitions}
     for tp, error in errors.items():
         if tp.topic == OFFSETS_TOPIC and error == ErrorCode.NONE:
             ctx.group_store.complete_txn_offsets(
