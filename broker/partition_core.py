@@ -184,9 +184,11 @@ class PartitionCore:
     def high_watermark(self) -> int:
         return self.log.high_watermark if self.log is not None else -1
 
-    #: No transactions yet: nothing is unstable, so the LSO is the high watermark (the
-    #: same property, not one that calls it: every fetch answer reads both).
-    last_stable_offset = high_watermark
+    @property
+    def last_stable_offset(self) -> int:
+        """The log's LSO (:mod:`storage.transactions`): read_committed consumers read
+        below it; the high watermark while no transaction is open."""
+        return self.log.last_stable_offset if self.log is not None else -1
 
     def maybe_increment_high_watermark(self) -> bool:
         """As leader, move the high watermark up to the smallest log end offset of the

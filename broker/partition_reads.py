@@ -1,7 +1,8 @@
 """The leader's reads of a partition: Fetch, ListOffsets and OffsetForLeaderEpoch.
 
 A consumer reads below the high watermark (READ_COMMITTED below the last stable offset,
-the same offset while there are no transactions), a follower to the log end. Every read
+which stops at the first open transaction, and with the aborted transactions of the
+region it returns listed for the consumer to drop), a follower to the log end. Every read
 first passes the leader's epoch fencing and role check
 (:meth:`~broker.partition_core.PartitionCore._leader_log`); ListOffsets and
 OffsetForLeaderEpoch from the debugging replica id may also be served by a follower
@@ -20,9 +21,17 @@ from dataclasses import dataclass
 from broker.legacy_offsets import capped_at_high_watermark, offset_points, offsets_before
 from broker.partition_core import PartitionCore, PartitionError
 from protocol.errors import ErrorCode
-from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, NO_LEADER_EPOCH, READ_COMMITTED
-from storage import FileRegion, TimestampOffset
+from protocol.values import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    NO_LEADER_EPOCH,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+)
+from storage import FileRegion, Log, TimestampOffset
 from storage.errors import OffsetOutOfRangeError
+from storage.producer_state import ProducerStateEntry
+from storage.txn_index import AbortedTransaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +44,7 @@ class LogReadResult:
     last_stable_offset: int
     log_start_offset: int
     log_end_offset: int
+    aborted_transactions: list[AbortedTransaction] | None = None
 
 
 class LeaderReads(PartitionCore):
@@ -48,10 +58,12 @@ class LeaderReads(PartitionCore):
         current_leader_epoch: int = NO_LEADER_EPOCH,
         up_to_high_watermark: bool = True,
         min_one_message: bool = True,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> LogReadResult:
         """The region from ``fetch_offset``: consumers read below the high watermark
-        (READ_COMMITTED below the LSO, the same offset for now), replicas to the log end.
-        OFFSET_OUT_OF_RANGE outside [log start, log end].
+        (READ_COMMITTED below the LSO, with the aborted transactions of the region
+        listed), replicas to the log end. OFFSET_OUT_OF_RANGE outside [log start, log
+        end].
 
         A fetch offset already at the end its reader may see (the log end, or the high
         watermark for a consumer) asks the log nothing: it is how a caught-up follower
@@ -63,6 +75,9 @@ class LeaderReads(PartitionCore):
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"{self.tp}: fetch offset {fetch_offset} is outside [{start}, {leo}]",
             )
+        committed = up_to_high_watermark and isolation_level == READ_COMMITTED
+        if committed:
+            return self._read_committed(lg, fetch_offset, max_bytes, min_one_message)
         if fetch_offset == leo or (up_to_high_watermark and fetch_offset >= hw):
             return LogReadResult(None, hw, self.last_stable_offset, start, leo)
         max_offset = hw if up_to_high_watermark else None
@@ -71,6 +86,23 @@ class LeaderReads(PartitionCore):
         except OffsetOutOfRangeError as exc:  # retention moved the start meanwhile
             raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
         return LogReadResult(region, hw, self.last_stable_offset, lg.log_start_offset, leo)
+
+    def _read_committed(
+        self, lg: Log, fetch_offset: int, max_bytes: int, min_one_message: bool
+    ) -> LogReadResult:
+        """A read_committed consumer's read: below the LSO, listing the aborted
+        transactions with data in the region returned (none when it is empty)."""
+        hw, leo, lso = lg.high_watermark, lg.log_end_offset, lg.last_stable_offset
+        if fetch_offset >= lso:
+            return LogReadResult(None, hw, lso, lg.log_start_offset, leo, [])
+        try:
+            region = lg.read(
+                fetch_offset, max_bytes, lso, min_one_message, isolation_level=READ_COMMITTED
+            )
+            aborted = [] if region is None else lg.aborted_transactions(fetch_offset, region)
+        except OffsetOutOfRangeError as exc:  # retention moved the start meanwhile
+            raise PartitionError(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from None
+        return LogReadResult(region, hw, lso, lg.log_start_offset, leo, aborted)
 
     # -- ListOffsets and OffsetForLeaderEpoch --------------------------------------------
 
@@ -109,6 +141,12 @@ class LeaderReads(PartitionCore):
         if not_available:
             raise PartitionError(ErrorCode.OFFSET_NOT_AVAILABLE, f"{self.tp}: epoch above HW")
         return None
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """DescribeProducers: this replica's producer state, one entry per producer id
+        (a follower answers too: ``--broker-id`` asks a chosen replica, as in Kafka)."""
+        lg = self._leader_log(NO_LEADER_EPOCH, require_leader=False)
+        return list(lg.producer_state.producers.values())
 
     def legacy_offsets_for_timestamp(
         self, timestamp: int, max_num_offsets: int, *, from_consumer: bool, require_leader: bool

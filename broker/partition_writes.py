@@ -60,10 +60,12 @@ class LeaderWrites(PartitionCore):
         *,
         required_acks: int,
         min_insync_replicas: int,
+        from_coordinator: bool = False,
     ) -> AppendInfo:
         """Append one partition's records of a Produce request as leader, as the handler
-        checked them. Raises PartitionError (role, ISR, then the records' refusal),
-        storage's RecordError (sequence, epoch, size) or StorageError (disk)."""
+        checked them (``from_coordinator``: transaction markers of WriteTxnMarkers).
+        Raises PartitionError (role, ISR, then the records' refusal), storage's
+        RecordError (sequence, epoch, size, marker fencing) or StorageError (disk)."""
         lg = self._leader_log(NO_LEADER_EPOCH)
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise PartitionError(
@@ -75,7 +77,7 @@ class LeaderWrites(PartitionCore):
             error = records.error
             raise PartitionError(error.error_code, f"{self.tp}: {error}")
         try:
-            info = lg.append(records, self.leader_epoch)
+            info = lg.append(records, self.leader_epoch, from_coordinator=from_coordinator)
         except RecordTooLargeError as exc:  # the topic's limit: a validation error too
             raise PartitionError(exc.error_code, str(exc)) from None
         self.maybe_increment_high_watermark()

@@ -50,11 +50,13 @@ class ProduceAppends(ReplicaTable):
         timeout_ms: int,
         on_done: ProduceCallback,
         internal_topics_allowed: bool = False,
+        from_coordinator: bool = False,
     ) -> None:
         """Append each partition's records as leader, then call ``on_done`` with every
         partition's result: at once for acks 0 and 1 (and for acks=all when nothing was
         appended), else from a DelayedProduce once the high watermarks pass the appends
-        or ``timeout_ms`` runs out."""
+        or ``timeout_ms`` runs out. ``from_coordinator``: the records are transaction
+        markers (WriteTxnMarkers), which the log checks against the producer state."""
         if required_acks not in (-1, 0, 1):
             on_done({tp: ProducePartitionResult(ErrorCode.INVALID_REQUIRED_ACKS) for tp in entries})
             return
@@ -63,7 +65,7 @@ class ProduceAppends(ReplicaTable):
         unacknowledged = 0  # appends whose high watermark is below their end
         for tp, records in entries.items():
             result, next_offset, high_watermark_moved, acknowledged = self._append_one(
-                tp, records, required_acks, internal_topics_allowed
+                tp, records, required_acks, internal_topics_allowed, from_coordinator
             )
             results[tp] = result
             if next_offset is not None:
@@ -105,6 +107,7 @@ class ProduceAppends(ReplicaTable):
         records: ProducedRecords,
         required_acks: int,
         internal_topics_allowed: bool,
+        from_coordinator: bool = False,
     ) -> tuple[ProducePartitionResult, int | None, bool, bool]:
         """One partition's append: its result; when something was appended (or was a
         duplicate), the offset after it; whether the high watermark moved; and whether
@@ -121,6 +124,7 @@ class ProduceAppends(ReplicaTable):
                 records,
                 required_acks=required_acks,
                 min_insync_replicas=min_isr,
+                from_coordinator=from_coordinator,
             )
         except PartitionError as exc:
             rejected = exc.error_code in _VALIDATION_ERRORS

@@ -40,7 +40,7 @@ from broker.partition import Partition, PartitionError
 from broker.replica_table import ReplicaTable
 from broker.replication.throttle import leader_should_throttle
 from protocol.errors import ErrorCode
-from protocol.values import NO_LEADER_EPOCH, TopicPartition
+from protocol.values import NO_LEADER_EPOCH, READ_UNCOMMITTED, TopicPartition
 from storage import StorageError, TimestampOffset
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,7 @@ class FetchReads(ReplicaTable):
         limit = params.max_bytes
         min_one_message = True
         from_follower = params.is_from_follower
+        isolation_level = READ_UNCOMMITTED if from_follower else params.isolation_level
         partitions = self._partitions
         results: FetchResults = []
         for tp, info in infos:
@@ -126,6 +127,7 @@ class FetchReads(ReplicaTable):
                     current_leader_epoch=info.current_leader_epoch,
                     up_to_high_watermark=not from_follower,
                     min_one_message=min_one_message,
+                    isolation_level=isolation_level,
                 )
                 high_watermark = read.high_watermark
                 last_stable_offset = read.last_stable_offset
@@ -171,6 +173,7 @@ class FetchReads(ReplicaTable):
                         last_stable_offset,
                         read.log_start_offset,
                         region,
+                        read.aborted_transactions,
                     ),
                 )
             )

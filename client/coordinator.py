@@ -43,14 +43,17 @@ def check(error_code: int, what: str = "") -> None:
         raise KafkaError(error_code, what or None)
 
 
-async def find_coordinator(client: KafkaClient, group_id: str) -> int:
-    """The coordinator's node id (one attempt; KafkaError on an error answer). The broker
-    is added to the client's view when Metadata did not list it (yet)."""
+async def find_coordinator(
+    client: KafkaClient, group_id: str, key_type: int = GROUP_KEY_TYPE
+) -> int:
+    """The coordinator's node id (one attempt; KafkaError on an error answer) of a group,
+    or with ``key_type`` 1 of a transactional id. The broker is added to the client's
+    view when Metadata did not list it (yet)."""
 
     def build(version: int) -> Any:
         if version >= 4:
-            return FindCoordinatorRequest(key_type=GROUP_KEY_TYPE, coordinator_keys=[group_id])
-        return FindCoordinatorRequest(key=group_id, key_type=GROUP_KEY_TYPE)
+            return FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group_id])
+        return FindCoordinatorRequest(key=group_id, key_type=key_type)
 
     body = await client.request(None, ApiKey.FIND_COORDINATOR, build)
     if body.coordinators:

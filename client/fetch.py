@@ -4,11 +4,16 @@ A partition's ``records`` in a FetchResponse are whole RecordBatches back to bac
 ending in a partial batch (the broker cuts at the byte limit), and the first batch may
 start before the offset asked for (a batch is never split). ``decode`` skips both, and
 control batches (transaction markers); ``count`` reads batch headers only.
+
+read_committed: the broker answers only below the last stable offset and lists the
+aborted transactions of what it returned, as (producer id, first offset). ``decode``
+given them drops each listed producer's transactional batches from that first offset up
+to the producer's ABORT marker, as Kafka's consumers do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +22,9 @@ from client.errors import KafkaError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import FetchRequest, ListOffsetsRequest
 from protocol.records import iter_batches, read_batch
-from protocol.records.record import Header
+from protocol.records.batch import BatchHeader, InvalidBatch
+from protocol.records.control import ControlType, parse_control_record
+from protocol.records.record import Header, Record
 from protocol.values import READ_UNCOMMITTED
 
 
@@ -41,6 +48,8 @@ class PartitionData:
     high_watermark: int
     log_start_offset: int
     records: bytes
+    #: (producer id, first offset) of the aborted transactions (read_committed)
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,16 +72,22 @@ def count(records: bytes | memoryview) -> BatchCount:
 
 
 def decode(
-    topic: str, partition: int, records: bytes | memoryview, from_offset: int
+    topic: str,
+    partition: int,
+    records: bytes | memoryview,
+    from_offset: int,
+    aborted: Sequence[tuple[int, int]] = (),
 ) -> tuple[list[ConsumedRecord], int | None]:
     """The records at or after ``from_offset`` in the whole batches of ``records``, and
-    the offset to fetch next (None when no whole batch was there)."""
+    the offset to fetch next (None when no whole batch was there); the records of the
+    ``aborted`` transactions (producer id, first offset) left out."""
     out: list[ConsumedRecord] = []
     next_offset = None
+    committed = AbortedFilter(aborted)
     for pos, _ in iter_batches(records):
         header, items = read_batch(records, pos)
         next_offset = header.next_offset
-        if header.is_control:
+        if not committed.keep(header, lambda items=items: is_abort(items)):  # type: ignore[misc]
             continue
         for r in items:
             offset = header.base_offset + r.offset_delta
@@ -91,6 +106,37 @@ def decode(
                 )
             )
     return out, next_offset
+
+
+class AbortedFilter:
+    """Which batches a read_committed reader keeps, fed every batch in offset order:
+    from each listed aborted transaction's first offset, its producer's transactional
+    batches are dropped until that producer's ABORT marker; control batches are never
+    kept. ``aborted``: (producer id, first offset) pairs, as a Fetch lists them."""
+
+    def __init__(self, aborted: Iterable[tuple[int, int]]) -> None:
+        self._waiting = sorted(aborted, key=lambda a: a[1])  # not reached yet
+        self._dropping: set[int] = set()  # producers inside an aborted transaction
+
+    def keep(self, header: BatchHeader, abort_marker: Callable[[], bool]) -> bool:
+        """Whether to keep the batch of ``header``; ``abort_marker`` tells (when asked)
+        whether a control batch is an ABORT marker."""
+        waiting = self._waiting
+        while waiting and waiting[0][1] <= header.last_offset:
+            self._dropping.add(waiting.pop(0)[0])
+        if header.is_control:
+            if header.producer_id in self._dropping and abort_marker():
+                self._dropping.discard(header.producer_id)
+            return False
+        return not (header.is_transactional and header.producer_id in self._dropping)
+
+
+def is_abort(items: Sequence[Record]) -> bool:
+    """Whether a control batch's records are an ABORT marker."""
+    try:
+        return bool(items) and parse_control_record(items[0]).type == ControlType.ABORT
+    except InvalidBatch:
+        return False
 
 
 def fetch_body(
@@ -138,6 +184,10 @@ def read_fetch_response(body: Any, topic: str) -> dict[int, PartitionData]:
                 p.high_watermark,
                 p.log_start_offset,
                 p.records if p.records is not None else b"",
+                tuple(
+                    (a.producer_id, a.first_offset)
+                    for a in getattr(p, "aborted_transactions", None) or ()
+                ),
             )
     return out
 

@@ -306,9 +306,14 @@ class GroupMember:
             self._react(exc.error_code)
             raise
 
-    async def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """The group's committed offsets of ``partitions`` (those without one left out)."""
-        return await fetch_offsets(self.coordinators, self.group_id, partitions)
+    async def committed(
+        self, partitions: Sequence[TopicPartition], *, require_stable: bool = False
+    ) -> dict[TopicPartition, int]:
+        """The group's committed offsets of ``partitions`` (those without one left out);
+        ``require_stable``: waiting (retrying) while a transaction's commit is pending."""
+        return await fetch_offsets(
+            self.coordinators, self.group_id, partitions, require_stable=require_stable
+        )
 
     # -- leaving ---------------------------------------------------------------------------
 
@@ -405,9 +410,13 @@ async def fetch_offsets(
     coordinators: CoordinatorCache,
     group_id: str,
     partitions: Sequence[TopicPartition] | None,
+    *,
+    require_stable: bool = False,
 ) -> dict[TopicPartition, int]:
     """The group's committed offsets (OffsetFetch) of ``partitions`` (None: every
-    partition it has committed); partitions without a commit are left out."""
+    partition it has committed); partitions without a commit are left out. With
+    ``require_stable`` (v7+) a partition whose commit is still in an open transaction
+    answers UNSTABLE_OFFSET_COMMIT, which is retried (KIP-447)."""
     by_topic = None if partitions is None else _by_topic(partitions)
 
     def body(version: int) -> Any:
@@ -426,7 +435,7 @@ async def fetch_offsets(
                         ],
                     )
                 ],
-                require_stable=False,
+                require_stable=require_stable,
             )
         return OffsetFetchRequest(
             group_id=group_id,
@@ -436,7 +445,7 @@ async def fetch_offsets(
                 OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
                 for t, ps in by_topic.items()
             ],
-            require_stable=False,
+            require_stable=require_stable,
         )
 
     async def once(node: int) -> dict[TopicPartition, int]:

@@ -41,8 +41,13 @@ class GroupSession:
         reset_to: int,
         commit_interval_ms: int,
         clock: Clock,
+        *,
+        require_stable: bool,
     ) -> None:
         self.client = client
+        #: a read_committed consumer asks for stable offsets only (KIP-447): a commit
+        #: still in an open transaction is answered UNSTABLE_OFFSET_COMMIT, and retried
+        self.require_stable = require_stable
         self.member = member
         self.topic = topic
         #: EARLIEST_TIMESTAMP or LATEST_TIMESTAMP: where a partition never committed starts
@@ -60,7 +65,9 @@ class GroupSession:
         await self.commit()
         assignment = await self.member.join()
         partitions = sorted(assignment.partitions.get(self.topic, ()))
-        committed = await self.member.committed([TopicPartition(self.topic, p) for p in partitions])
+        committed = await self.member.committed(
+            [TopicPartition(self.topic, p) for p in partitions], require_stable=self.require_stable
+        )
         positions = {tp.partition: offset for tp, offset in committed.items()}
         fresh = [p for p in partitions if p not in positions]
         if fresh:

@@ -50,6 +50,9 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    # transactions (client.transactions)
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     # SASL (client.sasl): the handshake from v1, whose tokens travel in SaslAuthenticate
     ApiKey.SASL_HANDSHAKE: (1, 1),

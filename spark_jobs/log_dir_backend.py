@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from protocol.values import TopicPartition
+from protocol.values import READ_COMMITTED, TopicPartition
+from spark_jobs.committed import last_stable_offset
 from spark_jobs.log_dirs import Replica, discover
 from spark_jobs.planning import Bounds
 from spark_jobs.segments import offset_for_timestamp
@@ -20,15 +21,23 @@ class LogDirBackend:
     """One look at ``log_dirs``: the replica read for each partition is fixed here, so a
     query's planning and its reads agree."""
 
-    def __init__(self, log_dirs: Sequence[str]) -> None:
+    def __init__(self, log_dirs: Sequence[str], isolation_level: int) -> None:
         self.replicas: dict[TopicPartition, Replica] = discover(log_dirs)
+        self.isolation_level = isolation_level
 
     def partitions(self) -> list[TopicPartition]:
         return sorted(self.replicas)
 
     def bounds(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, Bounds]:
+        """[log start, high watermark), or to the LSO for read_committed."""
+        committed = self.isolation_level == READ_COMMITTED
         return {
-            tp: Bounds(self.replicas[tp].log_start_offset, self.replicas[tp].high_watermark)
+            tp: Bounds(
+                self.replicas[tp].log_start_offset,
+                last_stable_offset(self.replicas[tp])
+                if committed
+                else self.replicas[tp].high_watermark,
+            )
             for tp in tps
         }
 

@@ -18,7 +18,10 @@ so the option names, their JSON and their rules are Spark's:
 - where from: ``path`` (log directories, comma-separated) or
   ``kafka.bootstrap.servers``; the other ``kafka.``-prefixed options are the client's
   properties, as Spark hands them to its Kafka consumer (``kafka.security.protocol``,
-  ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``, ...: client.properties).
+  ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``, ...: client.properties);
+  ``kafka.isolation.level``: ``read_uncommitted`` (the default) or ``read_committed``
+  (no aborted transaction's records, nothing from an open transaction on:
+  :mod:`spark_jobs.committed`).
 
 Option names are case-insensitive, as Spark's are.
 """
@@ -31,7 +34,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
+from protocol.values import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    TopicPartition,
+)
 
 #: Offsets in Kafka-JSON: -2 is the earliest offset, -1 the latest (ListOffsets' values).
 EARLIEST = EARLIEST_TIMESTAMP
@@ -97,6 +106,8 @@ class SourceOptions:
     include_headers: bool = False
     #: when no record is at or after a starting timestamp: "error" or "latest"
     timestamp_strategy: str = "error"
+    #: READ_UNCOMMITTED or READ_COMMITTED (``kafka.isolation.level``)
+    isolation_level: int = READ_UNCOMMITTED
 
 
 def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -111,6 +122,11 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     strategy = options.get("startingoffsetsbytimestampstrategy", "error").lower()
     if strategy not in ("error", "latest"):
         raise OptionError(f"startingOffsetsByTimestampStrategy {strategy!r}: error or latest")
+    isolation = options.get("kafka.isolation.level", "read_uncommitted").strip().lower()
+    if isolation not in ("read_uncommitted", "read_committed"):
+        raise OptionError(
+            f"kafka.isolation.level {isolation!r}: read_uncommitted or read_committed"
+        )
     return SourceOptions(
         subscription=_subscription(options),
         starting=_starting(options, streaming),
@@ -123,6 +139,7 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         fail_on_data_loss=_boolean(options, "failondataloss", True),
         include_headers=_boolean(options, "includeheaders", False),
         timestamp_strategy=strategy,
+        isolation_level=READ_COMMITTED if isolation == "read_committed" else READ_UNCOMMITTED,
     )
 
 

@@ -79,7 +79,7 @@ def retention_report(spark: SparkSession, args: JobArgs, progress: Progress) -> 
     options = parse_options(args.source, streaming=False)
     if not options.log_dirs:
         raise ValueError("retention-report reads log directories: give --path")
-    backend = LogDirBackend(options.log_dirs)
+    backend = LogDirBackend(options.log_dirs, options.isolation_level)
     replicas = [backend.replicas[tp] for tp in options.subscription.select(backend.partitions())]
     progress(f"looking at the segments of {len(replicas)} partitions")
     now, ms, size = args.now_ms, args.retention_ms, args.retention_bytes

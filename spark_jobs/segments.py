@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +32,7 @@ from protocol.records import (
 )
 from protocol.records.batch import check_crc32c
 from spark_jobs.arrow_records import Batch, decode
+from spark_jobs.committed import committed_batches
 from spark_jobs.log_dirs import Replica
 from storage.names import INDEX_SUFFIX, LOG_SUFFIX, offset_file_name
 
@@ -94,13 +95,19 @@ def batches_in(path: str, position: int, end: int, *, controls: bool = False) ->
                 return  # the end of the file, or a torn batch after the last whole one
 
 
-def read_range(replica: Replica, start: int, end: int) -> Iterator[pa.RecordBatch]:
+def read_range(
+    replica: Replica, start: int, end: int, aborted: Sequence[tuple[int, int]] | None = None
+) -> Iterator[pa.RecordBatch]:
     """The records of ``replica`` with offsets in ``[start, end)``, as Arrow batches of
     :data:`spark_jobs.arrow_records.RECORD_SCHEMA` in offset order: one per chunk read,
-    so the decoder works on the chunk in place."""
+    so the decoder works on the chunk in place. With ``aborted`` (read_committed: the
+    aborted transactions, :mod:`.committed`) their records are left out."""
     pending: list[Batch] = []
     for path, position in segment_reads(replica, start):
-        for batch in batches_in(path, position, end):
+        found = batches_in(path, position, end, controls=aborted is not None)
+        if aborted is not None:
+            found = committed_batches(found, aborted)
+        for batch in found:
             if batch.header.next_offset <= start:
                 continue
             if pending and batch.buffer is not pending[-1].buffer:

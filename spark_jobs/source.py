@@ -32,7 +32,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from protocol.values import TopicPartition
+from protocol.values import READ_COMMITTED, TopicPartition
+from spark_jobs.committed import aborted_transactions
 from spark_jobs.log_dir_backend import LogDirBackend
 from spark_jobs.log_dirs import Replica
 from spark_jobs.options import SourceOptions, flatten_offsets, nest_offsets, parse_options
@@ -75,9 +76,11 @@ def backend_for(options: SourceOptions) -> Backend:
     if options.bootstrap_servers is not None:
         from spark_jobs.wire import WireBackend
 
-        wire: Backend = WireBackend(options.bootstrap_servers, options.client_properties)
+        wire: Backend = WireBackend(
+            options.bootstrap_servers, options.client_properties, options.isolation_level
+        )
         return wire
-    return LogDirBackend(options.log_dirs)
+    return LogDirBackend(options.log_dirs, options.isolation_level)
 
 
 class RangePartition(InputPartition):
@@ -94,12 +97,16 @@ def read_partition(partition: InputPartition, options: SourceOptions) -> Iterato
     """The rows of one Spark partition as Arrow batches of the source's schema."""
     assert isinstance(partition, RangePartition)
     r = partition.range
+    committed = options.isolation_level == READ_COMMITTED
     if isinstance(partition.source, Replica):
-        batches = read_range(partition.source, r.start, r.end)
+        aborted = aborted_transactions(partition.source) if committed else None
+        batches = read_range(partition.source, r.start, r.end, aborted)
     else:
         from spark_jobs.wire import read_wire_range
 
-        batches = read_wire_range(partition.source, r, options.client_properties)
+        batches = read_wire_range(
+            partition.source, r, options.client_properties, options.isolation_level
+        )
     for records in batches:
         yield with_partition_columns(records, r.tp, options.include_headers)
 

@@ -7,6 +7,8 @@ ListOffsets too. Executors fetch their range from each partition's leader. A fet
 answer may start inside a batch before the offset asked for and end in a partial batch;
 :func:`spark_jobs.arrow_records.decode` keeps only the range's offsets, and the next
 fetch starts after the last whole batch. Control batches are skipped, as from log dirs.
+With ``kafka.isolation.level=read_committed`` the latest offset is the LSO and the
+aborted transactions each fetch lists are left out (:mod:`spark_jobs.committed`).
 
 The client is asyncio; Spark calls are synchronous, so each call runs its own event
 loop (a reader keeps one loop and one client for its whole range).
@@ -22,12 +24,13 @@ import pyarrow as pa
 
 from client.client import ClientConfig, KafkaClient
 from client.errors import KafkaError
-from client.fetch import Fetcher, list_offsets
+from client.fetch import Fetcher, PartitionData, list_offsets
 from client.properties import client_security
 from protocol import ErrorCode
 from protocol.records import iter_batches
-from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
+from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, READ_COMMITTED, TopicPartition
 from spark_jobs.arrow_records import Batch, decode
+from spark_jobs.committed import committed_batches
 from spark_jobs.planning import Bounds, OffsetRange
 
 T = TypeVar("T")
@@ -49,10 +52,14 @@ class WireBackend:
     """Partitions, bounds and timestamp lookups from a running cluster."""
 
     def __init__(
-        self, bootstrap_servers: str, client_properties: tuple[tuple[str, str], ...]
+        self,
+        bootstrap_servers: str,
+        client_properties: tuple[tuple[str, str], ...],
+        isolation_level: int,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.config = client_config(client_properties)
+        self.isolation_level = isolation_level
         self._partitions = _run(self._metadata())
 
     async def _metadata(self) -> list[TopicPartition]:
@@ -88,7 +95,9 @@ class WireBackend:
                 await client.refresh_metadata(topics)
                 for topic in topics:
                     wanted = {tp.partition: t for tp, t in timestamps.items() if tp.topic == topic}
-                    found = await list_offsets(client, topic, wanted)
+                    found = await list_offsets(
+                        client, topic, wanted, isolation_level=self.isolation_level
+                    )
                     out.update({TopicPartition(topic, p): o for p, o in found.items()})
             return out
 
@@ -96,10 +105,14 @@ class WireBackend:
 
 
 def read_wire_range(
-    bootstrap_servers: str, r: OffsetRange, client_properties: tuple[tuple[str, str], ...]
+    bootstrap_servers: str,
+    r: OffsetRange,
+    client_properties: tuple[tuple[str, str], ...],
+    isolation_level: int,
 ) -> Iterator[pa.RecordBatch]:
     """The records of ``r`` fetched from the partition's leader, as Arrow batches of
-    :data:`spark_jobs.arrow_records.RECORD_SCHEMA`."""
+    :data:`spark_jobs.arrow_records.RECORD_SCHEMA` (read_committed: without the
+    aborted transactions the fetches list)."""
     loop = asyncio.new_event_loop()
     client = KafkaClient(bootstrap_servers, client_config(client_properties))
 
@@ -112,10 +125,17 @@ def read_wire_range(
     try:
         run(client.start())
         run(client.refresh_metadata([r.tp.topic]))
-        fetcher = Fetcher(client, r.tp.topic, {r.tp.partition: r.start}, max_wait_ms=0)
+        fetcher = Fetcher(
+            client,
+            r.tp.topic,
+            {r.tp.partition: r.start},
+            max_wait_ms=0,
+            isolation_level=isolation_level,
+        )
         position = r.start
         while position < r.end:
-            records = run(client.retrying(lambda: _fetch_once(fetcher, r.tp)))
+            data = run(client.retrying(lambda: _fetch_once(fetcher, r.tp)))
+            records = data.records
             batches = [
                 Batch.at(records, pos, header)
                 for pos, header in iter_batches(records)
@@ -127,21 +147,24 @@ def read_wire_range(
                 )
             position = batches[-1].header.next_offset
             fetcher.positions[r.tp.partition] = position
-            data = [b for b in batches if not b.header.is_control]
-            if data:
-                yield decode(data, r.start, r.end)
+            if isolation_level == READ_COMMITTED:
+                kept = list(committed_batches(batches, data.aborted_transactions))
+            else:
+                kept = [b for b in batches if not b.header.is_control]
+            if kept:
+                yield decode(kept, r.start, r.end)
     finally:
         run(client.close())
         loop.close()
 
 
-async def _fetch_once(fetcher: Fetcher, tp: TopicPartition) -> bytes:
-    """The record bytes of one fetch of ``tp`` from its leader (errors raised, so the
-    client's retry refreshes metadata and tries the new leader)."""
+async def _fetch_once(fetcher: Fetcher, tp: TopicPartition) -> PartitionData:
+    """One fetch of ``tp`` from its leader: its records and aborted transactions (errors
+    raised, so the client's retry refreshes metadata and tries the new leader)."""
     leader = fetcher.client.view.leader(tp.topic, tp.partition)
     if leader < 0:
         raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, str(tp))
     data = (await fetcher.fetch_from(leader, [tp.partition]))[tp.partition]
     if data.error_code != ErrorCode.NONE:
         raise KafkaError(data.error_code, str(tp))
-    return data.records
+    return data

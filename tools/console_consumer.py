@@ -203,7 +203,11 @@ class ConsoleConsumer:
         if data.error_code != ErrorCode.NONE:
             raise KafkaError(data.error_code, f"{self.fetcher.topic}-{partition}")
         records, next_offset = decode(
-            self.fetcher.topic, partition, data.records, positions[partition]
+            self.fetcher.topic,
+            partition,
+            data.records,
+            positions[partition],
+            data.aborted_transactions,
         )
         for record in records:
             self.out.write(self.fmt.format(record))
@@ -256,7 +260,15 @@ async def main(args: argparse.Namespace, out: BinaryIO) -> int:
         if args.group:
             member = GroupMember(client, group_config(args.group, props), [args.topic])
             interval = int(props.get("auto.commit.interval.ms", 5000))
-            group = GroupSession(client, member, args.topic, start, interval, SystemClock())
+            group = GroupSession(
+                client,
+                member,
+                args.topic,
+                start,
+                interval,
+                SystemClock(),
+                require_stable=isolation == "read_committed",
+            )
             positions: dict[int, int] = {}
         elif start in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP):
             positions = await list_offsets(client, args.topic, dict.fromkeys(partitions, start))

@@ -48,6 +48,7 @@ from broker.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_user_scram_credentials,
     elect_leaders,
     fetch,
@@ -71,7 +72,9 @@ from broker.apis import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 from broker.apis.request import Answer, HandlerResult, ListenerRequest
 from broker.apis.services import (
@@ -148,6 +151,9 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ApiKey.SASL_HANDSHAKE: route(Advertised, sasl_handshake.handle),
         ApiKey.SASL_AUTHENTICATE: route(Advertised, sasl_authenticate.handle),
         ApiKey.DELETE_RECORDS: route(ReplicaAccess, delete_records.handle),
+        # transactions, the partition leader's side (the coordinator is broker.txn)
+        ApiKey.WRITE_TXN_MARKERS: route(ReplicaAccess, write_txn_markers.handle),
+        ApiKey.DESCRIBE_PRODUCERS: route(ReplicaAccess, describe_producers.handle),
         # SCRAM credentials (broker.security.credential_cache)
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: route(
             ScramAdmin, describe_user_scram_credentials.handle
@@ -165,6 +171,7 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ApiKey.DESCRIBE_GROUPS: route(GroupAccess, describe_groups.handle),
         ApiKey.DELETE_GROUPS: route(GroupAccess, delete_groups.handle),
         ApiKey.OFFSET_DELETE: route(GroupAccess, offset_delete.handle),
+        ApiKey.TXN_OFFSET_COMMIT: route(GroupAccess, txn_offset_commit.handle),
     }
 )
 

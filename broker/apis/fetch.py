@@ -29,6 +29,11 @@ the high watermark or moves an ISR. Without that setting every listener serves t
 When fewer than ``min_bytes`` are readable and ``max_wait_ms`` > 0 the read waits in a
 DelayedFetch; the handler returns a Future and frees its handler task.
 
+A consumer with isolation_level 1 (read_committed) reads below the last stable offset
+and gets the aborted transactions of the region returned, as (producer_id, first_offset)
+pairs, so it can drop their records; read_uncommitted answers null there. Followers
+always read uncommitted.
+
 A follower's answer without errors, the leader's most frequent response while it
 replicates, is encoded here by the lean writer (``protocol.fetch_writer``, the same bytes
 as the generic encoder) and handed to the network as ``ResponseParts``; building message
@@ -49,6 +54,8 @@ from protocol import ErrorCode, Response, make_response
 from protocol.fetch_writer import PartitionAnswer, fetch_response_parts
 from protocol.messages import FetchRequest, FetchResponse, RequestHeader
 from protocol.values import READ_COMMITTED, TopicPartition
+
+_aborted = FetchResponse.AbortedTransaction
 
 #: Session epochs of a full fetch: 0 opens a session, -1 wants none (or closes one).
 FULL_FETCH_EPOCHS = (0, -1)
@@ -116,11 +123,17 @@ def build_response(
     request_header: RequestHeader, params: FetchParams, results: FetchResults
 ) -> Response:
     """Partitions grouped by topic in the order topics first appear in the request."""
-    aborted: list[FetchResponse.AbortedTransaction] | None = (
-        [] if params.isolation_level == READ_COMMITTED else None
-    )
+    committed = params.isolation_level == READ_COMMITTED
     by_topic: dict[str, list[FetchResponse.PartitionData]] = {}
     for tp, r in results:
+        aborted = (
+            [
+                _aborted(producer_id=t.producer_id, first_offset=t.first_offset)
+                for t in r.aborted_transactions or ()
+            ]
+            if committed
+            else None
+        )
         by_topic.setdefault(tp.topic, []).append(
             FetchResponse.PartitionData(
                 partition_index=tp.partition,

@@ -7,8 +7,9 @@ broker does not know, answers offset -1 with no error. v1+ read ``__consumer_off
 v1-7 ask for one group, v8 for several (each answered with its own error). Null topics
 (v2+) mean every partition the group has a commit for. A partition without a commit
 answers offset -1 with no error. v1 reports a group-level error on every partition; v2-7
-at top level. ``require_stable`` (v7+) needs no waiting: there are no transactional
-commits to wait for.
+at top level. ``require_stable`` (v7+, KIP-447): a partition with a transactional commit
+still pending (TxnOffsetCommit before its marker) answers UNSTABLE_OFFSET_COMMIT with
+offset -1, and the consumer asks again; without it the last commit in force is answered.
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest])
         for group in body.groups:
             wanted = _partitions(group.topics)
             error, offsets = _fetch(ctx, group.group_id, wanted)
+            unstable = _unstable(ctx, group.group_id, body.require_stable and not error)
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=group.group_id,
-                    topics=_topics(offsets, Topics, Partitions),
+                    topics=_topics(offsets, Topics, Partitions, unstable),
                     error_code=error,
                 )
             )
@@ -67,8 +69,10 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest])
             )  # fmt: skip
         topics = [Topic(name=n, partitions=ps) for n, ps in by_topic.items()]
         return make_response(request.header, OffsetFetchResponse(throttle_time_ms=0, topics=topics))
+    stable = version >= 7 and body.require_stable and not error
+    unstable = _unstable(ctx, body.group_id, stable)
     response = OffsetFetchResponse(
-        throttle_time_ms=0, topics=_topics(offsets, Topic, Partition), error_code=error
+        throttle_time_ms=0, topics=_topics(offsets, Topic, Partition, unstable), error_code=error
     )
     return make_response(request.header, response)
 
@@ -120,14 +124,31 @@ def _fetch(
     return ErrorCode.NONE, ctx.coordinator.offsets.fetch(group_id, wanted)
 
 
+def _unstable(ctx: GroupAccess, group_id: str, require_stable: bool) -> set[TopicPartition]:
+    return ctx.coordinator.offsets.unstable(group_id) if require_stable else set()
+
+
 def _topics(
     offsets: dict[TopicPartition, CommittedOffset | None],
     topic_cls: Callable[..., T],
     partition_cls: Callable[..., P],
+    unstable: set[TopicPartition],
 ) -> list[T]:
-    """The answer's topics (v1-7 and v8 have twin classes of the same shape)."""
+    """The answer's topics (v1-7 and v8 have twin classes of the same shape);
+    ``unstable`` partitions answer UNSTABLE_OFFSET_COMMIT."""
     by_topic: dict[str, list[P]] = {}
     for tp, committed in offsets.items():
+        if tp in unstable:
+            by_topic.setdefault(tp.topic, []).append(
+                partition_cls(
+                    partition_index=tp.partition,
+                    committed_offset=-1,
+                    committed_leader_epoch=-1,
+                    metadata="",
+                    error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT,
+                )
+            )
+            continue
         by_topic.setdefault(tp.topic, []).append(
             partition_cls(
                 partition_index=tp.partition,

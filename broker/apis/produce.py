@@ -11,9 +11,12 @@ hands the ReplicaManager the checked batches with their parsed headers; a partit
 refusal is answered after its leader and ISR checks, so the client sees the errors in
 Kafka's order.
 
-Transactions are not offered: a request with a transactional batch (the bit read from
-the headers just checked, whatever else is wrong with the batch) is refused whole with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a transactional id it may not use.
+Transactional batches are accepted only once transactions are switched on
+(:data:`TRANSACTIONS_ENABLED`): the log then follows each producer's open transaction
+(:mod:`storage.transactions`). Until then a request with a transactional batch (the bit
+read from the headers just checked, whatever else is wrong with the batch) is refused
+whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a transactional id it
+may not use.
 
 What the client gets back:
 
@@ -30,6 +33,7 @@ nothing to wait for) is returned as it is: a Future is made only for a produce t
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 from broker.apis.request import ApiRequest
@@ -49,6 +53,11 @@ from protocol.records.batch import TRANSACTIONAL_MASK
 from protocol.values import TopicPartition
 
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
+
+#: Whether transactional batches are appended. A temporary switch, off until the
+#: transaction coordinator is complete (its own switch will replace this one);
+#: ``MINIKAFKA_TRANSACTIONS=1`` in the broker's environment turns it on meanwhile.
+TRANSACTIONS_ENABLED = os.environ.get("MINIKAFKA_TRANSACTIONS") == "1"
 
 
 def build_response(
@@ -118,7 +127,7 @@ async def handle(
                 transactional = transactional or checked.transactional
             elif checked.batches[0][1].attributes & TRANSACTIONAL_MASK:
                 transactional = True
-    if transactional:
+    if transactional and not TRANSACTIONS_ENABLED:
         refused = _all_failed(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return None if acks == 0 else build_response(header, body, refused)
     answered: list[dict[TopicPartition, ProducePartitionResult]] = []

@@ -11,11 +11,13 @@ missing service at run time, and a wiring mistake fails when the broker is assem
 The families:
 
 =================  ==============================================================
-``ReplicaAccess``  Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords
+``ReplicaAccess``  Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
+                   WriteTxnMarkers, DescribeProducers
                    and the controller's LeaderAndIsr, StopReplica, UpdateMetadata
 ``TopicAdmin``     CreateTopics, CreatePartitions, DeleteTopics, Metadata
                    (which may auto-create topics)
-``GroupAccess``    FindCoordinator, the group APIs, offset commits and fetches
+``GroupAccess``    FindCoordinator, the group APIs, offset commits (TxnOffsetCommit too)
+                   and fetches
 ``ConfigAdmin``    DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 ``ClusterAdmin``   DescribeCluster, ElectLeaders, the reassignment APIs,
                    ControlledShutdown, DescribeLogDirs

@@ -30,8 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from broker.partition import Partition, PartitionError
-from protocol.values import NO_LEADER_EPOCH, TopicPartition
+from protocol.values import NO_LEADER_EPOCH, READ_COMMITTED, READ_UNCOMMITTED, TopicPartition
 from storage import FileRegion, StorageError
+from storage.txn_index import AbortedTransaction
 from timer import DelayedOperation
 
 
@@ -65,13 +66,15 @@ class PartitionFetchInfo:
 @dataclass(frozen=True, slots=True)
 class FetchPartitionResult:
     """One partition's answer. ``records`` None means nothing to send (the handler puts
-    empty bytes on the wire, never null)."""
+    empty bytes on the wire, never null); ``aborted_transactions``: those of the region,
+    for a read_committed consumer (None otherwise)."""
 
     error_code: int = 0
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: FileRegion | None = None
+    aborted_transactions: list[AbortedTransaction] | None = None
 
 
 FetchResults = list[tuple[TopicPartition, FetchPartitionResult]]
@@ -99,6 +102,7 @@ class DelayedFetch(DelayedOperation):
         self._on_done = on_done
         self._held_back = held_back
         self._from_follower = params.is_from_follower
+        self._committed = not self._from_follower and params.isolation_level == READ_COMMITTED
         # a follower asking for at most one byte is satisfied by any offset past its own
         self._one_offset_enough = self._from_follower and params.min_bytes <= 1
 
@@ -113,7 +117,10 @@ class DelayedFetch(DelayedOperation):
         offset, log_end = info.fetch_offset, lg.log_end_offset
         if offset > log_end or offset < lg.log_start_offset:
             return None
-        end = log_end if self._from_follower else lg.high_watermark
+        if self._from_follower:
+            end = log_end
+        else:  # a read_committed consumer counts only the bytes below the LSO
+            end = lg.last_stable_offset if self._committed else lg.high_watermark
         if end <= offset:
             return 0
         if self._one_offset_enough:
@@ -121,7 +128,10 @@ class DelayedFetch(DelayedOperation):
             # sends at least one batch: one byte is there, all that min_bytes asks
             return 1 if info.partition_max_bytes > 0 else 0
         result = partition.read(
-            offset, info.partition_max_bytes, up_to_high_watermark=not self._from_follower
+            offset,
+            info.partition_max_bytes,
+            up_to_high_watermark=not self._from_follower,
+            isolation_level=READ_COMMITTED if self._committed else READ_UNCOMMITTED,
         )
         return min(len(result.region or ()), info.partition_max_bytes)
 

@@ -18,8 +18,9 @@ members of another protocol)
 
 A commit with an explicit expire timestamp (OffsetCommit v1, or v2-4 with a retention
 time) expires at that timestamp instead, under the same conditions. A commit still being
-written (``pending_offsets``) never expires. An Empty group left without commits is
-removed (Dead) by the caller, which writes the tombstones.
+written (``pending_offsets``) never expires. An Empty group left without commits (nor
+transactional ones awaiting their marker) is removed (Dead) by the caller, which writes
+the tombstones.
 """
 
 from __future__ import annotations
@@ -64,5 +65,11 @@ def expired_offsets(group: GroupMetadata, now_ms: int, retention_ms: int) -> lis
 
 
 def is_removable(group: GroupMetadata) -> bool:
-    """An Empty group with no commits (written or pending) is removed (Dead)."""
-    return group.state is GroupState.EMPTY and not group.offsets and not group.pending_offsets
+    """An Empty group with no commits (written, pending, or waiting for a transaction's
+    marker) is removed (Dead)."""
+    return (
+        group.state is GroupState.EMPTY
+        and not group.offsets
+        and not group.pending_offsets
+        and not group.txn_offsets
+    )

@@ -13,6 +13,12 @@ start to its end and replays it here (Kafka's GroupMetadataManager.doLoadGroupsA
   than failing the load: one bad record must not make a whole partition's groups
   unreachable.
 
+Commits of transactions (TxnOffsetCommit: OffsetCommitValue records in transactional
+batches) wait for their producer's marker: a COMMIT control batch makes them count as
+if written at their own offsets (a later plain commit of the same key still wins), an
+ABORT drops them, and those still waiting at the end stay pending in the group
+(``GroupMetadata.txn_offsets``, :mod:`broker.group.txn_offsets`).
+
 The log may be compacted (offsets with gaps, empty batches, tombstones already gone) or
 not yet (every commit ever made, still in order): replaying in offset order gives the
 same answer either way, which is why loading is correct before the cleaner has run.
@@ -33,6 +39,8 @@ from broker.group.records import GroupKey, OffsetKey, read_group_value, read_key
 from protocol.errors import ProtocolError
 from protocol.records.batch import InvalidBatch, iter_batches
 from protocol.records.builder import read_batch
+from protocol.records.control import ControlMarker, ControlType, parse_control_record
+from protocol.records.record import Record
 from protocol.values import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -58,6 +66,8 @@ class PartitionLoader:
     def __init__(self) -> None:
         self._offsets: dict[tuple[str, TopicPartition], tuple[int, CommittedOffset]] = {}
         self._groups: dict[str, GroupMetadata] = {}
+        #: producer id -> (group, partition) -> (offset, commit) of open transactions
+        self._txn: dict[int, dict[tuple[str, TopicPartition], tuple[int, CommittedOffset]]] = {}
         self._removed: set[str] = set()
         self.skipped = 0
         #: the offset after the last record replayed (where the next read starts)
@@ -70,25 +80,54 @@ class PartitionLoader:
         for pos, header in iter_batches(data):
             if header.last_offset < self.next_offset:
                 continue  # a read may start in a batch already replayed
+            _, records = read_batch(data, pos)
             if header.is_control:
+                self._control(header.producer_id, records)
                 self.next_offset = header.next_offset
                 continue
-            _, records = read_batch(data, pos)
+            producer = header.producer_id if header.is_transactional else None
             for record in records:
                 offset = header.base_offset + record.offset_delta
                 if offset >= self.next_offset:
-                    self.add_record(offset, record.key, record.value)
+                    self.add_record(offset, record.key, record.value, producer)
             self.next_offset = header.next_offset
         return self.next_offset
 
-    def add_record(self, offset: int, key: bytes | None, value: bytes | None) -> None:
-        """Replay one record at log ``offset``."""
+    def _control(self, producer_id: int, records: list[Record]) -> None:
+        if not records:
+            return  # emptied by the cleaner
+        try:
+            marker = parse_control_record(records[0])
+        except InvalidBatch as exc:
+            log.warning("skipping an unreadable transaction marker: %s", exc)
+            self.skipped += 1
+            return
+        self.end_transaction(producer_id, marker)
+
+    def end_transaction(self, producer_id: int, marker: ControlMarker) -> None:
+        """A transaction marker: the producer's waiting commits count, or go."""
+        pending = self._txn.pop(producer_id, {})
+        if marker.type != ControlType.COMMIT:
+            return
+        for slot, (offset, committed) in pending.items():
+            current = self._offsets.get(slot)
+            if current is None or current[0] < offset:
+                self._offsets[slot] = (offset, committed)
+
+    def add_record(
+        self, offset: int, key: bytes | None, value: bytes | None, producer: int | None = None
+    ) -> None:
+        """Replay one record at log ``offset`` (of a transaction of ``producer``)."""
         if key is None:
             self.skipped += 1
             return
         try:
             parsed = read_key(key)
-            if isinstance(parsed, OffsetKey):
+            if isinstance(parsed, OffsetKey) and producer is not None:
+                if value is not None:
+                    waiting = self._txn.setdefault(producer, {})
+                    waiting[parsed.group, parsed.tp] = (offset, read_offset_value(value))
+            elif isinstance(parsed, OffsetKey):
                 self._add_offset(offset, parsed, value)
             elif isinstance(parsed, GroupKey):
                 self._add_group(parsed.group, value)
@@ -126,6 +165,12 @@ class PartitionLoader:
                 group = groups[group_id] = GroupMetadata(group_id)
             group.offsets[tp] = committed
             loaded.positions[group_id, tp] = position
+        for producer_id, waiting in self._txn.items():
+            for (group_id, tp), (position, committed) in waiting.items():
+                group = groups.get(group_id)
+                if group is None:
+                    group = groups[group_id] = GroupMetadata(group_id)
+                group.txn_offsets.setdefault(producer_id, {})[tp] = (position, committed)
         loaded.groups = groups
         loaded.removed = {g for g in self._removed if g not in groups}
         return loaded

@@ -53,6 +53,7 @@ from broker.admin.topics import OFFSETS_TOPIC
 from broker.blocking import RunBlocking, in_thread
 from broker.config import BrokerConfig
 from broker.delayed.produce import ProduceCallback, ProducePartitionResult
+from broker.group import txn_offsets
 from broker.group.expiry import expired_offsets, is_removable
 from broker.group.load import LoadedGroups, PartitionLoader
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState
@@ -204,6 +205,9 @@ class GroupMetadataManager:
         self._positions: dict[tuple[str, TopicPartition], int] = {}
         self._owned: set[int] = set()
         self._loading: dict[int, asyncio.Task[None]] = {}
+        #: markers written while a partition loads (the load may have read the log
+        #: before them): (producer id, commit), applied once its groups are installed
+        self._markers_during_load: dict[int, list[tuple[int, bool]]] = {}
         #: the newest leader epoch seen per offsets partition (Kafka's epochForPartitionId)
         self._epochs: dict[int, int] = {}
         self._background: set[asyncio.Task[object]] = set()
@@ -307,6 +311,34 @@ class GroupMetadataManager:
             errors[tp] = code
         return errors
 
+    async def store_txn_offsets(
+        self,
+        group: GroupMetadata,
+        producer: tuple[int, int],
+        offsets: Mapping[TopicPartition, CommittedOffset],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: one transactional batch of ``producer`` (id, epoch), pending
+        until its marker (:mod:`broker.group.txn_offsets`)."""
+        gid = group.group_id
+        if (error := self.coordinator_error(gid)) != ErrorCode.NONE:
+            return dict.fromkeys(offsets, error)
+        records = [(offset_key(gid, tp), offset_value(c)) for tp, c in offsets.items()]
+        result = await self._append(gid, records, producer)
+        code = offset_commit_error(result.error_code)
+        if code == ErrorCode.NONE:
+            txn_offsets.add_pending(group, producer[0], result.base_offset, offsets)
+        return dict.fromkeys(offsets, code)
+
+    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker was written to ``partition``: end the producer's pending
+        commits of the groups there (after the load, if it is loading)."""
+        if partition in self._loading:
+            self._markers_during_load.setdefault(partition, []).append((producer_id, commit))
+            return
+        for group in [g for g in self._groups.values() if producer_id in g.txn_offsets]:
+            if self._partition_of.get(group.group_id) == partition:
+                txn_offsets.complete(group, producer_id, commit, self._positions)
+
     async def delete_offsets(
         self, group: GroupMetadata, partitions: Iterable[TopicPartition]
     ) -> int:
@@ -331,6 +363,7 @@ class GroupMetadataManager:
         self._forget(group)
         group.offsets.clear()
         group.pending_offsets.clear()
+        group.txn_offsets.clear()
         if error != ErrorCode.NONE:
             return error
         result = await self._append(group.group_id, tombstones)
@@ -342,12 +375,15 @@ class GroupMetadataManager:
         return group.offsets.pop(tp, None) is not None
 
     async def _append(
-        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
+        self,
+        group_id: str,
+        records: Sequence[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
     ) -> ProducePartitionResult:
-        """Append ``records`` as one batch to the group's partition; its result once
-        acknowledged (or failed)."""
+        """Append ``records`` as one batch to the group's partition (transactional, of
+        ``producer`` (id, epoch), when given); its result once acknowledged (or failed)."""
         tp = TopicPartition(OFFSETS_TOPIC, self.partition_for(group_id))
-        batch = build_records(records, self.clock.time_ms(), self.config.compression)
+        batch = build_records(records, self.clock.time_ms(), self.config.compression, producer)
         future: asyncio.Future[ProducePartitionResult] = asyncio.get_running_loop().create_future()
 
         def done(results: dict[TopicPartition, ProducePartitionResult]) -> None:
@@ -357,7 +393,9 @@ class GroupMetadataManager:
         # The coordinator's own batch, not a Produce request's: the record rules apply
         # (its header is parsed here, once), the request's wire rules do not.
         self._replicas.append_records(
-            {tp: validate_records(batch, from_client=True)},
+            # (a transactional commit carries no sequence: the coordinator's own write,
+            # which the client rules would refuse and the log does not sequence-check)
+            {tp: validate_records(batch, from_client=producer is None)},
             required_acks=self.config.required_acks,
             timeout_ms=self.config.commit_timeout_ms,
             on_done=done,
@@ -413,6 +451,7 @@ class GroupMetadataManager:
         if not self._newer_epoch(partition, epoch):
             return
         task = self._loading.pop(partition, None)
+        self._markers_during_load.pop(partition, None)
         if task is not None:
             task.cancel()
         was_owned = partition in self._owned
@@ -480,6 +519,9 @@ class GroupMetadataManager:
 
     def _install(self, partition: int, loaded: LoadedGroups) -> None:
         self._owned.add(partition)
+        for producer_id, commit in self._markers_during_load.pop(partition, ()):
+            for group in loaded.groups.values():
+                txn_offsets.complete(group, producer_id, commit, loaded.positions)
         installed = []
         for group_id, group in loaded.groups.items():
             if group_id in self._groups:

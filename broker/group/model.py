@@ -13,6 +13,10 @@ Invariants:
   (CompletingRebalance, Stable, and PreparingRebalance of a generation that had one).
 - ``offsets`` holds only commits that were written to the log; commits in flight are in
   ``pending_offsets`` until the append is acknowledged.
+- ``txn_offsets`` holds the commits of open transactions (TxnOffsetCommit), by producer
+  id, each with the log offset of its record: they join ``offsets`` when that producer's
+  COMMIT marker is written to the group's partition, and go on its ABORT
+  (:mod:`broker.group.txn_offsets`).
 """
 
 from __future__ import annotations
@@ -80,3 +84,7 @@ class GroupMetadata:
     current_state_timestamp: int | None = None
     offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
     pending_offsets: dict[TopicPartition, CommittedOffset] = field(default_factory=dict)
+    #: producer id -> partition -> (log offset of the record, the commit)
+    txn_offsets: dict[int, dict[TopicPartition, tuple[int, CommittedOffset]]] = field(
+        default_factory=dict
+    )

@@ -21,6 +21,10 @@ A commit whose metadata is longer than ``offset.metadata.max.bytes`` (in UTF-8) 
 refused per partition with OFFSET_METADATA_TOO_LARGE; the others are stored, and each
 partition's error comes back once the store has acknowledged the write.
 
+TxnOffsetCommit's commits wait for their transaction's marker (``commit_transactional``;
+the rules are :mod:`broker.group.txn_offsets`); ``unstable`` names the partitions that
+have one waiting, which OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT.
+
 OffsetDelete removes commits of an Empty group freely; of a live consumer group only
 those of topics no member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC for the others, and
 for all when the subscriptions cannot be read); a live group of another protocol type
@@ -34,7 +38,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 
-from broker.group import membership
+from broker.group import membership, txn_offsets
 from broker.group.model import CommittedOffset, GroupMetadata, GroupState, MemberMetadata
 from broker.group.store import GroupStore
 from protocol import ErrorCode
@@ -121,6 +125,53 @@ class GroupOffsets:
             results.update(stored)
             self._on_committed(sum(1 for e in stored.values() if e == ErrorCode.NONE))
         return {tp: results[tp] for tp in offsets}
+
+    def commit_transactional(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        producer: tuple[int, int],
+        offsets: Mapping[TopicPartition, CommittedOffset],
+    ) -> asyncio.Future[dict[TopicPartition, int]]:
+        """TxnOffsetCommit: the commits of ``producer``'s (id, epoch) transaction,
+        pending until its marker (:mod:`broker.group.txn_offsets`)."""
+        group = self.store.get_group(group_id)
+        if txn_offsets.names_no_member(member_id, group_instance_id, generation_id):
+            error = txn_offsets.dead_group_error(group)
+        else:
+            error = self.commit_error(group, member_id, group_instance_id, generation_id)
+        if error != ErrorCode.NONE:
+            future: asyncio.Future[dict[TopicPartition, int]]
+            future = asyncio.get_running_loop().create_future()
+            future.set_result({tp: error for tp in offsets})
+            return future
+        if group is None:
+            group = self.store.add_group(GroupMetadata(group_id))
+        return asyncio.ensure_future(self._store_txn_commits(group, producer, offsets))
+
+    async def _store_txn_commits(
+        self,
+        group: GroupMetadata,
+        producer: tuple[int, int],
+        offsets: Mapping[TopicPartition, CommittedOffset],
+    ) -> dict[TopicPartition, int]:
+        limit = self._metadata_max_bytes
+        results: dict[TopicPartition, int] = {}
+        valid: dict[TopicPartition, CommittedOffset] = {}
+        for tp, offset in offsets.items():
+            if len(offset.metadata.encode()) > limit:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = offset
+        if valid:
+            results.update(await self.store.store_txn_offsets(group, producer, valid))
+        return {tp: results[tp] for tp in offsets}
+
+    def unstable(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with a transactional commit pending (KIP-447)."""
+        return txn_offsets.unstable_partitions(self.store.get_group(group_id))
 
     def fetch(
         self, group_id: str, partitions: Sequence[TopicPartition] | None

@@ -158,12 +158,20 @@ def build_records(
     records: Iterable[tuple[bytes, bytes | None]],
     timestamp_ms: int,
     compression: Compression = Compression.NONE,
+    producer: tuple[int, int] | None = None,
 ) -> bytearray:
     """One RecordBatch v2 of (key, value) records (None: a tombstone), stamped with
-    ``timestamp_ms`` (CreateTime), as the coordinator appends them."""
+    ``timestamp_ms`` (CreateTime), as the coordinator appends them; a transactional
+    batch of ``producer`` (id, epoch), without sequence, for TxnOffsetCommit."""
+    simple = [SimpleRecord(key, value, timestamp=timestamp_ms) for key, value in records]
+    if producer is None:
+        return build_batch(simple, compression=compression)
     return build_batch(
-        [SimpleRecord(key, value, timestamp=timestamp_ms) for key, value in records],
+        simple,
         compression=compression,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        is_transactional=True,
     )
 
 

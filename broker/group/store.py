@@ -64,6 +64,17 @@ class GroupStore(Protocol):
         append waits; on success they move into ``group.offsets``. Per partition error."""
         ...
 
+    async def store_txn_offsets(
+        self,
+        group: GroupMetadata,
+        producer: tuple[int, int],
+        offsets: Mapping[TopicPartition, CommittedOffset],
+    ) -> dict[TopicPartition, int]:
+        """Write the commits of a transaction (``producer``: id, epoch) with acks=all,
+        as one transactional batch; they wait in ``group.txn_offsets`` for the
+        transaction's marker. Per partition error."""
+        ...
+
     async def delete_offsets(
         self, group: GroupMetadata, partitions: Iterable[TopicPartition]
     ) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 
+from broker.group import txn_offsets
 from broker.group.model import CommittedOffset, GroupMetadata
 from protocol import ErrorCode
 from protocol.values import TopicPartition
@@ -23,6 +24,8 @@ class MemoryGroupStore:
         self.stored_groups: list[tuple[str, int, dict[str, bytes]]] = []
         self.error = ErrorCode.NONE
         self.loading: frozenset[int] = frozenset()
+        #: the log offset the next transactional commit is "written" at
+        self.txn_base_offset = 0
         self._gate: asyncio.Event | None = None
 
     def hold(self) -> None:
@@ -73,6 +76,18 @@ class MemoryGroupStore:
         await self._wait()
         if self.error == ErrorCode.NONE:
             group.offsets.update(offsets)
+        return {tp: self.error for tp in offsets}
+
+    async def store_txn_offsets(
+        self,
+        group: GroupMetadata,
+        producer: tuple[int, int],
+        offsets: Mapping[TopicPartition, CommittedOffset],
+    ) -> dict[TopicPartition, int]:
+        await self._wait()
+        if self.error == ErrorCode.NONE:
+            txn_offsets.add_pending(group, producer[0], self.txn_base_offset, offsets)
+            self.txn_base_offset += len(offsets)
         return {tp: self.error for tp in offsets}
 
     async def delete_offsets(

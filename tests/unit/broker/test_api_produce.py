@@ -202,7 +202,22 @@ async def test_a_waiting_produce_makes_its_future_on_the_brokers_loop(
         brokers.close()
 
 
-async def test_transactional_batches_are_refused_whole(ctx: ReplicaAccess) -> None:
+async def test_transactional_batches_are_appended_once_transactions_are_on(
+    ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(produce, "TRANSACTIONS_ENABLED", True)
+    response = await produce.handle(ctx, request(9, {0: batch(), 1: batch(2, transactional=True)}))
+    answer = partitions(on_the_wire(response))
+    assert {p.error_code for p in answer.values()} == {ErrorCode.NONE}
+    assert (log_end(ctx, 0), log_end(ctx, 1)) == (1, 2)
+    log = ctx.replica_manager.log_manager.get_log(TopicPartition(TOPIC, 1))
+    assert log is not None and log.producer_state.first_unstable_offset == 0  # open
+
+
+async def test_transactional_batches_are_refused_whole(
+    ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(produce, "TRANSACTIONS_ENABLED", False)
     response = await produce.handle(ctx, request(9, {0: batch(), 1: batch(transactional=True)}))
     answer = partitions(on_the_wire(response))
     assert {p.error_code for p in answer.values()} == {
@@ -212,8 +227,9 @@ async def test_transactional_batches_are_refused_whole(ctx: ReplicaAccess) -> No
 
 
 async def test_a_transactional_batch_refuses_the_request_even_when_malformed(
-    ctx: ReplicaAccess,
+    ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(produce, "TRANSACTIONS_ENABLED", False)
     trailing = batch(transactional=True) + b"\x00\x01"  # not exactly one batch
     response = await produce.handle(ctx, request(9, {0: batch(), 1: trailing}))
     answer = partitions(on_the_wire(response))

@@ -14,6 +14,7 @@ import pytest
 
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import update_metadata
+from broker.apis.write_txn_markers import marker_batch
 from broker.group.manager import (
     GroupMetadataManager,
     OffsetsConfig,
@@ -29,6 +30,7 @@ from protocol.messages import UpdateMetadataRequest
 from protocol.records.batch import Compression
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
+from protocol.records.validation import validate_records
 from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import (
     HandlerRequest,
@@ -463,3 +465,49 @@ async def test_a_deleted_offsets_topic_s_epochs_do_not_fence_its_successor(setup
     setup.store.on_become_leader(0, 0)  # the re-created topic starts at epoch 0
     assert setup.store.loading_partitions == {0}
     await setup.store.wait_loaded(0)
+
+
+async def test_transactional_commits_wait_for_their_marker_across_reloads(setup: Setup) -> None:
+    store = setup.store
+    await setup.lead(0)
+    group = store.add_group(GroupMetadata(G0))
+    assert await store.store_txn_offsets(group, (7, 0), {T0: commit(5)}) == {T0: ErrorCode.NONE}
+    assert offsets_of(group) == {} and T0 in group.txn_offsets[7]
+    # pending across a reload (the load replays the transactional batch, no marker yet)
+    await setup.follow(0, epoch=1)
+    await setup.lead(0, epoch=2)
+    loaded = store.get_group(G0)
+    assert loaded is not None and offsets_of(loaded) == {} and 7 in loaded.txn_offsets
+    # the marker, as WriteTxnMarkers writes it: the commit takes effect, and stays so
+    done: list[object] = []
+    setup.replicas.rm.append_records(
+        {offsets_tp(0): validate_records(marker_batch(7, 0, True, 0, 1), from_client=False)},
+        required_acks=1,
+        timeout_ms=0,
+        on_done=done.append,
+        internal_topics_allowed=True,
+        from_coordinator=True,
+    )
+    assert done
+    store.complete_txn_offsets(0, 7, True)
+    assert offsets_of(loaded) == {T0: 5} and loaded.txn_offsets == {}
+    await setup.follow(0, epoch=3)
+    await setup.lead(0, epoch=4)
+    assert offsets_of(store.get_group(G0)) == {T0: 5}
+
+
+async def test_a_marker_written_while_the_partition_loads_applies_after_the_load(
+    setup: Setup,
+) -> None:
+    store = setup.store
+    await setup.lead(0)
+    group = store.add_group(GroupMetadata(G0))
+    await store.store_txn_offsets(group, (7, 0), {T0: commit(5)})
+    await setup.follow(0, epoch=1)
+    states = [partition_state(offsets_tp(0), epoch=2)]
+    await setup.replicas.rm.become_leader_or_follower(1, 1, states, {})
+    assert 0 in store.loading_partitions
+    store.complete_txn_offsets(0, 7, False)  # the load may have read the log before it
+    await store.wait_loaded(0)
+    loaded = store.get_group(G0)
+    assert loaded is not None and loaded.txn_offsets == {} and offsets_of(loaded) == {}

@@ -108,3 +108,9 @@ def test_only_an_empty_group_without_commits_is_removable() -> None:
     g.pending_offsets = {A0: committed(0)}
     assert not is_removable(g)
     assert not is_removable(GroupMetadata("g", state=GroupState.STABLE))
+
+
+def test_a_group_with_transactional_commits_awaiting_their_marker_is_not_removable() -> None:
+    g = GroupMetadata("g")
+    g.txn_offsets = {7: {A0: (12, committed(0))}}
+    assert not is_removable(g)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from client.fetch import count, decode, fetch_body, read_fetch_response
 from protocol.messages import FetchResponse
+from protocol.records.builder import build_batch
+from protocol.records.control import ControlType, control_record
 from tests.records import record_batch
 
 
@@ -56,3 +58,30 @@ def test_fetch_body_and_response_reading() -> None:
     )
     data = read_fetch_response(response, "t")
     assert data[0].records == b"" and data[0].high_watermark == 9
+
+
+def test_decode_drops_the_aborted_transactions_up_to_their_abort_marker() -> None:
+    def txn(pid: int, base: int, value: bytes) -> bytes:
+        return record_batch(1, value=value, base_offset=base, producer_id=pid, producer_epoch=0,
+                            base_sequence=base, is_transactional=True)  # fmt: skip
+
+    def marker(pid: int, base: int, commit: bool) -> bytes:
+        kind = ControlType.COMMIT if commit else ControlType.ABORT
+        return bytes(
+            build_batch([control_record(kind, 0, 1)], base_offset=base, producer_id=pid,
+                        producer_epoch=0, is_transactional=True, is_control=True)
+        )  # fmt: skip
+
+    data = (
+        txn(1, 0, b"aborted")  # producer 1's transaction, aborted at 3
+        + txn(2, 1, b"committed")  # producer 2's, committed at 4
+        + record_batch(1, value=b"plain", base_offset=2)
+        + marker(1, 3, commit=False)
+        + marker(2, 4, commit=True)
+        + txn(1, 5, b"again")  # producer 1's next transaction: not listed, kept
+    )
+    records, next_offset = decode("t", 0, data, 0, [(1, 0)])
+    assert [r.value for r in records] == [b"committed", b"plain", b"again"]
+    assert next_offset == 6
+    everything, _ = decode("t", 0, data, 0)
+    assert [r.value for r in everything] == [b"aborted", b"committed", b"plain", b"again"]

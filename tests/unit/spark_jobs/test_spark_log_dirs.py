@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from known_topic import TOPIC, Row, write_known_topic
 
-from protocol.values import TopicPartition
+from protocol.values import READ_UNCOMMITTED, TopicPartition
 from spark_jobs import log_dir_backend
 from spark_jobs.log_dir_backend import LogDirBackend
 from spark_jobs.log_dirs import Replica, choose_replicas
@@ -40,7 +40,7 @@ def tree_digest(root: Path) -> dict[str, str]:
 def test_reads_up_to_the_high_watermark_and_changes_nothing(tmp_path: Path) -> None:
     expected = write_known_topic(str(tmp_path))
     before = tree_digest(tmp_path)
-    backend = LogDirBackend([str(tmp_path)])
+    backend = LogDirBackend([str(tmp_path)], READ_UNCOMMITTED)
     assert backend.partitions() == [P0, TopicPartition(TOPIC, 1)]
     # 41 offsets committed; one is the control batch's, which holds no data row
     assert backend.bounds([P0])[P0] == (0, 41)
@@ -50,7 +50,7 @@ def test_reads_up_to_the_high_watermark_and_changes_nothing(tmp_path: Path) -> N
 
 def test_a_range_starting_mid_segment_uses_the_index_and_is_exact(tmp_path: Path) -> None:
     committed = committed_offsets(write_known_topic(str(tmp_path)), 0)
-    replica = LogDirBackend([str(tmp_path)]).replicas[P0]
+    replica = LogDirBackend([str(tmp_path)], READ_UNCOMMITTED).replicas[P0]
     assert len(replica.segments) > 2
     for start, end in [(0, 1), (3, 27), (26, 30), (29, 41), (34, 35), (38, 41)]:
         offsets = [o for b in read_range(replica, start, end) for o in b["offset"].to_pylist()]
@@ -66,7 +66,7 @@ def test_deleted_swap_and_cleaned_files_and_delete_dirs_are_skipped(tmp_path: Pa
     shutil.copy(first, part / "00000000000000000001.log.cleaned")
     shutil.copy(first, part / "00000000000000000002.log.swap")
     shutil.copytree(part, tmp_path / f"{TOPIC}-0.0123456789abcdef0123456789abcdef-delete")
-    backend = LogDirBackend([str(tmp_path)])
+    backend = LogDirBackend([str(tmp_path)], READ_UNCOMMITTED)
     assert backend.partitions() == [P0, TopicPartition(TOPIC, 1)]
     assert backend.replicas[P0].segments == (0, 25, 29)
     assert read_all(backend.replicas[P0]) == committed_offsets(expected, 0)
@@ -78,7 +78,7 @@ def test_a_torn_tail_ends_the_log(tmp_path: Path) -> None:
     whole = last.read_bytes()
     with open(last, "ab") as f:
         f.write(whole[:40])  # half a batch header
-    backend = LogDirBackend([str(tmp_path)])
+    backend = LogDirBackend([str(tmp_path)], READ_UNCOMMITTED)
     replica = backend.replicas[P0]._replace(high_watermark=10**6)
     assert read_all(replica)[-1] == 43  # the uncommitted records are whole; the tear is not
     # a corrupt batch (bad CRC) ends the log as well
@@ -91,7 +91,7 @@ def test_a_torn_tail_ends_the_log(tmp_path: Path) -> None:
 def test_without_a_high_watermark_nothing_is_committed(tmp_path: Path) -> None:
     write_known_topic(str(tmp_path))
     os.remove(tmp_path / "replication-offset-checkpoint")
-    backend = LogDirBackend([str(tmp_path)])
+    backend = LogDirBackend([str(tmp_path)], READ_UNCOMMITTED)
     assert backend.bounds([P0])[P0] == (0, 0)
 
 
@@ -111,7 +111,7 @@ def test_several_log_dirs_holding_the_same_partitions_read_each_offset_once(
     expected = write_known_topic(str(dirs[0]))
     for d in dirs[1:]:
         shutil.copytree(dirs[0], d)  # replicas holding the same data
-    backend = LogDirBackend([str(d) for d in dirs])
+    backend = LogDirBackend([str(d) for d in dirs], READ_UNCOMMITTED)
     assert backend.partitions() == [P0, TopicPartition(TOPIC, 1)]
     assert read_all(backend.replicas[P0]) == committed_offsets(expected, 0)
 
@@ -120,7 +120,7 @@ def test_a_large_partition_is_cut_at_segment_boundaries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_known_topic(str(tmp_path))
-    backend = LogDirBackend([str(tmp_path)])
+    backend = LogDirBackend([str(tmp_path)], READ_UNCOMMITTED)
     assert backend.split_points(P0) == []  # far below a task's worth of bytes
     monkeypatch.setattr(log_dir_backend, "SPLIT_BYTES", 1)
     assert backend.split_points(P0) == [25, 29]  # every segment its own task
