@@ -76,7 +76,7 @@ def one_start(n: int, directory: Path, timeout_s: float) -> Outcome:
         sys.executable, "-m", "tools.main", "cluster", "up", "--brokers", "1",
         "--dir", str(directory), "--base-port", str(base),
         "--control-base-port", str(base + 1), "--metrics-base-port", str(base + 2),
-        "--zookeeper-port", str(zk_port),
+        "--zookeeper-port", str(zk_port), "--console-port", "0",
     ]  # fmt: skip
     out = open(directory.parent / f"{directory.name}.out", "wb")  # noqa: SIM115
     proc = subprocess.Popen(

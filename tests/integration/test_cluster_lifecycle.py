@@ -82,7 +82,7 @@ class Up:
             *MINIKAFKA, "cluster", "up", "--brokers", str(brokers), "--dir", str(self.data),
             "--base-port", str(self.base), "--control-base-port", str(self.base + brokers),
             "--metrics-base-port", str(self.base + 2 * brokers),
-            "--zookeeper-port", str(self.zk_port),
+            "--zookeeper-port", str(self.zk_port), "--console-port", "0",
         ]  # fmt: skip
         with open(self.out, "wb") as sink:
             self.proc = subprocess.Popen(
