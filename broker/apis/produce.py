@@ -9,9 +9,10 @@ hands the ReplicaManager the checked batches with their parsed headers; a partit
 refusal is answered after its leader and ISR checks, so the client sees the errors in
 Kafka's order.
 
-Transactions are not offered: a request with a transactional batch (the bit read from
-the headers just checked, whatever else is wrong with the batch) is refused whole with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a transactional id it may not use.
+While transactions are off (``minikafka.transactions.enable``, broker.txn), a request
+with a transactional batch (the bit read from the headers just checked, whatever else is
+wrong with the batch) is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as
+Kafka answers a transactional id it may not use.
 
 What the client gets back:
 
@@ -33,6 +34,7 @@ from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.produce import ProducePartitionResult
 from broker.produce_records import ProducedRecords, RefusedRecords, check_produce_records
+from broker.txn import transactions_enabled
 from protocol import ErrorCode, Response, make_response
 from protocol.codec import received_records
 from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
@@ -108,7 +110,7 @@ async def handle(
                 transactional = transactional or checked.transactional
             elif checked.batches[0][1].attributes & TRANSACTIONAL_MASK:
                 transactional = True
-    if transactional:
+    if transactional and not transactions_enabled(ctx.config):
         refused = _all_failed(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return None if acks == 0 else build_response(header, body, refused)
     answered: list[dict[TopicPartition, ProducePartitionResult]] = []

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -94,6 +94,7 @@ class TransactionCoordinator:
         *,
         offsets_partition_of: Callable[[str], TopicPartition],
         partition_exists: Callable[[TopicPartition], bool],
+        create_topic: Callable[[], Awaitable[int]],
     ) -> None:
         self.store = store
         self._producer_ids = producer_ids
@@ -102,6 +103,8 @@ class TransactionCoordinator:
         self.config = config
         self._offsets_partition_of = offsets_partition_of
         self._partition_exists = partition_exists
+        self._create_topic = create_topic
+        self._creating: asyncio.Task[object] | None = None
         self._tasks: set[asyncio.Task[object]] = set()
         self.completed = 0
 
@@ -342,13 +345,27 @@ class TransactionCoordinator:
             and (not wanted_ids or m.producer_id in wanted_ids)
         ]
 
+    def request_topic(self) -> None:
+        """Create ``__transaction_state`` in the background unless a creation is under
+        way (FindCoordinator answers COORDINATOR_NOT_AVAILABLE meanwhile)."""
+        if self._creating is not None and not self._creating.done():
+            return
+        self._creating = self._spawn(self._create_topic_logged(), "create-transaction-topic")
+
+    async def _create_topic_logged(self) -> None:
+        try:
+            await self._create_topic()
+        except Exception as exc:  # ZooKeeper away: the next FindCoordinator tries again
+            log.warning("creating the transaction topic failed: %s", exc)
+
     # -- lifecycle ------------------------------------------------------------------------
 
-    def _spawn(self, coro: Coroutine[object, None, None], name: str) -> None:
+    def _spawn(self, coro: Coroutine[object, None, None], name: str) -> asyncio.Task[object]:
         task: asyncio.Task[object] = asyncio.ensure_future(coro)
         task.set_name(name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def close(self) -> None:
         await self.markers.close()
