@@ -49,8 +49,6 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DELETE_RECORDS: (0, 2),
-    # the transaction coordinator's markers to partition leaders
-    ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     # SASL (client.sasl): the handshake from v1, whose tokens travel in SaslAuthenticate

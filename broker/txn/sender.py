@@ -14,9 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from client.connection import Connection, ConnectionConfig
-from client.errors import ConnectionLost
+from client.errors import ConnectionLost, UnsupportedApi
 from protocol import ApiKey
 from protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+
+
+#: the highest WriteTxnMarkers version sent (v1: the flexible one)
+MAX_VERSION = 1
 
 
 class TcpMarkerSender:
@@ -33,31 +37,29 @@ class TcpMarkerSender:
     async def send(
         self, broker_id: int, request: WriteTxnMarkersRequest
     ) -> WriteTxnMarkersResponse:
-        conn = await self._connection(broker_id)
+        conn, version = await self._connection(broker_id)
         try:
             response: WriteTxnMarkersResponse = await conn.request(
-                ApiKey.WRITE_TXN_MARKERS, request
+                ApiKey.WRITE_TXN_MARKERS, request, version=version
             )
         except BaseException:
             self._drop(broker_id)
             raise
         return response
 
-    async def _connection(self, broker_id: int) -> Connection:
+    async def _connection(self, broker_id: int) -> tuple[Connection, int]:
         conn = self._connections.get(broker_id)
-        if conn is not None and not conn.closed:
-            return conn
-        endpoint = self._endpoint_of(broker_id)
-        if endpoint is None:
-            raise ConnectionLost(f"broker {broker_id} has no inter-broker endpoint")
-        conn = await Connection.open(*endpoint, self._config)
-        try:
-            conn.version(ApiKey.WRITE_TXN_MARKERS)
-        except BaseException:
-            conn.close()
-            raise
-        self._connections[broker_id] = conn
-        return conn
+        if conn is None or conn.closed:
+            endpoint = self._endpoint_of(broker_id)
+            if endpoint is None:
+                raise ConnectionLost(f"broker {broker_id} has no inter-broker endpoint")
+            conn = await Connection.open(*endpoint, self._config)
+            self._connections[broker_id] = conn
+        served = conn.broker_ranges.get(ApiKey.WRITE_TXN_MARKERS)
+        if served is None or served[0] > MAX_VERSION:
+            self._drop(broker_id)
+            raise UnsupportedApi(f"broker {broker_id} does not serve WriteTxnMarkers")
+        return conn, min(MAX_VERSION, served[1])
 
     def _drop(self, broker_id: int) -> None:
         conn = self._connections.pop(broker_id, None)
