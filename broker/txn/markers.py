@@ -120,7 +120,7 @@ class MarkerChannel:
 
     def queued(self) -> int:
         """Partitions whose marker is owed, over every pending transaction."""
-        return sum(len(m.remaining) for m in self._pending)
+        return sum(len(m.remaining) for m in self._pending if not m.done.done())
 
     def cancel_partition(self, txn_partition: int) -> None:
         """Drop the transactions of ``txn_partition`` (it moved away)."""
