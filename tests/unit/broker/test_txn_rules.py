@@ -99,7 +99,7 @@ def test_add_partitions() -> None:
     assert rules.add_partitions(meta(), 42, 2, [T0], NOW).error == ErrorCode.PRODUCER_FENCED
     d = rules.add_partitions(meta(TxnState.COMPLETE_COMMIT, partitions=set()), 42, 3, [T0], NOW)
     assert d.transit is not None and d.transit.state is TxnState.ONGOING
-    assert (d.transit.partitions, d.transit.start_ms) == ({T0}, NOW)
+    assert (d.transit.partitions, d.transit.start_ms) == (frozenset({T0}), NOW)
     ongoing = meta(TxnState.ONGOING, partitions={T0}, start_ms=5)
     assert rules.add_partitions(ongoing, 42, 3, [T0], NOW) == rules.Decision(ErrorCode.NONE)
     more = rules.add_partitions(ongoing, 42, 3, [T1], NOW).transit

@@ -59,7 +59,7 @@ def test_metadata_applies_only_an_allowed_pending_transit() -> None:
 def java_hash(s: str) -> int:
     """String.hashCode by its definition, s[0]*31^(n-1) + ... + s[n-1], wrapped to int32."""
     n = len(s)
-    h = sum(ord(c) * 31 ** (n - 1 - i) for i, c in enumerate(s)) % 2**32
+    h: int = sum(ord(c) * 31 ** (n - 1 - i) for i, c in enumerate(s)) % 2**32
     return h - 2**32 if h >= 2**31 else h
 
 
