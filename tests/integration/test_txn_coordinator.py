@@ -189,3 +189,36 @@ def test_a_second_producer_fences_the_first(c: TestCluster, bootstrap: str) -> N
     with pytest.raises(KafkaException) as refused:
         first.commit_transaction(30)
     assert refused.value.args[0].fatal()
+
+
+def test_markers_owed_are_resent_by_the_next_coordinator(c: TestCluster, bootstrap: str) -> None:
+    tid = "it-failover"
+    p = producer(bootstrap, tid)
+    p.init_transactions(60)
+    old = coordinator_of(c, tid)
+    p.begin_transaction()
+    produce_some(p, 3)
+    p.commit_transaction(60)
+    served = markers_served(c)
+    if not served:
+        assert describe(c, old, tid).transaction_state == "PrepareCommit"
+    c.local.stop_broker(old)  # a controlled shutdown moves its leaderships away
+    try:
+        new = wait_until(
+            lambda: (n := coordinator_of(c, tid)) != old and n,
+            timeout=60, what="the coordinator to move off the stopped broker", interval=0.2,
+        )  # fmt: skip
+        moved = wait_until(
+            lambda: (d := describe(c, new, tid)).error_code == ErrorCode.NONE and d,
+            timeout=30, what="the new coordinator to load the transaction", interval=0.2,
+        )  # fmt: skip
+        if served:
+            assert moved.transaction_state in ("PrepareCommit", "CompleteCommit")
+        else:
+            assert moved.transaction_state == "PrepareCommit"
+            wait_until(
+                lambda: f"{tid}: resuming its PrepareCommit markers" in c.log_text(new),
+                timeout=30, what="the new coordinator resuming the markers", interval=0.2,
+            )  # fmt: skip
+    finally:
+        c.restart(old)
