@@ -130,7 +130,7 @@ from broker.security.sasl_listener import listener_configs, sasl_authenticators
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.txn.coordinator import TransactionCoordinator
 from broker.txn.store import TransactionStateManager
-from broker.txn.wiring import build_transaction_coordinator
+from broker.txn.wiring import build_transaction_coordinator, txn_tasks
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
 from controller.tcp_channel import TcpChannelManager
@@ -467,7 +467,7 @@ class BrokerAssembly:
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
         self.txn_store, self.txn_coordinator = build_transaction_coordinator(
             self.basics, self.zk, self.replica_manager, self.producer_id_manager,
-            self.group_store, self.scheduler,
+            self.group_store,
         )  # fmt: skip
 
     async def _stop_txn_coordinator(self) -> None:
@@ -485,7 +485,7 @@ class BrokerAssembly:
         return periodic_tasks(
             self.config, self.log_manager, self.replica_manager, self.isr_propagator,
             self.group_store,
-        )  # fmt: skip
+        ) + txn_tasks(self.txn_coordinator)  # fmt: skip
 
     # -- serving -------------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from client.errors import ConnectionLost, UnsupportedApi
 from protocol import ApiKey
 from protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
-
 #: the highest WriteTxnMarkers version sent (v1: the flexible one)
 MAX_VERSION = 1
 

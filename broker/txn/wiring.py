@@ -6,7 +6,7 @@ cache; WriteTxnMarkers sent over the inter-broker listener with the broker's int
 ``ClientSecurity``, ``request.timeout.ms`` per request, retried every
 ``transaction.marker.retry.backoff.ms``), the producer id allocator shared with
 idempotent producers, AddOffsetsToTxn's group partitions from the group store, and the
-two periodic tasks on the broker's scheduler: ``transaction-abort`` (every
+two periodic tasks for the broker's scheduler (:func:`txn_tasks`): ``transaction-abort`` (every
 ``transaction.abort.timed.out.transaction.cleanup.interval.ms``) and
 ``transactionalId-expiration`` (every
 ``transaction.remove.expired.transaction.cleanup.interval.ms``). The settings are read
@@ -32,7 +32,7 @@ from broker.txn.store import TransactionStateManager, TxnStoreConfig
 from broker.txn.topic import TRANSACTION_TOPIC, create_txn_topic
 from client.connection import ConnectionConfig
 from protocol.values import TopicPartition
-from timer import Scheduler
+from storage import TaskSpec
 from zk.facade import ZkFacade
 
 
@@ -42,9 +42,8 @@ def build_transaction_coordinator(
     replicas: ReplicaManager,
     producer_ids: ProducerIdManager,
     group_store: GroupMetadataManager,
-    scheduler: Scheduler,
 ) -> tuple[TransactionStateManager, TransactionCoordinator]:
-    """The store and the coordinator, bound to each other, their tasks scheduled, and
+    """The store and the coordinator, bound to each other, and
     the ReplicaManager's leadership changes told to the store after whoever heard of them
     before (the group store)."""
     config, cache = basics.config, basics.metadata_cache
@@ -92,16 +91,15 @@ def build_transaction_coordinator(
         store.on_leadership_change(leaders, followers)
 
     replicas.on_leadership_change = on_leadership_change  # back-reference
-    scheduler.schedule(
-        "transaction-abort",
-        coordinator.abort_timed_out,
-        txn_config.abort_interval_ms,
-        txn_config.abort_interval_ms,
-    )
-    scheduler.schedule(
-        "transactionalId-expiration",
-        coordinator.expire_ids,
-        txn_config.expiry_interval_ms,
-        txn_config.expiry_interval_ms,
-    )
     return store, coordinator
+
+
+def txn_tasks(coordinator: TransactionCoordinator) -> list[TaskSpec]:
+    """The coordinator's periodic tasks, for the broker's table of scheduled tasks."""
+    config = coordinator.config
+    return [
+        TaskSpec("transaction-abort", coordinator.abort_timed_out,
+                 config.abort_interval_ms, config.abort_interval_ms, False),
+        TaskSpec("transactionalId-expiration", coordinator.expire_ids,
+                 config.expiry_interval_ms, config.expiry_interval_ms, False),
+    ]  # fmt: skip
