@@ -84,11 +84,12 @@ def producer(bootstrap: str, transactional_id: str) -> Producer:
     )
 
 
-def coordinator_of(c: TestCluster, transactional_id: str) -> int:
+def coordinator_of(c: TestCluster, transactional_id: str, ask: int = 0) -> int:
+    """The coordinator broker ``ask`` names for ``transactional_id`` once it names one."""
     body = wait_until(
         lambda: (
             b := c.request(
-                0, ApiKey.FIND_COORDINATOR, 3,
+                ask, ApiKey.FIND_COORDINATOR, 3,
                 FindCoordinatorRequest(key=transactional_id, key_type=1),
             )
         ).error_code == ErrorCode.NONE and b,
@@ -191,6 +192,13 @@ def test_a_second_producer_fences_the_first(c: TestCluster, bootstrap: str) -> N
     assert refused.value.args[0].fatal()
 
 
+def moved_off(c: TestCluster, tid: str, old: int) -> tuple[int] | None:
+    """The coordinator another broker names, in a tuple (broker 0 is a falsy answer),
+    once it is not ``old``."""
+    node = coordinator_of(c, tid, ask=(old + 1) % 3)
+    return (node,) if node != old else None
+
+
 def test_markers_owed_are_resent_by_the_next_coordinator(c: TestCluster, bootstrap: str) -> None:
     tid = "it-failover"
     p = producer(bootstrap, tid)
@@ -204,8 +212,8 @@ def test_markers_owed_are_resent_by_the_next_coordinator(c: TestCluster, bootstr
         assert describe(c, old, tid).transaction_state == "PrepareCommit"
     c.local.stop_broker(old)  # a controlled shutdown moves its leaderships away
     try:
-        new = wait_until(
-            lambda: (n := coordinator_of(c, tid)) != old and n,
+        (new,) = wait_until(
+            lambda: moved_off(c, tid, old),
             timeout=60, what="the coordinator to move off the stopped broker", interval=0.2,
         )  # fmt: skip
         moved = wait_until(
