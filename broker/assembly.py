@@ -469,6 +469,8 @@ class BrokerAssembly:
             self.basics, self.zk, self.replica_manager, self.producer_id_manager,
             self.group_store,
         )  # fmt: skip
+        coordinator = self.txn_coordinator
+        self.metrics.watch_transactions(coordinator.states, coordinator.markers.queued)
 
     async def _stop_txn_coordinator(self) -> None:
         await self.txn_coordinator.close()

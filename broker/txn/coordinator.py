@@ -358,6 +358,13 @@ class TransactionCoordinator:
         except Exception as exc:  # ZooKeeper away: the next FindCoordinator tries again
             log.warning("creating the transaction topic failed: %s", exc)
 
+    def states(self) -> dict[str, int]:
+        """How many transactional ids are in each state, by state name (metrics)."""
+        counts: dict[str, int] = {}
+        for meta in self.store.all():
+            counts[meta.state.display] = counts.get(meta.state.display, 0) + 1
+        return counts
+
     # -- lifecycle ------------------------------------------------------------------------
 
     def _spawn(self, coro: Coroutine[object, None, None], name: str) -> asyncio.Task[object]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.metrics import BrokerMetrics
 from broker.txn.coordinator import TransactionCoordinator, TxnConfig
 from broker.txn.markers import MarkerChannel
 from broker.txn.states import TxnState
@@ -275,3 +276,25 @@ async def test_idle_ids_expire_and_stay_gone_after_a_reload(setup: Setup) -> Non
     await s.follow(epoch=1)
     await s.lead(epoch=2)
     assert s.store.get(TX) is None
+
+
+async def test_the_gauges_count_ids_by_state_and_markers_owed(setup: Setup) -> None:
+    s = setup
+    metrics = BrokerMetrics()
+    metrics.watch_transactions(s.coordinator.states, s.coordinator.markers.queued)
+
+    def sample(name: str, **labels: str) -> float | None:
+        return metrics.registry.get_sample_value(f"minikafka_{name}", labels)
+
+    s.sender.unreachable = {1, 2}
+    pid, epoch = await begin(s)
+    await begin(s, tid_in(0, "other"))
+    assert sample("transactions", state="Ongoing") == 2
+    assert sample("transactions", state="PrepareCommit") == 0
+    assert await s.coordinator.end_txn(TX, pid, epoch, True) == ErrorCode.NONE
+    assert sample("transactions", state="PrepareCommit") == 1
+    assert sample("transaction_markers_owed") == 2
+    s.sender.unreachable = set()
+    await s.until(lambda: s.state() is TxnState.COMPLETE_COMMIT)
+    assert sample("transaction_markers_owed") == 0
+    assert sample("transactions", state="CompleteCommit") == 1
