@@ -13,7 +13,8 @@ missing API) and the transaction stays in PrepareCommit, which DescribeTransacti
 shows. A second producer with the same transactional id fences the first: the open
 transaction is aborted under a bumped epoch (PrepareAbort; the new producer is told
 CONCURRENT_TRANSACTIONS until the abort completes, and then gets the next epoch), and
-the old producer's commit is refused as fenced. A leader's KIP-890 question
+the old producer's commit is refused as fenced. A transaction left open past its timeout
+is aborted by the coordinator under a bumped epoch. A leader's KIP-890 question
 (AddPartitionsToTxn v4, verify only) is answered per partition.
 
 One cluster for the module; waits poll with a deadline.
@@ -61,6 +62,7 @@ def c(
             ("transaction.state.log.replication.factor", "3"),
             ("offsets.topic.num.partitions", "3"),
             ("transaction.marker.retry.backoff.ms", "200"),
+            ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "300"),
         ),
     )
 
@@ -74,12 +76,12 @@ def bootstrap(c: TestCluster) -> str:
     return servers
 
 
-def producer(bootstrap: str, transactional_id: str) -> Producer:
+def producer(bootstrap: str, transactional_id: str, timeout_ms: int = 60_000) -> Producer:
     return Producer(
         {
             "bootstrap.servers": bootstrap,
             "transactional.id": transactional_id,
-            "transaction.timeout.ms": 60_000,
+            "transaction.timeout.ms": timeout_ms,
         }
     )
 
@@ -230,3 +232,20 @@ def test_markers_owed_are_resent_by_the_next_coordinator(c: TestCluster, bootstr
             )  # fmt: skip
     finally:
         c.restart(old)
+
+
+def test_a_transaction_past_its_timeout_is_aborted(c: TestCluster, bootstrap: str) -> None:
+    tid = "it-timeout"
+    p = producer(bootstrap, tid, timeout_ms=2000)
+    p.init_transactions(60)
+    node = coordinator_of(c, tid)
+    p.begin_transaction()
+    produce_some(p, 3)
+    epoch = describe(c, node, tid).producer_epoch
+    aborted = wait_until(
+        lambda: (d := describe(c, node, tid)).transaction_state in ("PrepareAbort", "CompleteAbort")
+        and d,
+        timeout=30, what="the coordinator aborting the timed-out transaction", interval=0.2,
+    )  # fmt: skip
+    assert aborted.producer_epoch == epoch + 1
+    assert f"{tid}: aborting, past its timeout of 2000 ms" in c.log_text(node)
