@@ -7,11 +7,17 @@
 - :mod:`broker.txn.topic`: ``__transaction_state`` created on first use;
 - :mod:`broker.txn.store`: the partitions of ``__transaction_state`` led here (load,
   unload, appends);
-- :mod:`broker.txn.markers`: the channel that sends WriteTxnMarkers to partition leaders;
-- :mod:`broker.txn.coordinator`: the runtime tying them together, and the timeouts.
+- :mod:`broker.txn.markers`: the channel that sends WriteTxnMarkers to partition leaders
+  (:mod:`broker.txn.sender`: over the inter-broker listener);
+- :mod:`broker.txn.coordinator`: the runtime tying them together, and the timeouts;
+- :mod:`broker.txn.wiring`: how the broker's assembly builds it.
 
-Transactions are offered only when ``minikafka.transactions.enable`` (a temporary key,
-:func:`transactions_enabled`) is true.
+Transactions are offered only while ``minikafka.transactions.enable`` is true. The key is
+temporary and off by default: the coordinator here and the partition leaders' side
+(WriteTxnMarkers, read_committed reads, pending transactional offsets) are built apart,
+and transactional producers stay refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED from
+InitProducerId, FindCoordinator and Produce) until both are in and the switch is turned
+on; then the key goes away.
 """
 
 from __future__ import annotations
