@@ -368,3 +368,18 @@ async def test_describe_and_list() -> None:
         ListTransactionsRequest(state_filters=[], producer_id_filters=[]),
     )
     assert loading.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+async def test_find_coordinator_v4_batches_transactional_ids() -> None:
+    cache = MetadataCache(0)
+    s, _ = services(ON, cache)
+    leaders = [0] * PARTITIONS
+    transaction_topic(cache, leaders)
+    body = FindCoordinatorRequest(key_type=1, coordinator_keys=["a", "b"])
+    answer = (
+        await find_coordinator.handle(s.groups, HandlerRequest(ApiKey.FIND_COORDINATOR, 4, body))
+    ).body
+    assert [(c.key, c.error_code, c.node_id, c.port) for c in answer.coordinators] == [
+        ("a", 0, 0, 9092),
+        ("b", 0, 0, 9092),
+    ]
