@@ -24,7 +24,9 @@ half-way still undoes it:
    its own, removing our registration (its stop needs ZooKeeper);
 4. the Scheduler; the purgatories; the ISR writer and the ReplicaManager (with the
    metadata cache); the group store and the group coordinator (with its two
-   purgatories); then the periodic tasks (``scheduled_tasks``), once all they call exists;
+   purgatories); the transaction coordinator (its store, its marker channel, the producer
+   id allocator it shares with idempotent producers, its two periodic tasks); then the
+   periodic tasks (``scheduled_tasks``), once all they call exists;
 5. the SCRAM credential cache, loaded from /config/users (before the listeners open, so
    the first connection can log in; ``credential_cache``, the SASL authenticator's
    source), the handler families (``broker.apis.services``), the readiness gate and
@@ -58,8 +60,10 @@ drained, and our registration and the ZooKeeper session end before the logs are 
 Back-references, bound here because the two objects need each other (each is set once,
 in the step that builds the later of the two):
 
-- the ReplicaManager tells the group store of leadership changes, and the store appends
-  through the ReplicaManager (``on_leadership_change``);
+- the ReplicaManager tells the group store and the transaction store of leadership
+  changes, and both append through the ReplicaManager (``on_leadership_change``);
+- the transaction store tells the transaction coordinator of partitions loaded and
+  unloaded (``store.listener``);
 - the group store tells the coordinator of groups loaded and unloaded, and the
   coordinator works on the store's groups (``store.listener``);
 - the handlers reach the controller, which can only be built once the listeners are
@@ -87,6 +91,7 @@ from broker.apis.services import (
     ReplicaAccess,
     ScramAdmin,
     TopicAdmin,
+    Transactions,
 )
 from broker.background import BackgroundTasks
 from broker.blocking import in_thread
@@ -123,6 +128,9 @@ from broker.replication.throttle import ThrottleSide
 from broker.security.credential_cache import ScramCredentialCache
 from broker.security.sasl_listener import listener_configs, sasl_authenticators
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
+from broker.txn.coordinator import TransactionCoordinator
+from broker.txn.store import TransactionStateManager
+from broker.txn.wiring import build_transaction_coordinator, txn_tasks
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
 from controller.tcp_channel import TcpChannelManager
@@ -173,6 +181,10 @@ class BrokerAssembly:
     # by "group store" and "group coordinator"
     group_store: GroupMetadataManager
     group_coordinator: GroupCoordinator
+    # by "transaction coordinator"
+    producer_id_manager: ProducerIdManager
+    txn_store: TransactionStateManager
+    txn_coordinator: TransactionCoordinator
     # by "SCRAM credentials": what SASL/SCRAM logins are checked against
     credential_cache: ScramCredentialCache
     # by "request handlers" and "socket server"
@@ -222,6 +234,8 @@ class BrokerAssembly:
             *self._group_purgatory_steps(),
             Step("group coordinator", self._start_group_coordinator,
                  lambda: self.group_coordinator.close()),
+            Step("transaction coordinator", self._start_txn_coordinator,
+                 self._stop_txn_coordinator),
             Step("periodic tasks", self._schedule_tasks),
             Step("SCRAM credentials", self._load_credentials),
             Step("request handlers", self._start_handlers, self._close_handlers),
@@ -447,6 +461,21 @@ class BrokerAssembly:
         metrics.watch_groups(lambda: {state.value: n for state, n in coordinator.states().items()})
         self.group_coordinator = coordinator
 
+    async def _start_txn_coordinator(self) -> None:
+        """The transaction coordinator (broker.txn.wiring), with the producer id
+        allocator it shares with idempotent producers."""
+        self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
+        self.txn_store, self.txn_coordinator = build_transaction_coordinator(
+            self.basics, self.zk, self.replica_manager, self.producer_id_manager,
+            self.group_store,
+        )  # fmt: skip
+        coordinator = self.txn_coordinator
+        self.metrics.watch_transactions(coordinator.states, coordinator.markers.queued)
+
+    async def _stop_txn_coordinator(self) -> None:
+        await self.txn_coordinator.close()
+        await self.txn_store.shutdown()
+
     async def _schedule_tasks(self) -> None:
         for task in self.scheduled_tasks():
             self.scheduler.schedule(
@@ -458,7 +487,7 @@ class BrokerAssembly:
         return periodic_tasks(
             self.config, self.log_manager, self.replica_manager, self.isr_propagator,
             self.group_store,
-        )  # fmt: skip
+        ) + txn_tasks(self.txn_coordinator)  # fmt: skip
 
     # -- serving -------------------------------------------------------------------------
 
@@ -490,12 +519,19 @@ class BrokerAssembly:
                 tasks=self.topic_tasks,
             ),
             groups=GroupAccess(
-                basics, coordinator=self.group_coordinator, store=self.group_store, zk=self.zk
+                basics,
+                coordinator=self.group_coordinator,
+                store=self.group_store,
+                zk=self.zk,
+                transactions=self.txn_coordinator,
             ),
             configs=ConfigAdmin(basics, zk=self.zk, applier=applier),
             cluster=ClusterAdmin(basics, controller=link, log_manager=self.log_manager),
-            producer_ids=ProducerIds(basics, manager=ProducerIdManager(self.broker_id, self.zk)),
+            producer_ids=ProducerIds(
+                basics, manager=self.producer_id_manager, transactions=self.txn_coordinator
+            ),
             scram=ScramAdmin(basics, zk=self.zk, controller=link, cache=self.credential_cache),
+            transactions=Transactions(basics, coordinator=self.txn_coordinator),
         )
         self._applier = applier
         cache, broker_id = basics.metadata_cache, self.broker_id

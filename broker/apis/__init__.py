@@ -34,6 +34,8 @@ import msgspec
 
 import protocol
 from broker.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     alter_user_scram_credentials,
@@ -49,8 +51,10 @@ from broker.apis import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -62,6 +66,7 @@ from broker.apis import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -87,6 +92,7 @@ from broker.apis.services import (
     ReplicaAccess,
     ScramAdmin,
     TopicAdmin,
+    Transactions,
 )
 from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode, Response, error_name
@@ -172,6 +178,12 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ApiKey.DELETE_GROUPS: route(GroupAccess, delete_groups.handle),
         ApiKey.OFFSET_DELETE: route(GroupAccess, offset_delete.handle),
         ApiKey.TXN_OFFSET_COMMIT: route(GroupAccess, txn_offset_commit.handle),
+        # transactions (broker.txn)
+        ApiKey.ADD_PARTITIONS_TO_TXN: route(Transactions, add_partitions_to_txn.handle),
+        ApiKey.ADD_OFFSETS_TO_TXN: route(Transactions, add_offsets_to_txn.handle),
+        ApiKey.END_TXN: route(Transactions, end_txn.handle),
+        ApiKey.DESCRIBE_TRANSACTIONS: route(Transactions, describe_transactions.handle),
+        ApiKey.LIST_TRANSACTIONS: route(Transactions, list_transactions.handle),
     }
 )
 

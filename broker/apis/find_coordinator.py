@@ -1,4 +1,4 @@
-"""FindCoordinator (10), v0-4: which broker coordinates a group.
+"""FindCoordinator (10), v0-4: which broker coordinates a group or a transactional id.
 
 A group's coordinator is the leader of its ``__consumer_offsets`` partition
 (broker.group.partitioner), answered as that broker's endpoint on the listener the request
@@ -10,8 +10,11 @@ Per key:
 - key type 0 (group): the leader of the group's partition; COORDINATOR_NOT_AVAILABLE
   while the offsets topic does not exist (its creation is started: see
   broker.group.offsets_topic), or the partition has no live leader;
-- key type 1 (transaction): TRANSACTIONAL_ID_AUTHORIZATION_FAILED -- transactions are
-  not offered, and clients give up at once on that error rather than retrying;
+- key type 1 (transaction): the leader of the id's ``__transaction_state`` partition
+  (broker.txn.topic), with the same errors as a group's while the topic is being created
+  or the partition has no live leader; while transactions are off
+  (``minikafka.transactions.enable``), TRANSACTIONAL_ID_AUTHORIZATION_FAILED, on which
+  clients give up at once rather than retrying;
 - any other key type: INVALID_REQUEST.
 
 A success carries the error message Kafka writes for it, its error's name ``NONE`` (Kafka
@@ -27,6 +30,8 @@ from __future__ import annotations
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
+from broker.txn import transactions_enabled
+from broker.txn.topic import TRANSACTION_TOPIC
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
@@ -50,29 +55,36 @@ def no_node(key: str, error: int, message: str) -> Coordinator:
 
 def find(ctx: GroupAccess, key: str, key_type: int, listener: str) -> Coordinator:
     """The coordinator of one key, or why there is none."""
-    if key_type == TRANSACTION_KEY_TYPE:
-        return no_node(
-            key,
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactions are not supported by this broker",
-        )
-    if key_type != GROUP_KEY_TYPE:
-        return no_node(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    store = ctx.store
     cache = ctx.metadata_cache
-    if not cache.contains_topic(OFFSETS_TOPIC):
-        store.request_offsets_topic()
-        return no_node(
-            key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is being created"
-        )
-    partition = store.partition_for(key)
-    leader = cache.leader(OFFSETS_TOPIC, partition)
+    if key_type == TRANSACTION_KEY_TYPE:
+        if not transactions_enabled(ctx.config):
+            return no_node(
+                key,
+                ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "transactions are not supported by this broker",
+            )
+        topic = TRANSACTION_TOPIC
+        txns = ctx.transactions
+        if not cache.contains_topic(topic):
+            txns.request_topic()
+            return no_node(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{topic} is being created")
+        partition = txns.store.partition_for(key)
+    elif key_type == GROUP_KEY_TYPE:
+        topic = OFFSETS_TOPIC
+        store = ctx.store
+        if not cache.contains_topic(topic):
+            store.request_offsets_topic()
+            return no_node(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{topic} is being created")
+        partition = store.partition_for(key)
+    else:
+        return no_node(key, ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    leader = cache.leader(topic, partition)
     endpoint = cache.alive_endpoint(leader, listener) if leader is not None else None
     if leader is None or endpoint is None:
         return no_node(
             key,
             ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            f"{OFFSETS_TOPIC}-{partition} has no leader on listener {listener}",
+            f"{topic}-{partition} has no leader on listener {listener}",
         )
     host, port = endpoint
     return Coordinator(

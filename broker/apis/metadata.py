@@ -36,6 +36,8 @@ from broker.admin.topics import (
 from broker.apis.request import ListenerRequest
 from broker.apis.services import TopicAdmin
 from broker.metadata_cache import MetadataCache
+from broker.txn import transactions_enabled
+from broker.txn.topic import TRANSACTION_TOPIC, txn_topic_settings
 from protocol import ErrorCode, Response, make_response
 from protocol.messages import MetadataRequest, MetadataResponse
 from protocol.primitives import ZERO_UUID
@@ -162,8 +164,8 @@ def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int, ver
 
 async def auto_create(ctx: TopicAdmin, names: list[str], ops: int) -> list[Topic]:
     """Create each unknown topic with the broker defaults (Kafka's auto.create.topics);
-    __consumer_offsets with its own settings; __transaction_state never (transactions are
-    not offered)."""
+    __consumer_offsets with its own settings, __transaction_state too while transactions
+    are offered (``minikafka.transactions.enable``: never otherwise)."""
     results = []
     try:
         existing = set(await existing_topics(ctx.zk))
@@ -176,6 +178,8 @@ async def auto_create(ctx: TopicAdmin, names: list[str], ops: int) -> list[Topic
         configs: dict[str, str] = {}
         if name == OFFSETS_TOPIC:
             partitions, factor, configs = offsets_topic_settings(ctx.config)
+        elif name == TRANSACTION_TOPIC and transactions_enabled(ctx.config):
+            partitions, factor, configs = txn_topic_settings(ctx.config)
         elif name in INTERNAL_TOPICS:
             error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         creatable = error == ErrorCode.LEADER_NOT_AVAILABLE

@@ -12,11 +12,11 @@ refusal is answered after its leader and ISR checks, so the client sees the erro
 Kafka's order.
 
 Transactional batches are accepted only once transactions are switched on
-(:data:`TRANSACTIONS_ENABLED`): the log then follows each producer's open transaction
-(:mod:`storage.transactions`). Until then a request with a transactional batch (the bit
-read from the headers just checked, whatever else is wrong with the batch) is refused
-whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a transactional id it
-may not use.
+(``minikafka.transactions.enable``, broker.txn): the log then follows each producer's open
+transaction (:mod:`storage.transactions`). Until then a request with a transactional batch
+(the bit read from the headers just checked, whatever else is wrong with the batch) is
+refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers a transactional
+id it may not use.
 
 What the client gets back:
 
@@ -33,7 +33,6 @@ nothing to wait for) is returned as it is: a Future is made only for a produce t
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
 from broker.apis.request import ApiRequest
@@ -46,6 +45,7 @@ from broker.produce_records import (
     check_old_produce_records,
     check_produce_records,
 )
+from broker.txn import transactions_enabled
 from protocol import ErrorCode, Response, make_response
 from protocol.codec import received_records
 from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
@@ -53,12 +53,6 @@ from protocol.records.batch import TRANSACTIONAL_MASK
 from protocol.values import TopicPartition
 
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
-
-#: Whether transactional batches are appended. A temporary switch, off until the
-#: transaction coordinator is complete (its own switch will replace this one);
-#: ``MINIKAFKA_TRANSACTIONS=1`` in the broker's environment turns it on meanwhile.
-TRANSACTIONS_ENABLED = os.environ.get("MINIKAFKA_TRANSACTIONS") == "1"
-
 
 def build_response(
     request_header: RequestHeader,
@@ -127,7 +121,7 @@ async def handle(
                 transactional = transactional or checked.transactional
             elif checked.batches[0][1].attributes & TRANSACTIONAL_MASK:
                 transactional = True
-    if transactional and not TRANSACTIONS_ENABLED:
+    if transactional and not transactions_enabled(ctx.config):
         refused = _all_failed(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return None if acks == 0 else build_response(header, body, refused)
     answered: list[dict[TopicPartition, ProducePartitionResult]] = []

@@ -21,7 +21,9 @@ The families:
 ``ConfigAdmin``    DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 ``ClusterAdmin``   DescribeCluster, ElectLeaders, the reassignment APIs,
                    ControlledShutdown, DescribeLogDirs
-``ProducerIds``    InitProducerId
+``ProducerIds``    InitProducerId (the transaction coordinator for transactional ids)
+``Transactions``   AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+                   ListTransactions (broker.txn)
 ``ScramAdmin``     DescribeUserScramCredentials, AlterUserScramCredentials
 ``Advertised``     ApiVersions (``KafkaApis`` provides it: it is the table's own)
 =================  ==============================================================
@@ -29,8 +31,9 @@ The families:
 Every family carries ``broker`` (:class:`BrokerBasics`: identity, configuration as it is
 now, metadata cache), so what every handler consults lives in one object: a broker-wide
 check that all handlers make (an authorizer) is a field of ``BrokerBasics``; a new
-coordinator (transactions) is a family of its own beside ``GroupAccess``, listed in
-:class:`HandlerServices`.
+coordinator is a family of its own beside ``GroupAccess``, listed in
+:class:`HandlerServices`, as the transaction coordinator's ``Transactions`` is
+(FindCoordinator and InitProducerId reach it too, for transactional ids).
 
 Two references are not known when the families are built, and are bound later in one
 explicit place each: the dynamic broker configuration replaces ``BrokerBasics.config``
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
     from broker.producer_id_manager import ProducerIdManager
     from broker.replica_manager import ReplicaManager
     from broker.security.credential_cache import ScramCredentialCache
+    from broker.txn.coordinator import TransactionCoordinator
     from controller.controller import KafkaController
     from storage import LogManager
     from timer import DelayedOperation, DelayedOperationPurgatory
@@ -176,11 +180,13 @@ class TopicAdmin(Family):
 class GroupAccess(Family):
     """The classic group protocol (``coordinator``) over the groups its ``store``
     (__consumer_offsets) holds; the store also tells where a group lives. ``zk`` holds
-    the offsets of OffsetCommit/OffsetFetch v0 (zk.consumer_offsets)."""
+    the offsets of OffsetCommit/OffsetFetch v0 (zk.consumer_offsets). FindCoordinator
+    asks ``transactions`` where a transactional id lives."""
 
     coordinator: GroupCoordinator
     store: GroupMetadataManager
     zk: ZkFacade
+    transactions: TransactionCoordinator
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -203,9 +209,19 @@ class ClusterAdmin(Family):
 
 @dataclass(frozen=True, eq=False, slots=True)
 class ProducerIds(Family):
-    """Producer ids for idempotent producers, in blocks from ZooKeeper."""
+    """Producer ids for idempotent producers, in blocks from ZooKeeper; transactional
+    ids go to the ``transactions`` coordinator (which draws on the same ``manager``)."""
 
     manager: ProducerIdManager
+    transactions: TransactionCoordinator
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Transactions(Family):
+    """The transaction coordinator (broker.txn): the transactional ids of the
+    ``__transaction_state`` partitions this broker leads."""
+
+    coordinator: TransactionCoordinator
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -237,6 +253,7 @@ class HandlerServices:
     cluster: ClusterAdmin
     producer_ids: ProducerIds
     scram: ScramAdmin
+    transactions: Transactions
 
     def by_family(self) -> dict[type, object]:
         """Family class -> its instance, for building the handler table."""

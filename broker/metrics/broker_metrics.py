@@ -171,6 +171,8 @@ class BrokerMetrics:
         self.zookeeper_session_state = client.gauge(c.ZOOKEEPER_SESSION_STATE)
         self.controller_event_queue_size = client.gauge(c.CONTROLLER_EVENT_QUEUE_SIZE)
         self.groups = client.gauge(c.GROUPS)
+        self.transactions = client.gauge(c.TRANSACTIONS)
+        self.transaction_markers_owed = client.gauge(c.TRANSACTION_MARKERS_OWED)
         self.partition_count = client.gauge(c.PARTITIONS)
         self.leader_count = client.gauge(c.LEADER_PARTITIONS)
         self.sasl_authentications = client.counter(c.SASL_AUTHENTICATIONS)
@@ -198,6 +200,18 @@ class BrokerMetrics:
             self.groups.labels(state=name).set_function(
                 lambda name=name: states().get(name, 0)  # type: ignore[misc]
             )
+
+    def watch_transactions(
+        self, states: Callable[[], Mapping[str, int]], markers_owed: Callable[[], int]
+    ) -> None:
+        """The transaction coordinator's gauges, read at scrape time: ``states()`` counts
+        the transactional ids in each state (by name: Ongoing, PrepareCommit, ...);
+        ``markers_owed()`` the partitions whose marker is still to be written."""
+        for name in c.TXN_STATES:
+            self.transactions.labels(state=name).set_function(
+                lambda name=name: states().get(name, 0)  # type: ignore[misc]
+            )
+        self.transaction_markers_owed.set_function(markers_owed)
 
     def observe_controller_event(self, event: str, queued_s: float, handled_s: float) -> None:
         """One handled controller event: its type name, queue time and handling time."""

@@ -27,6 +27,7 @@ import enum
 from dataclasses import dataclass
 
 from broker.group.model import GroupState
+from broker.txn.states import TxnState
 
 NAMESPACE = "minikafka"
 
@@ -56,6 +57,9 @@ LAG_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 #: the classic group protocol's states, each a label value of ``groups`` (the enum's
 #: order, which is the order the gauge exports them in)
 GROUP_STATES = tuple(state.value for state in GroupState)
+
+#: the transaction states, each a label value of ``transactions``
+TXN_STATES = tuple(state.display for state in TxnState)
 
 #: kazoo's connection states, each a label value of ``zookeeper_session_state``
 ZOOKEEPER_STATES = ("CONNECTED", "SUSPENDED", "LOST")
@@ -410,6 +414,18 @@ GROUP_OFFSET_COMMITS = _counter(
     "group_offset_commits", "Offsets committed to the groups coordinated here", operator=True
 )
 GROUPS = _gauge("groups", "Groups coordinated by this broker, per state", ("state",), operator=True)
+
+# --- transactions: read at scrape time from the transaction coordinator ----------------------
+
+TRANSACTIONS = _gauge(
+    "transactions", "Transactional ids coordinated by this broker, per state", ("state",),
+    operator=False,
+)  # fmt: skip
+TRANSACTION_MARKERS_OWED = _gauge(
+    "transaction_markers_owed",
+    "Partitions whose transaction marker this coordinator has yet to see written",
+    operator=False,
+)
 
 # --- replica counts -------------------------------------------------------------------------
 

@@ -1,9 +1,8 @@
 """Transactions on the partition leader's side, against two real broker processes.
 
-Until the transaction coordinator is in, the transactions are written here by hand: the
-transactional batches through Produce (the brokers run with MINIKAFKA_TRANSACTIONS=1,
-the temporary switch that accepts them) and the COMMIT/ABORT markers with
-WriteTxnMarkers, as the coordinator will send them. Every client's read_committed
+The transactions are written here by hand, without the coordinator: the transactional
+batches through Produce (the brokers run with ``minikafka.transactions.enable``) and the
+COMMIT/ABORT markers with WriteTxnMarkers, as the coordinator sends them. Every client's read_committed
 consumer (confluent-kafka, kafka-python, aiokafka, kcat) must then see each committed
 record once, no aborted one, and nothing from an open transaction on; ``minikafka
 transactions`` finds and aborts a hanging transaction; TxnOffsetCommit's offsets wait for
@@ -15,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -54,6 +52,7 @@ OFFSETS_PARTITIONS = 3
 OVERRIDES = (
     ("offsets.topic.replication.factor", "2"),
     ("offsets.topic.num.partitions", str(OFFSETS_PARTITIONS)),
+    ("minikafka.transactions.enable", "true"),
 )
 
 
@@ -61,15 +60,7 @@ OVERRIDES = (
 def cluster(
     zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TestCluster]:
-    before = os.environ.get("MINIKAFKA_TRANSACTIONS")
-    os.environ["MINIKAFKA_TRANSACTIONS"] = "1"
-    try:
-        yield from start_cluster(zookeeper, tmp_path_factory.mktemp("txn-leader"), 2, OVERRIDES)
-    finally:
-        if before is None:
-            del os.environ["MINIKAFKA_TRANSACTIONS"]
-        else:
-            os.environ["MINIKAFKA_TRANSACTIONS"] = before
+    yield from start_cluster(zookeeper, tmp_path_factory.mktemp("txn-leader"), 2, OVERRIDES)
 
 
 # -- raw requests ------------------------------------------------------------------------------

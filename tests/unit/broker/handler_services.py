@@ -35,6 +35,7 @@ from broker.apis.services import (
     ReplicaAccess,
     ScramAdmin,
     TopicAdmin,
+    Transactions,
 )
 from broker.background import BackgroundTasks
 from broker.config import BrokerConfig
@@ -124,6 +125,7 @@ def handler_services(
     log_manager: object | None = None,
     producer_ids: object | None = None,
     credentials: ScramCredentialCache | None = None,
+    txn_coordinator: object | None = None,
 ) -> HandlerServices:
     """Broker 0's handler families over the given doubles (the rest :class:`Unwired`).
     ``controller``: attached to the families' ControllerLink (tests.unit.controller_double);
@@ -149,6 +151,7 @@ def handler_services(
     store = _or_unwired(group_store, "group store")
     logs = _or_unwired(log_manager, "log manager")
     credentials = ScramCredentialCache() if credentials is None else credentials
+    txns = _or_unwired(txn_coordinator, "transaction coordinator")
     return HandlerServices(
         replicas=ReplicaAccess(
             basics,
@@ -172,6 +175,7 @@ def handler_services(
             coordinator=_or_unwired(coordinator, "group coordinator"),
             store=store,
             zk=zk_client,
+            transactions=txns,
         ),
         configs=ConfigAdmin(
             basics,
@@ -179,8 +183,11 @@ def handler_services(
             applier=DynamicConfigApplier(basics, logs, credentials),
         ),
         cluster=ClusterAdmin(basics, controller=link, log_manager=logs),
-        producer_ids=ProducerIds(basics, manager=_or_unwired(producer_ids, "producer ids")),
+        producer_ids=ProducerIds(
+            basics, manager=_or_unwired(producer_ids, "producer ids"), transactions=txns
+        ),
         scram=ScramAdmin(basics, zk=zk_client, controller=link, cache=credentials),
+        transactions=Transactions(basics, coordinator=txns),
     )
 
 

@@ -37,7 +37,8 @@ def created(ctx: HandlerServices) -> list[str]:
     return sorted(set(ctx.topics.zk.topics) - {"t"})
 
 
-def make_ctx(auto_create: bool = True) -> HandlerServices:
+def make_ctx(auto_create: bool = True, **extra: str) -> HandlerServices:
+    """``extra``: more broker properties (dots as underscores)."""
     cache = MetadataCache(0)
     endpoints = [
         U.UpdateMetadataEndpoint(port=9092, host="h0", listener="PLAINTEXT", security_protocol=0),
@@ -77,6 +78,7 @@ def make_ctx(auto_create: bool = True) -> HandlerServices:
         "zookeeper.connect": "z:1",
         "auto.create.topics.enable": "true" if auto_create else "false",
         "log.retention.hours": "24",
+        **{k.replace("_", "."): v for k, v in extra.items()},
     }
     return handler_services(props=props, cluster_id="cid", metadata_cache=cache, zk=zk_with_t())
 
@@ -142,6 +144,26 @@ async def test_internal_topics_get_their_own_settings_or_none() -> None:
         "__transaction_state": (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True),
     }
     assert created(ctx) == []
+
+
+async def test_the_transaction_topic_is_created_while_transactions_are_offered() -> None:
+    ctx = make_ctx(minikafka_transactions_enable="true")
+    request = Req(ApiKey.METADATA, 9, topics_request("__transaction_state"))
+    body = await call(metadata.handle, ctx, request)
+    # transaction.state.log.replication.factor is 3 by default; two brokers are live
+    assert body.topics[0].error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+    ctx = make_ctx(
+        minikafka_transactions_enable="true",
+        transaction_state_log_replication_factor="1",
+        transaction_state_log_num_partitions="5",
+    )
+    body = await call(metadata.handle, ctx, request)
+    assert (body.topics[0].error_code, body.topics[0].is_internal) == (
+        ErrorCode.LEADER_NOT_AVAILABLE, True,
+    )  # fmt: skip
+    assert created(ctx) == ["__transaction_state"]
+    assert isinstance(ctx.topics.zk, FakeZk)
+    assert len(ctx.topics.zk.topics["__transaction_state"][0].partitions) == 5
 
 
 async def test_auto_creation_refuses_bad_names() -> None:

@@ -205,7 +205,7 @@ async def test_a_waiting_produce_makes_its_future_on_the_brokers_loop(
 async def test_transactional_batches_are_appended_once_transactions_are_on(
     ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(produce, "TRANSACTIONS_ENABLED", True)
+    monkeypatch.setattr(produce, "transactions_enabled", lambda config: True)
     response = await produce.handle(ctx, request(9, {0: batch(), 1: batch(2, transactional=True)}))
     answer = partitions(on_the_wire(response))
     assert {p.error_code for p in answer.values()} == {ErrorCode.NONE}
@@ -217,7 +217,7 @@ async def test_transactional_batches_are_appended_once_transactions_are_on(
 async def test_transactional_batches_are_refused_whole(
     ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(produce, "TRANSACTIONS_ENABLED", False)
+    monkeypatch.setattr(produce, "transactions_enabled", lambda config: False)
     response = await produce.handle(ctx, request(9, {0: batch(), 1: batch(transactional=True)}))
     answer = partitions(on_the_wire(response))
     assert {p.error_code for p in answer.values()} == {
@@ -229,7 +229,7 @@ async def test_transactional_batches_are_refused_whole(
 async def test_a_transactional_batch_refuses_the_request_even_when_malformed(
     ctx: ReplicaAccess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(produce, "TRANSACTIONS_ENABLED", False)
+    monkeypatch.setattr(produce, "transactions_enabled", lambda config: False)
     trailing = batch(transactional=True) + b"\x00\x01"  # not exactly one batch
     response = await produce.handle(ctx, request(9, {0: batch(), 1: trailing}))
     answer = partitions(on_the_wire(response))
