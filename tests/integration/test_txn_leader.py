@@ -2,8 +2,8 @@
 
 The transactions are written here by hand, without the coordinator: the transactional
 batches through Produce (the brokers run with ``minikafka.transactions.enable``) and the
-COMMIT/ABORT markers with WriteTxnMarkers, as the coordinator sends them. Every client's read_committed
-consumer (confluent-kafka, kafka-python, aiokafka, kcat) must then see each committed
+COMMIT/ABORT markers with WriteTxnMarkers, as the coordinator sends them. Every client's
+read_committed consumer (confluent-kafka, kafka-python, aiokafka, kcat) must then see each committed
 record once, no aborted one, and nothing from an open transaction on; ``minikafka
 transactions`` finds and aborts a hanging transaction; TxnOffsetCommit's offsets wait for
 their marker.
