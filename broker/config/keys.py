@@ -208,9 +208,9 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("transaction.marker.retry.backoff.ms", I, 100,
      "minikafka: wait before resending a transaction marker that failed", at_least(1)),
     # --- minikafka's own
-    ("minikafka.transactions.enable", B, False,
-     "minikafka, temporary: offer transactions (the transaction coordinator, transactional "
-     "produce); off, transactional producers are refused"),
+    ("minikafka.transactions.enable", B, True,
+     "minikafka: offer transactions (the transaction coordinator, transactional produce); "
+     "false refuses transactional producers with TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
     ("metrics.port", I, 9600,
      "minikafka: Prometheus /metrics HTTP port (on metrics.host); 0 picks a free port, -1 disables",
      between(-1, 65535)),

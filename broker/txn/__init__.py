@@ -12,19 +12,18 @@
 - :mod:`broker.txn.coordinator`: the runtime tying them together, and the timeouts;
 - :mod:`broker.txn.wiring`: how the broker's assembly builds it.
 
-Transactions are offered only while ``minikafka.transactions.enable`` is true. The key is
-temporary and off by default: the coordinator here and the partition leaders' side
-(WriteTxnMarkers, read_committed reads, pending transactional offsets) are built apart,
-and transactional producers stay refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED from
-InitProducerId, FindCoordinator and Produce) until both are in and the switch is turned
-on; then the key goes away.
+Transactions are offered while ``minikafka.transactions.enable`` is true (the default).
+Set to false, a broker refuses transactional producers as it did before transactions
+existed (TRANSACTIONAL_ID_AUTHORIZATION_FAILED from InitProducerId, FindCoordinator and
+Produce): a way to keep exactly-once clients off a cluster, as an ACL on transactional ids
+would in Kafka.
 """
 
 from __future__ import annotations
 
 from broker.config import BrokerConfig
 
-#: the temporary switch: off, transactional producers are refused as before
+#: the switch: false, transactional producers are refused
 SWITCH_KEY = "minikafka.transactions.enable"
 
 

@@ -5,7 +5,7 @@ the offsets topic is missing (its creation started) or leaderless; transactions 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from broker.admin.topics import OFFSETS_TOPIC
@@ -89,7 +89,9 @@ class Creations:
         return ErrorCode.NONE
 
 
-def make_ctx(leaders: Sequence[int] | None, creations: Creations) -> GroupAccess:
+def make_ctx(
+    leaders: Sequence[int] | None, creations: Creations, props: Mapping[str, str] | None = None
+) -> GroupAccess:
     cache = MetadataCache(0)
     feed(cache, leaders)
     store = GroupMetadataManager(
@@ -99,7 +101,9 @@ def make_ctx(leaders: Sequence[int] | None, creations: Creations) -> GroupAccess
         topic_partition_count=lambda: cache.num_partitions(OFFSETS_TOPIC),
         create_offsets_topic=creations.create,
     )
-    return handler_services(cluster_id="cid", metadata_cache=cache, group_store=store).groups
+    return handler_services(
+        props=props, cluster_id="cid", metadata_cache=cache, group_store=store
+    ).groups
 
 
 def group_led_by(broker: int, leaders: Sequence[int]) -> str:
@@ -168,7 +172,7 @@ async def test_a_missing_offsets_topic_is_created_and_answered_not_available() -
 
 
 async def test_transactions_are_refused_as_the_broker_refuses_them_elsewhere() -> None:
-    ctx = make_ctx(LEADERS, Creations())
+    ctx = make_ctx(LEADERS, Creations(), {"minikafka.transactions.enable": "false"})
     body = await call(ctx, 3, FindCoordinatorRequest(key="tx", key_type=1))
     assert body.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     batch = await call(ctx, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=["a", "b"]))

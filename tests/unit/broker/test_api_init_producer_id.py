@@ -63,7 +63,9 @@ async def test_kip360_bump_gets_a_new_id(ctx: ProducerIds) -> None:
 
 
 @pytest.mark.parametrize("version", [0, 4])
-async def test_transactional_id_is_refused(ctx: ProducerIds, version: int) -> None:
+async def test_transactional_id_is_refused_while_transactions_are_off(version: int) -> None:
+    off = {"minikafka.transactions.enable": "false"}
+    ctx = handler_services(props=off, producer_ids=FakeProducerIds()).producer_ids
     answer = await init(ctx, version, transactional_id="tx-1")
     assert answer.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert (answer.producer_id, answer.producer_epoch) == (-1, -1)

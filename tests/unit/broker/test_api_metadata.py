@@ -134,7 +134,7 @@ async def test_no_auto_creation_when_the_request_or_the_broker_forbids_it() -> N
 
 
 async def test_internal_topics_get_their_own_settings_or_none() -> None:
-    ctx = make_ctx()
+    ctx = make_ctx(minikafka_transactions_enable="false")
     request = Req(ApiKey.METADATA, 9, topics_request("__consumer_offsets", "__transaction_state"))
     body = await call(metadata.handle, ctx, request)
     codes = {t.name: (t.error_code, t.is_internal) for t in body.topics}

@@ -140,7 +140,7 @@ def errors_v3(body: Any) -> dict[TopicPartition, int]:
 
 
 async def test_switch_off_refuses_every_transactional_call() -> None:
-    s, txns = services({})
+    s, txns = services({"minikafka.transactions.enable": "false"})
     refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     init = await call(
         init_producer_id.handle,
