@@ -4,9 +4,11 @@ From the host, as a user would:
 
 1. kcat produces and consumes through each broker's external listener, 127.0.0.1:9092-9094;
    then a record over message.max.bytes and a fetch past the log end, so the rejected and
-   failed-request series have something to count; and a consumer group whose offsets are
+   failed-request series have something to count; a consumer group whose offsets are
    reset to the earliest (``minikafka consumer-groups --reset-offsets``), so the consumer
-   lag panels have a group lagging by every record;
+   lag panels have a group lagging by every record; and kcat signing in on broker-1's
+   SASL_PLAINTEXT listener with the right password and with a wrong one, so the
+   authentication panels have successes and failures;
 2. every Prometheus target is up;
 3. every expression of every dashboard panel returns at least one series from the real
    Prometheus (``$__rate_interval`` read as 1m), so no panel is empty;
@@ -37,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "monitoring/grafana/dashboards/minikafka.json"
 PROMETHEUS = "http://127.0.0.1:9090"
 BOOTSTRAPS = ("127.0.0.1:9092", "127.0.0.1:9093", "127.0.0.1:9094")
+#: broker-1's SASL_PLAINTEXT listener (PLAIN, user compose), added by docker-compose.test.yml
+SASL_BOOTSTRAP = "127.0.0.1:9095"
 TOPIC = "compose-test"
 LAGGING_GROUP = "compose-test-lagging"
 PARTITIONS = 3
@@ -144,6 +148,27 @@ def check_clients() -> None:
         cwd=ROOT, check=True, timeout=60, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     say(f"consumer group {LAGGING_GROUP}: offsets reset to the earliest of {TOPIC}")
+    check_sasl()
+
+
+def check_sasl() -> None:
+    """One sign-in with the right password (metadata served) and one with a wrong one
+    (refused): the authentication panels' successes and failures."""
+
+    def metadata(password: str) -> Completed:
+        return kcat(
+            "-L", "-b", SASL_BOOTSTRAP, "-t", TOPIC, "-X", "security.protocol=SASL_PLAINTEXT",
+            "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=compose",
+            "-X", f"sasl.password={password}", "-m", "10", timeout_s=30,
+        )  # fmt: skip
+
+    signed_in = metadata("compose-secret")
+    if signed_in.returncode != 0 or TOPIC.encode() not in signed_in.stdout:
+        raise SystemExit(f"compose-test FAILED: kcat over SASL/PLAIN: {signed_in.stderr!r}")
+    refused = metadata("wrong-password")
+    if refused.returncode == 0 or b"authentication" not in refused.stderr.lower():
+        raise SystemExit(f"compose-test FAILED: a wrong password was not refused: {refused!r}")
+    say(f"SASL/PLAIN on {SASL_BOOTSTRAP}: the right password served, a wrong one refused")
 
 
 # --- 2. and 3. Prometheus -------------------------------------------------------------------
