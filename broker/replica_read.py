@@ -195,6 +195,13 @@ class FetchReads(ReplicaTable):
             now_ms=self.clock.monotonic_ms(),
         )
         partition.maybe_expand_isr(replica_id)
+        if before.log_end_offset == info.fetch_offset:
+            # The follower did not move: the high watermark (the least log end of the
+            # ISR) cannot have either. A caught-up follower of an idle partition fetches
+            # like this on every round, for every partition it follows.
+            if before.log_start_offset != info.log_start_offset:
+                self.delete_records_purgatory.check_and_complete(partition.tp)
+            return
         if partition.maybe_increment_high_watermark():
             self._complete_delayed(partition.tp)
         elif before.log_start_offset != info.log_start_offset:
