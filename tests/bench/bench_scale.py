@@ -88,7 +88,7 @@ def create_all(chaos: ChaosCluster, topics: dict[str, int], timeout: float) -> f
     new = [
         NewTopic(t, n, REPLICAS, config={"min.insync.replicas": "2"}) for t, n in topics.items()
     ]
-    for topic, future in admin.create_topics(new, request_timeout=timeout).items():
+    for _topic, future in admin.create_topics(new, request_timeout=timeout).items():
         future.result(timeout)
     total = sum(topics.values())
 
