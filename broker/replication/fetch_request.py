@@ -16,6 +16,10 @@ fields are int64 (fixed width, 8 bytes that are all 0x00 or all 0xFF), so the by
 that differ between two encodings are exactly that field of every partition, in
 request order. A version without log start offsets (v4) simply shows no difference.
 
+A template serves the sessionless Fetch (versions before 7, which have no sessions);
+within a fetch session (v7+) each request names only the partitions that changed and is
+encoded by :func:`session_fetch`.
+
 A template is valid for one partition list (in the order the fetcher asked for them),
 with the leader epoch of each, at one negotiated version; the fetcher builds a new one
 when any of these changes (a partition added, removed, backed off or re-added at a new
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import protocol
+from broker.replication.fetch_session import SessionRequest
 from client.connection import PREFIX_SIZE, PrebuiltRequest
 from protocol import ApiKey
 from protocol.messages import FetchRequest
@@ -56,10 +61,16 @@ class FetchLimits:
 def fetch_request(
     limits: FetchLimits,
     partitions: Sequence[tuple[TopicPartition, int, int, int]],
+    session: tuple[int, int] = (0, -1),
+    forgotten: Sequence[TopicPartition] = (),
 ) -> FetchRequest:
     """The Fetch body for ``(partition, leader epoch, fetch offset, log start offset)``
-    of each partition, grouped by topic in first-seen order (no fetch session: a
-    follower sends every partition every time)."""
+    of each partition, grouped by topic in first-seen order; ``session`` is the (id,
+    epoch) of an incremental fetch session (``broker.replication.fetch_session``; (0,
+    -1): none) and ``forgotten`` the partitions it drops."""
+    dropped: dict[str, list[int]] = {}
+    for tp in forgotten:
+        dropped.setdefault(tp.topic, []).append(tp.partition)
     topics: dict[str, list[FetchRequest.FetchPartition]] = {}
     for tp, epoch, fetch_offset, log_start_offset in partitions:
         topics.setdefault(tp.topic, []).append(
@@ -78,10 +89,12 @@ def fetch_request(
         min_bytes=limits.min_bytes,
         max_bytes=limits.max_bytes,
         isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
+        session_id=session[0],
+        session_epoch=session[1],
         topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
-        forgotten_topics_data=[],
+        forgotten_topics_data=[
+            FetchRequest.ForgottenTopic(topic=t, partitions=ps) for t, ps in dropped.items()
+        ],
         rack_id="",
     )
 
@@ -100,6 +113,16 @@ def encode_fetch(
         )
     )
     return _SIZE.pack(len(frame)) + frame
+
+
+def session_fetch(
+    version: int, client_id: str, limits: FetchLimits, request: SessionRequest
+) -> PrebuiltRequest:
+    """A Fetch within an incremental fetch session, through the generic encoder: an
+    incremental request names few partitions, so no template is kept for it."""
+    rows = [(tp, epoch, offset, start) for tp, (epoch, offset, start) in request.partitions]
+    body = fetch_request(limits, rows, (request.session_id, request.epoch), request.forgotten)
+    return PrebuiltRequest.encode(ApiKey.FETCH, version, client_id, body)
 
 
 def _changed_fields(a: bytes, b: bytes) -> list[int]:
