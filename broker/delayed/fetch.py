@@ -140,6 +140,10 @@ class DelayedFetch(DelayedOperation):
             if readable and self._from_follower and self._held_back(tp, partition):
                 continue  # the replication throttle leaves it out of the answer
             accumulated += readable
+            if readable and accumulated >= self.params.min_bytes:
+                # enough: the rest need not be measured (the answer reads them all
+                # afresh); a follower of thousands of partitions is woken in one step
+                return self.force_complete()
         if accumulated >= self.params.min_bytes:
             return self.force_complete()
         return False
