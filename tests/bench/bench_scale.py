@@ -83,7 +83,8 @@ def topic_names(partitions: int, per_topic: int) -> dict[str, int]:
 def create_all(chaos: ChaosCluster, topics: dict[str, int], timeout: float) -> float:
     """Seconds from the CreateTopics requests until every broker shows every partition
     led and fully in sync."""
-    admin = AdminClient({"bootstrap.servers": chaos.bootstrap})
+    # one CreateTopics for all: on a loaded machine it may outlast librdkafka's 60 s
+    admin = AdminClient({"bootstrap.servers": chaos.bootstrap, "socket.timeout.ms": 300_000})
     started = time.monotonic()
     new = [
         NewTopic(t, n, REPLICAS, config={"min.insync.replicas": "2"}) for t, n in topics.items()
