@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.cimpl import NewTopic  # noqa: E402
 
 from protocol import ApiKey  # noqa: E402
 from protocol.messages import MetadataRequest  # noqa: E402
@@ -86,9 +87,7 @@ def create_all(chaos: ChaosCluster, topics: dict[str, int], timeout: float) -> f
     # one CreateTopics for all: on a loaded machine it may outlast librdkafka's 60 s
     admin = AdminClient({"bootstrap.servers": chaos.bootstrap, "socket.timeout.ms": 300_000})
     started = time.monotonic()
-    new = [
-        NewTopic(t, n, REPLICAS, config={"min.insync.replicas": "2"}) for t, n in topics.items()
-    ]
+    new = [NewTopic(t, n, REPLICAS, config={"min.insync.replicas": "2"}) for t, n in topics.items()]
     for _topic, future in admin.create_topics(new, request_timeout=timeout).items():
         future.result(timeout)
     total = sum(topics.values())

@@ -271,8 +271,9 @@ def test_librdkafka_without_sessions_still_served(c: TestCluster) -> None:
 
         def read() -> bool:
             msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                seen.add(msg.value())
+            value = msg.value() if msg is not None and msg.error() is None else None
+            if value is not None:
+                seen.add(value)
             return {b"rd-0", b"rd-1", b"rd-2"} <= seen
 
         wait_until(read, 60, "librdkafka reads its records")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 from broker.delayed.fetch import FetchPartitionResult, PartitionFetchInfo
 from broker.fetch_session import EVICTION_MS, FetchContext, FetchSessionCache
@@ -39,7 +40,12 @@ def open_session(c: FetchSessionCache, now: int = 0, privileged: bool = False) -
 
 
 def incremental(
-    c: FetchSessionCache, sid: int, epoch: int, requested=(), forgotten=(), now: int = 0
+    c: FetchSessionCache,
+    sid: int,
+    epoch: int,
+    requested: Sequence[tuple[TopicPartition, PartitionFetchInfo]] = (),
+    forgotten: Sequence[TopicPartition] = (),
+    now: int = 0,
 ) -> FetchContext:
     return c.new_context(
         session_id=sid,
