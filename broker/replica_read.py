@@ -70,12 +70,14 @@ class FetchReads(ReplicaTable):
 
         results = self.read_from_local_log(params, infos)
         readable = 0
+        regions = False
         for _, r in results:
             if r.error_code:
                 done(results)
                 return
             if r.records is not None:
                 readable += r.records.length
+                regions = True
         if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
             done(results)
             return
@@ -84,7 +86,13 @@ class FetchReads(ReplicaTable):
             return self._leader_holds_back(params.replica_id, tp, partition)
 
         operation = DelayedFetch(
-            params, infos, self._partitions.get, self._read_on_completion, done, held_back=held_back
+            params,
+            infos,
+            self._partitions.get,
+            self._read_on_completion,
+            done,
+            held_back=held_back,
+            unchanged=None if regions else results,
         )
         keys = [tp for tp, _ in infos]
         if readable:
