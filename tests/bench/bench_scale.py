@@ -123,6 +123,9 @@ def produce_round(chaos: ChaosCluster, topics: dict[str, int], acks: str) -> flo
             "acks": acks,
             "linger.ms": 5,
             "queue.buffering.max.messages": 1_000_000,
+            # a loaded machine's brokers may take minutes over thousands of partitions
+            "request.timeout.ms": 300_000,
+            "message.timeout.ms": 600_000,
         }
     )
     producer.list_topics(timeout=30)
@@ -139,7 +142,7 @@ def produce_round(chaos: ChaosCluster, topics: dict[str, int], acks: str) -> flo
         for p in range(n):
             producer.produce(topic, RECORD, partition=p, on_delivery=on_delivery)
             producer.poll(0)
-    left = producer.flush(120)
+    left = producer.flush(600)
     elapsed = time.monotonic() - started
     if left or failed:
         raise RuntimeError(f"acks={acks}: {left} undelivered, errors {failed[:3]}")
