@@ -56,10 +56,14 @@ class FetchParams:
         return self.replica_id >= 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PartitionFetchInfo:
     """One partition of a fetch. ``log_start_offset`` is the fetching follower's own
-    (-1 from consumers)."""
+    (-1 from consumers).
+
+    (Not frozen, though never changed after it is made: a frozen dataclass takes several
+    times as long to construct, and one is made per partition of every fetch.)
+    """
 
     fetch_offset: int
     partition_max_bytes: int
@@ -67,10 +71,14 @@ class PartitionFetchInfo:
     log_start_offset: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FetchPartitionResult:
     """One partition's answer. ``records`` None means nothing to send (the handler puts
-    empty bytes on the wire, never null)."""
+    empty bytes on the wire, never null).
+
+    (Not frozen, though never changed after it is made: a frozen dataclass takes several
+    times as long to construct, and one is made per partition of every fetch.)
+    """
 
     error_code: int = 0
     high_watermark: int = -1
