@@ -45,6 +45,7 @@ from protocol.values import TopicPartition
 
 _SIZE: Final = struct.Struct(">i")
 _INT64: Final = struct.Struct(">q")
+_INT32: Final = struct.Struct(">i")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +105,13 @@ def encode_fetch(
     client_id: str,
     limits: FetchLimits,
     partitions: Sequence[tuple[TopicPartition, int, int, int]],
+    session: tuple[int, int] = (0, -1),
 ) -> bytes:
     """The whole frame (size prefix, header with correlation id 0, body) as the generic
     encoder writes it."""
     frame = protocol.encode_request(
         protocol.make_request(
-            ApiKey.FETCH, version, 0, client_id, fetch_request(limits, partitions)
+            ApiKey.FETCH, version, 0, client_id, fetch_request(limits, partitions, session)
         )
     )
     return _SIZE.pack(len(frame)) + frame
@@ -125,6 +127,17 @@ def session_fetch(
     return PrebuiltRequest.encode(ApiKey.FETCH, version, client_id, body)
 
 
+def _changed_run(a: bytes, b: bytes, width: int) -> int | None:
+    """Start of the one ``width``-byte field that differs between two encodings (None
+    when none does: a field this version lacks)."""
+    diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    if not diff:
+        return None
+    if diff != list(range(diff[0], diff[0] + width)):
+        raise ValueError("the session fields are not where a Fetch puts them")
+    return diff[0]
+
+
 def _changed_fields(a: bytes, b: bytes) -> list[int]:
     """Start of each 8-byte field that differs between two encodings of one request."""
     diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
@@ -138,7 +151,7 @@ class FetchTemplate:
     """A follower's Fetch for one partition list at one version; :meth:`request` makes
     the frame to send for the current offsets."""
 
-    __slots__ = ("_head", "_patches", "_tail", "asked", "partitions", "version")
+    __slots__ = ("_head", "_patches", "_session_at", "_tail", "asked", "partitions", "version")
 
     def __init__(
         self,
@@ -158,9 +171,11 @@ class FetchTemplate:
         #: the partitions in the order they are on the wire (and take their offsets in)
         self.partitions = [tp for tps in by_topic.values() for tp in tps]
 
-        def encoded(fetch_offset: int, log_start_offset: int) -> bytes:
+        def encoded(
+            fetch_offset: int, log_start_offset: int, session: tuple[int, int] = (0, -1)
+        ) -> bytes:
             rows = [(tp, epochs[tp], fetch_offset, log_start_offset) for tp in self.partitions]
-            return encode_fetch(version, client_id, limits, rows)
+            return encode_fetch(version, client_id, limits, rows, session)
 
         base = encoded(0, 0)
         fetch_at = _changed_fields(base, encoded(-1, 0))
@@ -175,11 +190,25 @@ class FetchTemplate:
             (f - PREFIX_SIZE, start_at[i] - PREFIX_SIZE if start_at else -1)
             for i, f in enumerate(fetch_at)
         ]
+        #: where the session id and epoch (int32, v7+) sit in the tail; None before v7
+        session_id_at = _changed_run(base, encoded(0, 0, (-1, -1)), 4)
+        epoch_at = _changed_run(base, encoded(0, 0, (0, 0)), 4)
+        self._session_at = (
+            (session_id_at - PREFIX_SIZE, epoch_at - PREFIX_SIZE)
+            if session_id_at is not None and epoch_at is not None
+            else None
+        )
 
-    def request(self, offsets: Sequence[tuple[int, int]]) -> PrebuiltRequest:
+    def request(
+        self, offsets: Sequence[tuple[int, int]], session: tuple[int, int] = (0, -1)
+    ) -> PrebuiltRequest:
         """The request for ``(fetch offset, log start offset)`` of each partition, in
-        :attr:`partitions` order."""
+        :attr:`partitions` order, with the fetch session's ``(id, epoch)`` from v7 (an
+        incremental request that names every partition is this frame too)."""
         tail = self._tail
+        if self._session_at is not None:
+            _INT32.pack_into(tail, self._session_at[0], session[0])
+            _INT32.pack_into(tail, self._session_at[1], session[1])
         pack_into = _INT64.pack_into
         for (fetch_at, start_at), (fetch_offset, log_start_offset) in zip(
             self._patches, offsets, strict=True

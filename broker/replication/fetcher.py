@@ -485,8 +485,13 @@ class ReplicaFetcher:
             positions[tp] = (state.leader_epoch, leo, lg.log_start_offset)
         session_request: SessionRequest | None = None
         if template is None:
-            session_request = self._session.build(positions)
-            request = session_fetch(version, self.client_id, self._limits, session_request)
+            session_request = r = self._session.build(positions)
+            if r.forgotten or len(r.partitions) != len(positions):
+                request = session_fetch(version, self.client_id, self._limits, r)
+            else:  # every partition moved (a follower under load): the patched template
+                template = self._template_for(tps, version)
+                offsets = [positions[tp][1:] for tp in template.partitions]
+                request = template.request(offsets, (r.session_id, r.epoch))
         else:
             request = template.request([(leo, start) for _, leo, start in positions.values()])
         c = self.config
