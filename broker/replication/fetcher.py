@@ -66,14 +66,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from broker.partition import Partition, PartitionError
+from broker.replication import fetch_session
 from broker.replication.fetch_request import FetchLimits, FetchTemplate, session_fetch
 from broker.replication.fetch_response import FetchedPartition, read_fetch_response
-from broker.replication.fetch_session import (
-    SESSION_ERRORS,
-    SESSION_VERSION,
-    FollowerSession,
-    SessionRequest,
-)
 from broker.replication.fetch_state import (
     FetchEvent,
     PartitionFetchState,
@@ -177,10 +172,9 @@ class ReplicaFetcher:
         #: per partition: the leader's high watermark last seen minus our log end
         self.lags: dict[TopicPartition, int] = {}
         #: the Fetch of the last turn, reused while the same partitions are fetched
-        #: (sessionless, before Fetch v7)
         self._template: FetchTemplate | None = None
         #: the incremental fetch session with the leader (Fetch v7+)
-        self._session = FollowerSession()
+        self._session = fetch_session.FollowerSession()
         self._limits = FetchLimits(
             replica_id=config.broker_id,
             max_wait_ms=config.max_wait_ms,
@@ -472,7 +466,9 @@ class ReplicaFetcher:
             conn = await self._connection()
         version = conn.version(ApiKey.FETCH)
         # sessionless (before v7): the template of the last turn, its offsets patched
-        template = None if version >= SESSION_VERSION else self._template_for(tps, version)
+        template = (
+            None if version >= fetch_session.SESSION_VERSION else self._template_for(tps, version)
+        )
         # (topic, partition) -> the partition, its state and log end as sent: keyed by
         # plain tuples, which a TopicPartition equals, so answers need not make one
         sent: dict[tuple[str, int], tuple[TopicPartition, PartitionFetchState, int]] = {}
@@ -483,7 +479,7 @@ class ReplicaFetcher:
             leo = lg.log_end_offset
             sent[tp] = (tp, state, leo)
             positions[tp] = (state.leader_epoch, leo, lg.log_start_offset)
-        session_request: SessionRequest | None = None
+        session_request: fetch_session.SessionRequest | None = None
         if template is None:
             session_request = r = self._session.build(positions)
             if r.forgotten or len(r.partitions) != len(positions):
@@ -501,7 +497,7 @@ class ReplicaFetcher:
         )
         if session_request is not None:
             self._session.on_answer(session_request, response.error_code, response.session_id)
-        if response.error_code in SESSION_ERRORS:
+        if response.error_code in fetch_session.SESSION_ERRORS:
             log.info("%s: fetch session: %s", self, error_name(response.error_code))
             return  # the next turn opens a new session with a full fetch
         if response.error_code != ErrorCode.NONE:
