@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from typing import Any
 
 from broker.admin.topics import OFFSETS_TOPIC
@@ -109,6 +110,7 @@ from broker.controlled_shutdown import request_controlled_shutdown
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.fetch_session import FetchSessionCache
 from broker.gauges import watch_gauges, watch_operator_metrics
 from broker.group.coordinator import GroupConfig, GroupCoordinator
 from broker.group.delayed import DelayedHeartbeat
@@ -510,6 +512,10 @@ class BrokerAssembly:
                 zk=self.zk,
                 topic_purgatory=self.topic_purgatory,
                 group_store=self.group_store,
+                fetch_sessions=FetchSessionCache(
+                    basics.config.get_int("max.incremental.fetch.session.cache.slots"),
+                    lambda: secrets.randbelow(0x7FFFFFFF) + 1,
+                ),
             ),
             topics=TopicAdmin(
                 basics,

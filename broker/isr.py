@@ -50,9 +50,13 @@ from zk.model import LeaderAndIsr
 UNKNOWN_OFFSET = -1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FollowerState:
-    """What the leader knows of one follower (a remote replica), from its fetches."""
+    """What the leader knows of one follower (a remote replica), from its fetches.
+
+    (Not frozen, though never changed after it is made: a frozen dataclass takes several
+    times as long to construct, and one is made per partition of every fetch.)
+    """
 
     log_end_offset: int = UNKNOWN_OFFSET
     log_start_offset: int = UNKNOWN_OFFSET

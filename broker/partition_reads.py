@@ -34,10 +34,14 @@ from storage.producer_state import ProducerStateEntry
 from storage.txn_index import AbortedTransaction
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LogReadResult:
     """One partition's part of a fetch: the region to send (None: nothing to send) and
-    the offsets the response reports."""
+    the offsets the response reports.
+
+    (Not frozen, though never changed after it is made: a frozen dataclass takes several
+    times as long to construct, and one is made per partition of every fetch.)
+    """
 
     region: FileRegion | None
     high_watermark: int

@@ -70,12 +70,14 @@ class FetchReads(ReplicaTable):
 
         results = self.read_from_local_log(params, infos)
         readable = 0
+        regions = False
         for _, r in results:
             if r.error_code:
                 done(results)
                 return
             if r.records is not None:
                 readable += r.records.length
+                regions = True
         if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
             done(results)
             return
@@ -84,7 +86,13 @@ class FetchReads(ReplicaTable):
             return self._leader_holds_back(params.replica_id, tp, partition)
 
         operation = DelayedFetch(
-            params, infos, self._partitions.get, self._read_on_completion, done, held_back=held_back
+            params,
+            infos,
+            self._partitions.get,
+            self._read_on_completion,
+            done,
+            held_back=held_back,
+            unchanged=None if regions else results,
         )
         keys = [tp for tp, _ in infos]
         if readable:
@@ -198,6 +206,13 @@ class FetchReads(ReplicaTable):
             now_ms=self.clock.monotonic_ms(),
         )
         partition.maybe_expand_isr(replica_id)
+        if before.log_end_offset == info.fetch_offset:
+            # The follower did not move: the high watermark (the least log end of the
+            # ISR) cannot have either. A caught-up follower of an idle partition fetches
+            # like this on every round, for every partition it follows.
+            if before.log_start_offset != info.log_start_offset:
+                self.delete_records_purgatory.check_and_complete(partition.tp)
+            return
         if partition.maybe_increment_high_watermark():
             self._complete_delayed(partition.tp)
         elif before.log_start_offset != info.log_start_offset:

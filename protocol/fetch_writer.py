@@ -10,11 +10,12 @@ would: runs of written bytes as ``bytes``, each records value that is not bytes-
 file region to sendfile) as its own piece, untouched, and no empty runs. The unit tests
 compare the two piece lists at every version.
 
-What it writes is what the Fetch handler answers: a top-level error of 0 and session id
-0 (sessions are declined), a throttle time of 0, per partition no preferred read replica
-(-1), aborted transactions null or, for a read_committed fetch, an empty list (the broker
-keeps no transaction index), and no tagged fields (the leader sends no diverging epoch,
-current leader or snapshot id). Anything else goes through the generic encoder.
+What it writes is what the Fetch handler answers: a top-level error of 0, the session id
+it is given (0 outside incremental fetch sessions), a throttle time of 0, per partition no
+preferred read replica (-1), aborted transactions null or, for a read_committed fetch, an
+empty list (the broker keeps no transaction index), and no tagged fields (the leader
+sends no diverging epoch, current leader or snapshot id). Anything else goes through the
+generic encoder.
 
 Layout, in order (``v`` the request's version; "compact" lengths are unsigned varints of
 length + 1, used from v12, int32/int16 lengths before):
@@ -97,10 +98,14 @@ def fetch_response_parts(
     version: int,
     topics: Sequence[tuple[str, Sequence[PartitionAnswer]]],
     read_committed: bool,
+    session_id: int = 0,
 ) -> list[object]:
     """The Fetch response's pieces (header and body, without the size prefix) for
-    ``topics`` in that order, each with its partitions' answers in order."""
+    ``topics`` in that order, each with its partitions' answers in order; from v7 the
+    ``session_id`` of an incremental fetch session (0: none)."""
     head, partition_head, uncommitted, committed = _LAYOUTS[version]
+    if session_id and version >= 7:
+        head = head[:-4] + _INT32.pack(session_id)
     between = committed if read_committed else uncommitted
     flexible = version >= _FLEXIBLE
     with_log_start = version >= 5

@@ -3,11 +3,13 @@
 Versions 0-3 read the legacy message formats: their answer is down-converted
 (:mod:`broker.apis.fetch_conversion`); the read before it is the same as here.
 
-Fetch sessions (KIP-227) are declined: every response carries session id 0, which tells
-clients to send full fetches from then on. A request that opens a session (epoch 0) or
-closes one (epoch -1) is answered as a full fetch; an incremental one (epoch > 0) names
-a session this broker never made, so it gets FETCH_SESSION_ID_NOT_FOUND and the client
-starts over with a full fetch, as with a broker whose session cache is full.
+Incremental fetch sessions (KIP-227) are kept by ``broker.fetch_session``: one call per
+request (``FetchSessionCache.new_context``) turns the request's session id, epoch,
+partitions and forgotten topics into the partitions to read and the session id to
+answer, or a session error answered with no partitions (FETCH_SESSION_ID_NOT_FOUND,
+INVALID_FETCH_SESSION_EPOCH); the context then picks the partitions the answer carries
+(an incremental one only those with news). Clients that send session id 0 and epoch -1
+(librdkafka, aiokafka, every version before 7) are served sessionless, as before.
 
 Each partition's ``records`` is the storage FileRegion itself (or empty bytes when there
 is nothing, never null): ``encode_response_parts`` emits it as its own piece and the
@@ -49,6 +51,7 @@ from broker.apis import fetch_conversion
 from broker.apis.request import Answer, ListenerRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
+from broker.fetch_session import FetchContext
 from broker.network.codec import ResponseParts
 from protocol import ErrorCode, Response, make_response
 from protocol.fetch_writer import PartitionAnswer, fetch_response_parts
@@ -56,9 +59,6 @@ from protocol.messages import FetchRequest, FetchResponse, RequestHeader
 from protocol.values import READ_COMMITTED, TopicPartition
 
 _aborted = FetchResponse.AbortedTransaction
-
-#: Session epochs of a full fetch: 0 opens a session, -1 wants none (or closes one).
-FULL_FETCH_EPOCHS = (0, -1)
 
 
 def fetch_params(ctx: ReplicaAccess, body: FetchRequest) -> FetchParams:
@@ -85,6 +85,26 @@ def partition_infos(body: FetchRequest) -> list[tuple[TopicPartition, PartitionF
         for topic in body.topics
         for p in topic.partitions
     ]
+
+
+def forgotten_partitions(body: FetchRequest) -> list[TopicPartition]:
+    return [
+        TopicPartition(topic.topic, p)
+        for topic in body.forgotten_topics_data
+        for p in topic.partitions
+    ]
+
+
+def session_context(ctx: ReplicaAccess, body: FetchRequest) -> FetchContext:
+    """The request's fetch session bookkeeping (``broker.fetch_session``)."""
+    return ctx.fetch_sessions.new_context(
+        session_id=body.session_id,
+        epoch=body.session_epoch,
+        requested=partition_infos(body),
+        forgotten=forgotten_partitions(body),
+        privileged=body.replica_id >= 0,
+        now_ms=ctx.replica_manager.clock.monotonic_ms(),
+    )
 
 
 def follower_fetch_allowed(ctx: ReplicaAccess, listener: str) -> bool:
@@ -120,7 +140,7 @@ def refused_response(body: FetchRequest, error_code: int) -> FetchResponse:
 
 
 def build_response(
-    request_header: RequestHeader, params: FetchParams, results: FetchResults
+    request_header: RequestHeader, params: FetchParams, results: FetchResults, session_id: int
 ) -> Response:
     """Partitions grouped by topic in the order topics first appear in the request."""
     committed = params.isolation_level == READ_COMMITTED
@@ -151,13 +171,13 @@ def build_response(
         for name, parts in by_topic.items()
     ]
     body = FetchResponse(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics
+        throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id, responses=topics
     )
     return make_response(request_header, body)
 
 
 def follower_response_parts(
-    request_header: RequestHeader, params: FetchParams, results: FetchResults
+    request_header: RequestHeader, params: FetchParams, results: FetchResults, session_id: int
 ) -> ResponseParts | None:
     """A follower's answer encoded by the lean writer, grouped as build_response groups
     it; None when a partition carries an error (build_response answers those)."""
@@ -183,6 +203,7 @@ def follower_response_parts(
         request_header.api_version,
         list(by_topic.items()),
         params.isolation_level == READ_COMMITTED,
+        session_id,
     )
     return ResponseParts(parts)
 
@@ -193,17 +214,16 @@ async def handle(
     header, body = request.header, request.body
     from_follower = body.replica_id >= 0
     (ctx.metrics.follower_fetches if from_follower else ctx.metrics.consumer_fetches).inc()
-    if body.session_epoch not in FULL_FETCH_EPOCHS:
-        refused = FetchResponse(
-            throttle_time_ms=0,
-            error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-            session_id=0,
-            responses=[],
-        )
-        return make_response(header, refused)
     if from_follower and not follower_fetch_allowed(ctx, request.listener):
         refused = refused_response(body, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         return make_response(header, refused)
+    session = session_context(ctx, body)
+    if session.error_code:
+        refused = FetchResponse(
+            throttle_time_ms=0, error_code=session.error_code, session_id=0, responses=[]
+        )
+        return make_response(header, refused)
+    session_id = session.session_id
     params = fetch_params(ctx, body)
     if header.api_version < fetch_conversion.FIRST_V2_FETCH_VERSION:
         return fetch_conversion.answer(ctx, header, params, partition_infos(body))
@@ -212,15 +232,18 @@ async def handle(
     answered: list[Answer] = []
     future: asyncio.Future[Answer] | None = None
 
-    def on_done(results: FetchResults) -> None:
-        parts = follower_response_parts(header, params, results) if from_follower else None
-        answer = build_response(header, params, results) if parts is None else parts
+    def on_done(read: FetchResults) -> None:
+        results = session.answer(read)
+        parts = (
+            follower_response_parts(header, params, results, session_id) if from_follower else None
+        )
+        answer = build_response(header, params, results, session_id) if parts is None else parts
         if future is None:
             answered.append(answer)
         elif not future.done():  # the connection may have gone (future cancelled)
             future.set_result(answer)
 
-    ctx.replica_manager.fetch_messages(params, partition_infos(body), on_done)
+    ctx.replica_manager.fetch_messages(params, session.infos, on_done)
     if answered:
         return answered[0]
     future = ctx.event_loop.create_future()

@@ -59,6 +59,7 @@ from timer.clock import Clock
 
 if TYPE_CHECKING:
     from broker.config_changes import DynamicConfigApplier
+    from broker.fetch_session import FetchSessionCache
     from broker.group.coordinator import GroupCoordinator
     from broker.group.manager import GroupMetadataManager
     from broker.producer_id_manager import ProducerIdManager
@@ -153,7 +154,8 @@ class ReplicaAccess(Family):
     ``asyncio.get_running_loop()`` per Produce or Fetch is a system call each time);
     ``zk`` reads the overrides of the topics a LeaderAndIsr makes logs for; an
     UpdateMetadata completes the ``topic_purgatory``'s waiters and hands the deleted
-    partitions' commits to the ``group_store``."""
+    partitions' commits to the ``group_store``; Fetch keeps its sessions in
+    ``fetch_sessions``."""
 
     replica_manager: ReplicaManager
     event_loop: asyncio.AbstractEventLoop
@@ -162,6 +164,8 @@ class ReplicaAccess(Family):
     zk: ZkFacade
     topic_purgatory: DelayedOperationPurgatory[DelayedOperation]
     group_store: GroupMetadataManager
+    #: the incremental fetch sessions (KIP-227) this broker leads
+    fetch_sessions: FetchSessionCache
 
 
 @dataclass(frozen=True, eq=False, slots=True)

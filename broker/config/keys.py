@@ -159,6 +159,8 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("replication.quota.window.size.seconds", I, 1,
      "length of one sample of the replication quotas' rates", at_least(1)),
     ("fetch.purgatory.purge.interval.requests", I, 1000, "fetch purgatory purge interval"),
+    ("max.incremental.fetch.session.cache.slots", I, 1000,
+     "incremental fetch sessions (KIP-227) a broker keeps", at_least(0)),
     ("producer.purgatory.purge.interval.requests", I, 1000, "produce purgatory purge interval"),
     ("delete.records.purgatory.purge.interval.requests", I, 1,
      "delete-records purgatory purge interval"),

@@ -16,6 +16,10 @@ fields are int64 (fixed width, 8 bytes that are all 0x00 or all 0xFF), so the by
 that differ between two encodings are exactly that field of every partition, in
 request order. A version without log start offsets (v4) simply shows no difference.
 
+A template serves the sessionless Fetch (versions before 7, which have no sessions);
+within a fetch session (v7+) each request names only the partitions that changed and is
+encoded by :func:`session_fetch`.
+
 A template is valid for one partition list (in the order the fetcher asked for them),
 with the leader epoch of each, at one negotiated version; the fetcher builds a new one
 when any of these changes (a partition added, removed, backed off or re-added at a new
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import protocol
+from broker.replication.fetch_session import SessionRequest
 from client.connection import PREFIX_SIZE, PrebuiltRequest
 from protocol import ApiKey
 from protocol.messages import FetchRequest
@@ -40,6 +45,7 @@ from protocol.values import TopicPartition
 
 _SIZE: Final = struct.Struct(">i")
 _INT64: Final = struct.Struct(">q")
+_INT32: Final = struct.Struct(">i")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +62,16 @@ class FetchLimits:
 def fetch_request(
     limits: FetchLimits,
     partitions: Sequence[tuple[TopicPartition, int, int, int]],
+    session: tuple[int, int] = (0, -1),
+    forgotten: Sequence[TopicPartition] = (),
 ) -> FetchRequest:
     """The Fetch body for ``(partition, leader epoch, fetch offset, log start offset)``
-    of each partition, grouped by topic in first-seen order (no fetch session: a
-    follower sends every partition every time)."""
+    of each partition, grouped by topic in first-seen order; ``session`` is the (id,
+    epoch) of an incremental fetch session (``broker.replication.fetch_session``; (0,
+    -1): none) and ``forgotten`` the partitions it drops."""
+    dropped: dict[str, list[int]] = {}
+    for tp in forgotten:
+        dropped.setdefault(tp.topic, []).append(tp.partition)
     topics: dict[str, list[FetchRequest.FetchPartition]] = {}
     for tp, epoch, fetch_offset, log_start_offset in partitions:
         topics.setdefault(tp.topic, []).append(
@@ -78,10 +90,12 @@ def fetch_request(
         min_bytes=limits.min_bytes,
         max_bytes=limits.max_bytes,
         isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
+        session_id=session[0],
+        session_epoch=session[1],
         topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
-        forgotten_topics_data=[],
+        forgotten_topics_data=[
+            FetchRequest.ForgottenTopic(topic=t, partitions=ps) for t, ps in dropped.items()
+        ],
         rack_id="",
     )
 
@@ -91,15 +105,37 @@ def encode_fetch(
     client_id: str,
     limits: FetchLimits,
     partitions: Sequence[tuple[TopicPartition, int, int, int]],
+    session: tuple[int, int] = (0, -1),
 ) -> bytes:
     """The whole frame (size prefix, header with correlation id 0, body) as the generic
     encoder writes it."""
     frame = protocol.encode_request(
         protocol.make_request(
-            ApiKey.FETCH, version, 0, client_id, fetch_request(limits, partitions)
+            ApiKey.FETCH, version, 0, client_id, fetch_request(limits, partitions, session)
         )
     )
     return _SIZE.pack(len(frame)) + frame
+
+
+def session_fetch(
+    version: int, client_id: str, limits: FetchLimits, request: SessionRequest
+) -> PrebuiltRequest:
+    """A Fetch within an incremental fetch session, through the generic encoder: an
+    incremental request names few partitions, so no template is kept for it."""
+    rows = [(tp, epoch, offset, start) for tp, (epoch, offset, start) in request.partitions]
+    body = fetch_request(limits, rows, (request.session_id, request.epoch), request.forgotten)
+    return PrebuiltRequest.encode(ApiKey.FETCH, version, client_id, body)
+
+
+def _changed_run(a: bytes, b: bytes, width: int) -> int | None:
+    """Start of the one ``width``-byte field that differs between two encodings (None
+    when none does: a field this version lacks)."""
+    diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    if not diff:
+        return None
+    if diff != list(range(diff[0], diff[0] + width)):
+        raise ValueError("the session fields are not where a Fetch puts them")
+    return diff[0]
 
 
 def _changed_fields(a: bytes, b: bytes) -> list[int]:
@@ -115,7 +151,7 @@ class FetchTemplate:
     """A follower's Fetch for one partition list at one version; :meth:`request` makes
     the frame to send for the current offsets."""
 
-    __slots__ = ("_head", "_patches", "_tail", "asked", "partitions", "version")
+    __slots__ = ("_head", "_patches", "_session_at", "_tail", "asked", "partitions", "version")
 
     def __init__(
         self,
@@ -135,9 +171,11 @@ class FetchTemplate:
         #: the partitions in the order they are on the wire (and take their offsets in)
         self.partitions = [tp for tps in by_topic.values() for tp in tps]
 
-        def encoded(fetch_offset: int, log_start_offset: int) -> bytes:
+        def encoded(
+            fetch_offset: int, log_start_offset: int, session: tuple[int, int] = (0, -1)
+        ) -> bytes:
             rows = [(tp, epochs[tp], fetch_offset, log_start_offset) for tp in self.partitions]
-            return encode_fetch(version, client_id, limits, rows)
+            return encode_fetch(version, client_id, limits, rows, session)
 
         base = encoded(0, 0)
         fetch_at = _changed_fields(base, encoded(-1, 0))
@@ -152,11 +190,25 @@ class FetchTemplate:
             (f - PREFIX_SIZE, start_at[i] - PREFIX_SIZE if start_at else -1)
             for i, f in enumerate(fetch_at)
         ]
+        #: where the session id and epoch (int32, v7+) sit in the tail; None before v7
+        session_id_at = _changed_run(base, encoded(0, 0, (-1, -1)), 4)
+        epoch_at = _changed_run(base, encoded(0, 0, (0, 0)), 4)
+        self._session_at = (
+            (session_id_at - PREFIX_SIZE, epoch_at - PREFIX_SIZE)
+            if session_id_at is not None and epoch_at is not None
+            else None
+        )
 
-    def request(self, offsets: Sequence[tuple[int, int]]) -> PrebuiltRequest:
+    def request(
+        self, offsets: Sequence[tuple[int, int]], session: tuple[int, int] = (0, -1)
+    ) -> PrebuiltRequest:
         """The request for ``(fetch offset, log start offset)`` of each partition, in
-        :attr:`partitions` order."""
+        :attr:`partitions` order, with the fetch session's ``(id, epoch)`` from v7 (an
+        incremental request that names every partition is this frame too)."""
         tail = self._tail
+        if self._session_at is not None:
+            _INT32.pack_into(tail, self._session_at[0], session[0])
+            _INT32.pack_into(tail, self._session_at[1], session[1])
         pack_into = _INT64.pack_into
         for (fetch_at, start_at), (fetch_offset, log_start_offset) in zip(
             self._patches, offsets, strict=True

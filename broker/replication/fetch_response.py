@@ -3,9 +3,10 @@
 The generic decoder makes a message object of every struct and runs one compiled plan
 per struct, which for a follower's typical answer (one partition, one batch) is about
 fifty Python calls; a follower then reads five fields per partition. This reader walks
-the frame once at any Fetch version a follower may send (0-12) and keeps only those: per
-partition its index, error code, high watermark, log start offset, and the records as a
-slice of the frame (a memoryview, never copied). What a follower does not use is
+the frame once at any Fetch version a follower may send (0-12) and keeps only those: the
+request-level error and session id, and per partition its index, error code, high
+watermark, log start offset, and the records as a slice of the frame (a memoryview,
+never copied). What a follower does not use is
 stepped over: the last stable offset, aborted transactions (a follower copies
 transaction markers with the batches), the preferred read replica (KIP-392, for
 consumers) and every tagged field (diverging epoch, current leader, snapshot id: a
@@ -60,6 +61,8 @@ class FetchedResponse(NamedTuple):
     #: the request-level error (v7+; 0 before)
     error_code: int
     responses: list[FetchedTopic]
+    #: the incremental fetch session the leader keeps for us (v7+; 0: none)
+    session_id: int = 0
 
 
 def read_fetch_response(frame: bytes | bytearray | memoryview, version: int) -> FetchedResponse:
@@ -86,9 +89,9 @@ def _read(buf: memoryview, version: int) -> FetchedResponse:
     pos = 4  # the correlation id, matched by the connection already
     if flexible:
         pos = _skip_tags(buf, pos) if buf[pos] else pos + 1
-    error_code = 0
+    error_code = session_id = 0
     if version >= 7:
-        error_code = _TOP.unpack_from(buf, pos)[1]
+        _, error_code, session_id = _TOP.unpack_from(buf, pos)
         pos += _TOP.size
     elif version >= 1:
         pos += 4  # throttle_time_ms
@@ -130,7 +133,7 @@ def _read(buf: memoryview, version: int) -> FetchedResponse:
         pos = _skip_tags(buf, pos) if buf[pos] else pos + 1
     if pos > len(buf):
         raise primitives.malformed(f"FetchResponse runs {pos - len(buf)} bytes past the frame")
-    return FetchedResponse(error_code, topics)
+    return FetchedResponse(error_code, topics, session_id)
 
 
 def _length(buf: memoryview, pos: int, flexible: bool, nullable: bool = False) -> tuple[int, int]:

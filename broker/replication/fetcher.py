@@ -13,7 +13,9 @@ inter-broker listener (client id ``broker-<id>-fetcher-<n>``). Each turn of its 
 2. partitions in FETCHING: one Fetch for all of them (``replica_id`` = this broker,
    each from its log end with the epoch it follows), each answer applied: records
    appended with the leader's offsets and epochs, then the high watermark (the
-   leader's, capped at the local log end) and the log start offset follow the leader's;
+   leader's, capped at the local log end) and the log start offset follow the leader's.
+   From Fetch v7 in an incremental fetch session (:mod:`.fetch_session`): requests name
+   only moved partitions, answers carry only those with news;
 3. nothing ready: wait for a partition to be added or a backoff to end.
 
 Replication throttle, follower side (:mod:`broker.replication.throttle`): step 2 leaves
@@ -64,7 +66,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from broker.partition import Partition, PartitionError
-from broker.replication.fetch_request import FetchLimits, FetchTemplate
+from broker.replication import fetch_session
+from broker.replication.fetch_request import FetchLimits, FetchTemplate, session_fetch
 from broker.replication.fetch_response import FetchedPartition, read_fetch_response
 from broker.replication.fetch_state import (
     FetchEvent,
@@ -170,6 +173,8 @@ class ReplicaFetcher:
         self.lags: dict[TopicPartition, int] = {}
         #: the Fetch of the last turn, reused while the same partitions are fetched
         self._template: FetchTemplate | None = None
+        #: the incremental fetch session with the leader (Fetch v7+)
+        self._session = fetch_session.FollowerSession()
         self._limits = FetchLimits(
             replica_id=config.broker_id,
             max_wait_ms=config.max_wait_ms,
@@ -240,6 +245,7 @@ class ReplicaFetcher:
                 await task
 
     def _close_connection(self) -> None:
+        self._session.reset()  # a new connection opens a new fetch session
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
@@ -458,22 +464,42 @@ class ReplicaFetcher:
         conn = self._conn
         if conn is None or conn.closed:  # (the open connection is taken without a coroutine)
             conn = await self._connection()
-        template = self._template_for(tps, conn.version(ApiKey.FETCH))
+        version = conn.version(ApiKey.FETCH)
+        # sessionless (before v7): the template of the last turn, its offsets patched
+        template = (
+            None if version >= fetch_session.SESSION_VERSION else self._template_for(tps, version)
+        )
         # (topic, partition) -> the partition, its state and log end as sent: keyed by
         # plain tuples, which a TopicPartition equals, so answers need not make one
         sent: dict[tuple[str, int], tuple[TopicPartition, PartitionFetchState, int]] = {}
-        offsets: list[tuple[int, int]] = []
-        for tp in template.partitions:
+        positions: dict[TopicPartition, tuple[int, int, int]] = {}
+        for tp in tps if template is None else template.partitions:
             partition, state = self._partitions[tp]
             lg = _log(partition)
             leo = lg.log_end_offset
             sent[tp] = (tp, state, leo)
-            offsets.append((leo, lg.log_start_offset))
+            positions[tp] = (state.leader_epoch, leo, lg.log_start_offset)
+        session_request: fetch_session.SessionRequest | None = None
+        if template is None:
+            session_request = r = self._session.build(positions)
+            if r.forgotten or len(r.partitions) != len(positions):
+                request = session_fetch(version, self.client_id, self._limits, r)
+            else:  # every partition moved (a follower under load): the patched template
+                template = self._template_for(tps, version)
+                offsets = [positions[tp][1:] for tp in template.partitions]
+                request = template.request(offsets, (r.session_id, r.epoch))
+        else:
+            request = template.request([(leo, start) for _, leo, start in positions.values()])
         c = self.config
         timeout_s = (c.socket_timeout_ms + c.max_wait_ms) / 1000
         response = await conn.request_prebuilt(
-            template.request(offsets), timeout_s=timeout_s, decode=read_fetch_response
+            request, timeout_s=timeout_s, decode=read_fetch_response
         )
+        if session_request is not None:
+            self._session.on_answer(session_request, response.error_code, response.session_id)
+        if response.error_code in fetch_session.SESSION_ERRORS:
+            log.info("%s: fetch session: %s", self, error_name(response.error_code))
+            return  # the next turn opens a new session with a full fetch
         if response.error_code != ErrorCode.NONE:
             log.warning("%s: fetch failed: %s", self, error_name(response.error_code))
             self._back_off(

@@ -17,6 +17,7 @@ import ast
 import asyncio
 import importlib
 import inspect
+import itertools
 import typing
 from collections.abc import Coroutine, Iterable, Mapping
 from types import ModuleType
@@ -40,6 +41,7 @@ from broker.apis.services import (
 from broker.background import BackgroundTasks
 from broker.config import BrokerConfig
 from broker.config_changes import DynamicConfigApplier
+from broker.fetch_session import FetchSessionCache
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.security.credential_cache import ScramCredentialCache
@@ -162,6 +164,7 @@ def handler_services(
             zk=zk_client,
             topic_purgatory=purgatory,
             group_store=store,
+            fetch_sessions=FetchSessionCache(1000, itertools.count(1).__next__),
         ),
         topics=TopicAdmin(
             basics,

@@ -130,3 +130,47 @@ def test_follower_fetch_of_zero_bytes_a_partition_keeps_waiting(partition: Parti
     append_one(partition)
     purgatory.check_and_complete(TP)
     assert got == [] and purgatory.num_delayed == 1
+
+
+def unchanged_fetch(
+    partition: Partition,
+) -> tuple[DelayedOperationPurgatory[DelayedFetch], DelayedFetch, list[Results], list[int]]:
+    """A follower's fetch at the log end, parked with its first read's answer."""
+    purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+        "Fetch", clock=MockClock(), reaper_enabled=False
+    )
+    got: list[Results] = []
+    reads: list[int] = []
+    first: Results = [(TP, FetchPartitionResult(ErrorCode.NONE, 3, 3, 0, None))]
+
+    def read(params: FetchParams, infos: object) -> Results:
+        reads.append(1)
+        return [(TP, FetchPartitionResult(ErrorCode.NONE, partition.high_watermark))]
+
+    params = FetchParams(1, max_wait_ms=500, min_bytes=1, max_bytes=1 << 20)
+    infos = [(TP, PartitionFetchInfo(3, 1 << 20, -1))]
+    op = DelayedFetch(
+        params,
+        infos,
+        {TP: partition}.get,
+        read,
+        got.append,
+        held_back=lambda _tp, _p: False,
+        unchanged=first,
+    )
+    purgatory.watch(op, [TP])
+    return purgatory, op, got, reads
+
+
+def test_a_timeout_nothing_woke_answers_the_first_read(partition: Partition) -> None:
+    _, op, got, reads = unchanged_fetch(partition)
+    op.run()  # the timeout
+    assert reads == [] and got == [[(TP, FetchPartitionResult(ErrorCode.NONE, 3, 3, 0, None))]]
+
+
+def test_a_wake_up_makes_the_timeout_read_afresh(partition: Partition) -> None:
+    purgatory, op, got, reads = unchanged_fetch(partition)
+    purgatory.check_and_complete(TP)  # woken (a high watermark move, say), not enough
+    assert got == [] and not op.is_completed
+    op.run()
+    assert reads == [1] and len(got) == 1

@@ -150,3 +150,20 @@ def test_a_fetcher_leaves_out_what_its_throttle_holds_back() -> None:
     assert fetcher._unthrottled([a, b]) == [b]
     fetcher.lags[a] = 0  # caught up with the leader's high watermark: in sync
     assert fetcher._unthrottled([a, b]) == [a, b]
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_session_fields_are_patched_too(version: int) -> None:
+    """An incremental request naming every partition goes out as the template, its
+    session id and epoch patched (from v7; before, the request has neither)."""
+    asked = PARTITION_SETS["interleaved topics"]
+    epochs = dict(asked)
+    template = FetchTemplate(version, "broker-2-fetcher-0", LIMITS, asked)
+    offsets = [(i * 10, i) for i in range(len(asked))]
+    rows = [(tp, epochs[tp], f, s) for tp, (f, s) in zip(template.partitions, offsets, strict=True)]
+    for session in [(123456789, 7), (2**31 - 1, 2**31 - 1), (0, -1), (5, 0)]:
+        request = template.request(offsets, session)
+        got = bytes(request.head_with(3)) + request.tail
+        sent = session if version >= 7 else (0, -1)
+        body = encode_fetch(version, "broker-2-fetcher-0", LIMITS, rows, sent)
+        assert got == body[:8] + (3).to_bytes(4, "big") + body[PREFIX_SIZE:]

@@ -93,7 +93,7 @@ def test_reads_what_the_generic_decoder_reads(version: int) -> None:
 @pytest.mark.parametrize("version", [7, 12])
 def test_a_request_level_error(version: int) -> None:
     raw = frame(version, FetchResponse(error_code=71, session_id=0, responses=[]))
-    assert read_fetch_response(raw, version) == (71, [])
+    assert read_fetch_response(raw, version) == (71, [], 0)
 
 
 def test_records_are_a_view_of_the_frame_not_a_copy() -> None:

@@ -1,0 +1,230 @@
+"""Scale benchmark: thousands of partitions on three brokers, at idle and under acks=all.
+
+    .venv/bin/python tests/bench/bench_scale.py [--partitions 3000] [--per-topic 30]
+        [--idle-seconds 20] [--session-timeout-ms 6000] [--skip-failover] [--dir DIR]
+
+One run starts three local brokers (``LocalCluster``, the machinery of ``minikafka cluster
+up``, with an embedded ZooKeeper), creates ``--partitions`` partitions (topics of
+``--per-topic`` partitions each, replication factor 3, min.insync.replicas 2) and prints,
+each figure beside its baseline or target measured or stated in the same run:
+
+1. creation: from the CreateTopics requests until every broker's Metadata shows every
+   partition with a leader and a full ISR (target: 3,000 partitions within 10 s);
+2. idle CPU per broker: utime+stime from /proc/<pid>/stat over ``--idle-seconds`` with no
+   client connected, as a percentage of one core (target: at most 2 %);
+3. one 100-byte record to every partition with confluent-kafka, acks=1 and then acks=all
+   (a fresh producer each, its metadata fetched before the clock starts): the acks=all
+   time beside the acks=1 time of the same run (target: within 2x);
+4. RSS per broker (VmRSS from /proc/<pid>/status) after the produce rounds, and per
+   partition replica (RSS divided by the replicas each broker holds);
+5. unless ``--skip-failover``: kill -9 of the broker leading the most partitions, and the
+   time until the other brokers' Metadata names a live leader for every partition it led
+   (target: the ZooKeeper session timeout + 2 s).
+
+Figures are printed, never asserted. Compare two revisions with
+``tests/bench/compare_revisions.py BASE tests/bench/bench_scale.py -- --partitions 600``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.cimpl import NewTopic  # noqa: E402
+
+from protocol import ApiKey  # noqa: E402
+from protocol.messages import MetadataRequest  # noqa: E402
+from tests.bench.bench_replication import three_brokers  # noqa: E402
+from tests.integration.replication_chaos import ChaosCluster, cpu_seconds  # noqa: E402
+from tests.polling import wait_until  # noqa: E402
+
+RECORD = b"x" * 100
+REPLICAS = 3
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def partition_view(chaos: ChaosCluster, broker: int) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (leader, ISR size), from broker ``broker``'s Metadata."""
+    body = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+    response = chaos.request(broker, ApiKey.METADATA, 12, body, timeout=30)
+    return {
+        (t.name, p.partition_index): (p.leader_id, len(p.isr_nodes))
+        for t in response.topics
+        if not t.name.startswith("__")
+        for p in t.partitions
+    }
+
+
+def topic_names(partitions: int, per_topic: int) -> dict[str, int]:
+    names: dict[str, int] = {}
+    left, n = partitions, 0
+    while left > 0:
+        names[f"scale-{n:03d}"] = min(per_topic, left)
+        left -= per_topic
+        n += 1
+    return names
+
+
+def create_all(chaos: ChaosCluster, topics: dict[str, int], timeout: float) -> float:
+    """Seconds from the CreateTopics requests until every broker shows every partition
+    led and fully in sync."""
+    # one CreateTopics for all: on a loaded machine it may outlast librdkafka's 60 s
+    admin = AdminClient({"bootstrap.servers": chaos.bootstrap, "socket.timeout.ms": 300_000})
+    started = time.monotonic()
+    new = [NewTopic(t, n, REPLICAS, config={"min.insync.replicas": "2"}) for t, n in topics.items()]
+    for _topic, future in admin.create_topics(new, request_timeout=timeout).items():
+        future.result(timeout)
+    total = sum(topics.values())
+
+    def in_sync() -> bool:
+        for i in chaos.serving():
+            view = partition_view(chaos, i)
+            if len(view) != total or any(
+                leader < 0 or isr != REPLICAS for leader, isr in view.values()
+            ):
+                return False
+        return True
+
+    wait_until(in_sync, timeout, f"{total} partitions led and in sync", interval=0.2)
+    return time.monotonic() - started
+
+
+def idle_cpu(chaos: ChaosCluster, seconds: float) -> list[float]:
+    """Each broker's CPU over ``seconds``, in percent of one core."""
+    pids = [chaos.pid(i) for i in chaos.broker_ids]
+    before = [cpu_seconds(p) for p in pids]
+    t0 = time.monotonic()
+    time.sleep(seconds)  # the measurement window itself, not a synchronisation
+    elapsed = time.monotonic() - t0
+    return [100 * (cpu_seconds(p) - b) / elapsed for p, b in zip(pids, before, strict=True)]
+
+
+def produce_round(chaos: ChaosCluster, topics: dict[str, int], acks: str) -> float:
+    """Seconds to have one record acknowledged on every partition."""
+    producer = Producer(
+        {
+            "bootstrap.servers": chaos.bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 1_000_000,
+            # a loaded machine's brokers may take minutes over thousands of partitions
+            "request.timeout.ms": 300_000,
+            "message.timeout.ms": 600_000,
+        }
+    )
+    producer.list_topics(timeout=30)
+    for topic in topics:
+        producer.list_topics(topic, timeout=30)
+    failed: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    started = time.monotonic()
+    for topic, n in topics.items():
+        for p in range(n):
+            producer.produce(topic, RECORD, partition=p, on_delivery=on_delivery)
+            producer.poll(0)
+    left = producer.flush(600)
+    elapsed = time.monotonic() - started
+    if left or failed:
+        raise RuntimeError(f"acks={acks}: {left} undelivered, errors {failed[:3]}")
+    return elapsed
+
+
+def failover(chaos: ChaosCluster, timeout: float) -> tuple[int, int, float]:
+    """kill -9 the broker leading the most partitions; (victim, partitions it led, seconds
+    until the others name a live leader for each of them)."""
+    view = partition_view(chaos, chaos.serving()[0])
+    counts = {i: sum(1 for leader, _ in view.values() if leader == i) for i in chaos.broker_ids}
+    victim = max(counts, key=lambda i: counts[i])
+    led = [tp for tp, (leader, _) in view.items() if leader == victim]
+    started = time.monotonic()
+    chaos.kill(victim)
+
+    def moved() -> bool:
+        for i in chaos.serving():
+            now = partition_view(chaos, i)
+            if any(now[tp][0] in (victim, -1) for tp in led):
+                return False
+        return True
+
+    wait_until(moved, timeout, f"leaderships of broker {victim} moved", interval=0.1)
+    return victim, len(led), time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=3000, help="partitions in all (3000)")
+    parser.add_argument("--per-topic", type=int, default=30, help="partitions per topic (30)")
+    parser.add_argument("--idle-seconds", type=float, default=20.0)
+    parser.add_argument("--session-timeout-ms", type=int, default=6000)
+    parser.add_argument("--skip-failover", action="store_true")
+    parser.add_argument("--dir", type=Path, help="keep the brokers' files here")
+    args = parser.parse_args()
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
+    topics = topic_names(args.partitions, args.per_topic)
+    started = time.monotonic()
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp,
+        three_brokers(args.dir or Path(tmp), args.session_timeout_ms, []) as chaos,
+    ):
+        target_create = 10.0 * args.partitions / 3000
+        took = create_all(chaos, topics, 300)
+        print(
+            f"create {args.partitions} partitions (RF {REPLICAS}), led and in sync: "
+            f"{took:.2f} s (target {target_create:.1f} s)",
+            flush=True,
+        )
+        # followers settle (first fetches, high watermarks) before the idle window
+        time.sleep(min(5.0, args.idle_seconds / 4))
+        cpu = idle_cpu(chaos, args.idle_seconds)
+        for i, pct in enumerate(cpu):
+            print(f"idle CPU broker {i}: {pct:.1f} % of a core (target 2.0 %)", flush=True)
+        one = produce_round(chaos, topics, "1")
+        every = produce_round(chaos, topics, "all")
+        print(f"one record to every partition, acks=1: {one:.2f} s", flush=True)
+        print(
+            f"one record to every partition, acks=all: {every:.2f} s "
+            f"= {every / one:.1f}x acks=1 (target 2x)",
+            flush=True,
+        )
+        replicas_each = args.partitions * REPLICAS / len(chaos.broker_ids)
+        for i in chaos.broker_ids:
+            rss = rss_mb(chaos.pid(i))
+            print(
+                f"RSS broker {i}: {rss:.0f} MB, {1024 * rss / replicas_each:.1f} KB "
+                f"per partition replica",
+                flush=True,
+            )
+        if not args.skip_failover:
+            victim, led, secs = failover(chaos, 120)
+            limit = args.session_timeout_ms / 1000 + 2
+            print(
+                f"kill -9 broker {victim} leading {led} partitions: all moved in "
+                f"{secs:.2f} s (target {limit:.1f} s)",
+                flush=True,
+            )
+    print(f"(total {time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
