@@ -54,6 +54,7 @@ from protocol.values import TopicPartition
 
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
+
 def build_response(
     request_header: RequestHeader,
     body: ProduceRequest,

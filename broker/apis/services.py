@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.auth.access import AccessControl
 from broker.background import BackgroundTasks
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
@@ -84,6 +85,9 @@ class BrokerBasics:
     config: BrokerConfig
     metadata_cache: MetadataCache
     topic_configs: TopicConfigs
+    #: authorization of each request's resources (``broker.auth.access``; everything
+    #: allowed when ``authorizer.class.name`` is empty)
+    access: AccessControl
 
 
 class ControllerLink:

@@ -1,0 +1,121 @@
+"""AccessControl: the handlers' one entry to authorization, with its log line and metric.
+
+Every handler family carries it (``BrokerBasics.access``). Without an authorizer
+(``authorizer.class.name`` empty) every check allows at once and nothing is logged: the
+broker behaves as it always did. With one, each check asks the authorizer for the
+request's principal and client address, and a denial is
+
+- logged on the ``kafka.authorizer.logger`` logger at INFO, as Kafka words it:
+  ``Principal = User:bob is Denied Operation = Read from host = 127.0.0.1 on resource =
+  Topic:LITERAL:payments for request = Fetch``;
+- counted in ``minikafka_authorization_denials_total{api, resource_type}``.
+
+Checks made only to filter what a response lists (Metadata's topics, ListGroups' groups,
+the authorized-operations bit fields) pass ``quiet=True``: Kafka logs those at debug level
+and does not count them as denials, since the client asked for nothing it was refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from broker.auth.authorizer import Authorizer
+from protocol.acls import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from broker.metrics import BrokerMetrics
+    from broker.network.request_channel import Request
+
+authorizer_log = logging.getLogger("kafka.authorizer.logger")
+
+
+class AccessControl:
+    __slots__ = ("_metrics", "authorizer")
+
+    def __init__(self, authorizer: Authorizer | None, metrics: BrokerMetrics | None) -> None:
+        self.authorizer = authorizer
+        self._metrics = metrics
+
+    @staticmethod
+    def open() -> AccessControl:
+        """No authorizer: everything allowed (``authorizer.class.name`` empty)."""
+        return AccessControl(None, None)
+
+    @property
+    def enabled(self) -> bool:
+        return self.authorizer is not None
+
+    def authorize(
+        self,
+        request: Request,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        quiet: bool = False,
+    ) -> bool:
+        authorizer = self.authorizer
+        if authorizer is None:
+            return True
+        if authorizer.authorize(
+            request.principal, request.client_host, operation, resource_type, name
+        ):
+            return True
+        if not quiet:
+            self._denied(request, operation, resource_type, name)
+        return False
+
+    def allowed(
+        self,
+        request: Request,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        names: Iterable[str],
+        *,
+        quiet: bool = False,
+    ) -> set[str]:
+        """The names among ``names`` the request may ``operation`` (each checked once)."""
+        unique = set(names)
+        if self.authorizer is None:
+            return unique
+        return {
+            n for n in unique if self.authorize(request, operation, resource_type, n, quiet=quiet)
+        }
+
+    def authorized_operations(
+        self,
+        request: Request,
+        resource_type: ResourceType,
+        name: str,
+        operations: Iterable[AclOperation],
+    ) -> int:
+        """The bit field of the include_*_authorized_operations answers."""
+        authorizer = self.authorizer
+        if authorizer is None:
+            bits = 0
+            for operation in operations:
+                bits |= 1 << operation.value
+            return bits
+        return authorizer.authorized_operations(
+            request.principal, request.client_host, resource_type, name, operations
+        )
+
+    def _denied(
+        self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> None:
+        authorizer_log.info(
+            "Principal = %s is Denied Operation = %s from host = %s on resource = %s:LITERAL:%s"
+            " for request = %s",
+            request.principal,
+            operation.camel,
+            request.client_host,
+            resource_type.camel,
+            name,
+            request.api_name,
+        )
+        if self._metrics is not None:
+            self._metrics.authorization_denials.labels(
+                api=request.api_name, resource_type=resource_type.name.lower()
+            ).inc()
