@@ -83,6 +83,7 @@ from typing import Any
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import KafkaApis, error_response
 from broker.apis.services import (
+    AclAdmin,
     BrokerBasics,
     ClusterAdmin,
     ConfigAdmin,
@@ -547,6 +548,7 @@ class BrokerAssembly:
             ),
             scram=ScramAdmin(basics, zk=self.zk, controller=link, cache=self.credential_cache),
             transactions=Transactions(basics, coordinator=self.txn_coordinator),
+            acls=AclAdmin(basics, zk=self.zk),
         )
         self._applier = applier
         cache, broker_id = basics.metadata_cache, self.broker_id

@@ -120,12 +120,13 @@ def add_acls(
 
 def remove_acls(
     session: ZkSession, pattern: ResourcePattern, keep: Callable[[AccessControlEntry], bool]
-) -> Entries:
-    """Remove the pattern's ACLs for which ``keep`` is false; the ACLs removed."""
+) -> tuple[Entries, Entries]:
+    """Remove the pattern's ACLs for which ``keep`` is false; (the ACLs removed, the ACLs
+    left)."""
     before, after = update_acls(
         session, pattern, lambda current: frozenset(e for e in current if keep(e))
     )
-    return before - after
+    return before - after, after
 
 
 # -- change notifications -----------------------------------------------------------------

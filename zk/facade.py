@@ -243,7 +243,7 @@ class ZkFacade:
 
     async def remove_acls(
         self, pattern: ResourcePattern, keep: Callable[[AccessControlEntry], bool]
-    ) -> frozenset[AccessControlEntry]:
+    ) -> tuple[frozenset[AccessControlEntry], frozenset[AccessControlEntry]]:
         return await self._run(acls.remove_acls, pattern, keep)
 
     async def get_acl_changes(self, changes_path: str, watch: Watch | None = None) -> list[str]:

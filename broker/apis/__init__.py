@@ -41,11 +41,14 @@ from broker.apis import (
     alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -83,6 +86,7 @@ from broker.apis import (
 )
 from broker.apis.request import Answer, HandlerResult, ListenerRequest
 from broker.apis.services import (
+    AclAdmin,
     Advertised,
     ClusterAdmin,
     ConfigAdmin,
@@ -184,6 +188,10 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ApiKey.END_TXN: route(Transactions, end_txn.handle),
         ApiKey.DESCRIBE_TRANSACTIONS: route(Transactions, describe_transactions.handle),
         ApiKey.LIST_TRANSACTIONS: route(Transactions, list_transactions.handle),
+        # ACLs (broker.auth)
+        ApiKey.DESCRIBE_ACLS: route(AclAdmin, describe_acls.handle),
+        ApiKey.CREATE_ACLS: route(AclAdmin, create_acls.handle),
+        ApiKey.DELETE_ACLS: route(AclAdmin, delete_acls.handle),
     }
 )
 

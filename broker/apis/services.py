@@ -25,6 +25,7 @@ The families:
 ``Transactions``   AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
                    ListTransactions (broker.txn)
 ``ScramAdmin``     DescribeUserScramCredentials, AlterUserScramCredentials
+``AclAdmin``       CreateAcls, DescribeAcls, DeleteAcls (broker.auth)
 ``Advertised``     ApiVersions (``KafkaApis`` provides it: it is the table's own)
 =================  ==============================================================
 
@@ -240,6 +241,14 @@ class ScramAdmin(Family):
 
 
 @dataclass(frozen=True, eq=False, slots=True)
+class AclAdmin(Family):
+    """CreateAcls, DescribeAcls, DeleteAcls: the ACLs in ``zk`` (any broker writes them),
+    this broker's authorizer (``broker.access``) answering and taking changes at once."""
+
+    zk: ZkFacade
+
+
+@dataclass(frozen=True, eq=False, slots=True)
 class Advertised:
     """API key -> (min, max) version this broker serves: the handler table's own."""
 
@@ -258,6 +267,7 @@ class HandlerServices:
     producer_ids: ProducerIds
     scram: ScramAdmin
     transactions: Transactions
+    acls: AclAdmin
 
     def by_family(self) -> dict[type, object]:
         """Family class -> its instance, for building the handler table."""

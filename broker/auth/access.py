@@ -22,13 +22,21 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from broker.auth.authorizer import Authorizer
+from broker.security.principal import ANONYMOUS, KafkaPrincipal
 from protocol.acls import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from broker.metrics import BrokerMetrics
-    from broker.network.request_channel import Request
 
 authorizer_log = logging.getLogger("kafka.authorizer.logger")
+
+
+def _caller(request: object) -> tuple[KafkaPrincipal, str]:
+    """The principal and client address of a request as the network layer made it
+    (``broker.network.Request``); a request built without them (a unit test's) is an
+    anonymous one from nowhere."""
+    principal = getattr(request, "principal", ANONYMOUS)
+    return principal, str(getattr(request, "client_host", ""))
 
 
 class AccessControl:
@@ -49,7 +57,7 @@ class AccessControl:
 
     def authorize(
         self,
-        request: Request,
+        request: object,
         operation: AclOperation,
         resource_type: ResourceType,
         name: str,
@@ -59,9 +67,8 @@ class AccessControl:
         authorizer = self.authorizer
         if authorizer is None:
             return True
-        if authorizer.authorize(
-            request.principal, request.client_host, operation, resource_type, name
-        ):
+        principal, host = _caller(request)
+        if authorizer.authorize(principal, host, operation, resource_type, name):
             return True
         if not quiet:
             self._denied(request, operation, resource_type, name)
@@ -69,7 +76,7 @@ class AccessControl:
 
     def allowed(
         self,
-        request: Request,
+        request: object,
         operation: AclOperation,
         resource_type: ResourceType,
         names: Iterable[str],
@@ -86,7 +93,7 @@ class AccessControl:
 
     def authorized_operations(
         self,
-        request: Request,
+        request: object,
         resource_type: ResourceType,
         name: str,
         operations: Iterable[AclOperation],
@@ -98,24 +105,25 @@ class AccessControl:
             for operation in operations:
                 bits |= 1 << operation.value
             return bits
-        return authorizer.authorized_operations(
-            request.principal, request.client_host, resource_type, name, operations
-        )
+        principal, host = _caller(request)
+        return authorizer.authorized_operations(principal, host, resource_type, name, operations)
 
     def _denied(
-        self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
+        self, request: object, operation: AclOperation, resource_type: ResourceType, name: str
     ) -> None:
+        principal, host = _caller(request)
+        api = str(getattr(request, "api_name", "Unknown"))
         authorizer_log.info(
             "Principal = %s is Denied Operation = %s from host = %s on resource = %s:LITERAL:%s"
             " for request = %s",
-            request.principal,
+            principal,
             operation.camel,
-            request.client_host,
+            host,
             resource_type.camel,
             name,
-            request.api_name,
+            api,
         )
         if self._metrics is not None:
             self._metrics.authorization_denials.labels(
-                api=request.api_name, resource_type=resource_type.name.lower()
+                api=api, resource_type=resource_type.name.lower()
             ).inc()

@@ -64,8 +64,9 @@ def test_writes_kafkas_znodes_and_notifications(zk_connect: str, kazoo_client: K
             TOPIC_T: {entry("User:alice")},
             PAY: {entry("User:bob", AclOperation.WRITE)},
         }
-        removed = acls.remove_acls(session, TOPIC_T, lambda e: False)
+        removed, left = acls.remove_acls(session, TOPIC_T, lambda e: False)
         assert removed == {entry("User:alice")}
+        assert left == frozenset()
         assert not kazoo_client.exists("/kafka-acl/Topic/t")
         assert len(kazoo_client.get_children("/kafka-acl-changes")) == 2
     finally:

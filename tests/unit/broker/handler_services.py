@@ -25,6 +25,7 @@ from typing import Any, TypeVar, cast
 from broker.apis import HANDLERS
 from broker.apis import services as services_module
 from broker.apis.services import (
+    AclAdmin,
     BrokerBasics,
     ClusterAdmin,
     ConfigAdmin,
@@ -191,6 +192,7 @@ def handler_services(
         ),
         scram=ScramAdmin(basics, zk=zk_client, controller=link, cache=credentials),
         transactions=Transactions(basics, coordinator=txns),
+        acls=AclAdmin(basics, zk=zk_client),
     )
 
 
