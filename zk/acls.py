@@ -21,6 +21,7 @@ from protocol.acls import (
     STORED_PATTERN_TYPES,
     STORED_RESOURCE_TYPES,
     AccessControlEntry,
+    PatternType,
     ResourcePattern,
 )
 from zk.acl_codec import (
@@ -46,6 +47,15 @@ log = logging.getLogger(__name__)
 WRITE_ATTEMPTS: Final = 10
 
 Entries = frozenset[AccessControlEntry]
+#: both notification roots, literal first
+CHANGE_ROOTS: Final = (LITERAL_CHANGES, EXTENDED_CHANGES)
+
+
+def ensure_acl_paths(session: ZkSession) -> None:
+    """Create the ACL roots and both notification roots (as each broker does at startup):
+    a children watch can only be set on a znode that exists."""
+    for path in (root(PatternType.LITERAL), root(PatternType.PREFIXED), *CHANGE_ROOTS):
+        session.kazoo.ensure_path(path)
 
 
 def get_acls(session: ZkSession, pattern: ResourcePattern) -> tuple[Entries, int]:
@@ -152,7 +162,3 @@ def delete_acl_changes(session: ZkSession, changes_path: str, names: Iterable[st
     for name in names:
         with contextlib.suppress(NoNodeError):
             session.kazoo.delete(f"{changes_path}/{name}")
-
-
-#: both notification roots, literal first
-CHANGE_ROOTS: Final = (LITERAL_CHANGES, EXTENDED_CHANGES)

@@ -230,6 +230,9 @@ class ZkFacade:
 
     # -- ACLs (zk.acls) -----------------------------------------------------------------------
 
+    async def ensure_acl_paths(self) -> None:
+        await self._run(acls.ensure_acl_paths)
+
     async def get_all_acls(self) -> dict[ResourcePattern, frozenset[AccessControlEntry]]:
         return await self._run(acls.get_all_acls)
 

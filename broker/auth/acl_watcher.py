@@ -1,6 +1,7 @@
 """AclChangeListener: keeps this broker's AclCache equal to ZooKeeper's ACLs.
 
-At start the cache is loaded whole from ``/kafka-acl`` and ``/kafka-acl-extended``
+At start the ACL and notification roots are created if missing (a children watch needs
+its znode), then the cache is loaded whole from ``/kafka-acl`` and ``/kafka-acl-extended``
 (``zk.acls.get_all_acls``), then every change notification still present under
 ``/kafka-acl-changes`` and ``/kafka-acl-extended-changes`` is handled (re-reading a
 pattern is harmless, and a change made between the load and the watch is not lost).
@@ -56,6 +57,7 @@ class AclChangeListener:
             loop.call_soon_threadsafe(self._wake.set)
 
         self._watch = watch
+        await self._zk.ensure_acl_paths()
         self._cache.replace_all(await self._zk.get_all_acls())
         log.info("loaded %d ACLs from ZooKeeper", len(self._cache))
         await self._process()
