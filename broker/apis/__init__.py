@@ -100,6 +100,7 @@ from broker.apis.services import (
 )
 from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode, Response, error_name
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api import api_name, response_message
 from protocol.messages import RequestHeader
 
@@ -192,6 +193,19 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ApiKey.DESCRIBE_ACLS: route(AclAdmin, describe_acls.handle),
         ApiKey.CREATE_ACLS: route(AclAdmin, create_acls.handle),
         ApiKey.DELETE_ACLS: route(AclAdmin, delete_acls.handle),
+    }
+)
+
+
+#: the controller-to-broker APIs (and ControlledShutdown, broker to controller): with the
+#: authorizer on they need CLUSTER_ACTION on the cluster, as in Kafka, and are refused
+#: whole with CLUSTER_AUTHORIZATION_FAILED otherwise
+CONTROLLER_APIS = frozenset(
+    {
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.STOP_REPLICA,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.CONTROLLED_SHUTDOWN,
     }
 )
 
@@ -302,6 +316,7 @@ class KafkaApis:
             for key, (lo, hi) in self.advertised.items()
         }
         self.gate = gate
+        self.access = services.replicas.broker.access
 
     async def handle(self, request: ListenerRequest[Any]) -> HandlerResult:
         """Route ``request`` (broker.network.Request) to its handler; unknown APIs and
@@ -322,6 +337,10 @@ class KafkaApis:
 
     async def _serve(self, request: ListenerRequest[Any]) -> HandlerResult:
         api_key = int(request.header.api_key)
+        if api_key in CONTROLLER_APIS and not self.access.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        ):
+            return error_response(request.header, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         handle, services, _, _ = self._routes[api_key]
         result = await handle(services, request)
         if api_key == ApiKey.UPDATE_METADATA and self.gate is not None:

@@ -16,6 +16,7 @@ from broker.apis.group_answers import group_error, later
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation
 from protocol.messages import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.values import TopicPartition
 
@@ -27,7 +28,11 @@ async def handle(
     ctx: GroupAccess, request: ListenerRequest[OffsetDeleteRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
-    error = ErrorCode.INVALID_GROUP_ID if not body.group_id else group_error(ctx, body.group_id)
+    error = (
+        ErrorCode.INVALID_GROUP_ID
+        if not body.group_id
+        else group_error(ctx, body.group_id, request, AclOperation.DELETE)
+    )
     if error != ErrorCode.NONE:
         return make_response(request.header, OffsetDeleteResponse(error_code=error, topics=[]))
     requested = list(

@@ -74,6 +74,17 @@ class AccessControl:
             self._denied(request, operation, resource_type, name)
         return False
 
+    def authorize_any(
+        self, request: object, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """``operation`` on at least one resource of the type (no log line: the caller
+        reports its own refusal)."""
+        authorizer = self.authorizer
+        if authorizer is None:
+            return True
+        principal, host = _caller(request)
+        return authorizer.authorize_any(principal, host, operation, resource_type)
+
     def allowed(
         self,
         request: object,

@@ -31,8 +31,13 @@ from protocol.acls import (
     WILDCARD,
     WILDCARD_PRINCIPAL,
     AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
     ResourceType,
 )
 
@@ -98,6 +103,15 @@ def decide(
     )
 
 
+def _covers(deny: ResourcePattern, allow: ResourcePattern) -> bool:
+    """Whether a DENY on ``deny`` applies to every resource ``allow`` grants."""
+    if deny.pattern_type is PatternType.LITERAL:
+        return deny.name == WILDCARD or (
+            allow.pattern_type is PatternType.LITERAL and deny.name == allow.name
+        )
+    return allow.name.startswith(deny.name)
+
+
 @dataclass(frozen=True, slots=True)
 class AuthorizerSettings:
     super_users: frozenset[str]
@@ -144,6 +158,48 @@ class Authorizer:
             operation,
             self.settings.allow_everyone_if_no_acl_found,
         )
+
+    def authorize_any(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool:
+        """Whether ``operation`` is allowed on at least one resource of the type (Kafka's
+        authorizeByResourceType, which KIP-679 uses for idempotent producers): a super
+        user; or, with no ACL on the type at all, ``allow.everyone.if.no.acl.found``;
+        else some pattern whose ALLOW applies and that no DENY covers. A scan of the
+        type's ACLs: for InitProducerId, never per record."""
+        text = str(principal)
+        if text in self.settings.super_users:
+            return True
+        type_filter = AclBindingFilter(
+            ResourcePatternFilter(resource_type, None, PatternType.ANY),
+            AccessControlEntryFilter(None, None, AclOperation.ANY, AclPermissionType.ANY),
+        )
+        bindings = self.cache.bindings(type_filter)
+        if not bindings:
+            return self.settings.allow_everyone_if_no_acl_found
+        principals, hosts = (text, WILDCARD_PRINCIPAL), (host, WILDCARD)
+        applicable = [
+            b for b in bindings if b.entry.principal in principals and b.entry.host in hosts
+        ]
+        denied = [
+            b.pattern
+            for b in applicable
+            if b.entry.permission is AclPermissionType.DENY
+            and b.entry.operation in (operation, AclOperation.ALL)
+        ]
+        allowing = allowing_operations(operation)
+        for binding in applicable:
+            if binding.entry.permission is not AclPermissionType.ALLOW:
+                continue
+            if binding.entry.operation not in allowing:
+                continue
+            if not any(_covers(deny, binding.pattern) for deny in denied):
+                return True
+        return False
 
     def authorized_operations(
         self,
