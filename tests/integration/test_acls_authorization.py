@@ -17,13 +17,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._acl import (
     AclBinding,
-    AclBindingFilter,
     AclOperation,
     AclPermissionType,
 )
@@ -32,6 +32,8 @@ from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaConsumer
 from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 
+from protocol import ApiKey
+from protocol.messages import DescribeAclsRequest
 from tests.integration.acl_cluster import AclCluster, start_acl_cluster
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
@@ -67,19 +69,30 @@ def grant(c: AclCluster, bindings: list[AclBinding]) -> None:
     root = AdminClient(c.librdkafka("admin"))
     for future in root.create_acls(bindings).values():
         assert future.result(timeout=15) is None
-    # in force on both brokers: each answers DescribeAcls from its own cache
-    for broker in (0, 1):
-        local = AdminClient(c.librdkafka("admin", broker))
-        for b in bindings:
-            exact = AclBindingFilter(
-                b.restype, b.name, b.resource_pattern_type, b.principal, b.host,
-                b.operation, b.permission_type,
-            )  # fmt: skip
+    # in force on both brokers: each answers DescribeAcls from its own cache (asked on its
+    # PLAINTEXT listener, whose principal is a super user here)
+    for b in bindings:
+        request = DescribeAclsRequest(
+            resource_type_filter=wire(b.restype),
+            resource_name_filter=b.name,
+            pattern_type_filter=wire(b.resource_pattern_type),
+            principal_filter=b.principal,
+            host_filter=b.host,
+            operation=wire(b.operation),
+            permission_type=wire(b.permission_type),
+        )
+        for broker in c.broker_ids:
 
-            def applied(local: AdminClient = local, exact: AclBindingFilter = exact) -> bool:
-                return len(local.describe_acls(exact).result(timeout=10)) == 1
+            def applied(broker: int = broker, request: DescribeAclsRequest = request) -> bool:
+                answer = c.request(broker, ApiKey.DESCRIBE_ACLS, 1, request)
+                return len(answer.resources) == 1
 
             wait_until(applied, timeout=3.0, what=f"broker {broker} applies {b}")
+
+
+def wire(value: Any) -> int:
+    """A confluent-kafka enum's Kafka code (they share Kafka's numbering)."""
+    return int(value.value)
 
 
 def produce(c: AclCluster, user: str, topic: str) -> KafkaError | None:
