@@ -197,15 +197,19 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
 )
 
 
-#: the controller-to-broker APIs (and ControlledShutdown, broker to controller): with the
-#: authorizer on they need CLUSTER_ACTION on the cluster, as in Kafka, and are refused
-#: whole with CLUSTER_AUTHORIZATION_FAILED otherwise
-CONTROLLER_APIS = frozenset(
+#: the APIs Kafka authorizes as one operation on the cluster, refused whole (the
+#: response's top-level CLUSTER_AUTHORIZATION_FAILED) otherwise: the controller-to-broker
+#: APIs and ControlledShutdown need CLUSTER_ACTION, the reassignment and SCRAM listing
+#: admin APIs ALTER or DESCRIBE. (Other APIs check their own resources in their handlers.)
+CLUSTER_OPERATION_OF: Mapping[int, AclOperation] = MappingProxyType(
     {
-        ApiKey.LEADER_AND_ISR,
-        ApiKey.STOP_REPLICA,
-        ApiKey.UPDATE_METADATA,
-        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.LEADER_AND_ISR: AclOperation.CLUSTER_ACTION,
+        ApiKey.STOP_REPLICA: AclOperation.CLUSTER_ACTION,
+        ApiKey.UPDATE_METADATA: AclOperation.CLUSTER_ACTION,
+        ApiKey.CONTROLLED_SHUTDOWN: AclOperation.CLUSTER_ACTION,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: AclOperation.DESCRIBE,
     }
 )
 
@@ -337,8 +341,9 @@ class KafkaApis:
 
     async def _serve(self, request: ListenerRequest[Any]) -> HandlerResult:
         api_key = int(request.header.api_key)
-        if api_key in CONTROLLER_APIS and not self.access.authorize(
-            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        needed = CLUSTER_OPERATION_OF.get(api_key)
+        if needed is not None and not self.access.authorize(
+            request, needed, ResourceType.CLUSTER, CLUSTER_NAME
         ):
             return error_response(request.header, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         handle, services, _, _ = self._routes[api_key]

@@ -23,12 +23,17 @@ from typing import TYPE_CHECKING
 
 from broker.auth.authorizer import Authorizer
 from broker.security.principal import ANONYMOUS, KafkaPrincipal
-from protocol.acls import AclOperation, ResourceType
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
+from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.metrics import BrokerMetrics
 
 authorizer_log = logging.getLogger("kafka.authorizer.logger")
+
+#: the config resource type of a topic in DescribeConfigs and the AlterConfigs APIs (the
+#: others, brokers and broker loggers, are the cluster's to authorize)
+CONFIG_TOPIC = 2
 
 
 def _caller(request: object) -> tuple[KafkaPrincipal, str]:
@@ -118,6 +123,21 @@ class AccessControl:
             return bits
         principal, host = _caller(request)
         return authorizer.authorized_operations(principal, host, resource_type, name, operations)
+
+    def config_error(
+        self, request: object, config_resource_type: int, name: str, operation: AclOperation
+    ) -> int:
+        """The error for a Describe/Alter/IncrementalAlterConfigs resource the request may
+        not ``operation`` (DESCRIBE_CONFIGS or ALTER_CONFIGS), NONE when it may: a topic's
+        on the topic (TOPIC_AUTHORIZATION_FAILED), a broker's or broker logger's on the
+        cluster (CLUSTER_AUTHORIZATION_FAILED), as Kafka."""
+        if self.authorizer is None:
+            return ErrorCode.NONE
+        if config_resource_type == CONFIG_TOPIC:
+            allowed = self.authorize(request, operation, ResourceType.TOPIC, name)
+            return ErrorCode.NONE if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        allowed = self.authorize(request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+        return ErrorCode.NONE if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
     def _denied(
         self, request: object, operation: AclOperation, resource_type: ResourceType, name: str
