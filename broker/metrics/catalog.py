@@ -224,7 +224,7 @@ AUTHORIZATION_DENIALS = _counter(
     "authorization_denials",
     "authorization checks denied, per API and resource type (topic, group, cluster, ...)",
     ("api", "resource_type"),
-    operator=False,
+    operator=True,
 )
 # Open connections per listener and principal, counted from the connections at scrape
 # time: a principal has a series only while it has connections, and only principals that
