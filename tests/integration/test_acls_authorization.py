@@ -14,6 +14,7 @@ SASL/PLAIN: what a user may do follows its ACLs, with Kafka's error codes.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,8 +33,9 @@ from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaConsumer
 from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 
+from client.client import KafkaClient
 from protocol import ApiKey
-from protocol.messages import DescribeAclsRequest
+from protocol.messages import DescribeAclsRequest, MetadataRequest
 from tests.integration.acl_cluster import AclCluster, start_acl_cluster
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
@@ -259,3 +261,25 @@ def test_denials_are_logged_and_counted_and_followers_keep_up(c: AclCluster) -> 
     for topic in metadata.topics:
         for partition in topic.partitions:
             assert sorted(partition.isr_nodes) == [0, 1], (topic.name, partition)
+
+
+def test_metadata_reports_what_a_user_may_do(c: AclCluster) -> None:
+    """Metadata v8+'s authorized-operations fields hold alice's rights: WRITE (and the
+    DESCRIBE it implies) on her topic, nothing on the cluster."""
+
+    async def ask() -> Any:
+        async with KafkaClient(c.sasl_bootstrap, c.client_config("alice")) as client:
+            body = MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name=WRITABLE)],
+                allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=True,
+                include_topic_authorized_operations=True,
+            )
+            return await client.request(None, ApiKey.METADATA, body, version=10)
+
+    answer = asyncio.run(ask())
+    (topic,) = answer.topics
+    assert topic.topic_authorized_operations == (1 << AclOperation.WRITE.value) | (
+        1 << AclOperation.DESCRIBE.value
+    )
+    assert answer.cluster_authorized_operations == 0
