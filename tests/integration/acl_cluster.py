@@ -102,6 +102,10 @@ def start_acl_cluster(zookeeper: ZooKeeperServer, directory: Path) -> Iterator[A
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "super.users": "User:admin;User:ANONYMOUS",
         "offsets.topic.num.partitions": "4",
+        # __transaction_state on two brokers (Kafka's default of 3 replicas would not fit)
+        "transaction.state.log.replication.factor": "2",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "4",
     }
     layout = AclLayout(
         directory=directory,

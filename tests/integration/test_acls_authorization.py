@@ -283,3 +283,25 @@ def test_metadata_reports_what_a_user_may_do(c: AclCluster) -> None:
         1 << AclOperation.DESCRIBE.value
     )
     assert answer.cluster_authorized_operations == 0
+
+
+def test_idempotent_and_transactional_producers(c: AclCluster) -> None:
+    """KIP-679: WRITE on a topic lets alice's idempotent producer get a producer id; a
+    transactional id needs WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED before)."""
+    idempotent = Producer({**c.librdkafka("alice"), "enable.idempotence": True})
+    delivered: list[KafkaError | None] = []
+    idempotent.produce(WRITABLE, b"i", on_delivery=lambda err, msg: delivered.append(err))
+    idempotent.flush(20)
+    assert delivered == [None]
+    tx_id = f"tx-{uuid.uuid4().hex[:6]}"
+    config = {**c.librdkafka("alice"), "transactional.id": tx_id, "transaction.timeout.ms": 10000}
+    refused = Producer(config)
+    with pytest.raises(KafkaException) as failure:
+        refused.init_transactions(20)
+    assert failure.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    grant(c, [acl(ResourceType.TRANSACTIONAL_ID, tx_id, "User:alice", AclOperation.WRITE)])
+    producer = Producer(config)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(WRITABLE, b"t")
+    producer.commit_transaction(30)
