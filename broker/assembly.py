@@ -29,8 +29,10 @@ half-way still undoes it:
    periodic tasks (``scheduled_tasks``), once all they call exists;
 5. the SCRAM credential cache, loaded from /config/users (before the listeners open, so
    the first connection can log in; ``credential_cache``, the SASL authenticator's
-   source), the handler families (``broker.apis.services``), the readiness gate and
-   KafkaApis, then the SocketServer (data and control planes);
+   source), with the authorizer on the ACLs loaded from ZooKeeper and their change
+   notifications followed (``broker.auth.acl_watcher``), the handler families
+   (``broker.apis.services``), the readiness gate and KafkaApis, then the SocketServer
+   (data and control planes);
 6. the controller: it registers /brokers/ids/<id> and joins the election; then the
    config change listener (``broker.config_changes``: dynamic configs and the SCRAM
    credentials changed since the load) and the gauges;
@@ -82,6 +84,7 @@ from typing import Any
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import KafkaApis, error_response
 from broker.apis.services import (
+    AclAdmin,
     BrokerBasics,
     ClusterAdmin,
     ConfigAdmin,
@@ -94,6 +97,8 @@ from broker.apis.services import (
     TopicAdmin,
     Transactions,
 )
+from broker.auth.acl_watcher import AclChangeListener
+from broker.auth.wiring import access_control, start_acl_listener
 from broker.background import BackgroundTasks
 from broker.blocking import in_thread
 from broker.component_settings import (
@@ -189,6 +194,8 @@ class BrokerAssembly:
     txn_coordinator: TransactionCoordinator
     # by "SCRAM credentials": what SASL/SCRAM logins are checked against
     credential_cache: ScramCredentialCache
+    # by "ACLs": keeps the authorizer's cache (None: no authorizer)
+    acl_listener: AclChangeListener | None
     # by "request handlers" and "socket server"
     services: HandlerServices
     _applier: DynamicConfigApplier
@@ -240,6 +247,7 @@ class BrokerAssembly:
                  self._stop_txn_coordinator),
             Step("periodic tasks", self._schedule_tasks),
             Step("SCRAM credentials", self._load_credentials),
+            Step("ACLs", self._start_acls, self._stop_acls),
             Step("request handlers", self._start_handlers, self._close_handlers),
             Step("socket server", self._start_socket_server, self._drain_requests),
             Step("controller", self._build_controller, self._stop_controller),
@@ -387,6 +395,7 @@ class BrokerAssembly:
             config=self.config,
             metadata_cache=cache,
             topic_configs=self.log_manager.topic_configs,
+            access=access_control(self.config, self.metrics),
         )
         zk = self.zk
         self.isr_propagator = IsrChangePropagator(
@@ -499,6 +508,13 @@ class BrokerAssembly:
         self.credential_cache = cache
         log.info("loaded the SCRAM credentials of %d users", len(cache.users()))
 
+    async def _start_acls(self) -> None:
+        self.acl_listener = await start_acl_listener(self.basics.access, self.zk, self.clock)
+
+    async def _stop_acls(self) -> None:
+        if self.acl_listener is not None:
+            await self.acl_listener.stop()
+
     async def _start_handlers(self) -> None:
         basics, link = self.basics, self.controller_link
         applier = DynamicConfigApplier(basics, self.log_manager, self.credential_cache)
@@ -538,6 +554,7 @@ class BrokerAssembly:
             ),
             scram=ScramAdmin(basics, zk=self.zk, controller=link, cache=self.credential_cache),
             transactions=Transactions(basics, coordinator=self.txn_coordinator),
+            acls=AclAdmin(basics, zk=self.zk),
         )
         self._applier = applier
         cache, broker_id = basics.metadata_cache, self.broker_id

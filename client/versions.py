@@ -54,6 +54,10 @@ CLIENT_VERSIONS: Final[Mapping[int, tuple[int, int]]] = {
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # ACLs (client.acls): from v1, which carries pattern types
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
     # SASL (client.sasl): the handshake from v1, whose tokens travel in SaslAuthenticate
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),

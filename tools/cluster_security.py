@@ -17,6 +17,9 @@ Made at each start, under ``DIR/security/`` (keys readable by their owner only):
   SCRAM-SHA-512 (and SCRAM-SHA-256) credentials in ZooKeeper before any broker starts
   (``create_users``); the brokers authenticate to each other as that user with
   SCRAM-SHA-512, through each listener's ``listener.name.<l>.scram-sha-512.sasl.jaas.config``.
+  The authorizer is on (``authorizer.class.name``), with ``admin`` -- the brokers' own
+  principal and the operator's -- as the one super user: other users need ACLs
+  (``minikafka acls --command-config DIR/client.properties``).
 
 ``DIR/client.properties`` holds what a client needs: Kafka's keys (``security.protocol``,
 ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.truststore.*``), read by the Java tools
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 #: the --security choices: lower case on the command line, Kafka's protocol names inside
 SECURITY_CHOICES: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 ADMIN_USER: Final = "admin"
+#: the authorizer of a SASL cluster (Kafka's class name; broker.auth)
+ACL_AUTHORIZER: Final = "kafka.security.authorizer.AclAuthorizer"
 #: the mechanism brokers and the written client properties use
 MECHANISM: Final = "SCRAM-SHA-512"
 #: the admin user's credentials in ZooKeeper (clients may pick either)
@@ -130,6 +135,10 @@ class ClusterSecurity:
             props |= {
                 "sasl.enabled.mechanisms": ",".join(CREDENTIAL_MECHANISMS),
                 "sasl.mechanism.inter.broker.protocol": MECHANISM,
+                # the admin user is also the brokers' own principal: a super user, so
+                # brokers and the admin need no ACLs; anyone else needs ACLs
+                "authorizer.class.name": ACL_AUTHORIZER,
+                "super.users": f"User:{ADMIN_USER}",
             }
             line = jaas_line(ADMIN_USER, self.admin_password)
             for name in listener_names:

@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "delete-records": ("delete_records", "delete partitions' records below an offset"),
     "reassign-partitions": ("reassign_partitions", "move partitions to other brokers"),
     "consumer-groups": ("consumer_groups", "list, describe, reset and delete consumer groups"),
+    "acls": ("acls", "add, remove and list ACLs"),
     "transactions": ("transactions", "list, describe, abort and find hanging transactions"),
     "console-producer": ("console_producer", "produce lines from standard input"),
     "console-consumer": ("console_consumer", "consume records to standard output"),

@@ -3,7 +3,7 @@
 kazoo blocks the calling thread until ZooKeeper answers. Every method here is a
 coroutine that runs one blocking family call (zk.session, zk.brokers, zk.topics,
 zk.partition_states, zk.configs, zk.controller_election, zk.producer_ids,
-zk.isr_notifications, zk.admin, zk.scram) on a worker thread (``asyncio.to_thread``),
+zk.isr_notifications, zk.admin, zk.scram, zk.acls) on a worker thread (``asyncio.to_thread``),
 so the event loop never waits on ZooKeeper: this is the only place in the code base that
 crosses from the loop to kazoo for a ZooKeeper call. The methods keep the names and arguments
 the blocking client had, one family call each; the families document the znodes and
@@ -29,9 +29,11 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from kazoo.client import KazooClient
 
+from protocol.acls import AccessControlEntry, ResourcePattern
 from protocol.sasl.scram import ScramCredential
 from protocol.values import TopicPartition
 from zk import (
+    acls,
     admin,
     brokers,
     codec,
@@ -225,6 +227,38 @@ class ZkFacade:
         self, user: str, upserts: Mapping[str, ScramCredential], deletions: Iterable[str]
     ) -> dict[str, ScramCredential]:
         return await self._run(scram.alter_user_credentials, user, dict(upserts), list(deletions))
+
+    # -- ACLs (zk.acls) -----------------------------------------------------------------------
+
+    async def ensure_acl_paths(self) -> None:
+        await self._run(acls.ensure_acl_paths)
+
+    async def get_all_acls(self) -> dict[ResourcePattern, frozenset[AccessControlEntry]]:
+        return await self._run(acls.get_all_acls)
+
+    async def get_acls(self, pattern: ResourcePattern) -> tuple[frozenset[AccessControlEntry], int]:
+        return await self._run(acls.get_acls, pattern)
+
+    async def add_acls(
+        self, pattern: ResourcePattern, entries: Iterable[AccessControlEntry]
+    ) -> frozenset[AccessControlEntry]:
+        return await self._run(acls.add_acls, pattern, list(entries))
+
+    async def remove_acls(
+        self, pattern: ResourcePattern, keep: Callable[[AccessControlEntry], bool]
+    ) -> tuple[frozenset[AccessControlEntry], frozenset[AccessControlEntry]]:
+        return await self._run(acls.remove_acls, pattern, keep)
+
+    async def get_acl_changes(self, changes_path: str, watch: Watch | None = None) -> list[str]:
+        return await self._run(acls.get_acl_changes, changes_path, watch)
+
+    async def read_acl_change(
+        self, changes_path: str, name: str
+    ) -> tuple[ResourcePattern, int] | None:
+        return await self._run(acls.read_acl_change, changes_path, name)
+
+    async def delete_acl_changes(self, changes_path: str, names: Iterable[str]) -> None:
+        await self._run(acls.delete_acl_changes, changes_path, list(names))
 
     # -- controller election (zk.controller_election, zk.transactions) -----------------------
 

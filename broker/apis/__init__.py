@@ -41,11 +41,14 @@ from broker.apis import (
     alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -83,6 +86,7 @@ from broker.apis import (
 )
 from broker.apis.request import Answer, HandlerResult, ListenerRequest
 from broker.apis.services import (
+    AclAdmin,
     Advertised,
     ClusterAdmin,
     ConfigAdmin,
@@ -96,6 +100,7 @@ from broker.apis.services import (
 )
 from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode, Response, error_name
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api import api_name, response_message
 from protocol.messages import RequestHeader
 
@@ -184,6 +189,27 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ApiKey.END_TXN: route(Transactions, end_txn.handle),
         ApiKey.DESCRIBE_TRANSACTIONS: route(Transactions, describe_transactions.handle),
         ApiKey.LIST_TRANSACTIONS: route(Transactions, list_transactions.handle),
+        # ACLs (broker.auth)
+        ApiKey.DESCRIBE_ACLS: route(AclAdmin, describe_acls.handle),
+        ApiKey.CREATE_ACLS: route(AclAdmin, create_acls.handle),
+        ApiKey.DELETE_ACLS: route(AclAdmin, delete_acls.handle),
+    }
+)
+
+
+#: the APIs Kafka authorizes as one operation on the cluster, refused whole (the
+#: response's top-level CLUSTER_AUTHORIZATION_FAILED) otherwise: the controller-to-broker
+#: APIs and ControlledShutdown need CLUSTER_ACTION, the reassignment and SCRAM listing
+#: admin APIs ALTER or DESCRIBE. (Other APIs check their own resources in their handlers.)
+CLUSTER_OPERATION_OF: Mapping[int, AclOperation] = MappingProxyType(
+    {
+        ApiKey.LEADER_AND_ISR: AclOperation.CLUSTER_ACTION,
+        ApiKey.STOP_REPLICA: AclOperation.CLUSTER_ACTION,
+        ApiKey.UPDATE_METADATA: AclOperation.CLUSTER_ACTION,
+        ApiKey.CONTROLLED_SHUTDOWN: AclOperation.CLUSTER_ACTION,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: AclOperation.DESCRIBE,
     }
 )
 
@@ -294,6 +320,7 @@ class KafkaApis:
             for key, (lo, hi) in self.advertised.items()
         }
         self.gate = gate
+        self.access = services.replicas.broker.access
 
     async def handle(self, request: ListenerRequest[Any]) -> HandlerResult:
         """Route ``request`` (broker.network.Request) to its handler; unknown APIs and
@@ -314,6 +341,11 @@ class KafkaApis:
 
     async def _serve(self, request: ListenerRequest[Any]) -> HandlerResult:
         api_key = int(request.header.api_key)
+        needed = CLUSTER_OPERATION_OF.get(api_key)
+        if needed is not None and not self.access.authorize(
+            request, needed, ResourceType.CLUSTER, CLUSTER_NAME
+        ):
+            return error_response(request.header, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         handle, services, _, _ = self._routes[api_key]
         result = await handle(services, request)
         if api_key == ApiKey.UPDATE_METADATA and self.gate is not None:

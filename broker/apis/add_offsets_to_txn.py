@@ -13,6 +13,7 @@ from broker.apis.services import Transactions
 from broker.txn import transactions_enabled
 from broker.txn.rules import fencing_error
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
 FENCED_VERSION = 2
@@ -20,8 +21,13 @@ FENCED_VERSION = 2
 
 async def handle(ctx: Transactions, request: ApiRequest[AddOffsetsToTxnRequest]) -> Response:
     header, body = request.header, request.body
-    if not transactions_enabled(ctx.config):
+    access = ctx.broker.access
+    if not transactions_enabled(ctx.config) or not access.authorize(
+        request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+    ):
         error: int = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not access.authorize(request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     else:
         error = await ctx.coordinator.add_offsets(
             body.transactional_id, body.producer_id, body.producer_epoch, body.group_id

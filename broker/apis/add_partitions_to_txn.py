@@ -22,6 +22,7 @@ from broker.apis.services import Transactions
 from broker.txn import transactions_enabled
 from broker.txn.rules import fencing_error
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from protocol.values import TopicPartition
 
@@ -62,9 +63,26 @@ async def _one(
     epoch: int,
     partitions: list[TopicPartition],
     verify_only: bool,
+    request: object = None,
 ) -> dict[TopicPartition, int]:
+    """``request``: the client's (v0-3), whose WRITE on the transactional id and on each
+    topic is checked as Kafka does (None: v4, a broker's, checked as a whole)."""
     if not enabled:
         return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    access = ctx.broker.access
+    if request is not None and access.enabled:
+        if not access.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+            return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        writable = access.allowed(
+            request, AclOperation.WRITE, ResourceType.TOPIC, {tp.topic for tp in partitions}
+        )
+        if any(tp.topic not in writable for tp in partitions):
+            return {
+                tp: ErrorCode.OPERATION_NOT_ATTEMPTED
+                if tp.topic in writable
+                else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                for tp in partitions
+            }
     coordinator = ctx.coordinator
     if verify_only:
         return coordinator.verify_partitions(tid, producer_id, epoch, partitions)
@@ -76,6 +94,15 @@ async def handle(ctx: Transactions, request: ApiRequest[AddPartitionsToTxnReques
     version = header.api_version
     enabled = transactions_enabled(ctx.config)
     if version >= BATCHED_VERSION:
+        if not ctx.broker.access.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        ):
+            refused = Resp(
+                throttle_time_ms=0,
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                results_by_transaction=[],
+            )
+            return make_response(header, refused)
         results = []
         for txn in body.transactions:
             errors = await _one(
@@ -102,6 +129,7 @@ async def handle(ctx: Transactions, request: ApiRequest[AddPartitionsToTxnReques
         body.v3_and_below_producer_epoch,
         _partitions(body.v3_and_below_topics),
         False,
+        request,
     )
     response = Resp(throttle_time_ms=0, results_by_topic_v3_and_below=_results(errors, version))
     return make_response(header, response)

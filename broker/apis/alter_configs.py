@@ -15,6 +15,7 @@ from broker.apis.request import ApiRequest
 from broker.apis.services import ConfigAdmin
 from broker.config.alter import replaced
 from protocol import Response, make_response
+from protocol.acls import AclOperation
 from protocol.messages import AlterConfigsRequest, AlterConfigsResponse
 
 Result = AlterConfigsResponse.AlterConfigsResourceResponse
@@ -31,13 +32,18 @@ async def handle(ctx: ConfigAdmin, request: ApiRequest[AlterConfigsRequest]) -> 
     results = []
     for resource in body.resources:
         configs = [(c.name, c.value) for c in resource.configs]
-        code, message = await alter_outcome(
-            ctx,
-            resource.resource_type,
-            resource.resource_name,
-            functools.partial(_whole_set, configs),
-            body.validate_only,
+        code: int = ctx.broker.access.config_error(
+            request, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
         )
+        message: str | None = None
+        if not code:
+            code, message = await alter_outcome(
+                ctx,
+                resource.resource_type,
+                resource.resource_name,
+                functools.partial(_whole_set, configs),
+                body.validate_only,
+            )
         results.append(
             Result(
                 error_code=code,

@@ -27,6 +27,7 @@ from broker.admin.scram_credentials import (
 from broker.apis.request import ApiRequest
 from broker.apis.services import ScramAdmin
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
 from zk.errors import ScramCredentialNotFoundError
 
@@ -60,6 +61,21 @@ async def handle(
     ctx: ScramAdmin, request: ApiRequest[AlterUserScramCredentialsRequest]
 ) -> Response:
     body = request.body
+    if not ctx.broker.access.authorize(
+        request, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        # as Kafka: ALTER on the cluster, else every user refused
+        users = sorted({d.name for d in body.deletions} | {u.name for u in body.upsertions})
+        refused = AlterUserScramCredentialsResponse(
+            throttle_time_ms=0,
+            results=[
+                Result(
+                    user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None
+                )
+                for u in users
+            ],
+        )
+        return make_response(request.header, refused)
     if ctx.controller.active() is None:
         return make_response(request.header, not_controller(body))
     users, failed, changes = plan_alterations(

@@ -20,6 +20,7 @@ from broker.apis.create_topics import respond_when_led
 from broker.apis.request import ListenerRequest
 from broker.apis.services import TopicAdmin
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,12 @@ async def handle(
             error_code=ErrorCode.INVALID_REQUEST,
             error_message="Duplicate topic in request.",
         )
+    access = ctx.broker.access
+    for name in dict.fromkeys(names):
+        if name not in results and not access.authorize(
+            request, AclOperation.ALTER, ResourceType.TOPIC, name
+        ):
+            results[name] = Result(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     live = ctx.metadata_cache.alive_broker_ids()
     added: dict[str, Collection[int]] = {}
     for topic in body.topics:

@@ -34,6 +34,7 @@ from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
 from broker.security.inter_broker import inter_broker_security
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api import api_name
 from protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 
@@ -68,6 +69,16 @@ async def handle(
             f"Create topics request from client `{header.client_id}` contains multiple "
             f"entries for the following topics: {', '.join(duplicates)}",
         )
+
+    access = ctx.broker.access
+    if access.enabled and not access.authorize(
+        request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, quiet=True
+    ):
+        for name in dict.fromkeys(names):
+            if name not in results and not access.authorize(
+                request, AclOperation.CREATE, ResourceType.TOPIC, name
+            ):
+                results[name] = _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
 
     plans: dict[str, TopicPlan] = {}
     try:

@@ -13,6 +13,7 @@ from broker.apis.group_answers import group_error, later
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation
 from protocol.messages import DeleteGroupsRequest, DeleteGroupsResponse
 
 Result = DeleteGroupsResponse.DeletableGroupResult
@@ -26,7 +27,11 @@ async def handle(
     async def answer() -> Response:
         results = []
         for group_id in names:
-            error = ErrorCode.INVALID_GROUP_ID if not group_id else group_error(ctx, group_id)
+            error = (
+                ErrorCode.INVALID_GROUP_ID
+                if not group_id
+                else group_error(ctx, group_id, request, AclOperation.DELETE)
+            )
             if error == ErrorCode.NONE:
                 error = await ctx.coordinator.delete_group(group_id)
             results.append(Result(group_id=group_id, error_code=error))

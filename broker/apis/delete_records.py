@@ -16,7 +16,8 @@ import asyncio
 from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.delete_records import DeleteRecordsPartitionResult
-from protocol import Response, make_response
+from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse, RequestHeader
 from protocol.values import TopicPartition
 
@@ -70,9 +71,23 @@ async def handle(
 ) -> Response | asyncio.Future[Response]:
     header, body = request.header, request.body
     offsets = requested_offsets(body)
+    # DELETE on each topic (Kafka: TOPIC_AUTHORIZATION_FAILED for the others)
+    access = ctx.broker.access
+    denied: dict[TopicPartition, DeleteRecordsPartitionResult] = {}
+    if access.enabled:
+        deletable = access.allowed(
+            request, AclOperation.DELETE, ResourceType.TOPIC, [t.name for t in body.topics]
+        )
+        for tp in [tp for tp in offsets if tp.topic not in deletable]:
+            del offsets[tp]
+            denied[tp] = DeleteRecordsPartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        if not offsets:
+            return build_response(header, body, denied)
     future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
 
     def on_done(results: dict[TopicPartition, DeleteRecordsPartitionResult]) -> None:
+        if denied:
+            results = {**results, **denied}
         if not future.done():  # the connection may have gone (future cancelled)
             future.set_result(build_response(header, body, results))
 

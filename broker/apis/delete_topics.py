@@ -30,6 +30,7 @@ from broker.apis.services import TopicAdmin
 from broker.delayed.create_topics import topic_key
 from broker.delayed.delete_topics import DelayedDeleteTopics
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.primitives import ZERO_UUID
 
@@ -113,11 +114,16 @@ async def handle(
         return respond()
 
     cache = ctx.metadata_cache
+    access = ctx.broker.access
     queued: dict[str, Result] = {}
     for entry, result in zip(wanted, results, strict=True):
         name, code, message = resolve(entry, cache.topic_name, cache.contains_topic)
         result.name = name
-        if code != ErrorCode.NONE:
+        if name is not None and not access.authorize(
+            request, AclOperation.DELETE, ResourceType.TOPIC, name
+        ):
+            fail(result, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+        elif code != ErrorCode.NONE:
             fail(result, code, message)
         elif name is not None and name in queued:
             fail(result, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")

@@ -7,9 +7,11 @@ ZooKeeper-mode broker serves only brokers (MISMATCHED_ENDPOINT_TYPE otherwise).
 
 from __future__ import annotations
 
+from broker.apis.metadata import CLUSTER_OPERATIONS
 from broker.apis.request import ListenerRequest
 from broker.apis.services import ClusterAdmin
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, ResourceType
 from protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED
 
@@ -48,7 +50,13 @@ async def handle(ctx: ClusterAdmin, request: ListenerRequest[DescribeClusterRequ
         controller_id=-1 if controller_id is None else controller_id,
         brokers=brokers,
         cluster_authorized_operations=(
-            0 if body.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
+            AUTHORIZED_OPERATIONS_OMITTED
+            if not body.include_cluster_authorized_operations
+            else ctx.broker.access.authorized_operations(
+                request, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS
+            )
+            if ctx.broker.access.enabled
+            else 0
         ),
     )
     return make_response(request.header, response)

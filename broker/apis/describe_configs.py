@@ -17,6 +17,7 @@ from broker.apis.services import ConfigAdmin
 from broker.config import ConfigEntry, ConfigSource, describe_topic_config
 from broker.topic_overrides import topic_overrides
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation
 from protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,22 @@ async def handle(ctx: ConfigAdmin, request: ApiRequest[DescribeConfigsRequest]) 
     body = request.body
     version = request.header.api_version
     results = []
+    access = ctx.broker.access
     for resource in body.resources:
+        denied = access.config_error(
+            request, resource.resource_type, resource.resource_name, AclOperation.DESCRIBE_CONFIGS
+        )
+        if denied:
+            results.append(
+                Result(
+                    error_code=denied,
+                    error_message=None,
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                    configs=[],
+                )
+            )
+            continue
         try:
             entries = await _entries(
                 ctx, resource.resource_type, resource.resource_name, resource.configuration_keys

@@ -13,6 +13,7 @@ from broker.apis.group_answers import group_error
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED
 
@@ -21,7 +22,8 @@ Member = DescribeGroupsResponse.DescribedGroupMember
 
 #: Kafka's ACL operations that apply to a group, as a bit set: READ (3), DELETE (6),
 #: DESCRIBE (8)
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+GROUP_ACL_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE)
+GROUP_OPERATIONS = sum(1 << op for op in GROUP_ACL_OPERATIONS)
 
 
 async def handle(ctx: GroupAccess, request: ListenerRequest[DescribeGroupsRequest]) -> Response:
@@ -29,9 +31,10 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[DescribeGroupsReques
     operations = (
         GROUP_OPERATIONS if body.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
     )
+    access = ctx.broker.access
     described = []
     for group_id in body.groups:
-        error = group_error(ctx, group_id)
+        error = group_error(ctx, group_id, request, AclOperation.DESCRIBE)
         if error != ErrorCode.NONE:
             described.append(
                 Described(error_code=error, group_id=group_id, group_state="", protocol_type="",
@@ -58,7 +61,11 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[DescribeGroupsReques
                     )
                     for m in summary.members
                 ],
-                authorized_operations=operations,
+                authorized_operations=operations
+                if operations == AUTHORIZED_OPERATIONS_OMITTED or not access.enabled
+                else access.authorized_operations(
+                    request, ResourceType.GROUP, group_id, GROUP_ACL_OPERATIONS
+                ),
             )
         )
     return make_response(

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from broker.apis.request import ApiRequest
 from broker.apis.services import ClusterAdmin
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.values import TopicPartition
 from storage import Log
@@ -96,6 +97,14 @@ def describe_dirs(
 
 
 async def handle(ctx: ClusterAdmin, request: ApiRequest[DescribeLogDirsRequest]) -> Response:
+    # as Kafka: DESCRIBE on the cluster, else nothing listed (and, v3+, the error)
+    if not ctx.broker.access.authorize(
+        request, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        refused = DescribeLogDirsResponse(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[]
+        )
+        return make_response(request.header, refused)
     manager = ctx.log_manager
     results = await asyncio.to_thread(
         describe_dirs,

@@ -16,6 +16,7 @@ from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import DescribeProducersRequest, DescribeProducersResponse
 from protocol.values import TopicPartition
 from storage import StorageError
@@ -63,11 +64,22 @@ def describe_partition(ctx: ReplicaAccess, tp: TopicPartition) -> _Partition:
 
 
 async def handle(ctx: ReplicaAccess, request: ApiRequest[DescribeProducersRequest]) -> Response:
+    # as Kafka: READ on each topic, TOPIC_AUTHORIZATION_FAILED for the others
+    readable = ctx.broker.access.allowed(
+        request, AclOperation.READ, ResourceType.TOPIC, [t.name for t in request.body.topics]
+    )
     topics = [
         DescribeProducersResponse.TopicResponse(
             name=t.name,
             partitions=[
-                describe_partition(ctx, TopicPartition(t.name, p)) for p in t.partition_indexes
+                describe_partition(ctx, TopicPartition(t.name, p))
+                if t.name in readable
+                else _Partition(
+                    partition_index=p,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    active_producers=[],
+                )
+                for p in t.partition_indexes
             ],
         )
         for t in request.body.topics

@@ -14,6 +14,7 @@ from broker.apis.services import Transactions
 from broker.txn import transactions_enabled
 from broker.txn.model import TxnMetadata
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import DescribeTransactionsRequest, DescribeTransactionsResponse
 
 Resp = DescribeTransactionsResponse
@@ -49,9 +50,12 @@ def _state(tid: str, error: int, meta: TxnMetadata | None) -> Resp.TransactionSt
 async def handle(ctx: Transactions, request: ApiRequest[DescribeTransactionsRequest]) -> Response:
     header, body = request.header, request.body
     enabled = transactions_enabled(ctx.config)
+    access = ctx.broker.access
     states = []
     for tid in body.transactional_ids:
-        if not enabled:
+        if not enabled or not access.authorize(
+            request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid
+        ):
             states.append(_state(tid, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None))
             continue
         error, meta = ctx.coordinator.describe(tid)

@@ -24,6 +24,7 @@ from broker.apis.request import ApiRequest
 from broker.apis.services import ClusterAdmin
 from controller.elect_leaders import ElectionOutcome, ElectionType
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import ElectLeadersRequest, ElectLeadersResponse
 from protocol.values import TopicPartition
 
@@ -77,6 +78,11 @@ async def handle(ctx: ClusterAdmin, request: ApiRequest[ElectLeadersRequest]) ->
             request.header, build_response(code, outcomes, all_partitions=partitions is None)
         )
 
+    # as Kafka: ALTER on the cluster, else every partition CLUSTER_AUTHORIZATION_FAILED
+    if not ctx.broker.access.authorize(
+        request, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        return answer_all(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     election_type = body.election_type if request.header.api_version >= 1 else 0
     if election_type not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
         return answer_all(ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}")

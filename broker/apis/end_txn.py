@@ -12,6 +12,7 @@ from broker.apis.services import Transactions
 from broker.txn import transactions_enabled
 from broker.txn.rules import fencing_error
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import EndTxnRequest, EndTxnResponse
 
 FENCED_VERSION = 2
@@ -19,7 +20,10 @@ FENCED_VERSION = 2
 
 async def handle(ctx: Transactions, request: ApiRequest[EndTxnRequest]) -> Response:
     header, body = request.header, request.body
-    if not transactions_enabled(ctx.config):
+    access = ctx.broker.access
+    if not transactions_enabled(ctx.config) or not access.authorize(
+        request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+    ):
         error: int = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         error = await ctx.coordinator.end_txn(

@@ -21,12 +21,14 @@ ISR membership and the high watermark follow (see broker.isr). The response carr
 leader's high watermark and log start offset, which the follower adopts. A replica id
 that is not an assigned replica of the partition is NOT_LEADER_OR_FOLLOWER.
 
-Which listener may carry them: Kafka serves a follower fetch only to a principal with
-the ClusterAction permission and answers any other TOPIC_AUTHORIZATION_FAILED on every
-partition. minikafka has no authorizer; when inter.broker.listener.name is configured,
+Who may send them: as Kafka, with the authorizer on (``broker.auth``) a follower fetch
+needs CLUSTER_ACTION on the cluster, and any other is answered TOPIC_AUTHORIZATION_FAILED
+on every partition. Without an authorizer, when inter.broker.listener.name is configured,
 arriving on that listener stands for the permission, so a follower fetch on any other
 listener (a client forging a replica id) is answered the same way and never reads above
-the high watermark or moves an ISR. Without that setting every listener serves them.
+the high watermark or moves an ISR; without that setting every listener serves them.
+A consumer needs READ on each topic: the partitions of the others are answered
+TOPIC_AUTHORIZATION_FAILED (without being read), the rest are fetched.
 
 When fewer than ``min_bytes`` are readable and ``max_wait_ms`` > 0 the read waits in a
 DelayedFetch; the handler returns a Future and frees its handler task.
@@ -50,15 +52,22 @@ import asyncio
 from broker.apis import fetch_conversion
 from broker.apis.request import Answer, ListenerRequest
 from broker.apis.services import ReplicaAccess
-from broker.delayed.fetch import FetchParams, FetchResults, PartitionFetchInfo
+from broker.delayed.fetch import (
+    FetchParams,
+    FetchPartitionResult,
+    FetchResults,
+    PartitionFetchInfo,
+)
 from broker.fetch_session import FetchContext
 from broker.network.codec import ResponseParts
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.fetch_writer import PartitionAnswer, fetch_response_parts
 from protocol.messages import FetchRequest, FetchResponse, RequestHeader
 from protocol.values import READ_COMMITTED, TopicPartition
 
 _aborted = FetchResponse.AbortedTransaction
+CLUSTER_ACTION = AclOperation.CLUSTER_ACTION
 
 
 def fetch_params(ctx: ReplicaAccess, body: FetchRequest) -> FetchParams:
@@ -214,7 +223,12 @@ async def handle(
     header, body = request.header, request.body
     from_follower = body.replica_id >= 0
     (ctx.metrics.follower_fetches if from_follower else ctx.metrics.consumer_fetches).inc()
-    if from_follower and not follower_fetch_allowed(ctx, request.listener):
+    access = ctx.broker.access
+    if from_follower and not (
+        access.authorize(request, CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+        if access.enabled
+        else follower_fetch_allowed(ctx, request.listener)
+    ):
         refused = refused_response(body, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         return make_response(header, refused)
     session = session_context(ctx, body)
@@ -225,8 +239,20 @@ async def handle(
         return make_response(header, refused)
     session_id = session.session_id
     params = fetch_params(ctx, body)
+    # a session's partitions: those of this request and, when incremental, the earlier ones
+    infos = session.infos
+    denied: FetchResults = []
+    if access.enabled and not from_follower:
+        topics = {tp.topic for tp, _ in infos}
+        readable = access.allowed(request, AclOperation.READ, ResourceType.TOPIC, topics)
+        denied = [
+            (tp, FetchPartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            for tp, _ in infos
+            if tp.topic not in readable
+        ]
+        infos = [(tp, info) for tp, info in infos if tp.topic in readable]
     if header.api_version < fetch_conversion.FIRST_V2_FETCH_VERSION:
-        return fetch_conversion.answer(ctx, header, params, partition_infos(body))
+        return fetch_conversion.answer(ctx, header, params, infos, denied)
     # Most fetches are answered during fetch_messages (data was there, or an error): the
     # answer is returned as it is. A future is made only for a fetch that waits.
     answered: list[Answer] = []
@@ -234,6 +260,8 @@ async def handle(
 
     def on_done(read: FetchResults) -> None:
         results = session.answer(read)
+        if denied:  # refusals are news: always answered
+            results = denied + results
         parts = (
             follower_response_parts(header, params, results, session_id) if from_follower else None
         )
@@ -243,7 +271,7 @@ async def handle(
         elif not future.done():  # the connection may have gone (future cancelled)
             future.set_result(answer)
 
-    ctx.replica_manager.fetch_messages(params, session.infos, on_done)
+    ctx.replica_manager.fetch_messages(params, infos, on_done)
     if answered:
         return answered[0]
     future = ctx.event_loop.create_future()

@@ -52,14 +52,20 @@ def magic_for(api_version: int) -> int:
 
 
 def answer(
-    ctx: ReplicaAccess, header: RequestHeader, params: FetchParams, infos: FetchInfos
+    ctx: ReplicaAccess,
+    header: RequestHeader,
+    params: FetchParams,
+    infos: FetchInfos,
+    denied: FetchResults,
 ) -> asyncio.Future[Answer]:
-    """Read as every fetch reads; then convert and answer (the Future's result)."""
+    """Read as every fetch reads; then convert and answer (the Future's result).
+    ``denied``: the partitions refused before reading (authorization), answered first."""
     loop = ctx.event_loop
     future: asyncio.Future[Answer] = loop.create_future()
     offsets = {tp: info.fetch_offset for tp, info in infos}
 
     def on_done(results: FetchResults) -> None:
+        results = denied + results
         task = loop.create_task(_convert_and_answer(ctx, header, offsets, results, future))
         _RUNNING.add(task)
         task.add_done_callback(_RUNNING.discard)

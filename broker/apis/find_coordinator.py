@@ -33,6 +33,7 @@ from broker.apis.services import GroupAccess
 from broker.txn import transactions_enabled
 from broker.txn.topic import TRANSACTION_TOPIC
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
 GROUP_KEY_TYPE = 0
@@ -51,6 +52,27 @@ def no_node(key: str, error: int, message: str) -> Coordinator:
     return Coordinator(
         key=key, node_id=-1, host="", port=-1, error_code=error, error_message=message
     )
+
+
+def authorized_find(
+    ctx: GroupAccess, request: object, key: str, key_type: int, listener: str
+) -> Coordinator:
+    """As Kafka: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the
+    transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) before anything else."""
+    access = ctx.broker.access
+    if key_type == GROUP_KEY_TYPE and not access.authorize(
+        request, AclOperation.DESCRIBE, ResourceType.GROUP, key
+    ):
+        return no_node(key, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+    if key_type == TRANSACTION_KEY_TYPE and not access.authorize(
+        request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return no_node(
+            key,
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "Transactional Id authorization failed.",
+        )
+    return find(ctx, key, key_type, listener)
 
 
 def find(ctx: GroupAccess, key: str, key_type: int, listener: str) -> Coordinator:
@@ -101,11 +123,14 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[FindCoordinatorReque
     body = request.body
     listener = request.listener.upper()
     if request.header.api_version >= BATCHED_VERSION:
-        coordinators = [find(ctx, key, body.key_type, listener) for key in body.coordinator_keys]
+        coordinators = [
+            authorized_find(ctx, request, key, body.key_type, listener)
+            for key in body.coordinator_keys
+        ]
         return make_response(
             request.header, FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
         )
-    found = find(ctx, body.key, body.key_type, listener)
+    found = authorized_find(ctx, request, body.key, body.key_type, listener)
     response = FindCoordinatorResponse(
         throttle_time_ms=0,
         error_code=found.error_code,

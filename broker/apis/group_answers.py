@@ -15,13 +15,20 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from broker.apis.services import GroupAccess
-from protocol import Response
+from protocol import ErrorCode, Response
+from protocol.acls import AclOperation, ResourceType
 
 R = TypeVar("R")
 
 
-def group_error(ctx: GroupAccess, group_id: str) -> int:
-    """NONE when this broker coordinates ``group_id`` (loaded); else the error to answer."""
+def group_error(
+    ctx: GroupAccess, group_id: str, request: object, operation: AclOperation = AclOperation.READ
+) -> int:
+    """NONE when the request may ``operation`` the group (GROUP_AUTHORIZATION_FAILED
+    otherwise, checked first as Kafka does) and this broker coordinates ``group_id``
+    (loaded); else the error to answer."""
+    if not ctx.broker.access.authorize(request, operation, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
     return ctx.coordinator.store.coordinator_error(group_id)
 
 

@@ -16,7 +16,7 @@ from protocol.messages import HeartbeatRequest, HeartbeatResponse
 
 async def handle(ctx: GroupAccess, request: ListenerRequest[HeartbeatRequest]) -> Response:
     body = request.body
-    error = group_error(ctx, body.group_id)
+    error = group_error(ctx, body.group_id, request)
     if error == ErrorCode.NONE:
         instance = body.group_instance_id if int(request.header.api_version) >= 3 else None
         error = ctx.coordinator.heartbeat(

@@ -20,6 +20,7 @@ from broker.config.keys import BROKER_CONFIG_DEFS
 from config.definitions import AnyDef
 from config.log_keys import TOPIC_KEYS
 from protocol import Response, make_response
+from protocol.acls import AclOperation
 from protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 
 Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
@@ -52,9 +53,14 @@ async def handle(ctx: ConfigAdmin, request: ApiRequest[IncrementalAlterConfigsRe
         kind = resource.resource_type
         ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
         change = functools.partial(_edit, ctx, kind, ops)
-        code, message = await alter_outcome(
-            ctx, kind, resource.resource_name, change, body.validate_only
+        code: int = ctx.broker.access.config_error(
+            request, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
         )
+        message: str | None = None
+        if not code:
+            code, message = await alter_outcome(
+                ctx, kind, resource.resource_name, change, body.validate_only
+            )
         results.append(
             Result(
                 error_code=code,

@@ -24,6 +24,7 @@ from broker.apis.services import ProducerIds
 from broker.txn import transactions_enabled
 from broker.txn.rules import fencing_error
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import InitProducerIdRequest, InitProducerIdResponse, RequestHeader
 from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
@@ -58,6 +59,22 @@ async def handle(ctx: ProducerIds, request: ApiRequest[InitProducerIdRequest]) -
     error = request_error(body, transactions_enabled(ctx.config))
     if error:
         return _response(header, error)
+    access = ctx.broker.access
+    if body.transactional_id is not None and not access.authorize(
+        request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+    ):
+        return _response(header, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if (
+        body.transactional_id is None
+        and access.enabled
+        and not access.authorize(
+            request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME, quiet=True
+        )
+        and not access.authorize_any(request, AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+        access.authorize(request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)
+        return _response(header, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if body.transactional_id is not None:
         expected = None
         if body.producer_id != NO_PRODUCER_ID:

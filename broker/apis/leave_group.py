@@ -24,7 +24,7 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[LeaveGroupRequest]) 
     else:
         leaving = [(body.member_id, None)]
         reasons = [None]
-    error = group_error(ctx, body.group_id)
+    error = group_error(ctx, body.group_id, request)
     errors: list[int] = []
     if error == ErrorCode.NONE:
         error, errors = ctx.coordinator.leave_group(body.group_id, leaving, reasons)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import ListGroupsRequest, ListGroupsResponse
 
 
@@ -28,5 +29,18 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[ListGroupsRequest]) 
         )
         for g in ctx.coordinator.list_groups(states)
     ]
+    # as Kafka: DESCRIBE on the cluster lists every group, else those it may describe
+    access = ctx.broker.access
+    if access.enabled and not access.authorize(
+        request, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, quiet=True
+    ):
+        visible = access.allowed(
+            request,
+            AclOperation.DESCRIBE,
+            ResourceType.GROUP,
+            [g.group_id for g in groups],
+            quiet=True,
+        )
+        groups = [g for g in groups if g.group_id in visible]
     response = ListGroupsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=groups)
     return make_response(request.header, response)

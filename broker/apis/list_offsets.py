@@ -19,6 +19,7 @@ from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from protocol.values import TopicPartition
 from storage import StorageError, TimestampOffset
@@ -84,12 +85,24 @@ async def handle(ctx: ReplicaAccess, request: ApiRequest[ListOffsetsRequest]) ->
             tp = TopicPartition(topic.name, p.partition_index)
             (duplicates if tp in seen and header.api_version > 0 else seen).add(tp)
     answer = _answer_v0 if header.api_version == 0 else _answer
+    # DESCRIBE on each topic (Kafka: TOPIC_AUTHORIZATION_FAILED for the others)
+    access = ctx.broker.access
+    described = access.allowed(
+        request, AclOperation.DESCRIBE, ResourceType.TOPIC, [t.name for t in body.topics]
+    )
     topics = []
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            if tp in duplicates:
+            if topic.name not in described:
+                partitions.append(
+                    _Partition(
+                        partition_index=tp.partition,
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    )
+                )
+            elif tp in duplicates:
                 partitions.append(
                     _Partition(partition_index=tp.partition, error_code=ErrorCode.INVALID_REQUEST)
                 )

@@ -13,6 +13,7 @@ from broker.apis.services import Transactions
 from broker.txn import transactions_enabled
 from broker.txn.states import TxnState
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import ListTransactionsRequest, ListTransactionsResponse
 
 Resp = ListTransactionsResponse
@@ -40,6 +41,17 @@ async def handle(ctx: Transactions, request: ApiRequest[ListTransactionsRequest]
                 )
                 for m in coordinator.list(known, body.producer_id_filters)
             ]
+    # as Kafka: only the transactional ids the request may describe are listed
+    access = ctx.broker.access
+    if access.enabled and listed:
+        visible = access.allowed(
+            request,
+            AclOperation.DESCRIBE,
+            ResourceType.TRANSACTIONAL_ID,
+            [t.transactional_id for t in listed],
+            quiet=True,
+        )
+        listed = [t for t in listed if t.transactional_id in visible]
     response = Resp(
         throttle_time_ms=0,
         error_code=error,

@@ -14,6 +14,13 @@ on (each broker is listed with its endpoint on that listener). Rules clients rel
 - v0 lists only the replicas and ISR members that are live (with an endpoint on the
   listener), and a partition missing any of them answers REPLICA_NOT_AVAILABLE beside
   its leader; v1+ list every id (offline replicas apart, v5+) with no error.
+
+With the authorizer on (``broker.auth``), as Kafka: asked for every topic, the answer
+lists only the topics the principal may DESCRIBE (the others are left out silently);
+asked by name, a topic it may not describe answers TOPIC_AUTHORIZATION_FAILED whether it
+exists or not; auto-creation needs CREATE on the cluster or on the topic (else
+TOPIC_AUTHORIZATION_FAILED). The authorized-operations fields hold what the principal
+may do.
 """
 
 from __future__ import annotations
@@ -39,15 +46,29 @@ from broker.metadata_cache import MetadataCache
 from broker.txn import transactions_enabled
 from broker.txn.topic import TRANSACTION_TOPIC, txn_topic_settings
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import MetadataRequest, MetadataResponse
 from protocol.primitives import ZERO_UUID
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED, INTERNAL_TOPICS
 
 log = logging.getLogger(__name__)
 
-#: with no authorizer every operation is allowed: READ, WRITE, CREATE, DELETE, ALTER,
-#: DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation codes 3-8, 10, 11)
-ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+#: the operations a topic supports: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+#: DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka's AclOperation codes 3-8, 10, 11)
+TOPIC_OPERATIONS = tuple(AclOperation(op) for op in (3, 4, 5, 6, 7, 8, 10, 11))
+#: the operations the cluster supports
+CLUSTER_OPERATIONS = (
+    AclOperation.CREATE,
+    AclOperation.CLUSTER_ACTION,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+    AclOperation.IDEMPOTENT_WRITE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE,
+)
+#: with no authorizer every operation is allowed
+ALL_TOPIC_OPERATIONS = sum(1 << op for op in TOPIC_OPERATIONS)
+DESCRIBE = AclOperation.DESCRIBE
 
 Topic = MetadataResponse.MetadataResponseTopic
 Partition = MetadataResponse.MetadataResponsePartition
@@ -65,11 +86,21 @@ async def handle(ctx: TopicAdmin, request: ListenerRequest[MetadataRequest]) -> 
         else AUTHORIZED_OPERATIONS_OMITTED
     )
 
+    access = ctx.broker.access
+    secured = access.enabled
+
+    def topic_ops(name: str) -> int:
+        if not secured or ops == AUTHORIZED_OPERATIONS_OMITTED:
+            return ops
+        return access.authorized_operations(request, ResourceType.TOPIC, name, TOPIC_OPERATIONS)
+
     topics: list[Topic] = []
     if body.topics is None or (version == 0 and not body.topics):
-        topics = [
-            topic_metadata(cache, name, listener, ops, version) for name in cache.topic_names()
-        ]
+        names = cache.topic_names()
+        if secured:
+            visible = access.allowed(request, DESCRIBE, ResourceType.TOPIC, names, quiet=True)
+            names = [n for n in names if n in visible]
+        topics = [topic_metadata(cache, name, listener, topic_ops(name), version) for name in names]
     else:
         unknown: list[str] = []
         for requested in body.topics:
@@ -87,12 +118,31 @@ async def handle(ctx: TopicAdmin, request: ListenerRequest[MetadataRequest]) -> 
                         )
                     )
                     continue
-            if cache.contains_topic(name):
-                topics.append(topic_metadata(cache, name, listener, ops, version))
+            if secured and not access.authorize(request, DESCRIBE, ResourceType.TOPIC, name):
+                topics.append(denied_topic(name, requested.topic_id, ops))
+            elif cache.contains_topic(name):
+                topics.append(topic_metadata(cache, name, listener, topic_ops(name), version))
             else:
                 unknown.append(name)
+        creating = body.allow_auto_topic_creation and ctx.config.get_bool(
+            "auto.create.topics.enable"
+        )
+        if unknown and creating and secured:
+            may_create = access.authorize(
+                request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, quiet=True
+            )
+            refused = [
+                n
+                for n in unknown
+                if not (
+                    may_create
+                    or access.authorize(request, AclOperation.CREATE, ResourceType.TOPIC, n)
+                )
+            ]
+            topics.extend(denied_topic(n, ZERO_UUID, ops) for n in refused)
+            unknown = [n for n in unknown if n not in refused]
         if unknown:
-            if body.allow_auto_topic_creation and ctx.config.get_bool("auto.create.topics.enable"):
+            if creating:
                 topics.extend(await auto_create(ctx, unknown, ops))
             else:
                 topics.extend(
@@ -120,8 +170,28 @@ async def handle(ctx: TopicAdmin, request: ListenerRequest[MetadataRequest]) -> 
         topics=topics,
     )
     if version <= 10 and body.include_cluster_authorized_operations:
-        response.cluster_authorized_operations = 0  # no cluster operations are offered
+        # without an authorizer Kafka reports none (the field is not filled in)
+        response.cluster_authorized_operations = (
+            access.authorized_operations(
+                request, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS
+            )
+            if secured
+            else 0
+        )
     return make_response(request.header, response)
+
+
+def denied_topic(name: str, topic_id: uuid.UUID, ops: int) -> Topic:
+    """A topic the principal may not see: no partitions, nothing that tells whether it
+    exists."""
+    return Topic(
+        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        name=name,
+        topic_id=topic_id,
+        is_internal=False,
+        partitions=[],
+        topic_authorized_operations=ops,
+    )
 
 
 def topic_metadata(cache: MetadataCache, name: str, listener: str, ops: int, version: int) -> Topic:

@@ -23,6 +23,7 @@ from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from broker.group.model import CommittedOffset
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 from protocol.values import TopicPartition
 
@@ -44,7 +45,11 @@ async def handle(
     ]
     if version == 0 and body.group_id:
         return make_response(request.header, await _commit_to_zookeeper(ctx, body, requested))
-    error = ErrorCode.INVALID_GROUP_ID if not body.group_id else group_error(ctx, body.group_id)
+    error = (
+        ErrorCode.INVALID_GROUP_ID
+        if not body.group_id
+        else group_error(ctx, body.group_id, request)
+    )
     if error != ErrorCode.NONE:
         return make_response(request.header, _response({tp: error for tp, _ in requested}))
     now = ctx.clock.time_ms()
@@ -53,7 +58,14 @@ async def handle(
     results: dict[TopicPartition, int] = {}
     offsets: dict[TopicPartition, CommittedOffset] = {}
     cache = ctx.metadata_cache
+    # READ on each topic (Kafka: TOPIC_AUTHORIZATION_FAILED for the others)
+    readable = ctx.broker.access.allowed(
+        request, AclOperation.READ, ResourceType.TOPIC, [t.name for t in body.topics]
+    )
     for tp, p in requested:
+        if tp.topic not in readable:
+            results[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         if cache.partition(tp.topic, tp.partition) is None:
             results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue

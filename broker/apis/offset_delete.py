@@ -16,6 +16,7 @@ from broker.apis.group_answers import group_error, later
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.values import TopicPartition
 
@@ -27,7 +28,11 @@ async def handle(
     ctx: GroupAccess, request: ListenerRequest[OffsetDeleteRequest]
 ) -> Response | asyncio.Future[Response]:
     body = request.body
-    error = ErrorCode.INVALID_GROUP_ID if not body.group_id else group_error(ctx, body.group_id)
+    error = (
+        ErrorCode.INVALID_GROUP_ID
+        if not body.group_id
+        else group_error(ctx, body.group_id, request, AclOperation.DELETE)
+    )
     if error != ErrorCode.NONE:
         return make_response(request.header, OffsetDeleteResponse(error_code=error, topics=[]))
     requested = list(
@@ -36,7 +41,16 @@ async def handle(
         )
     )
     cache = ctx.metadata_cache
-    known = [tp for tp in requested if cache.partition(tp.topic, tp.partition) is not None]
+    # as Kafka: READ on each topic, TOPIC_AUTHORIZATION_FAILED for the others
+    readable = ctx.broker.access.allowed(
+        request, AclOperation.READ, ResourceType.TOPIC, {tp.topic for tp in requested}
+    )
+    denied = {tp for tp in requested if tp.topic not in readable}
+    known = [
+        tp
+        for tp in requested
+        if tp not in denied and cache.partition(tp.topic, tp.partition) is not None
+    ]
 
     async def answer() -> Response:
         top, results = await ctx.coordinator.offsets.delete(body.group_id, known)
@@ -44,7 +58,11 @@ async def handle(
             return make_response(request.header, OffsetDeleteResponse(error_code=top, topics=[]))
         by_topic: dict[str, list[Partition]] = {}
         for tp in requested:
-            partition_error = results.get(tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            partition_error = (
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                if tp in denied
+                else results.get(tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            )
             by_topic.setdefault(tp.topic, []).append(
                 Partition(partition_index=tp.partition, error_code=partition_error)
             )

@@ -23,6 +23,7 @@ from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from broker.group.model import CommittedOffset
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 from protocol.values import TopicPartition
 
@@ -46,18 +47,18 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest])
         groups = []
         for group in body.groups:
             wanted = _partitions(group.topics)
-            error, offsets = _fetch(ctx, group.group_id, wanted)
+            error, offsets, denied = _fetch(ctx, request, group.group_id, wanted)
             unstable = _unstable(ctx, group.group_id, body.require_stable and not error)
             groups.append(
                 OffsetFetchResponse.OffsetFetchResponseGroup(
                     group_id=group.group_id,
-                    topics=_topics(offsets, Topics, Partitions, unstable),
+                    topics=_topics(offsets, Topics, Partitions, unstable, denied),
                     error_code=error,
                 )
             )
         return make_response(request.header, OffsetFetchResponse(throttle_time_ms=0, groups=groups))
     wanted = _partitions(body.topics)
-    error, offsets = _fetch(ctx, body.group_id, wanted)
+    error, offsets, denied = _fetch(ctx, request, body.group_id, wanted)
     if error != ErrorCode.NONE and version < 2:
         # no top-level error before v2: every partition carries it
         partitions = wanted or []
@@ -72,7 +73,9 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest])
     stable = version >= 7 and body.require_stable and not error
     unstable = _unstable(ctx, body.group_id, stable)
     response = OffsetFetchResponse(
-        throttle_time_ms=0, topics=_topics(offsets, Topic, Partition, unstable), error_code=error
+        throttle_time_ms=0,
+        topics=_topics(offsets, Topic, Partition, unstable, denied),
+        error_code=error,
     )
     return make_response(request.header, response)
 
@@ -116,12 +119,25 @@ def _partitions(
 
 
 def _fetch(
-    ctx: GroupAccess, group_id: str, wanted: list[TopicPartition] | None
-) -> tuple[int, dict[TopicPartition, CommittedOffset | None]]:
-    error = group_error(ctx, group_id)
+    ctx: GroupAccess, request: object, group_id: str, wanted: list[TopicPartition] | None
+) -> tuple[int, dict[TopicPartition, CommittedOffset | None], set[TopicPartition]]:
+    """The group's error, its offsets, and the partitions asked for whose topic the
+    request may not describe (answered TOPIC_AUTHORIZATION_FAILED; asked for every
+    partition, those are left out)."""
+    error = group_error(ctx, group_id, request, AclOperation.DESCRIBE)
     if error != ErrorCode.NONE:
-        return error, {}
-    return ErrorCode.NONE, ctx.coordinator.offsets.fetch(group_id, wanted)
+        return error, {}, set()
+    offsets = ctx.coordinator.offsets.fetch(group_id, wanted)
+    access = ctx.broker.access
+    if not access.enabled:
+        return ErrorCode.NONE, offsets, set()
+    topics = {tp.topic for tp in offsets}
+    described = access.allowed(
+        request, AclOperation.DESCRIBE, ResourceType.TOPIC, topics, quiet=wanted is None
+    )
+    denied = {tp for tp in offsets if tp.topic not in described}
+    kept = {tp: o for tp, o in offsets.items() if tp not in denied}
+    return ErrorCode.NONE, kept, set() if wanted is None else denied
 
 
 def _unstable(ctx: GroupAccess, group_id: str, require_stable: bool) -> set[TopicPartition]:
@@ -133,10 +149,22 @@ def _topics(
     topic_cls: Callable[..., T],
     partition_cls: Callable[..., P],
     unstable: set[TopicPartition],
+    denied: set[TopicPartition],
 ) -> list[T]:
     """The answer's topics (v1-7 and v8 have twin classes of the same shape);
-    ``unstable`` partitions answer UNSTABLE_OFFSET_COMMIT."""
+    ``unstable`` partitions answer UNSTABLE_OFFSET_COMMIT, ``denied`` ones
+    TOPIC_AUTHORIZATION_FAILED."""
     by_topic: dict[str, list[P]] = {}
+    for tp in sorted(denied):
+        by_topic.setdefault(tp.topic, []).append(
+            partition_cls(
+                partition_index=tp.partition,
+                committed_offset=-1,
+                committed_leader_epoch=-1,
+                metadata="",
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            )
+        )
     for tp, committed in offsets.items():
         if tp in unstable:
             by_topic.setdefault(tp.topic, []).append(

@@ -15,11 +15,16 @@ from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.partition import PartitionError
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from protocol.values import TopicPartition
 from storage import StorageError
 
 _EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
+
+
+def _refused(partition: int, error: int) -> OffsetForLeaderEpochResponse.EpochEndOffset:
+    return _EpochEndOffset(error_code=error, partition=partition, leader_epoch=-1, end_offset=-1)
 
 
 def _answer(
@@ -53,10 +58,28 @@ def _answer(
 
 async def handle(ctx: ReplicaAccess, request: ApiRequest[OffsetForLeaderEpochRequest]) -> Response:
     header, body = request.header, request.body
+    # as Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer DESCRIBE on
+    # each topic
+    access = ctx.broker.access
+    names = [t.topic for t in body.topics]
+    if body.replica_id >= 0:
+        cluster_ok = access.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        )
+        allowed = set(names) if cluster_ok else set()
+        refusal = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    else:
+        allowed = access.allowed(request, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+        refusal = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     topics = [
         OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
             topic=topic.topic,
-            partitions=[_answer(ctx, body.replica_id, topic.topic, p) for p in topic.partitions],
+            partitions=[
+                _answer(ctx, body.replica_id, topic.topic, p)
+                if topic.topic in allowed
+                else _refused(p.partition, refusal)
+                for p in topic.partitions
+            ],
         )
         for topic in body.topics
     ]

@@ -26,6 +26,11 @@ What the client gets back:
   its records, or at ``timeout_ms`` (REQUEST_TIMED_OUT for those still waiting). The
   handler then returns a Future, so no handler task waits with it.
 
+With the authorizer on (``broker.auth``), as Kafka's KafkaApis: a request with a
+transactional batch needs WRITE on its transactional id (else the whole request answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic WRITE (its partitions answer
+TOPIC_AUTHORIZATION_FAILED without being appended; the others are appended).
+
 A response decided while the handler runs (acks=1, a refusal, an acks=all produce with
 nothing to wait for) is returned as it is: a Future is made only for a produce that waits.
 """
@@ -47,12 +52,15 @@ from broker.produce_records import (
 )
 from broker.txn import transactions_enabled
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.codec import received_records
 from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from protocol.records.batch import TRANSACTIONAL_MASK
 from protocol.values import TopicPartition
 
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
+WRITE = AclOperation.WRITE
+
 
 def build_response(
     request_header: RequestHeader,
@@ -124,10 +132,30 @@ async def handle(
     if transactional and not transactions_enabled(ctx.config):
         refused = _all_failed(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return None if acks == 0 else build_response(header, body, refused)
+    denied: dict[TopicPartition, ProducePartitionResult] = {}
+    access = ctx.broker.access
+    if access.enabled:
+        tx_id = body.transactional_id if version >= 3 else None
+        if transactional and not (
+            tx_id is not None
+            and access.authorize(request, WRITE, ResourceType.TRANSACTIONAL_ID, tx_id)
+        ):
+            refused = _all_failed(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            return None if acks == 0 else build_response(header, body, refused)
+        writable = access.allowed(
+            request, WRITE, ResourceType.TOPIC, [t.name for t in body.topic_data]
+        )
+        for tp in [tp for tp in entries if tp.topic not in writable]:
+            del entries[tp]
+            denied[tp] = ProducePartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        if not entries:
+            return None if acks == 0 else build_response(header, body, denied)
     answered: list[dict[TopicPartition, ProducePartitionResult]] = []
     future: asyncio.Future[Response] | None = None
 
     def on_done(results: dict[TopicPartition, ProducePartitionResult]) -> None:
+        if denied:
+            results = {**results, **denied}
         if future is None:
             answered.append(results)
         elif not future.done():  # the connection may have gone (future cancelled)

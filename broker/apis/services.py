@@ -25,6 +25,7 @@ The families:
 ``Transactions``   AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
                    ListTransactions (broker.txn)
 ``ScramAdmin``     DescribeUserScramCredentials, AlterUserScramCredentials
+``AclAdmin``       CreateAcls, DescribeAcls, DeleteAcls (broker.auth)
 ``Advertised``     ApiVersions (``KafkaApis`` provides it: it is the table's own)
 =================  ==============================================================
 
@@ -50,6 +51,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.auth.access import AccessControl
 from broker.background import BackgroundTasks
 from broker.config import BrokerConfig
 from broker.metadata_cache import MetadataCache
@@ -85,6 +87,9 @@ class BrokerBasics:
     config: BrokerConfig
     metadata_cache: MetadataCache
     topic_configs: TopicConfigs
+    #: authorization of each request's resources (``broker.auth.access``; everything
+    #: allowed when ``authorizer.class.name`` is empty)
+    access: AccessControl
 
 
 class ControllerLink:
@@ -240,6 +245,14 @@ class ScramAdmin(Family):
 
 
 @dataclass(frozen=True, eq=False, slots=True)
+class AclAdmin(Family):
+    """CreateAcls, DescribeAcls, DeleteAcls: the ACLs in ``zk`` (any broker writes them),
+    this broker's authorizer (``broker.access``) answering and taking changes at once."""
+
+    zk: ZkFacade
+
+
+@dataclass(frozen=True, eq=False, slots=True)
 class Advertised:
     """API key -> (min, max) version this broker serves: the handler table's own."""
 
@@ -258,6 +271,7 @@ class HandlerServices:
     producer_ids: ProducerIds
     scram: ScramAdmin
     transactions: Transactions
+    acls: AclAdmin
 
     def by_family(self) -> dict[type, object]:
         """Family class -> its instance, for building the handler table."""

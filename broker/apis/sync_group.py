@@ -22,7 +22,7 @@ async def handle(
 ) -> Response | asyncio.Future[Response]:
     body = request.body
     version = int(request.header.api_version)
-    error = group_error(ctx, body.group_id)
+    error = group_error(ctx, body.group_id, request)
     if error != ErrorCode.NONE:
         return make_response(request.header, _response(SyncResult(error)))
     result = ctx.coordinator.sync_group(

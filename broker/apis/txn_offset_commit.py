@@ -21,6 +21,7 @@ from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from broker.group.model import CommittedOffset
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.values import TopicPartition
 
@@ -33,13 +34,29 @@ async def handle(
     requested = [
         (TopicPartition(t.name, p.partition_index), p) for t in body.topics for p in t.partitions
     ]
-    error = ErrorCode.INVALID_GROUP_ID if not body.group_id else group_error(ctx, body.group_id)
+    access = ctx.broker.access
+    error: int
+    # as Kafka: WRITE on the transactional id first, then READ on the group and topics
+    if not access.authorize(
+        request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+    ):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not body.group_id:
+        error = ErrorCode.INVALID_GROUP_ID
+    else:
+        error = group_error(ctx, body.group_id, request)
     if error != ErrorCode.NONE:
         return make_response(request.header, _response({tp: error for tp, _ in requested}))
     now = ctx.clock.time_ms()
     results: dict[TopicPartition, int] = {}
     offsets: dict[TopicPartition, CommittedOffset] = {}
+    readable = access.allowed(
+        request, AclOperation.READ, ResourceType.TOPIC, [t.name for t in body.topics]
+    )
     for tp, p in requested:
+        if tp.topic not in readable:
+            results[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         if ctx.metadata_cache.partition(tp.topic, tp.partition) is None:
             results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue

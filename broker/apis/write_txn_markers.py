@@ -33,6 +33,7 @@ from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.produce import ProducePartitionResult
 from protocol import ErrorCode, Response, make_response
+from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from protocol.records.builder import build_batch
 from protocol.records.control import ControlType, control_record
@@ -126,6 +127,22 @@ def marker_result(marker: _Marker, errors: dict[TopicPartition, int]) -> _Result
 
 async def _answer(ctx: ReplicaAccess, request: ApiRequest[WriteTxnMarkersRequest]) -> Response:
     markers = request.body.markers
+    if not ctx.broker.access.authorize(
+        request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        # as Kafka: only a broker (CLUSTER_ACTION) writes markers; every partition refused
+        refused = [
+            marker_result(
+                m,
+                {
+                    TopicPartition(t.name, p): ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                    for t in m.topics
+                    for p in t.partition_indexes
+                },
+            )
+            for m in markers
+        ]
+        return make_response(request.header, WriteTxnMarkersResponse(markers=refused))
     # Markers are appended in request order (each one's appends happen at once; only
     # the replication wait is concurrent).
     waits = [asyncio.ensure_future(write_marker(ctx, m)) for m in markers]

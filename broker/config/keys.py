@@ -42,6 +42,24 @@ def _def(row: ConfigDef | tuple[Any, ...]) -> ConfigDef:
     return row if isinstance(row, ConfigDef) else ConfigDef(*row)
 
 
+#: the class names of Kafka's ZooKeeper ACL authorizer that ``authorizer.class.name``
+#: accepts (``broker.auth`` implements its rules)
+ACL_AUTHORIZER_CLASS_NAMES: Final = (
+    "kafka.security.authorizer.AclAuthorizer",
+    "kafka.security.auth.SimpleAclAuthorizer",
+)
+
+
+def _principal_list(value: Any) -> str | None:
+    """``super.users``: ``Type:name`` entries separated by ``;``."""
+    for raw in (value or "").split(";"):
+        entry = raw.strip()
+        kind, sep, name = entry.partition(":")
+        if entry and (not sep or not kind or not name):
+            return f"{entry!r} is not a principal of the form Type:name"
+    return None
+
+
 # fmt: off
 #: name, type, default, doc, validator
 _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
@@ -124,6 +142,16 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
     ("connection.failed.authentication.delay.ms", I, 100,
      "delay before a failed authentication is answered and its connection closed",
      at_least(0)),
+    # --- security: authorization (broker.auth)
+    ("authorizer.class.name", S, "",
+     "the authorizer: kafka.security.authorizer.AclAuthorizer (or Kafka's older "
+     "kafka.security.auth.SimpleAclAuthorizer) checks ACLs kept in ZooKeeper; empty "
+     "authorizes nothing", one_of("", *ACL_AUTHORIZER_CLASS_NAMES)),
+    ("super.users", S, "",
+     "principals allowed everything, separated by ';' (User:admin;User:broker)",
+     _principal_list),
+    ("allow.everyone.if.no.acl.found", B, False,
+     "with the authorizer on, a resource without any ACL is open to everyone"),
     ("fetch.max.bytes", I, 57671680, "largest fetch response", at_least(1024)),
     # --- logs (declared in config.log_keys)
     *BROKER_LOG_KEYS.values(),

@@ -177,6 +177,7 @@ class BrokerMetrics:
         self.leader_count = client.gauge(c.LEADER_PARTITIONS)
         self.sasl_authentications = client.counter(c.SASL_AUTHENTICATIONS)
         self.sasl_reauthentications = client.counter(c.SASL_REAUTHENTICATIONS)
+        self.authorization_denials = client.counter(c.AUTHORIZATION_DENIALS)
 
     def request_metrics(self, api: str) -> RequestMetrics:
         """The per-request cells of ``api`` (Kafka's name: "Fetch"), made on first use."""

@@ -216,6 +216,16 @@ SASL_REAUTHENTICATIONS = _counter(
     ("listener", "mechanism", "result"),
     operator=False,
 )
+# --- authorization ---------------------------------------------------------------------------
+
+# Requests (or the resources of a request) the authorizer refused, per API (Kafka's name)
+# and resource type: both labels come from fixed tables, never from a client's text.
+AUTHORIZATION_DENIALS = _counter(
+    "authorization_denials",
+    "authorization checks denied, per API and resource type (topic, group, cluster, ...)",
+    ("api", "resource_type"),
+    operator=True,
+)
 # Open connections per listener and principal, counted from the connections at scrape
 # time: a principal has a series only while it has connections, and only principals that
 # authenticated (a configured user, a mapped certificate) or User:ANONYMOUS appear, so no

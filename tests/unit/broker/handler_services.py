@@ -26,6 +26,7 @@ from typing import Any, TypeVar, cast
 from broker.apis import HANDLERS
 from broker.apis import services as services_module
 from broker.apis.services import (
+    AclAdmin,
     BrokerBasics,
     ClusterAdmin,
     ConfigAdmin,
@@ -38,6 +39,7 @@ from broker.apis.services import (
     TopicAdmin,
     Transactions,
 )
+from broker.auth.access import AccessControl
 from broker.background import BackgroundTasks
 from broker.config import BrokerConfig
 from broker.config_changes import DynamicConfigApplier
@@ -128,6 +130,7 @@ def handler_services(
     producer_ids: object | None = None,
     credentials: ScramCredentialCache | None = None,
     txn_coordinator: object | None = None,
+    access: AccessControl | None = None,
 ) -> HandlerServices:
     """Broker 0's handler families over the given doubles (the rest :class:`Unwired`).
     ``controller``: attached to the families' ControllerLink (tests.unit.controller_double);
@@ -140,6 +143,7 @@ def handler_services(
         config=BrokerConfig.from_properties(dict(props or {})),
         metadata_cache=metadata_cache or MetadataCache(0),
         topic_configs=TopicConfigs() if topic_configs is None else topic_configs,
+        access=access or AccessControl.open(),
     )
     link = ControllerLink()
     if controller is None and broker_epoch is not None:
@@ -191,6 +195,7 @@ def handler_services(
         ),
         scram=ScramAdmin(basics, zk=zk_client, controller=link, cache=credentials),
         transactions=Transactions(basics, coordinator=txns),
+        acls=AclAdmin(basics, zk=zk_client),
     )
 
 

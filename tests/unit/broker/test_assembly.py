@@ -64,6 +64,7 @@ def test_the_shutdown_order() -> None:
         "controller",
         "socket server",
         "request handlers",
+        "ACLs",
         "transaction coordinator",
         "group coordinator",
         "purgatory Heartbeat",

@@ -68,6 +68,7 @@ def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     m.watch_group_store(GroupStoreDouble())
     m.sasl_authentications.labels(listener="SASL", mechanism="PLAIN", result="success").inc()
     m.watch_connection_principals(lambda: {("SASL", "User:alice"): 1})
+    m.authorization_denials.labels(api="Produce", resource_type="topic").inc()
     return m
 
 

@@ -99,6 +99,17 @@ def test_brokers_talk_sasl_ssl_among_themselves_as_the_admin(layout: ClusterLayo
         assert security.sasl.password == layout.security.admin_password
 
 
+def test_a_sasl_cluster_runs_the_authorizer_with_the_admin_as_super_user(
+    layout: ClusterLayout,
+) -> None:
+    props = read_properties(layout.config_path(0))
+    assert props["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
+    assert props["super.users"] == f"User:{ADMIN_USER}"
+    # the brokers' own principal (they log in as the admin) is that super user
+    security = inter_broker_security(_unchecked(props))
+    assert security.sasl is not None and f"User:{security.sasl.username}" == props["super.users"]
+
+
 def _unchecked(props: dict[str, str]) -> BrokerConfig:
     """The broker configuration of ``props`` without the startup checks across keys."""
     from broker.config.keys import BROKER_CONFIG_DEFS
@@ -113,6 +124,7 @@ def test_ssl_only_has_no_users_and_plaintext_is_unchanged(tmp_path: Path) -> Non
     broker = props.broker_properties(0)
     assert broker["listener.security.protocol.map"] == "SSL:SSL,CONTROLLER:SSL"
     assert not any(k.startswith("sasl") or "jaas" in k for k in broker)
+    assert "authorizer.class.name" not in broker
     assert "sasl.username" not in ssl_only.client_properties()
     plain = ClusterLayout.standard(tmp_path / "plain", brokers=1).broker_properties(0)
     assert plain["listener.security.protocol.map"] == "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"

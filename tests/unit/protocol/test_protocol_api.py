@@ -230,8 +230,8 @@ def test_encoding_a_value_that_does_not_fit_is_a_protocol_error() -> None:
 
 
 def test_declared_but_unserved_api_is_unsupported_version() -> None:
-    describe_acls = 29  # declared by the specs, served by no handler
-    frame = struct.pack(">hhih", describe_acls, 0, 8, -1) + b"\x00\x00\x00\x00"
+    alter_partition = 56  # declared by the specs, served by no handler (KRaft's)
+    frame = struct.pack(">hhih", alter_partition, 0, 8, -1) + b"\x00\x00\x00\x00"
     with pytest.raises(ProtocolError) as info:
         protocol.decode_request(frame)
     assert info.value.error_code == ErrorCode.UNSUPPORTED_VERSION

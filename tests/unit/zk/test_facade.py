@@ -14,6 +14,7 @@ from kazoo.client import KazooClient
 
 from tests.fakes.zk import FakeZk
 from zk import (
+    acls,
     admin,
     brokers,
     configs,
@@ -31,6 +32,7 @@ from zk.facade import ZkFacade
 from zk.session import ZkSession
 
 FAMILIES: tuple[ModuleType, ...] = (
+    acls,
     session,
     brokers,
     topics,
