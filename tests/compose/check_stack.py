@@ -7,8 +7,9 @@ From the host, as a user would:
    failed-request series have something to count; a consumer group whose offsets are
    reset to the earliest (``minikafka consumer-groups --reset-offsets``), so the consumer
    lag panels have a group lagging by every record; and kcat signing in on broker-1's
-   SASL_PLAINTEXT listener with the right password and with a wrong one, so the
-   authentication panels have successes and failures;
+   SASL_PLAINTEXT listener with the right password and with a wrong one, then being
+   refused a topic by an ACL, so the authentication and authorization panels have
+   successes, failures and denials;
 2. every Prometheus target is up;
 3. every expression of every dashboard panel returns at least one series from the real
    Prometheus (``$__rate_interval`` read as 1m), so no panel is empty;
@@ -169,6 +170,21 @@ def check_sasl() -> None:
     if refused.returncode == 0 or b"authentication" not in refused.stderr.lower():
         raise SystemExit(f"compose-test FAILED: a wrong password was not refused: {refused!r}")
     say(f"SASL/PLAIN on {SASL_BOOTSTRAP}: the right password served, a wrong one refused")
+    # broker-1 authorizes: an ACL denying the SASL user DESCRIBE on the topic makes its
+    # next Metadata for it a refusal (counted as a denial)
+    subprocess.run(
+        [sys.executable, "-m", "tools.main", "acls", "--bootstrap-server", BOOTSTRAPS[0],
+         "--add", "--deny-principal", "User:compose", "--operation", "Describe",
+         "--topic", TOPIC],
+        cwd=ROOT, check=True, timeout=60, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    def denied() -> bool | None:
+        out = metadata("compose-secret")
+        return True if b"authoriz" in (out.stdout + out.stderr).lower() else None
+
+    poll(f"User:compose refused DESCRIBE on {TOPIC} by broker-1's authorizer", denied, 30, 1)
+    say(f"ACLs on broker-1: a DESCRIBE denied to User:compose is refused on {TOPIC}")
 
 
 # --- 2. and 3. Prometheus -------------------------------------------------------------------
