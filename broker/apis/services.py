@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from broker.replica_manager import ReplicaManager
     from broker.security.credential_cache import ScramCredentialCache
     from broker.txn.coordinator import TransactionCoordinator
+    from broker.txn.verification import PartitionVerifier
     from controller.controller import KafkaController
     from storage import LogManager
     from timer import DelayedOperation, DelayedOperationPurgatory
@@ -153,7 +154,8 @@ class ReplicaAccess(Family):
     ``asyncio.get_running_loop()`` per Produce or Fetch is a system call each time);
     ``zk`` reads the overrides of the topics a LeaderAndIsr makes logs for; an
     UpdateMetadata completes the ``topic_purgatory``'s waiters and hands the deleted
-    partitions' commits to the ``group_store``."""
+    partitions' commits to the ``group_store``. ``verifier``: a transactional batch's
+    KIP-890 question to its coordinator (broker.txn.verification)."""
 
     replica_manager: ReplicaManager
     event_loop: asyncio.AbstractEventLoop
@@ -162,6 +164,7 @@ class ReplicaAccess(Family):
     zk: ZkFacade
     topic_purgatory: DelayedOperationPurgatory[DelayedOperation]
     group_store: GroupMetadataManager
+    verifier: PartitionVerifier
 
 
 @dataclass(frozen=True, eq=False, slots=True)

@@ -126,6 +126,7 @@ def handler_services(
     producer_ids: object | None = None,
     credentials: ScramCredentialCache | None = None,
     txn_coordinator: object | None = None,
+    verifier: object | None = None,
 ) -> HandlerServices:
     """Broker 0's handler families over the given doubles (the rest :class:`Unwired`).
     ``controller``: attached to the families' ControllerLink (tests.unit.controller_double);
@@ -162,6 +163,7 @@ def handler_services(
             zk=zk_client,
             topic_purgatory=purgatory,
             group_store=store,
+            verifier=_or_unwired(verifier, "partition verifier"),
         ),
         topics=TopicAdmin(
             basics,

@@ -1,0 +1,279 @@
+"""Transactions under failures and bad input, on a real 3-broker cluster.
+
+- KIP-890 verification: a transactional batch for a partition the producer never added
+  is refused by the leader (INVALID_TXN_STATE) and nothing is appended; once added, the
+  same batch goes in. A batch naming a transactional id no coordinator knows is refused
+  too (INVALID_PRODUCER_ID_MAPPING), with nothing appended.
+- The coordinator's broker killed with -9 right after the commit was answered
+  (PrepareCommit written): the next coordinator completes the commit, and a
+  read_committed consumer sees every record once.
+- The coordinator's broker killed with -9 mid-transaction, before the commit: the
+  producer's commit goes to the next coordinator, which loaded the open transaction; the
+  records are seen once.
+- A broker killed with -9 during an open transaction on a partition it alone holds
+  restarts with the same last stable offset; committed afterwards, the records are seen
+  once at read_committed.
+
+Brokers are killed by the pid of the process this module started, and restarted before
+the test ends. One cluster for the module; every wait polls with a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from protocol import ApiKey, ErrorCode
+from protocol.messages import (
+    AddPartitionsToTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    ListOffsetsRequest,
+    ProduceRequest,
+)
+from protocol.values import LATEST_TIMESTAMP, READ_COMMITTED, READ_UNCOMMITTED
+from tests.integration.cluster import TestCluster, start_cluster
+from tests.polling import wait_until
+from tests.records import record_batch
+from tools.zookeeper_server import ZooKeeperServer
+
+pytestmark = pytest.mark.timeout(240)
+
+APT = AddPartitionsToTxnRequest
+
+
+@pytest.fixture(scope="module")
+def c(
+    zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestCluster]:
+    yield from start_cluster(
+        zookeeper,
+        tmp_path_factory.mktemp("txn-failures"),
+        3,
+        overrides=(
+            ("transaction.state.log.num.partitions", "3"),
+            ("offsets.topic.num.partitions", "3"),
+            ("transaction.marker.retry.backoff.ms", "200"),
+        ),
+    )
+
+
+def servers(c: TestCluster) -> str:
+    return ",".join(f"127.0.0.1:{p}" for p in c.layout.client_ports)
+
+
+def new_topic(c: TestCluster, partitions: int = 2, rf: int = 3, on: int | None = None) -> str:
+    name = f"txnf-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": servers(c)})
+    topic = (
+        NewTopic(name, replica_assignment=[[on]] * partitions)
+        if on is not None
+        else NewTopic(name, partitions, rf)
+    )
+    admin.create_topics([topic])[name].result(timeout=30)
+    wait_until(lambda: all(leader(c, name, p) >= 0 for p in range(partitions)), 30, "leaders")
+    return name
+
+
+def leader(c: TestCluster, topic: str, partition: int) -> int:
+    for i in c.broker_ids:
+        if not c.is_running(i):
+            continue
+        for t in c.metadata(i, [topic]).topics:
+            for p in t.partitions:
+                if p.partition_index == partition:
+                    return int(p.leader_id)
+        return -1
+    return -1
+
+
+def coordinator_of(c: TestCluster, tid: str, ask: int) -> int:
+    body = wait_until(
+        lambda: (
+            b := c.request(
+                ask, ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key=tid, key_type=1)
+            )
+        ).error_code == ErrorCode.NONE and b,
+        timeout=60, what=f"the coordinator of {tid}", interval=0.2,
+    )  # fmt: skip
+    return int(body.node_id)
+
+
+def end_offset(c: TestCluster, broker: int, topic: str, partition: int, isolation: int) -> int:
+    part = ListOffsetsRequest.ListOffsetsPartition(
+        partition_index=partition, timestamp=LATEST_TIMESTAMP
+    )
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=isolation,
+        topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[part])],
+    )
+    answer = c.request(broker, ApiKey.LIST_OFFSETS, 5, body).topics[0].partitions[0]
+    assert answer.error_code == ErrorCode.NONE
+    return int(answer.offset)
+
+
+def produce_txn(c: TestCluster, tid: str | None, topic: str, pid: int, epoch: int) -> Any:
+    batch = record_batch(
+        2,
+        value=lambda i: b"late %d" % i,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    part = ProduceRequest.PartitionProduceData(index=0, records=batch)
+    body = ProduceRequest(
+        transactional_id=tid,
+        acks=-1,
+        timeout_ms=20_000,
+        topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=[part])],
+    )
+    answer = c.request(leader(c, topic, 0), ApiKey.PRODUCE, 9, body)
+    return answer.responses[0].partition_responses[0]
+
+
+def read_committed(c: TestCluster, topic: str, partitions: int, expected: int) -> list[bytes]:
+    """What a fresh read_committed consumer reads, once it has ``expected`` records and a
+    last poll shows nothing more."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": servers(c),
+            "group.id": f"r-{uuid.uuid4().hex[:8]}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list[bytes] = []
+
+    def read_some() -> bool:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append(message.value() or b"")
+        return len(got) >= expected
+
+    try:
+        wait_until(read_some, 60, f"{expected} committed records")
+        extra = consumer.poll(1.0)
+        assert extra is None or extra.error() is not None, "more records than committed"
+    finally:
+        consumer.close()
+    return got
+
+
+def kill(c: TestCluster, broker: int) -> None:
+    os.kill(c.pid(broker), signal.SIGKILL)
+    wait_until(lambda: not c.is_running(broker), 10, f"broker {broker} gone")
+
+
+def test_a_partition_never_added_is_refused_and_nothing_is_appended(c: TestCluster) -> None:
+    topic = new_topic(c, partitions=1)
+    tid = f"verify-{topic}"
+    node = coordinator_of(c, tid, 0)
+    init = c.request(
+        node, ApiKey.INIT_PRODUCER_ID, 4,
+        InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000,
+                              producer_id=-1, producer_epoch=-1),
+    )  # fmt: skip
+    assert init.error_code == ErrorCode.NONE
+    pid, epoch = init.producer_id, init.producer_epoch
+    data_leader = leader(c, topic, 0)
+    before = end_offset(c, data_leader, topic, 0, READ_UNCOMMITTED)
+
+    refused = produce_txn(c, tid, topic, pid, epoch)
+    assert refused.error_code == ErrorCode.INVALID_TXN_STATE
+    unknown = produce_txn(c, f"never-{topic}", topic, pid, epoch)
+    assert unknown.error_code == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert end_offset(c, data_leader, topic, 0, READ_UNCOMMITTED) == before
+
+    added = c.request(
+        node, ApiKey.ADD_PARTITIONS_TO_TXN, 3,
+        APT(v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[APT.AddPartitionsToTxnTopic(name=topic, partitions=[0])]),
+    )  # fmt: skip
+    assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    accepted = produce_txn(c, tid, topic, pid, epoch)
+    assert accepted.error_code == ErrorCode.NONE
+    assert end_offset(c, data_leader, topic, 0, READ_UNCOMMITTED) == before + 2
+    # the open transaction holds the last stable offset where it began
+    assert end_offset(c, data_leader, topic, 0, READ_COMMITTED) == before
+
+
+def transactional(c: TestCluster, tid: str) -> Producer:
+    producer = Producer(
+        {"bootstrap.servers": servers(c), "transactional.id": tid, "transaction.timeout.ms": 60_000}
+    )
+    producer.init_transactions(60)
+    return producer
+
+
+def send(producer: Producer, topic: str, values: list[bytes]) -> None:
+    for i, value in enumerate(values):
+        producer.produce(topic, value, partition=i % 2)
+    assert producer.flush(30) == 0
+
+
+@pytest.mark.parametrize("when", ["before-commit", "after-prepare-commit"])
+def test_the_coordinator_killed_mid_transaction(c: TestCluster, when: str) -> None:
+    topic = new_topic(c)
+    tid = f"kill-{when}-{topic}"
+    producer = transactional(c, tid)
+    old = coordinator_of(c, tid, 0)
+    values = [f"{when} {i}".encode() for i in range(10)]
+    producer.begin_transaction()
+    send(producer, topic, values)
+    try:
+        if when == "before-commit":
+            kill(c, old)
+            producer.commit_transaction(60)  # to the next coordinator, which loaded it
+        else:
+            producer.commit_transaction(60)  # answered: PrepareCommit is written
+            kill(c, old)
+        assert sorted(read_committed(c, topic, 2, len(values))) == sorted(values)
+        # the producer goes on with the next coordinator
+        producer.begin_transaction()
+        send(producer, topic, [b"next"])
+        producer.commit_transaction(60)
+        assert sorted(read_committed(c, topic, 2, len(values) + 1)) == sorted([*values, b"next"])
+    finally:
+        if not c.is_running(old):
+            c.restart(old)
+
+
+def test_a_broker_killed_during_an_open_transaction_keeps_its_lso(c: TestCluster) -> None:
+    victim = 2
+    topic = new_topic(c, partitions=1, on=victim)
+    tid = f"recover-{topic}"
+    plain = Producer({"bootstrap.servers": servers(c)})
+    plain.produce(topic, b"before", partition=0)
+    assert plain.flush(30) == 0
+    producer = transactional(c, tid)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, b"open %d" % i, partition=0)
+    assert producer.flush(30) == 0
+    lso = end_offset(c, victim, topic, 0, READ_COMMITTED)
+    end = end_offset(c, victim, topic, 0, READ_UNCOMMITTED)
+    assert (lso, end) == (1, 6)
+    kill(c, victim)
+    c.restart(victim)
+    wait_until(lambda: leader(c, topic, 0) == victim, 60, "the partition back on its broker")
+    assert end_offset(c, victim, topic, 0, READ_COMMITTED) == lso
+    assert end_offset(c, victim, topic, 0, READ_UNCOMMITTED) == end
+    producer.commit_transaction(60)
+    wait_until(
+        lambda: end_offset(c, victim, topic, 0, READ_COMMITTED) == end + 1,
+        30, "the commit marker moving the LSO",
+    )  # fmt: skip
+    got = read_committed(c, topic, 1, 6)
+    assert sorted(got) == sorted([b"before", *(b"open %d" % i for i in range(5))])
