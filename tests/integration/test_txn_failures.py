@@ -31,9 +31,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from client.errors import ClientError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
     AddPartitionsToTxnRequest,
+    CreateTopicsRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
@@ -72,13 +74,20 @@ def servers(c: TestCluster) -> str:
 
 def new_topic(c: TestCluster, partitions: int = 2, rf: int = 3, on: int | None = None) -> str:
     name = f"txnf-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": servers(c)})
-    topic = (
-        NewTopic(name, replica_assignment=[[on]] * partitions)
-        if on is not None
-        else NewTopic(name, partitions, rf)
-    )
-    admin.create_topics([topic])[name].result(timeout=30)
+    if on is None:
+        admin = AdminClient({"bootstrap.servers": servers(c)})
+        admin.create_topics([NewTopic(name, partitions, rf)])[name].result(timeout=30)
+    else:  # every partition on broker ``on`` alone
+        C = CreateTopicsRequest
+        topic = C.CreatableTopic(
+            name=name, num_partitions=-1, replication_factor=-1, configs=[],
+            assignments=[C.CreatableReplicaAssignment(partition_index=p, broker_ids=[on])
+                         for p in range(partitions)],
+        )  # fmt: skip
+        body = C(topics=[topic], timeout_ms=20_000, validate_only=False)
+        controller = c.controller()
+        assert controller is not None
+        assert c.request(controller, ApiKey.CREATE_TOPICS, 7, body).topics[0].error_code == 0
     wait_until(lambda: all(leader(c, name, p) >= 0 for p in range(partitions)), 30, "leaders")
     return name
 
@@ -168,6 +177,21 @@ def read_committed(c: TestCluster, topic: str, partitions: int, expected: int) -
     finally:
         consumer.close()
     return got
+
+
+def leads(c: TestCluster, broker: int, topic: str) -> bool:
+    """Whether ``broker`` answers ListOffsets for partition 0 of ``topic`` as its leader."""
+    part = ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=LATEST_TIMESTAMP)
+    body = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=READ_UNCOMMITTED,
+        topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[part])],
+    )
+    try:
+        answer = c.request(broker, ApiKey.LIST_OFFSETS, 5, body, timeout=5)
+    except ClientError:
+        return False
+    return bool(answer.topics[0].partitions[0].error_code == ErrorCode.NONE)
 
 
 def kill(c: TestCluster, broker: int) -> None:
@@ -267,7 +291,9 @@ def test_a_broker_killed_during_an_open_transaction_keeps_its_lso(c: TestCluster
     assert (lso, end) == (1, 6)
     kill(c, victim)
     c.restart(victim)
-    wait_until(lambda: leader(c, topic, 0) == victim, 60, "the partition back on its broker")
+    # its old registration may outlive it until its session expires: wait for the new
+    # process to lead the partition again
+    wait_until(lambda: leads(c, victim, topic), 60, "the restarted broker leading again")
     assert end_offset(c, victim, topic, 0, READ_COMMITTED) == lso
     assert end_offset(c, victim, topic, 0, READ_UNCOMMITTED) == end
     producer.commit_transaction(60)
