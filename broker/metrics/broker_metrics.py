@@ -36,6 +36,7 @@ from prometheus_client.exposition import generate_latest
 from broker.metrics import catalog as c
 from broker.metrics.catalog import Kind, MetricDef
 from broker.metrics.collectors import (
+    LsoCollector,
     CleanerCollector,
     CounterFunction,
     FollowerLagCollector,
@@ -46,6 +47,7 @@ from broker.metrics.collectors import (
     PrincipalConnectionsCollector,
 )
 from broker.metrics.engine import LocalCollector, LocalHistogram
+from broker.metrics.lso import LsoWatch
 from storage.cleaner_manager import LogCleaner
 from storage.log import Log
 
@@ -222,6 +224,13 @@ class BrokerMetrics:
     def watch_logs(self, log_dirs: Callable[[], list[str]], logs: Callable[[], list[Log]]) -> None:
         """Per-partition log gauges and per-directory disk usage, read at scrape time."""
         self.registry.register(LogCollector(log_dirs, logs))
+
+    def watch_last_stable_offsets(
+        self, logs: Callable[[], list[Log]], now: Callable[[], float]
+    ) -> None:
+        """The LSO lag gauges (broker.metrics.lso), read from the logs at scrape time;
+        ``now()``: monotonic seconds, for how long an LSO has stayed put."""
+        self.registry.register(LsoCollector(logs, LsoWatch(now)))
 
     def watch_idle(self, idle: Callable[[], Iterable[tuple[str, str, float]]]) -> None:
         """Network processors' and request handlers' idle seconds, read at scrape time:
