@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -64,6 +64,7 @@ def c(
             ("transaction.state.log.num.partitions", "3"),
             ("offsets.topic.num.partitions", "3"),
             ("transaction.marker.retry.backoff.ms", "200"),
+            ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "300"),
         ),
     )
 
@@ -130,13 +131,15 @@ def end_offset(c: TestCluster, broker: int, topic: str, partition: int, isolatio
     return int(answer.offset)
 
 
-def produce_txn(c: TestCluster, tid: str | None, topic: str, pid: int, epoch: int) -> Any:
+def produce_txn(
+    c: TestCluster, tid: str | None, topic: str, pid: int, epoch: int, sequence: int = 0
+) -> Any:
     batch = record_batch(
         2,
         value=lambda i: b"late %d" % i,
         producer_id=pid,
         producer_epoch=epoch,
-        base_sequence=0,
+        base_sequence=sequence,
         is_transactional=True,
     )
     part = ProduceRequest.PartitionProduceData(index=0, records=batch)
@@ -165,9 +168,7 @@ def read_committed(c: TestCluster, topic: str, partitions: int, expected: int) -
     got: list[bytes] = []
 
     def read_some() -> bool:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            got.append(message.value() or b"")
+        got.extend(m.value() or b"" for m in consumer.consume(1000, 0.5) if m.error() is None)
         return len(got) >= expected
 
     try:
@@ -228,6 +229,9 @@ def test_a_partition_never_added_is_refused_and_nothing_is_appended(c: TestClust
     assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
     accepted = produce_txn(c, tid, topic, pid, epoch)
     assert accepted.error_code == ErrorCode.NONE
+    assert end_offset(c, data_leader, topic, 0, READ_UNCOMMITTED) == before + 2
+    gap = produce_txn(c, tid, topic, pid, epoch, sequence=5)  # 2 was next
+    assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert end_offset(c, data_leader, topic, 0, READ_UNCOMMITTED) == before + 2
     # the open transaction holds the last stable offset where it began
     assert end_offset(c, data_leader, topic, 0, READ_COMMITTED) == before
@@ -303,3 +307,105 @@ def test_a_broker_killed_during_an_open_transaction_keeps_its_lso(c: TestCluster
     )  # fmt: skip
     got = read_committed(c, topic, 1, 6)
     assert sorted(got) == sorted([b"before", *(b"open %d" % i for i in range(5))])
+
+
+def describe_state(c: TestCluster, tid: str) -> str:
+    from protocol.messages import DescribeTransactionsRequest
+
+    node = coordinator_of(c, tid, next(i for i in c.broker_ids if c.is_running(i)))
+    body = c.request(
+        node, ApiKey.DESCRIBE_TRANSACTIONS, 0,
+        DescribeTransactionsRequest(transactional_ids=[tid]),
+    )  # fmt: skip
+    return str(body.transaction_states[0].transaction_state)
+
+
+def test_a_data_leader_killed_before_its_marker_gets_it_from_the_new_leader(
+    c: TestCluster,
+) -> None:
+    topic = new_topic(c)
+    tid = f"leader-kill-{topic}"
+    producer = transactional(c, tid)
+    coordinator = coordinator_of(c, tid, 0)
+    victim_partition = next(p for p in (0, 1) if leader(c, topic, p) != coordinator)
+    victim = leader(c, topic, victim_partition)
+    values = [b"marked %d" % i for i in range(10)]
+    producer.begin_transaction()
+    send(producer, topic, values)  # acknowledged by every replica (acks=all)
+    try:
+        kill(c, victim)
+        # PrepareCommit is written; the marker for the victim's partition waits for
+        # a new leader and goes there
+        producer.commit_transaction(60)
+        wait_until(
+            lambda: describe_state(c, tid) == "CompleteCommit",
+            60, "every marker written, the new leader's included", interval=0.3,
+        )  # fmt: skip
+        assert leader(c, topic, victim_partition) not in (victim, -1)
+        assert sorted(read_committed(c, topic, 2, len(values))) == sorted(values)
+    finally:
+        if not c.is_running(victim):
+            c.restart(victim)
+
+
+def test_a_transaction_past_its_timeout_is_never_read(c: TestCluster) -> None:
+    topic = new_topic(c, partitions=1)
+    tid = f"timeout-{topic}"
+    producer = Producer(
+        {"bootstrap.servers": servers(c), "transactional.id": tid, "transaction.timeout.ms": 2000}
+    )
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic, b"timed out %d" % i, partition=0)
+    assert producer.flush(30) == 0
+    data_leader = leader(c, topic, 0)
+    # the LSO stays at the open transaction's start while it is open
+    assert end_offset(c, data_leader, topic, 0, READ_COMMITTED) == 0
+    assert end_offset(c, data_leader, topic, 0, READ_UNCOMMITTED) == 5
+    wait_until(
+        lambda: describe_state(c, tid) == "CompleteAbort", 30, "the coordinator's abort",
+        interval=0.3,
+    )  # fmt: skip
+    with pytest.raises(KafkaException):
+        producer.commit_transaction(30)
+    plain = Producer({"bootstrap.servers": servers(c)})
+    plain.produce(topic, b"after", partition=0)
+    assert plain.flush(30) == 0
+    assert read_committed(c, topic, 1, 1) == [b"after"]
+
+
+def test_a_fenced_producer_s_records_are_never_read(c: TestCluster) -> None:
+    topic = new_topic(c)
+    tid = f"fence-{topic}"
+    first = transactional(c, tid)
+    first.begin_transaction()
+    send(first, topic, [b"zombie %d" % i for i in range(6)])
+    second = transactional(c, tid)  # bumps the epoch, aborts the first's transaction
+    with pytest.raises(KafkaException) as fenced:
+        first.commit_transaction(30)
+    assert fenced.value.args[0].fatal()
+    second.begin_transaction()
+    send(second, topic, [b"survivor %d" % i for i in range(4)])
+    second.commit_transaction(30)
+    got = read_committed(c, topic, 2, 4)
+    assert sorted(got) == [b"survivor %d" % i for i in range(4)]
+
+
+def test_a_huge_transaction_is_read_once(c: TestCluster) -> None:
+    topic = new_topic(c)
+    tid = f"huge-{topic}"
+    producer = transactional(c, tid)
+    count, value = 20_000, b"x" * 1000
+    producer.begin_transaction()
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, value + b"%d" % i, partition=i % 2)
+                break
+            except BufferError:  # the client's queue is full: let it send
+                producer.poll(0.1)
+    assert producer.flush(60) == 0
+    producer.commit_transaction(60)
+    got = read_committed(c, topic, 2, count)
+    assert sorted(got) == sorted(value + b"%d" % i for i in range(count))
