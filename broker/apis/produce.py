@@ -38,6 +38,7 @@ import time
 from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.produce import ProducePartitionResult
+from broker.partition_core import PartitionError
 from broker.produce_records import (
     V2_ONLY_PRODUCE_VERSION,
     ProducedRecords,
@@ -45,7 +46,6 @@ from broker.produce_records import (
     check_old_produce_records,
     check_produce_records,
 )
-from broker.partition_core import PartitionError
 from broker.txn import transactions_enabled
 from broker.txn.verification import VERIFICATION_KEY, Producer
 from protocol import ErrorCode, Response, make_response
@@ -56,6 +56,7 @@ from protocol.values import TopicPartition
 from storage import StorageError
 
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
+
 
 def build_response(
     request_header: RequestHeader,

@@ -36,7 +36,6 @@ from prometheus_client.exposition import generate_latest
 from broker.metrics import catalog as c
 from broker.metrics.catalog import Kind, MetricDef
 from broker.metrics.collectors import (
-    LsoCollector,
     CleanerCollector,
     CounterFunction,
     FollowerLagCollector,
@@ -44,6 +43,7 @@ from broker.metrics.collectors import (
     GroupStoreStats,
     IdleCollector,
     LogCollector,
+    LsoCollector,
     PrincipalConnectionsCollector,
 )
 from broker.metrics.engine import LocalCollector, LocalHistogram

@@ -139,12 +139,10 @@ class PartitionVerifier:
             response: AddPartitionsToTxnResponse = await conn.request(
                 ApiKey.ADD_PARTITIONS_TO_TXN, request, version=VERIFY_VERSION
             )
-        except (OSError, ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, ClientError) as exc:
             self._drop(broker_id)
             log.info("verifying transactional partitions with broker %d: %s", broker_id, exc)
-            return {
-                tp: ErrorCode.NOT_ENOUGH_REPLICAS for ps in producers.values() for tp in ps
-            }
+            return {tp: ErrorCode.NOT_ENOUGH_REPLICAS for ps in producers.values() for tp in ps}
         answers: dict[TopicPartition, int] = {}
         if response.error_code != ErrorCode.NONE:
             error = produce_error(response.error_code)

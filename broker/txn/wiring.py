@@ -29,8 +29,8 @@ from broker.txn.coordinator import TransactionCoordinator, TxnConfig
 from broker.txn.markers import MarkerChannel
 from broker.txn.sender import TcpMarkerSender
 from broker.txn.store import TransactionStateManager, TxnStoreConfig
-from broker.txn.verification import PartitionVerifier
 from broker.txn.topic import TRANSACTION_TOPIC, create_txn_topic
+from broker.txn.verification import PartitionVerifier
 from client.connection import ConnectionConfig
 from protocol.values import TopicPartition
 from storage import TaskSpec

@@ -1,18 +1,28 @@
-"""Transactions under failures and bad input, on a real 3-broker cluster.
+"""Transactions under failures and bad input, on a real 3-broker cluster, with
+confluent-kafka's transactional producer and read_committed consumer.
 
-- KIP-890 verification: a transactional batch for a partition the producer never added
-  is refused by the leader (INVALID_TXN_STATE) and nothing is appended; once added, the
-  same batch goes in. A batch naming a transactional id no coordinator knows is refused
-  too (INVALID_PRODUCER_ID_MAPPING), with nothing appended.
-- The coordinator's broker killed with -9 right after the commit was answered
-  (PrepareCommit written): the next coordinator completes the commit, and a
-  read_committed consumer sees every record once.
-- The coordinator's broker killed with -9 mid-transaction, before the commit: the
-  producer's commit goes to the next coordinator, which loaded the open transaction; the
-  records are seen once.
-- A broker killed with -9 during an open transaction on a partition it alone holds
-  restarts with the same last stable offset; committed afterwards, the records are seen
-  once at read_committed.
+Failures (each checked by a read_committed consumer seeing every committed record once and
+no aborted one; the LSO, ListOffsets at read_committed, held at an open transaction's start):
+
+- the coordinator's broker killed with -9 mid-transaction, before the commit (the next
+  coordinator loaded the open transaction and commits it) and right after the commit was
+  answered (PrepareCommit written: the next coordinator sends the markers);
+- a data partition's leader killed with -9 before its marker is written: the marker goes
+  to the new leader and the transaction reaches CompleteCommit;
+- a transaction left open past its timeout is aborted by the coordinator; the producer's
+  commit then fails and none of its records is read;
+- a second producer with the same transactional id fences the first, whose records are
+  never read;
+- a broker killed with -9 during an open transaction on a partition it alone holds
+  restarts with the same LSO and log end, and the commit that follows is read once;
+- a consume-transform-produce copier (send_offsets_to_transaction) copies a topic exactly
+  once while three brokers are killed with -9 in turn and restarted.
+
+Bad input: a transactional batch for a partition the producer never added is refused by
+the leader's KIP-890 verification (INVALID_TXN_STATE), one naming a transactional id no
+coordinator knows too (INVALID_PRODUCER_ID_MAPPING), a sequence gap inside a transaction
+is OUT_OF_ORDER_SEQUENCE_NUMBER, each with nothing appended; a 20 MB transaction is read
+once. (Markers with a stale coordinator epoch: tests/integration/test_txn_leader.py.)
 
 Brokers are killed by the pid of the process this module started, and restarted before
 the test ends. One cluster for the module; every wait polls with a deadline.
@@ -20,8 +30,10 @@ the test ends. One cluster for the module; every wait polls with a deadline.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -409,3 +421,125 @@ def test_a_huge_transaction_is_read_once(c: TestCluster) -> None:
     producer.commit_transaction(60)
     got = read_committed(c, topic, 2, count)
     assert sorted(got) == sorted(value + b"%d" % i for i in range(count))
+
+
+class Copier:
+    """A consume-transform-produce copier (confluent-kafka): each step reads a few
+    records at read_committed, writes them to the sink and commits the group's offsets
+    in the same transaction. Any failure restarts it: the open transaction aborted if the
+    client still can, new clients (the new producer fences the old one), reading again
+    from the group's committed offsets, as an exactly-once application restarts."""
+
+    def __init__(self, c: TestCluster, source: str, sink: str) -> None:
+        self.c, self.source, self.sink = c, source, sink
+        self.group, self.tid = f"copier-{source}", f"copier-{source}"
+        self.consumer: Consumer | None = None
+        self.producer: Producer | None = None
+        self.restarts = 0
+
+    def _start(self) -> tuple[Consumer, Producer]:
+        producer = Producer(
+            {
+                "bootstrap.servers": servers(self.c),
+                "transactional.id": self.tid,
+                "transaction.timeout.ms": 10_000,
+            }
+        )
+        producer.init_transactions(30)
+        consumer = Consumer(
+            {
+                "bootstrap.servers": servers(self.c),
+                "group.id": self.group,
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        committed = consumer.committed([TopicPartition(self.source, p) for p in (0, 1)], 30)
+        consumer.assign(
+            [TopicPartition(self.source, tp.partition, max(tp.offset, 0)) for tp in committed]
+        )
+        self.consumer, self.producer = consumer, producer
+        return consumer, producer
+
+    def close(self) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self.producer is not None:
+            with contextlib.suppress(KafkaException):
+                self.producer.abort_transaction(5)
+            self.producer = None
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
+
+    def step(self) -> int:
+        """One transaction's worth; the records it copied (0 after a failure)."""
+        try:
+            if self.consumer is None or self.producer is None:
+                self._start()
+            assert self.consumer is not None and self.producer is not None
+            consumer, producer = self.consumer, self.producer
+            batch = [m for m in consumer.consume(20, 0.5) if m.error() is None]
+            if not batch:
+                return 0
+            producer.begin_transaction()
+            for message in batch:
+                producer.produce(self.sink, message.value(), partition=message.partition())
+            producer.send_offsets_to_transaction(
+                consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 20
+            )
+            producer.commit_transaction(20)
+            return len(batch)
+        except KafkaException:
+            self.restarts += 1
+            self._stop()
+            return 0
+
+    def committed(self) -> int:
+        checker = Consumer({"bootstrap.servers": servers(self.c), "group.id": self.group})
+        try:
+            offsets = checker.committed([TopicPartition(self.source, p) for p in (0, 1)], 10)
+        finally:
+            checker.close()
+        return sum(max(tp.offset, 0) for tp in offsets)
+
+
+def test_a_copier_copies_exactly_once_through_repeated_kill_9(c: TestCluster) -> None:
+    source, sink = new_topic(c), new_topic(c)
+    values = [b"copy %d" % i for i in range(300)]
+    seed = Producer({"bootstrap.servers": servers(c)})
+    for i, value in enumerate(values):
+        seed.produce(source, value, partition=i % 2)
+    assert seed.flush(30) == 0
+    copier = Copier(c, source, sink)
+    kills = [(40, 0), (120, 1), (200, 2)]  # (records copied, broker killed then)
+    down: tuple[int, int, float] | None = None  # (broker, copied then, when)
+    copied = 0
+    try:
+
+        def copy_some() -> bool:
+            nonlocal copied, down
+            done = copier.step()
+            copied += done
+            if down is not None:  # back once the copier went on without it, or after 20 s
+                broker, since, at = down
+                if copied >= since + 40 or time.monotonic() - at > 20:
+                    c.restart(broker)
+                    down = None
+            elif kills and copied >= kills[0][0]:
+                broker = kills.pop(0)[1]
+                kill(c, broker)
+                down = (broker, copied, time.monotonic())
+            if down is not None or kills or (done and copied < len(values)):
+                return False
+            return copier.committed() >= len(values)
+
+        wait_until(copy_some, 90, "the copier to copy every record through three kills", interval=0)
+    finally:
+        copier.close()
+        for i in c.broker_ids:
+            if not c.is_running(i):
+                c.restart(i)
+    assert sorted(read_committed(c, sink, 2, len(values))) == sorted(values)
