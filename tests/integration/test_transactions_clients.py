@@ -195,7 +195,9 @@ def test_a_copier_with_send_offsets_copies_exactly_once(bootstrap: str) -> None:
                 return copied >= len(values)
             producer.begin_transaction()
             for message in batch:
-                producer.produce(sink, message.value(), partition=message.partition())
+                partition = message.partition()
+                assert partition is not None  # a consumed record has its partition
+                producer.produce(sink, message.value(), partition=partition)
             producer.send_offsets_to_transaction(
                 consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
             )

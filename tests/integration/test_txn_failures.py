@@ -486,7 +486,9 @@ class Copier:
                 return 0
             producer.begin_transaction()
             for message in batch:
-                producer.produce(self.sink, message.value(), partition=message.partition())
+                partition = message.partition()
+                assert partition is not None  # a consumed record has its partition
+                producer.produce(self.sink, message.value(), partition=partition)
             producer.send_offsets_to_transaction(
                 consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 20
             )
