@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.cimpl import NewTopic  # noqa: E402
 
 from tools.cluster import ClusterLayout, LocalCluster  # noqa: E402
 from tools.zookeeper_server import free_port  # noqa: E402
