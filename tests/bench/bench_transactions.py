@@ -1,6 +1,7 @@
 """Transactions benchmark: what a transaction costs a producer, and read_committed a reader.
 
     .venv/bin/python tests/bench/bench_transactions.py [--records 30000] [--rounds 2] [--dir DIR]
+        [--override KEY=VALUE ...]
 
 One run starts three local brokers (``LocalCluster``, the machinery of ``minikafka cluster
 up``, with an embedded ZooKeeper) and measures, 1 KiB records, RF 3, 3 partitions, with
@@ -124,6 +125,9 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=30_000, help="records per run (30000)")
     parser.add_argument("--rounds", type=int, default=2, help="side-by-side rounds (2)")
     parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="broker setting"
+    )
     args = parser.parse_args()
     directory = args.dir or Path(tempfile.mkdtemp(prefix="bench-txn-"))
     ports = [free_port() for _ in range(10)]
@@ -133,7 +137,10 @@ def main() -> int:
         control_ports=tuple(ports[3:6]),
         metrics_ports=tuple(ports[6:9]),
         zookeeper_port=ports[9],
-        overrides=(("transaction.state.log.num.partitions", "3"),),
+        overrides=(
+            ("transaction.state.log.num.partitions", "3"),
+            *(tuple(o.split("=", 1)) for o in args.override),
+        ),
     )
     local = LocalCluster(layout)
     local.start(timeout_s=90)
