@@ -137,7 +137,8 @@ from broker.security.sasl_listener import listener_configs, sasl_authenticators
 from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.txn.coordinator import TransactionCoordinator
 from broker.txn.store import TransactionStateManager
-from broker.txn.wiring import build_transaction_coordinator, txn_tasks
+from broker.txn.verification import PartitionVerifier
+from broker.txn.wiring import build_partition_verifier, build_transaction_coordinator, txn_tasks
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
 from controller.tcp_channel import TcpChannelManager
@@ -192,6 +193,7 @@ class BrokerAssembly:
     producer_id_manager: ProducerIdManager
     txn_store: TransactionStateManager
     txn_coordinator: TransactionCoordinator
+    txn_verifier: PartitionVerifier
     # by "SCRAM credentials": what SASL/SCRAM logins are checked against
     credential_cache: ScramCredentialCache
     # by "ACLs": keeps the authorizer's cache (None: no authorizer)
@@ -481,9 +483,11 @@ class BrokerAssembly:
             self.group_store,
         )  # fmt: skip
         coordinator = self.txn_coordinator
+        self.txn_verifier = build_partition_verifier(self.basics, self.txn_store, coordinator)
         self.metrics.watch_transactions(coordinator.states, coordinator.markers.queued)
 
     async def _stop_txn_coordinator(self) -> None:
+        await self.txn_verifier.close()
         await self.txn_coordinator.close()
         await self.txn_store.shutdown()
 
@@ -532,6 +536,7 @@ class BrokerAssembly:
                     basics.config.get_int("max.incremental.fetch.session.cache.slots"),
                     lambda: secrets.randbelow(0x7FFFFFFF) + 1,
                 ),
+                verifier=self.txn_verifier,
             ),
             topics=TopicAdmin(
                 basics,

@@ -5,6 +5,8 @@ request."""
 
 from __future__ import annotations
 
+import time
+
 from broker.metrics import BrokerMetrics
 from broker.network import SocketServer
 from broker.replica_manager import ReplicaManager
@@ -35,6 +37,7 @@ def watch_operator_metrics(
     m.partition_count.set_function(lambda: len(rm.all_partitions()))
     m.leader_count.set_function(lambda: len(rm.leader_partitions()))
     m.watch_logs(lambda: lm.log_dirs, lm.all_logs)
+    m.watch_last_stable_offsets(lm.all_logs, time.monotonic)
     m.watch_idle(sockets.idle_seconds)
     m.watch_connection_principals(sockets.principal_counts)
     m.watch_zookeeper_state(lambda: str(zk.kazoo.state))

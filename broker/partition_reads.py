@@ -152,6 +152,13 @@ class LeaderReads(PartitionCore):
         lg = self._leader_log(NO_LEADER_EPOCH, require_leader=False)
         return list(lg.producer_state.producers.values())
 
+    def in_transaction(self, producer_id: int, epoch: int) -> bool:
+        """Whether the producer has a transaction open on this leader at ``epoch`` (a
+        transactional batch of it then needs no KIP-890 question)."""
+        lg = self._leader_log(NO_LEADER_EPOCH, require_leader=True)
+        entry = lg.producer_state.producers.get(producer_id)
+        return entry is not None and entry.epoch == epoch and entry.current_txn_first_offset >= 0
+
     def legacy_offsets_for_timestamp(
         self, timestamp: int, max_num_offsets: int, *, from_consumer: bool, require_leader: bool
     ) -> list[int]:

@@ -43,6 +43,7 @@ import time
 from broker.apis.request import ApiRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.produce import ProducePartitionResult
+from broker.partition_core import PartitionError
 from broker.produce_records import (
     V2_ONLY_PRODUCE_VERSION,
     ProducedRecords,
@@ -51,15 +52,18 @@ from broker.produce_records import (
     check_produce_records,
 )
 from broker.txn import transactions_enabled
+from broker.txn.verification import VERIFICATION_KEY, Producer
 from protocol import ErrorCode, Response, make_response
 from protocol.acls import AclOperation, ResourceType
 from protocol.codec import received_records
 from protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
 from protocol.records.batch import TRANSACTIONAL_MASK
 from protocol.values import TopicPartition
+from storage import StorageError
 
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 WRITE = AclOperation.WRITE
+
 
 
 def build_response(
@@ -150,12 +154,19 @@ async def handle(
             denied[tp] = ProducePartitionResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         if not entries:
             return None if acks == 0 else build_response(header, body, denied)
+    unverified: dict[TopicPartition, ProducePartitionResult] = {}
+    if transactional and body.transactional_id and ctx.config.get_bool(VERIFICATION_KEY):
+        unverified = await _verify(ctx, body.transactional_id, entries)
+        for tp in unverified:
+            del entries[tp]
     answered: list[dict[TopicPartition, ProducePartitionResult]] = []
     future: asyncio.Future[Response] | None = None
 
     def on_done(results: dict[TopicPartition, ProducePartitionResult]) -> None:
         if denied:
             results = {**results, **denied}
+        if unverified:
+            results = {**results, **unverified}
         if future is None:
             answered.append(results)
         elif not future.done():  # the connection may have gone (future cancelled)
@@ -173,6 +184,38 @@ async def handle(
         return build_response(header, body, answered[0])
     future = ctx.event_loop.create_future()
     return future
+
+
+async def _verify(
+    ctx: ReplicaAccess, transactional_id: str, entries: dict[TopicPartition, ProducedRecords]
+) -> dict[TopicPartition, ProducePartitionResult]:
+    """KIP-890 (broker.txn.verification): the partitions whose transactional batch would
+    open a transaction the coordinator does not list them in, with their errors. A
+    partition not led here is left to the append, which answers why."""
+    asks: dict[TopicPartition, Producer] = {}
+    for tp, checked in entries.items():
+        if isinstance(checked, RefusedRecords):
+            continue
+        first = checked.batches[0][1]
+        if not first.attributes & TRANSACTIONAL_MASK:
+            continue
+        partition = ctx.replica_manager.partition_for(tp)
+        if partition is None:
+            continue
+        try:
+            if partition.in_transaction(first.producer_id, first.producer_epoch):
+                continue
+        except (PartitionError, StorageError):
+            continue
+        asks[tp] = Producer(transactional_id, first.producer_id, first.producer_epoch)
+    if not asks:
+        return {}
+    errors = await ctx.verifier.verify(asks)
+    return {
+        tp: ProducePartitionResult(error, error_message="verifying the transaction's partitions")
+        for tp, error in errors.items()
+        if error != ErrorCode.NONE
+    }
 
 
 def _converted_entries(

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from broker.replica_manager import ReplicaManager
     from broker.security.credential_cache import ScramCredentialCache
     from broker.txn.coordinator import TransactionCoordinator
+    from broker.txn.verification import PartitionVerifier
     from controller.controller import KafkaController
     from storage import LogManager
     from timer import DelayedOperation, DelayedOperationPurgatory
@@ -160,7 +161,8 @@ class ReplicaAccess(Family):
     ``zk`` reads the overrides of the topics a LeaderAndIsr makes logs for; an
     UpdateMetadata completes the ``topic_purgatory``'s waiters and hands the deleted
     partitions' commits to the ``group_store``; Fetch keeps its sessions in
-    ``fetch_sessions``."""
+    ``fetch_sessions``. ``verifier``: a transactional batch's KIP-890 question to its
+    coordinator (broker.txn.verification)."""
 
     replica_manager: ReplicaManager
     event_loop: asyncio.AbstractEventLoop
@@ -171,6 +173,7 @@ class ReplicaAccess(Family):
     group_store: GroupMetadataManager
     #: the incremental fetch sessions (KIP-227) this broker leads
     fetch_sessions: FetchSessionCache
+    verifier: PartitionVerifier
 
 
 @dataclass(frozen=True, eq=False, slots=True)

@@ -237,6 +237,8 @@ _ROWS: Final[tuple[ConfigDef | tuple[Any, ...], ...]] = (
      "how often expired transactional ids are removed", at_least(1)),
     ("transaction.marker.retry.backoff.ms", I, 100,
      "minikafka: wait before resending a transaction marker that failed", at_least(1)),
+    ("transaction.partition.verification.enable", B, True,
+     "a leader asks the coordinator before a transactional batch opens a transaction (KIP-890)"),
     # --- minikafka's own
     ("minikafka.transactions.enable", B, True,
      "minikafka: offer transactions (the transaction coordinator, transactional produce); "

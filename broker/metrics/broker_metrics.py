@@ -43,9 +43,11 @@ from broker.metrics.collectors import (
     GroupStoreStats,
     IdleCollector,
     LogCollector,
+    LsoCollector,
     PrincipalConnectionsCollector,
 )
 from broker.metrics.engine import LocalCollector, LocalHistogram
+from broker.metrics.lso import LsoWatch
 from storage.cleaner_manager import LogCleaner
 from storage.log import Log
 
@@ -223,6 +225,13 @@ class BrokerMetrics:
     def watch_logs(self, log_dirs: Callable[[], list[str]], logs: Callable[[], list[Log]]) -> None:
         """Per-partition log gauges and per-directory disk usage, read at scrape time."""
         self.registry.register(LogCollector(log_dirs, logs))
+
+    def watch_last_stable_offsets(
+        self, logs: Callable[[], list[Log]], now: Callable[[], float]
+    ) -> None:
+        """The LSO lag gauges (broker.metrics.lso), read from the logs at scrape time;
+        ``now()``: monotonic seconds, for how long an LSO has stayed put."""
+        self.registry.register(LsoCollector(logs, LsoWatch(now)))
 
     def watch_idle(self, idle: Callable[[], Iterable[tuple[str, str, float]]]) -> None:
         """Network processors' and request handlers' idle seconds, read at scrape time:

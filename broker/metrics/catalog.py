@@ -429,12 +429,38 @@ GROUPS = _gauge("groups", "Groups coordinated by this broker, per state", ("stat
 
 TRANSACTIONS = _gauge(
     "transactions", "Transactional ids coordinated by this broker, per state", ("state",),
-    operator=False,
+    operator=True,
 )  # fmt: skip
 TRANSACTION_MARKERS_OWED = _gauge(
     "transaction_markers_owed",
     "Partitions whose transaction marker this coordinator has yet to see written",
-    operator=False,
+    operator=True,
+)
+
+# --- the last stable offset: read at scrape time from the logs (broker.metrics.lso) --------
+# Few series whatever the partition count: only the partitions with the largest non-zero
+# lag are named (broker.metrics.lso.LSO_LAG_PARTITIONS), the rest only counted.
+
+LSO_LAG = _gauge(
+    "last_stable_offset_lag",
+    "High watermark minus last stable offset of the partitions lagging most (open transactions)",
+    ("topic", "partition"),
+    operator=True,
+)
+LSO_LAG_MAX = _gauge(
+    "last_stable_offset_lag_max",
+    "Largest high watermark minus last stable offset over the partitions held here",
+    operator=True,
+)
+LSO_LAGGING_PARTITIONS = _gauge(
+    "last_stable_offset_lagging_partitions",
+    "Partitions held here whose last stable offset is below their high watermark",
+    operator=True,
+)
+LSO_STUCK = _gauge(
+    "last_stable_offset_stuck_seconds",
+    "Longest time a lagging partition's last stable offset has stayed at the same offset",
+    operator=True,
 )
 
 # --- replica counts -------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 
 from broker.metrics import catalog as c
 from broker.metrics.catalog import Kind, MetricDef
+from broker.metrics.lso import LsoWatch
 from storage.cleaner_manager import LogCleaner
 from storage.log import Log
 
@@ -172,6 +173,27 @@ class LogCollector(Collector):
             free.add_metric((directory,), usage.free)
             total.add_metric((directory,), usage.total)
         yield from (logs_bytes, used, free, total)
+
+
+class LsoCollector(Collector):
+    """The last stable offset's lag and how long it has been stuck (broker.metrics.lso),
+    over the logs held here, read at scrape time."""
+
+    def __init__(self, logs: Callable[[], list[Log]], watch: LsoWatch) -> None:
+        self._logs = logs
+        self._watch = watch
+
+    def collect(self) -> Iterable[Metric]:
+        report = self._watch.observe(
+            (log.tp, log.last_stable_offset, log.high_watermark) for log in self._logs()
+        )
+        lags = _gauge(c.LSO_LAG)
+        for tp, lag in report.lags:
+            lags.add_metric((tp.topic, str(tp.partition)), lag)
+        yield lags
+        yield _gauge(c.LSO_LAG_MAX, report.max_lag)
+        yield _gauge(c.LSO_LAGGING_PARTITIONS, report.lagging)
+        yield _gauge(c.LSO_STUCK, report.stuck_s)
 
 
 class IdleCollector(Collector):

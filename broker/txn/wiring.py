@@ -30,6 +30,7 @@ from broker.txn.markers import MarkerChannel
 from broker.txn.sender import TcpMarkerSender
 from broker.txn.store import TransactionStateManager, TxnStoreConfig
 from broker.txn.topic import TRANSACTION_TOPIC, create_txn_topic
+from broker.txn.verification import PartitionVerifier
 from client.connection import ConnectionConfig
 from protocol.values import TopicPartition
 from storage import TaskSpec
@@ -103,3 +104,28 @@ def txn_tasks(coordinator: TransactionCoordinator) -> list[TaskSpec]:
         TaskSpec("transactionalId-expiration", coordinator.expire_ids,
                  config.expiry_interval_ms, config.expiry_interval_ms, False),
     ]  # fmt: skip
+
+
+def build_partition_verifier(
+    basics: BrokerBasics, store: TransactionStateManager, coordinator: TransactionCoordinator
+) -> PartitionVerifier:
+    """The leaders' KIP-890 check (broker.txn.verification): a transactional id's
+    coordinator is the leader of its ``__transaction_state`` partition in the metadata
+    cache; this broker's own coordinator answers in-process."""
+    config, cache = basics.config, basics.metadata_cache
+
+    def coordinator_of(transactional_id: str) -> int | None:
+        return cache.leader(TRANSACTION_TOPIC, store.partition_for(transactional_id))
+
+    listener = config.inter_broker_listener_name
+    return PartitionVerifier(
+        basics.broker_id,
+        coordinator_of,
+        lambda broker_id: cache.alive_endpoint(broker_id, listener),
+        coordinator.verify_partitions,
+        ConnectionConfig(
+            client_id=f"broker-{basics.broker_id}-txn-verification",
+            request_timeout_s=config.get_int("request.timeout.ms") / 1000,
+            security=inter_broker_security(config),
+        ),
+    )

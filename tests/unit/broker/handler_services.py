@@ -131,6 +131,7 @@ def handler_services(
     credentials: ScramCredentialCache | None = None,
     txn_coordinator: object | None = None,
     access: AccessControl | None = None,
+    verifier: object | None = None,
 ) -> HandlerServices:
     """Broker 0's handler families over the given doubles (the rest :class:`Unwired`).
     ``controller``: attached to the families' ControllerLink (tests.unit.controller_double);
@@ -169,6 +170,7 @@ def handler_services(
             topic_purgatory=purgatory,
             group_store=store,
             fetch_sessions=FetchSessionCache(1000, itertools.count(1).__next__),
+            verifier=_or_unwired(verifier, "partition verifier"),
         ),
         topics=TopicAdmin(
             basics,

@@ -10,13 +10,15 @@ from protocol.values import TopicPartition
 
 @dataclass
 class LogDouble:
-    """What the log collector reads of a storage Log."""
+    """What the log and LSO collectors read of a storage Log."""
 
     tp: TopicPartition
     directory: str
     size_in_bytes: int = 100
     log_start_offset: int = 0
     log_end_offset: int = 7
+    high_watermark: int = 7
+    last_stable_offset: int = 5  # an open transaction from offset 5
     segments: list[object] = field(default_factory=lambda: [object()])
 
 

@@ -44,6 +44,7 @@ def _every_watch_wired(tmp_path: Path) -> BrokerMetrics:
     (log_dir / "t-0").mkdir(parents=True)
     logs: list[Any] = [LogDouble(TopicPartition("t", 0), str(log_dir / "t-0"))]
     m.watch_logs(lambda: [str(log_dir)], lambda: logs)
+    m.watch_last_stable_offsets(lambda: logs, lambda: 0.0)
     m.watch_idle(lambda: [("processor", "PLAINTEXT-0", 1.0), ("handler", "data-plane", 2.0)])
     m.watch_unclean_leader_elections(lambda: 0)
     m.watch_follower_lags(lambda: {2: [1, 5]})

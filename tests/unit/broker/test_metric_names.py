@@ -59,6 +59,8 @@ def _every_family_touched(tmp_path: Path) -> BrokerMetrics:
     (log_dir / "t-0").mkdir(parents=True)
     logs: list[Any] = [LogDouble(TopicPartition("t", 0), str(log_dir / "t-0"))]
     m.watch_logs(lambda: [str(log_dir)], lambda: logs)
+    m.watch_last_stable_offsets(lambda: logs, lambda: 0.0)
+    m.watch_transactions(lambda: {"Ongoing": 1}, lambda: 0)
     m.watch_idle(lambda: [("processor", "PLAINTEXT-0", 1.0), ("handler", "data-plane", 2.0)])
     m.replica_fetcher_max_lag.set(0)
     m.watch_unclean_leader_elections(lambda: 0)

@@ -1,0 +1,184 @@
+"""Transactions benchmark: what a transaction costs a producer, and read_committed a reader.
+
+    .venv/bin/python tests/bench/bench_transactions.py [--records 30000] [--rounds 2] [--dir DIR]
+        [--override KEY=VALUE ...]
+
+One run starts three local brokers (``LocalCluster``, the machinery of ``minikafka cluster
+up``, with an embedded ZooKeeper) and measures, 1 KiB records, RF 3, 3 partitions, with
+confluent-kafka, side by side in each round (the order alternating between rounds: this
+machine's speed drifts, a pair run back to back shares its conditions):
+
+1. produce records/s: an idempotent producer (acks=all) against a transactional one
+   committing every 1,000 records, one transaction in flight (target: >= 0.8x);
+2. fetch MB/s of record values: a read_uncommitted consumer against a read_committed one
+   over the same topic, written as transactions of 1,000 records of which every tenth is
+   aborted (target: >= 0.9x; the read_committed reader reads the aborted records from the
+   log too and drops them, as the client does with the aborted list).
+
+Non-transactional produce and fetch against a revision before transactions: run
+``tests/bench/compare_revisions.py fbc31dc tests/bench/bench_broker.py -- --quick``.
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.cimpl import NewTopic  # noqa: E402
+
+from tools.cluster import ClusterLayout, LocalCluster  # noqa: E402
+from tools.zookeeper_server import free_port  # noqa: E402
+
+MB = 1024 * 1024
+RECORD = b"x" * 1024
+PARTITIONS = 3
+PER_TXN = 1000
+
+
+def new_topic(bootstrap: str) -> str:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[
+        name
+    ].result(timeout=30)
+    return name
+
+
+def _produce_all(producer: Producer, topic: str, n: int) -> None:
+    for i in range(n):
+        while True:
+            try:
+                producer.produce(topic, RECORD, partition=i % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.05)
+
+
+def idempotent(bootstrap: str, records: int) -> float:
+    topic = new_topic(bootstrap)
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
+    start = time.perf_counter()
+    _produce_all(producer, topic, records)
+    assert producer.flush(120) == 0
+    return records / (time.perf_counter() - start)
+
+
+def transactional(bootstrap: str, records: int, abort_every: int = 0) -> tuple[float, str]:
+    """Records/s of transactions of PER_TXN records; every ``abort_every``-th aborted."""
+    topic = new_topic(bootstrap)
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"bench-{topic}", "linger.ms": 5}
+    )
+    producer.init_transactions(60)
+    start = time.perf_counter()
+    for n, first in enumerate(range(0, records, PER_TXN), start=1):
+        producer.begin_transaction()
+        _produce_all(producer, topic, min(PER_TXN, records - first))
+        if abort_every and n % abort_every == 0:
+            assert producer.flush(60) == 0  # in the log before the abort
+            producer.abort_transaction(60)
+        else:
+            producer.commit_transaction(60)
+    return records / (time.perf_counter() - start), topic
+
+
+def fetch(bootstrap: str, topic: str, isolation: str, expected: int, in_log: int) -> float:
+    """MB/s of the log a fresh consumer covers (``in_log`` records of 1 KiB, aborted ones
+    included: read from the log either way) until it has its ``expected`` records."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 8 * MB,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    got = 0
+    start = time.perf_counter()
+    deadline = start + 300
+    while got < expected and time.perf_counter() < deadline:
+        for message in consumer.consume(1000, 1.0):
+            if message.error() is None:
+                got += 1
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    assert got == expected, f"{isolation}: {got} of {expected}"
+    return in_log * len(RECORD) / MB / elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=30_000, help="records per run (30000)")
+    parser.add_argument("--rounds", type=int, default=2, help="side-by-side rounds (2)")
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="broker setting"
+    )
+    args = parser.parse_args()
+    directory = args.dir or Path(tempfile.mkdtemp(prefix="bench-txn-"))
+    ports = [free_port() for _ in range(10)]
+    layout = ClusterLayout(
+        directory=directory,
+        client_ports=tuple(ports[0:3]),
+        control_ports=tuple(ports[3:6]),
+        metrics_ports=tuple(ports[6:9]),
+        zookeeper_port=ports[9],
+        overrides=(
+            ("transaction.state.log.num.partitions", "3"),
+            *(tuple(o.split("=", 1)) for o in args.override),
+        ),
+    )
+    local = LocalCluster(layout)
+    local.start(timeout_s=90)
+    bootstrap = ",".join(f"127.0.0.1:{p}" for p in layout.client_ports)
+    records = args.records
+    try:
+        for r in range(args.rounds):
+            if r % 2 == 0:
+                idem = idempotent(bootstrap, records)
+                txn, _ = transactional(bootstrap, records)
+            else:
+                txn, _ = transactional(bootstrap, records)
+                idem = idempotent(bootstrap, records)
+            print(
+                f"round {r + 1} produce records/s idempotent {idem:,.0f} "
+                f"transactional {txn:,.0f} ratio {txn / idem:.2f}x (target >= 0.8x)",
+                flush=True,
+            )
+            _, topic = transactional(bootstrap, records, abort_every=10)
+            committed = records - records // (PER_TXN * 10) * PER_TXN
+            order = ["read_uncommitted", "read_committed"]
+            if r % 2:
+                order.reverse()
+            rates: dict[str, float] = {}
+            for iso in order:
+                expected = records if iso == "read_uncommitted" else committed
+                rates[iso] = fetch(bootstrap, topic, iso, expected, records)
+            ratio = rates["read_committed"] / rates["read_uncommitted"]
+            print(
+                f"round {r + 1} fetch MB/s read_uncommitted {rates['read_uncommitted']:.1f} "
+                f"read_committed {rates['read_committed']:.1f} ratio {ratio:.2f}x "
+                f"(10% aborted, target >= 0.9x)",
+                flush=True,
+            )
+    finally:
+        local.stop(grace_s=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
