@@ -12,7 +12,8 @@ From the host, as a user would:
    successes, failures and denials;
 2. every Prometheus target is up;
 3. every expression of every dashboard panel returns at least one series from the real
-   Prometheus (``$__rate_interval`` read as 1m), so no panel is empty;
+   Prometheus (``$__rate_interval`` read as 1m), so no panel is empty (a transaction is
+   kept open meanwhile, for the Transactions row, and aborted after);
 4. one broker container is killed and the cluster carries on: every partition of a
    replication-factor-3 topic gets a live leader and produce and consume work again. That
    needs followers that replicate; on a build whose followers do not copy the leader's
@@ -289,10 +290,30 @@ def main() -> int:
         compose += ["-f", f]
     poll("Prometheus ready", lambda: _ready(), 60)
     check_clients()
+    open_transaction = begin_transaction()
     check_targets(len(BOOTSTRAPS))
     check_panels()
+    open_transaction.abort_transaction(30)
     check_failover(compose)
     return 0
+
+
+def begin_transaction() -> Any:
+    """A transaction left open (a record written, no commit) through the panel checks, so
+    that the Transactions row has an ongoing transaction and a lagging last stable offset
+    to show; aborted after them."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": ",".join(BOOTSTRAPS), "transactional.id": "compose-test"}
+    )
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"inside an open transaction", partition=0)
+    if producer.flush(30) != 0:
+        raise SystemExit("compose-test FAILED: a transactional record was not written")
+    say(f"a transaction left open on {TOPIC}-0 while the panels are checked")
+    return producer
 
 
 def _ready() -> bool | None:
