@@ -47,25 +47,40 @@ def creation_error(alive_brokers: int, replication_factor: int) -> int:
 async def create_offsets_topic(
     zk: ZkFacade, config: BrokerConfig, live_brokers: Sequence[int]
 ) -> int:
-    """Create the topic unless it exists: NONE once written (or already there),
-    COORDINATOR_NOT_AVAILABLE when too few brokers are alive, or the AdminError's code
-    of a refused plan. Raises what ZooKeeper raises (the caller logs it)."""
+    """Create the topic unless it exists: see :func:`create_internal_topic`."""
     partitions, factor, configs = offsets_topic_settings(config)
+    return await create_internal_topic(
+        zk, OFFSETS_TOPIC, "offsets.topic.replication.factor", partitions, factor, configs,
+        live_brokers,
+    )  # fmt: skip
+
+
+async def create_internal_topic(
+    zk: ZkFacade,
+    topic: str,
+    factor_key: str,
+    partitions: int,
+    factor: int,
+    configs: dict[str, str],
+    live_brokers: Sequence[int],
+) -> int:
+    """Create an internal topic (__consumer_offsets, __transaction_state) unless it
+    exists: NONE once written (or already there), COORDINATOR_NOT_AVAILABLE when too few
+    brokers are alive for ``factor`` (the key ``factor_key`` gives it), or the
+    AdminError's code of a refused plan. Raises what ZooKeeper raises (the caller logs it)."""
     error = creation_error(len(live_brokers), factor)
     if error != ErrorCode.NONE:
         log.error(
-            "not creating %s: %d brokers are alive, offsets.topic.replication.factor is %d",
-            OFFSETS_TOPIC,
-            len(live_brokers),
-            factor,
-        )
+            "not creating %s: %d brokers are alive, %s is %d",
+            topic, len(live_brokers), factor_key, factor,
+        )  # fmt: skip
         return error
     existing: Collection[str] = set(await existing_topics(zk))
-    if OFFSETS_TOPIC in existing:
+    if topic in existing:
         return ErrorCode.NONE
     try:
         plan = plan_topic(
-            OFFSETS_TOPIC,
+            topic,
             partitions,
             factor,
             {},
@@ -80,9 +95,7 @@ async def create_offsets_topic(
     except AdminError as exc:
         if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
             return ErrorCode.NONE
-        log.error("creating %s failed: %s", OFFSETS_TOPIC, exc.message)
+        log.error("creating %s failed: %s", topic, exc.message)
         return exc.error_code
-    log.info(
-        "created %s with %d partitions, replication factor %d", OFFSETS_TOPIC, partitions, factor
-    )
+    log.info("created %s with %d partitions, replication factor %d", topic, partitions, factor)
     return ErrorCode.NONE

@@ -22,14 +22,11 @@ String.hashCode and Kafka's abs (broker.group.partitioner: the same rule as grou
 from __future__ import annotations
 
 import logging
-import random
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
-from broker.admin.topics import AdminError, create_topic, existing_topics, plan_topic
 from broker.config import BrokerConfig
-from broker.group.offsets_topic import creation_error
+from broker.group.offsets_topic import create_internal_topic
 from broker.group.partitioner import partition_for
-from protocol.errors import ErrorCode
 from zk.facade import ZkFacade
 
 log = logging.getLogger(__name__)
@@ -57,45 +54,10 @@ def txn_topic_settings(config: BrokerConfig) -> tuple[int, int, dict[str, str]]:
 
 
 async def create_txn_topic(zk: ZkFacade, config: BrokerConfig, live_brokers: Sequence[int]) -> int:
-    """Create the topic unless it exists: NONE once written (or already there),
-    COORDINATOR_NOT_AVAILABLE when too few brokers are alive, or the AdminError's code
-    of a refused plan. Raises what ZooKeeper raises (the caller logs it)."""
+    """Create the topic unless it exists (broker.group.offsets_topic's
+    create_internal_topic, as __consumer_offsets is made)."""
     partitions, factor, configs = txn_topic_settings(config)
-    error = creation_error(len(live_brokers), factor)
-    if error != ErrorCode.NONE:
-        log.error(
-            "not creating %s: %d brokers are alive, transaction.state.log.replication.factor is %d",
-            TRANSACTION_TOPIC,
-            len(live_brokers),
-            factor,
-        )
-        return error
-    existing: Collection[str] = set(await existing_topics(zk))
-    if TRANSACTION_TOPIC in existing:
-        return ErrorCode.NONE
-    try:
-        plan = plan_topic(
-            TRANSACTION_TOPIC,
-            partitions,
-            factor,
-            {},
-            configs,
-            live_brokers=live_brokers,
-            existing_topics=existing,
-            default_partitions=partitions,
-            default_replication_factor=factor,
-            rng=random.Random(),
-        )
-        await create_topic(zk, plan)
-    except AdminError as exc:
-        if exc.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
-            return ErrorCode.NONE
-        log.error("creating %s failed: %s", TRANSACTION_TOPIC, exc.message)
-        return exc.error_code
-    log.info(
-        "created %s with %d partitions, replication factor %d",
-        TRANSACTION_TOPIC,
-        partitions,
-        factor,
-    )
-    return ErrorCode.NONE
+    return await create_internal_topic(
+        zk, TRANSACTION_TOPIC, "transaction.state.log.replication.factor", partitions,
+        factor, configs, live_brokers,
+    )  # fmt: skip
