@@ -187,6 +187,11 @@ class KafkaController:
         return self.election.is_active
 
     @property
+    def is_settled(self) -> bool:
+        """Active, and the failover of this term has run to its end."""
+        return self.election.is_active and self.election.failover_done
+
+    @property
     def active_controller_id(self) -> int | None:
         return self.election.active_controller_id
 

@@ -119,6 +119,9 @@ class ElectionLifecycle(ControllerHandler):
         self.isr = isr
         self.preferred = preferred
         self.active_controller_id: int | None = None
+        # True once the failover of the term we won has run to its end (is_active is
+        # already True while it runs); resigning clears it
+        self.failover_done = False
         self.broker_epoch = -1
         self.stopped = False
         self._last_state: str | None = None
@@ -243,6 +246,7 @@ class ElectionLifecycle(ControllerHandler):
         log.info("broker %s is the controller, epoch %s", self.broker_id, result.epoch)
         try:
             await self.on_controller_failover()
+            self.failover_done = True
         except ControllerMovedError:
             raise  # a newer controller fenced us: the event dispatch resigns
         except Exception as exc:
@@ -266,6 +270,7 @@ class ElectionLifecycle(ControllerHandler):
     def resign(self) -> None:
         """Stop acting as the controller: forget the term's state (no ZooKeeper call)."""
         self.preferred.cancel()
+        self.failover_done = False
         if self.is_active:
             log.info("broker %s resigns as controller (epoch %s)", self.broker_id, self.ctx.epoch)
         for bid in list(self.ctx.live_brokers):

@@ -379,7 +379,8 @@ async def test_a_suspended_connection_stops_nothing_and_watches_come_back(
     proxy_port = await proxy.start()
     try:
         a = await cluster(1, connect=f"127.0.0.1:{proxy_port}/{chroot}", session_s=8.0)
-        await until(lambda: a.controller.is_active, what="broker 1 to be controller")
+        # cut only after the failover's ZooKeeper reads: one failing half-way resigns
+        await until(lambda: a.controller.is_settled, what="broker 1 to be controller")
         session = a.zk.session_id
         proxy.cut()
         await until(lambda: a.zk.kazoo.state == KazooState.SUSPENDED, what="SUSPENDED")
