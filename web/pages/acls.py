@@ -81,6 +81,12 @@ def _choice(params: Params, field: str, allowed: Sequence[E], default: E) -> E:
     raise InputError(f"{field} must be one of {', '.join(a.name for a in allowed)}")
 
 
+def _optional(params: Params, field: str) -> str | None:
+    """The field as given (a row's delete sends names exactly), None when blank."""
+    raw = params.text(field)
+    return raw if raw.strip() else None
+
+
 def binding_filter(params: Params) -> AclBindingFilter:
     """The filter the request's parameters describe (blank fields select everything)."""
     resource_type = _choice(
@@ -97,12 +103,9 @@ def binding_filter(params: Params) -> AclBindingFilter:
         params, "permission", (AclPermissionType.ANY, *PERMISSIONS), AclPermissionType.ANY
     )
     return AclBindingFilter(
-        ResourcePatternFilter(resource_type, params.text("name").strip() or None, pattern_type),
+        ResourcePatternFilter(resource_type, _optional(params, "name"), pattern_type),
         AccessControlEntryFilter(
-            params.text("principal").strip() or None,
-            params.text("host").strip() or None,
-            operation,
-            permission,
+            _optional(params, "principal"), _optional(params, "host"), operation, permission
         ),
     )
 

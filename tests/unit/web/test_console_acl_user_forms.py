@@ -31,6 +31,7 @@ def params(**values: str) -> Params:
 def test_blank_filter_fields_select_every_acl() -> None:
     assert binding_filter(params()) == MATCH_ALL
     assert binding_filter(params(name=" ", principal="", host="")) == MATCH_ALL
+    assert binding_filter(params(name=" a b ")).pattern.name == " a b "  # as given
 
 
 def test_a_filter_takes_either_spelling_and_comes_back_as_its_fields() -> None:
