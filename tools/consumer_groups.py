@@ -54,11 +54,12 @@ from client.group_admin import (
     list_group_offsets,
     list_groups,
 )
+from client.offset_reset import plan
 from protocol import ErrorCode, error_name
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from timer.clock import Clock, SystemClock
 from tools.command import CommandError, add_bootstrap_server, admin_client, run_command
-from tools.offset_reset import KINDS, ResetSpec, parse_spec, parse_topic_partitions, plan
+from tools.offset_reset import KINDS, ResetSpec, parse_spec, parse_topic_partitions
 
 ACTIONS = ("list", "describe", "reset-offsets", "delete", "delete-offsets")
 MISSING = "-"
@@ -371,7 +372,12 @@ async def reset_offsets(
         raise CommandError(f"Partitions do not exist: {', '.join(map(_tp, missing))}")
     by_time = await _offsets_at(client, partitions, spec.value) if spec.needs_timestamps else None
     new = plan(
-        spec, partitions, earliest=earliest, latest=latest, committed=committed, by_time=by_time
+        spec.target,
+        partitions,
+        earliest=earliest,
+        latest=latest,
+        committed=committed,
+        by_time=by_time,
     )
     if not args.dry_run and not args.execute:
         print(

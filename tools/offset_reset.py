@@ -12,7 +12,8 @@ A reset is one *spec* applied to a set of partitions::
                            zone); the log end when no record is that recent
     --by-duration D        as --to-datetime, at now - D (ISO-8601 PnDTnHnMnS)
 
-:func:`plan` computes the new offsets from what the cluster said (log start and end,
+A spec's ``target`` is what ``client.offset_reset.plan`` (the planner the web console
+shares) computes the new offsets from, out of what the cluster said (log start and end,
 committed offsets, offsets by time), so that the tool's I/O only gathers those figures.
 """
 
@@ -20,11 +21,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from protocol.values import TopicPartition
+from client.offset_reset import ResetTarget
 
 KINDS: Final = (
     "to-earliest",
@@ -51,6 +52,22 @@ class ResetSpec:
     @property
     def needs_timestamps(self) -> bool:
         return self.kind in ("to-datetime", "by-duration")
+
+    @property
+    def target(self) -> ResetTarget:
+        """What the planner computes the new offsets from."""
+        return ResetTarget(TARGETS[self.kind], self.value)
+
+
+#: each flag's planner target (client.offset_reset)
+TARGETS: Final = {
+    "to-earliest": "earliest",
+    "to-latest": "latest",
+    "to-offset": "offset",
+    "shift-by": "shift",
+    "to-datetime": "timestamp",
+    "by-duration": "timestamp",
+}
 
 
 def parse_datetime(text: str) -> int:
@@ -120,39 +137,3 @@ def parse_topic_partitions(text: str) -> tuple[str, list[int] | None]:
     if not partitions:
         raise ValueError(f"--topic {text!r} lists no partition")
     return topic, partitions
-
-
-def plan(
-    spec: ResetSpec,
-    partitions: Sequence[TopicPartition],
-    *,
-    earliest: Mapping[TopicPartition, int],
-    latest: Mapping[TopicPartition, int],
-    committed: Mapping[TopicPartition, int],
-    by_time: Mapping[TopicPartition, int] | None = None,
-) -> dict[TopicPartition, int]:
-    """The new offset of each partition. ValueError for a shift of a partition without a
-    committed offset."""
-
-    def clamp(tp: TopicPartition, offset: int) -> int:
-        return max(earliest[tp], min(latest[tp], offset))
-
-    out: dict[TopicPartition, int] = {}
-    for tp in sorted(partitions):
-        if spec.kind == "to-earliest":
-            out[tp] = earliest[tp]
-        elif spec.kind == "to-latest":
-            out[tp] = latest[tp]
-        elif spec.kind == "to-offset":
-            out[tp] = clamp(tp, spec.value)
-        elif spec.kind == "shift-by":
-            if tp not in committed:
-                raise ValueError(
-                    f"Cannot shift offset for partition {tp.topic}-{tp.partition} "
-                    "since there is no current committed offset"
-                )
-            out[tp] = clamp(tp, committed[tp] + spec.value)
-        else:
-            found = (by_time or {}).get(tp, -1)
-            out[tp] = latest[tp] if found < 0 else clamp(tp, found)
-    return out

@@ -1,5 +1,5 @@
-"""The web console (``minikafka console``): the cluster, topics, messages and consumer
-groups in a browser, and the same data as JSON under ``/api/``.
+"""The web console (``minikafka console``): the cluster, topics, messages, consumer
+groups, users' SCRAM credentials and ACLs in a browser, and the same data as JSON under ``/api/``.
 
 It speaks only the Kafka protocol, through the project's client, and scrapes the brokers'
 Prometheus endpoints for rates, so it works against any Kafka-compatible cluster. Modules,
@@ -15,8 +15,9 @@ one concept each:
 - :mod:`.reset`     where an offset reset moves a group's offsets (pure)
 - :mod:`.lag_history` each group's lag over the last minutes, as the console saw it
 - :mod:`.metrics`   scraping the brokers' /metrics into rates over the last minutes
-- :mod:`.pages`     one module per page (cluster, topics, messages, groups); adding a
-                    page is adding a module and naming it in ``pages.PAGES``
+- :mod:`.pages`     one module per page (cluster, topics, messages, groups, users,
+                    acls); adding a page is adding a module and naming it in
+                    ``pages.PAGES``
 
 Server-rendered Jinja2 templates (``web/templates``, autoescaped) and no JavaScript
 build: a page refreshes itself with a meta tag when asked to.

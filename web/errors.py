@@ -7,7 +7,9 @@ Each failure maps to an HTTP status and a ``Problem`` (a short title and a detai
 - a topic or group that is not there (``NotFound``, or a broker answering
   UNKNOWN_TOPIC_OR_PARTITION, e.g. for a topic deleted while it was being viewed): 404;
 - a broker refusing an operation (``KafkaError``): 409 with the error's Kafka name and
-  the broker's message, e.g. ``POLICY_VIOLATION: ...``;
+  the broker's message, e.g. ``POLICY_VIOLATION: ...``, and for the refusals a person
+  meets on a secured cluster (``HINTS``: no authorizer, the console's principal not
+  allowed) a sentence on what it means;
 - the cluster out of reach (``ConnectionLost``, ``RequestTimedOut``): 503, naming the
   bootstrap servers tried;
 - the console's own credentials refused (SASL authentication failed): 502, pointing at
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Final
 
 from client.errors import (
     AuthenticationFailed,
@@ -32,6 +35,16 @@ from client.errors import (
 from protocol import ErrorCode
 
 log = logging.getLogger("minikafka.console")
+
+#: what some Kafka errors mean for the person at the console (brokers often send none)
+HINTS: Final[dict[int, str]] = {
+    ErrorCode.SECURITY_DISABLED: "The cluster has no authorizer (its brokers set no "
+    "authorizer.class.name), so it keeps no ACLs.",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "The principal the console connects as "
+    "(--command-config) is not allowed this operation on the cluster: it needs to be a "
+    "super user or to hold an ACL on the cluster resource (ALTER to change, DESCRIBE to "
+    "read).",
+}
 
 
 class InputError(ValueError):
@@ -88,7 +101,9 @@ def problem_of(exc: BaseException, bootstrap: str) -> Problem:
                 f"deleted): {exc}",
                 exc.name,
             )
-        return Problem(409, "The cluster refused the operation", str(exc), exc.name)
+        hint = HINTS.get(exc.error_code)
+        detail = str(exc) if hint is None else f"{exc}. {hint}"
+        return Problem(409, "The cluster refused the operation", detail, exc.name)
     if isinstance(exc, ConnectionLost | RequestTimedOut):
         return Problem(
             503,

@@ -1,6 +1,8 @@
-"""Where an offset reset moves a consumer group's offsets (pure).
+"""How the console spells an offset reset, read into ``client.offset_reset``'s target
+(pure; the planner itself is ``client.offset_reset.plan``, which the command-line tool
+shares).
 
-The console offers Kafka's reset kinds under short names::
+The console offers Kafka's reset kinds under short names, the planner's own::
 
     earliest     the log start offset
     latest       the log end offset
@@ -10,32 +12,16 @@ The console offers Kafka's reset kinds under short names::
                  record is that recent
     shift N      the committed offset + N (N may be negative), clamped likewise; a
                  partition without a committed offset cannot be shifted
-
-``plan`` computes the new offsets from figures the caller gathered from the cluster, so
-a preview (dry run) and the execution compute the same thing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
-from protocol.values import TopicPartition
+from client.offset_reset import ResetError, ResetTarget
 
 KINDS: Final = ("earliest", "latest", "offset", "timestamp", "shift")
-
-
-class ResetError(ValueError):
-    """A reset that cannot be computed as asked (its message says why)."""
-
-
-@dataclass(frozen=True)
-class ResetSpec:
-    kind: str
-    #: the offset, the shift, or the timestamp in ms; 0 for earliest and latest
-    value: int = 0
 
 
 def parse_timestamp(text: str) -> int:
@@ -53,48 +39,14 @@ def parse_timestamp(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-def parse_spec(kind: str, value: str) -> ResetSpec:
+def parse_spec(kind: str, value: str) -> ResetTarget:
     if kind not in KINDS:
         raise ResetError(f"reset kind {kind!r} is not one of {', '.join(KINDS)}")
     if kind in ("earliest", "latest"):
-        return ResetSpec(kind)
+        return ResetTarget(kind)
     if kind == "timestamp":
-        return ResetSpec(kind, parse_timestamp(value))
+        return ResetTarget(kind, parse_timestamp(value))
     try:
-        return ResetSpec(kind, int(value.strip()))
+        return ResetTarget(kind, int(value.strip()))
     except ValueError:
         raise ResetError(f"a reset to {kind} needs a whole number, not {value!r}") from None
-
-
-def plan(
-    spec: ResetSpec,
-    partitions: Sequence[TopicPartition],
-    *,
-    earliest: Mapping[TopicPartition, int],
-    latest: Mapping[TopicPartition, int],
-    committed: Mapping[TopicPartition, int],
-    by_time: Mapping[TopicPartition, int] | None = None,
-) -> dict[TopicPartition, int]:
-    """The new offset of each partition (sorted)."""
-
-    def clamp(tp: TopicPartition, offset: int) -> int:
-        return max(earliest[tp], min(latest[tp], offset))
-
-    out: dict[TopicPartition, int] = {}
-    for tp in sorted(partitions):
-        if spec.kind == "earliest":
-            out[tp] = earliest[tp]
-        elif spec.kind == "latest":
-            out[tp] = latest[tp]
-        elif spec.kind == "offset":
-            out[tp] = clamp(tp, spec.value)
-        elif spec.kind == "shift":
-            if tp not in committed:
-                raise ResetError(
-                    f"cannot shift {tp.topic}-{tp.partition}: the group has no committed offset"
-                )
-            out[tp] = clamp(tp, committed[tp] + spec.value)
-        else:
-            found = (by_time or {}).get(tp, -1)
-            out[tp] = latest[tp] if found < 0 else clamp(tp, found)
-    return out

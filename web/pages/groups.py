@@ -28,11 +28,12 @@ from client.group_admin import (
     list_group_offsets,
     list_groups,
 )
+from client.offset_reset import ResetError, plan
 from protocol import ErrorCode
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
 from web.context import Console
 from web.errors import Forbidden, InputError, NotFound
-from web.reset import KINDS, ResetError, parse_spec, plan
+from web.reset import KINDS, parse_spec
 from web.views import Page, Params, View
 
 

@@ -11,6 +11,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from client.fetch import ConsumedRecord
+from client.offset_reset import ResetError
 from client.produce import partition_for_key, produce
 from protocol.records.builder import build_batch
 from protocol.records.record import SimpleRecord
@@ -18,7 +19,7 @@ from web.context import Console
 from web.decoding import FORMATS, record_json
 from web.errors import InputError, NotFound
 from web.reading import Query, read_page, search_partition
-from web.reset import ResetError, parse_timestamp
+from web.reset import parse_timestamp
 from web.views import Page, Params, View
 
 MAX_PAGE: Final = 500

@@ -16,6 +16,7 @@ from typing import Any
 import uvicorn
 
 from client.client import ClientConfig, KafkaClient
+from client.security import PLAINTEXT, ClientSecurity
 from tests.polling import wait_until
 from timer.clock import SystemClock
 from tools.zookeeper_server import free_port
@@ -24,7 +25,8 @@ from web.context import ConsoleSettings
 
 
 class ServedConsole:
-    """A console on 127.0.0.1:<free port> until ``stop``."""
+    """A console on 127.0.0.1:<free port> until ``stop``, connecting to the brokers with
+    ``security`` (a secured cluster's client properties)."""
 
     def __init__(
         self,
@@ -33,10 +35,13 @@ class ServedConsole:
         read_only: bool = False,
         metrics: tuple[str, ...] = (),
         users: dict[str, str] | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = ClientConfig(client_id="console-test", retries=3, operation_timeout_s=15.0)
+        config = ClientConfig(
+            client_id="console-test", retries=3, operation_timeout_s=15.0, security=security
+        )
         self.client = KafkaClient(bootstrap, config)
         settings = ConsoleSettings(
             bootstrap=bootstrap,

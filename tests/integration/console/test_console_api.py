@@ -1,7 +1,8 @@
 """The console's JSON API against a real 3-broker cluster: every endpoint, its errors
 (a broker's refusal with the Kafka error name, a missing topic, the cluster out of reach,
-read-only mode, a write without its CSRF token), and escaping of record contents in the
-HTML pages."""
+read-only mode, a write without its CSRF token, ACLs on a cluster without an authorizer),
+and escaping of record contents in the HTML pages. The users and ACLs pages on a secured
+cluster: test_console_users_acls."""
 
 from __future__ import annotations
 
@@ -312,6 +313,32 @@ def test_writes_need_csrf_and_read_only_refuses(
         .decode()
     )
     assert 'id="delete-topic"' not in html
+
+
+def test_acls_of_a_cluster_without_an_authorizer_are_said_to_be_disabled(
+    console: ServedConsole,
+) -> None:
+    binding = {"name": "t", "principal": "User:a", "operation": "READ"}
+    for status, body in (console.get("/api/acls"), console.post("/api/acls", binding)):
+        assert (status, body["error"]["kafka_error"]) == (409, "SECURITY_DISABLED")
+        assert "has no authorizer" in body["error"]["detail"]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(console.url + "/acls", timeout=30)
+    page = refused.value.read().decode()
+    assert refused.value.code == 409
+    assert '<code id="kafka-error">SECURITY_DISABLED</code>' in page and "Traceback" not in page
+    # SCRAM credentials need no authorizer: the users page works (and lists none here)
+    assert console.get("/api/users") == (
+        200,
+        {
+            "title": "Users (SCRAM credentials)",
+            "users": [],
+            "mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512"],
+            "default_iterations": 4096,
+            "min_iterations": 4096,
+            "max_iterations": 16384,
+        },
+    )
 
 
 def test_a_cluster_out_of_reach_is_said_so() -> None:

@@ -5,7 +5,6 @@ screenshot under its artifacts directory (tmp/artifacts/<test>)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,49 +13,23 @@ from pathlib import Path
 import pytest
 
 from tests.integration.cluster import TestCluster
+from tests.integration.console.browsing import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    ROOT,
+    cells,
+    minikafka,
+    needs_chromium,
+)
 from tests.integration.console.served import ServedConsole
 from tests.polling import wait_until
 from tools.zookeeper_server import free_port
 
-ROOT = Path(__file__).resolve().parents[3]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="the browser tests need chromium and chromedriver (make system-deps installs "
-    "Debian's chromium and chromium-driver)",
-)
+pytestmark = needs_chromium
 
 if CHROMIUM is not None and CHROMEDRIVER is not None:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webdriver import WebDriver
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
-        options.add_argument(arg)
-    options.binary_location = str(CHROMIUM)
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
-
-
-def minikafka(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "tools.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def kcat(bootstrap: str, topic: str, partition: int, data: bytes, *extra: str) -> None:
@@ -66,13 +39,6 @@ def kcat(bootstrap: str, topic: str, partition: int, data: bytes, *extra: str) -
         check=True,
         timeout=30,
     )
-
-
-def cells(driver: WebDriver, selector: str) -> list[list[str]]:
-    return [
-        [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        for row in driver.find_elements(By.CSS_SELECTOR, selector)
-    ]
 
 
 def test_the_cluster_page_lists_three_brokers_and_the_controller(

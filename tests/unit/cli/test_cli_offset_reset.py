@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 
+from client.offset_reset import plan
 from protocol.values import TopicPartition
 from tools.offset_reset import (
     ResetSpec,
@@ -13,7 +14,6 @@ from tools.offset_reset import (
     parse_duration_ms,
     parse_spec,
     parse_topic_partitions,
-    plan,
 )
 
 A0, A1 = TopicPartition("a", 0), TopicPartition("a", 1)
@@ -23,7 +23,7 @@ LATEST = {A0: 50, A1: 7}
 
 def _plan(spec: ResetSpec, **kw: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
     return plan(
-        spec,
+        spec.target,
         [A1, A0],
         earliest=EARLIEST,
         latest=LATEST,

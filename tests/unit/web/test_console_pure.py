@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from client.fetch import ConsumedRecord
+from client.offset_reset import ResetError, ResetTarget, plan
 from protocol.values import TopicPartition
 from web.decoding import record_json, render, shown
 from web.errors import InputError, problem_of
 from web.metrics import Sample, figures, parse_target, rates
-from web.reset import ResetError, ResetSpec, parse_spec, parse_timestamp, plan
+from web.reset import parse_spec, parse_timestamp
 from web.safety import Csrf, UsersFileError, basic_user, read_users
 from web.views import Params
 
@@ -71,12 +72,12 @@ def test_a_reset_plan(kind: str, value: str, expected: dict[TopicPartition, int]
 
 
 def test_a_reset_by_timestamp_and_its_refusals() -> None:
-    spec = ResetSpec("timestamp", 5)
+    spec = ResetTarget("timestamp", 5)
     by_time = {TP0: 20, TP1: -1}  # no record that recent in partition 1: the log end
     new = plan(spec, [TP0, TP1], earliest=EARLIEST, latest=LATEST, committed={}, by_time=by_time)
     assert new == {TP0: 20, TP1: 50}
-    with pytest.raises(ResetError, match="no committed offset"):
-        plan(ResetSpec("shift", 1), [TP0], earliest=EARLIEST, latest=LATEST, committed={})
+    with pytest.raises(ResetError, match="no current committed offset"):
+        plan(ResetTarget("shift", 1), [TP0], earliest=EARLIEST, latest=LATEST, committed={})
     with pytest.raises(ResetError, match="not one of"):
         parse_spec("sideways", "")
     with pytest.raises(ResetError, match="whole number"):

@@ -1,0 +1,48 @@
+"""What the console's browser tests share: where Chromium and its driver are (the tests
+are skipped without them), reading a page's table cells, and running the ``minikafka``
+command as a person does, to check a page's effect from outside the console. The
+``browser`` fixture itself (one headless Chromium for the package) is in conftest.py."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+ROOT = Path(__file__).resolve().parents[3]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="the browser tests need chromium and chromedriver (make system-deps installs "
+    "Debian's chromium and chromium-driver)",
+)
+
+
+def minikafka(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def cells(driver: WebDriver, selector: str) -> list[list[str]]:
+    from selenium.webdriver.common.by import By
+
+    return [
+        [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        for row in driver.find_elements(By.CSS_SELECTOR, selector)
+    ]
