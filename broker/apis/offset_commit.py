@@ -3,7 +3,8 @@
 v0 is the ZooKeeper-era commit: as in Kafka 3.x, its offsets go to ZooKeeper
 (``/consumers/<group>/offsets/<topic>/<partition>``, zk.consumer_offsets), without the
 coordinator (no generation, no member) and without metadata; only the metadata's size is
-checked (OFFSET_METADATA_TOO_LARGE). v1+ commit to ``__consumer_offsets``:
+checked (OFFSET_METADATA_TOO_LARGE). It is authorized as the other versions are: READ on
+the group, then on each topic. v1+ commit to ``__consumer_offsets``:
 
 Who may commit is the coordinator's rule (broker.group.offsets, commit_error): members
 of the current generation, or anyone with generation -1 for a group without members
@@ -44,7 +45,13 @@ async def handle(
         (TopicPartition(t.name, p.partition_index), p) for t in body.topics for p in t.partitions
     ]
     if version == 0 and body.group_id:
-        return make_response(request.header, await _commit_to_zookeeper(ctx, body, requested))
+        if not ctx.broker.access.authorize(
+            request, AclOperation.READ, ResourceType.GROUP, body.group_id
+        ):
+            refused: int = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            return make_response(request.header, _response({tp: refused for tp, _ in requested}))
+        answer = await _commit_to_zookeeper(ctx, request, body, requested)
+        return make_response(request.header, answer)
     error = (
         ErrorCode.INVALID_GROUP_ID
         if not body.group_id
@@ -97,16 +104,23 @@ async def handle(
 
 async def _commit_to_zookeeper(
     ctx: GroupAccess,
+    request: object,
     body: OffsetCommitRequest,
     requested: list[tuple[TopicPartition, OffsetCommitRequest.OffsetCommitRequestPartition]],
 ) -> OffsetCommitResponse:
-    """v0: each known partition's offset written to its znode; a ZooKeeper failure fails
-    the partitions it was writing (UNKNOWN_SERVER_ERROR), as Kafka maps the exception."""
+    """v0, the group authorized: each readable, known partition's offset written to its
+    znode; a ZooKeeper failure fails the partitions it was writing (UNKNOWN_SERVER_ERROR),
+    as Kafka maps the exception."""
     limit = ctx.config.get_int("offset.metadata.max.bytes")
+    readable = ctx.broker.access.allowed(
+        request, AclOperation.READ, ResourceType.TOPIC, [t.name for t in body.topics]
+    )
     results: dict[TopicPartition, int] = {}
     offsets: dict[TopicPartition, int] = {}
     for tp, p in requested:
-        if ctx.metadata_cache.partition(tp.topic, tp.partition) is None:
+        if tp.topic not in readable:
+            results[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif ctx.metadata_cache.partition(tp.topic, tp.partition) is None:
             results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         elif p.committed_metadata is not None and len(p.committed_metadata) > limit:
             results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
