@@ -81,7 +81,6 @@ import asyncio
 import logging
 import secrets
 
-from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import KafkaApis, error_response
 from broker.apis.services import (
     AclAdmin,
@@ -114,9 +113,9 @@ from broker.config_changes import ConfigChangeListener, DynamicConfigApplier
 from broker.controlled_shutdown import request_controlled_shutdown
 from broker.fetch_session import FetchSessionCache
 from broker.gauges import watch_gauges, watch_operator_metrics
-from broker.group.coordinator import GroupConfig, GroupCoordinator
-from broker.group.manager import GroupMetadataManager, OffsetsConfig
-from broker.group.offsets_topic import create_offsets_topic
+from broker.group.coordinator import GroupCoordinator
+from broker.group.manager import GroupMetadataManager
+from broker.group.wiring import build_group_coordinator, build_group_store
 from broker.isr_zk import IsrChangePropagator, ZkIsrWriter
 from broker.lifecycle import Step
 from broker.metadata_cache import MetadataCache
@@ -375,38 +374,18 @@ class BrokerAssembly:
 
     async def _start_group_store(self) -> None:
         """``__consumer_offsets`` partitions load and unload as the ReplicaManager's
-        leaderships change; the topic is created on first use with the broker's settings
-        as they are then."""
-        cache, zk, basics = self.basics.metadata_cache, self.zk, self.basics
-        store = GroupMetadataManager(
-            self.replica_manager,
-            self.clock,
-            OffsetsConfig.from_broker(self.config),
-            topic_partition_count=lambda: cache.num_partitions(OFFSETS_TOPIC),
-            create_offsets_topic=lambda: create_offsets_topic(
-                zk, basics.config, cache.alive_broker_ids()
-            ),
+        leaderships change (broker.group.wiring)."""
+        self.group_store = build_group_store(
+            self.basics, self.zk, self.replica_manager, self.metrics
         )
-        self.replica_manager.on_leadership_change = store.on_leadership_change  # back-ref
-        self.metrics.watch_group_store(store)
-        self.group_store = store
 
     async def _start_group_coordinator(self) -> None:
-        """The classic group protocol over the store's groups; the store tells it when
-        groups load and unload."""
-        metrics = self.metrics
-        coordinator = GroupCoordinator(
-            self.group_store,
-            GroupConfig.from_values(self.config.get_int),
-            self.clock,
-            self.purgatories.rebalance,
-            self.purgatories.heartbeat,
-            on_rebalance=metrics.group_rebalances.labels().inc,
-            on_offsets_committed=metrics.group_offset_commits.labels().inc,
-        )
-        self.group_store.listener = coordinator  # back-reference
-        metrics.watch_groups(lambda: {state.value: n for state, n in coordinator.states().items()})
-        self.group_coordinator = coordinator
+        """The classic group protocol over the store's groups (broker.group.wiring)."""
+        purgatories = self.purgatories
+        self.group_coordinator = build_group_coordinator(
+            self.basics, self.group_store, purgatories.rebalance, purgatories.heartbeat,
+            self.metrics,
+        )  # fmt: skip
 
     async def _start_txn_coordinator(self) -> None:
         """The transaction coordinator (broker.txn.wiring), with the producer id
