@@ -17,25 +17,17 @@ import protocol
 from broker.apis import create_partitions, create_topics, update_metadata
 from broker.apis.services import HandlerServices
 from broker.auth.access import AccessControl
-from broker.auth.acl_cache import AclCache
-from broker.auth.authorizer import Authorizer, AuthorizerSettings
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
 from protocol import ApiKey, ErrorCode
-from protocol.acls import (
-    AccessControlEntry,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourcePattern,
-    ResourceType,
-)
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     UpdateMetadataRequest,
 )
 from tests.fakes.zk import FakeZk
+from tests.unit.broker.access_doubles import allowing
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
 from tests.unit.broker.handler_services import HostsNothing, NoGroups, family_for, handler_services
@@ -189,30 +181,14 @@ async def test_zero_timeout_answers_at_once(version: int) -> None:
     protocol.encode_response(response)  # the answer fits the request's version
 
 
-def _allowing(*grants: tuple[str, AclOperation]) -> AccessControl:
-    """An authorizer on, allowing the anonymous principal (a HandlerRequest's) each
-    (topic, operation) of ``grants`` and nothing else."""
-    cache = AclCache()
-    for name in {n for n, _ in grants}:
-        cache.set(
-            ResourcePattern(ResourceType.TOPIC, name, PatternType.LITERAL),
-            [
-                AccessControlEntry("User:ANONYMOUS", "*", op, AclPermissionType.ALLOW)
-                for n, op in grants
-                if n == name
-            ],
-        )
-    return AccessControl(Authorizer(cache, AuthorizerSettings(frozenset(), False)), None)
-
-
 @pytest.mark.parametrize("validate_only", [True, False])
 async def test_configs_are_answered_only_to_who_may_describe_them(validate_only: bool) -> None:
     """KIP-525: CREATE on a topic does not show its configs; DESCRIBE_CONFIGS does."""
-    access = _allowing(
-        ("seen", AclOperation.CREATE),
-        ("seen", AclOperation.DESCRIBE_CONFIGS),
-        ("hidden", AclOperation.CREATE),
-        ("refused", AclOperation.DESCRIBE_CONFIGS),
+    access = allowing(
+        (ResourceType.TOPIC, "seen", AclOperation.CREATE),
+        (ResourceType.TOPIC, "seen", AclOperation.DESCRIBE_CONFIGS),
+        (ResourceType.TOPIC, "hidden", AclOperation.CREATE),
+        (ResourceType.TOPIC, "refused", AclOperation.DESCRIBE_CONFIGS),
     )
     ctx = make_ctx(access=access)
     await publish(ctx, {})

@@ -29,21 +29,12 @@ from broker.apis import (
     sync_group,
 )
 from broker.auth.access import AccessControl
-from broker.auth.acl_cache import AclCache
-from broker.auth.authorizer import Authorizer, AuthorizerSettings
 from broker.group.coordinator import GroupConfig, GroupCoordinator
 from broker.group.delayed import DelayedHeartbeat
 from broker.group.model import CommittedOffset
 from broker.metadata_cache import MetadataCache
 from protocol import ApiKey, ErrorCode, Response
-from protocol.acls import (
-    AccessControlEntry,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourcePattern,
-    ResourceType,
-)
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -58,6 +49,7 @@ from protocol.messages import (
     UpdateMetadataRequest,
 )
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED, TopicPartition
+from tests.unit.broker.access_doubles import allowing
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
 from tests.unit.broker.handler_services import handler_services
@@ -320,20 +312,12 @@ async def test_offset_commit_and_fetch_v0_use_zookeeper_not_the_group(w: World) 
     ]
 
 
-def allowing(*grants: tuple[ResourceType, str, AclOperation]) -> AccessControl:
-    """An authorizer on, allowing the anonymous principal (a HandlerRequest's) each
-    (resource type, name, operation) of ``grants`` and nothing else."""
-    cache = AclCache()
-    for rtype, name in {(r, n) for r, n, _ in grants}:
-        cache.set(
-            ResourcePattern(rtype, name, PatternType.LITERAL),
-            [
-                AccessControlEntry("User:ANONYMOUS", "*", op, AclPermissionType.ALLOW)
-                for r, n, op in grants
-                if (r, n) == (rtype, name)
-            ],
-        )
-    return AccessControl(Authorizer(cache, AuthorizerSettings(frozenset(), False)), None)
+def zk_world(access: AccessControl) -> tuple[World, ZkOffsets]:
+    """A world with ``access`` in force and its v0 offsets in a ZooKeeper double."""
+    w = World(access)
+    zk = ZkOffsets()
+    w.ctx = dataclasses.replace(w.ctx, zk=zk)  # type: ignore[arg-type]
+    return w, zk
 
 
 def errors_of(answer: Any) -> dict[tuple[str, int], int]:
@@ -343,14 +327,12 @@ def errors_of(answer: Any) -> dict[tuple[str, int], int]:
 async def test_offset_commit_and_fetch_v0_are_authorized_as_the_other_versions() -> None:
     """v0 skips the coordinator, not the ACLs: READ (commit) or DESCRIBE (fetch) on the
     group, then on each topic, before ZooKeeper is read or written."""
-    w = World(
+    w, zk = zk_world(
         allowing(
             (ResourceType.GROUP, "g", AclOperation.READ),
             (ResourceType.TOPIC, "t", AclOperation.READ),
         )
     )
-    zk = ZkOffsets()
-    w.ctx = dataclasses.replace(w.ctx, zk=zk)  # type: ignore[arg-type]
     zk.stored[("h", TopicPartition("t", 0))] = 3  # another group's, left by an old client
     committed = await w.call(
         offset_commit, ApiKey.OFFSET_COMMIT, 0, commit_body(-1, "", ("t", 0, 5), ("nope", 0, 1))
@@ -389,14 +371,12 @@ async def test_offset_commit_and_fetch_v0_are_authorized_as_the_other_versions()
 
 
 async def test_offset_fetch_v0_needs_describe_on_each_topic() -> None:
-    w = World(
+    w, zk = zk_world(
         allowing(
             (ResourceType.GROUP, "g", AclOperation.DESCRIBE),
             (ResourceType.TOPIC, "open", AclOperation.DESCRIBE),
         )
     )
-    zk = ZkOffsets()
-    w.ctx = dataclasses.replace(w.ctx, zk=zk)  # type: ignore[arg-type]
     zk.stored[("g", TopicPartition("t", 0))] = 5
     fetch = OF(group_id="g", topics=[OF.OffsetFetchRequestTopic(name="t", partition_indexes=[0])])
     fetched = await w.call(offset_fetch, ApiKey.OFFSET_FETCH, 0, fetch)
