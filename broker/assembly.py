@@ -22,11 +22,12 @@ half-way still undoes it:
    id (checked against meta.properties), the broker id (configured, from meta.properties
    or generated), meta.properties written; stop: close the session. Then, as a step of
    its own, removing our registration (its stop needs ZooKeeper);
-4. the Scheduler; the purgatories; the ISR writer and the ReplicaManager (with the
-   metadata cache); the group store and the group coordinator (with its two
-   purgatories); the transaction coordinator (its store, its marker channel, the producer
-   id allocator it shares with idempotent producers, its two periodic tasks); then the
-   periodic tasks (``scheduled_tasks``), once all they call exists;
+4. the Scheduler; the purgatories (``broker.purgatories``); the ISR writer and the
+   ReplicaManager (with the metadata cache); the group store and the group coordinator
+   (with its two purgatories); the transaction coordinator (its store, its marker
+   channel, the producer id allocator it shares with idempotent producers, its two
+   periodic tasks); then the periodic tasks (``scheduled_tasks``), once all they call
+   exists;
 5. the SCRAM credential cache, loaded from /config/users (before the listeners open, so
    the first connection can log in; ``credential_cache``, the SASL authenticator's
    source), with the authorizer on the ACLs loaded from ZooKeeper and their change
@@ -79,9 +80,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from typing import Any
 
-from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis import KafkaApis, error_response
 from broker.apis.services import (
     AclAdmin,
@@ -112,15 +111,11 @@ from broker.component_settings import (
 from broker.config import BrokerConfig
 from broker.config_changes import ConfigChangeListener, DynamicConfigApplier
 from broker.controlled_shutdown import request_controlled_shutdown
-from broker.delayed.delete_records import DelayedDeleteRecords
-from broker.delayed.fetch import DelayedFetch
-from broker.delayed.produce import DelayedProduce
 from broker.fetch_session import FetchSessionCache
 from broker.gauges import watch_gauges, watch_operator_metrics
-from broker.group.coordinator import GroupConfig, GroupCoordinator
-from broker.group.delayed import DelayedHeartbeat
-from broker.group.manager import GroupMetadataManager, OffsetsConfig
-from broker.group.offsets_topic import create_offsets_topic
+from broker.group.coordinator import GroupCoordinator
+from broker.group.manager import GroupMetadataManager
+from broker.group.wiring import build_group_coordinator, build_group_store
 from broker.isr_zk import IsrChangePropagator, ZkIsrWriter
 from broker.lifecycle import Step
 from broker.metadata_cache import MetadataCache
@@ -128,6 +123,7 @@ from broker.metrics import BrokerMetrics, EventLoopLagMonitor, MetricsHttpServer
 from broker.network import Codec, SocketServer
 from broker.periodic_tasks import ISR_PROPAGATION, periodic_tasks
 from broker.producer_id_manager import ProducerIdManager
+from broker.purgatories import BrokerPurgatories
 from broker.readiness import ReadinessGate, not_ready_reason
 from broker.replica_manager import ClusterView, ReplicaManager, ReplicaManagerServices
 from broker.replication import ReplicaFetcherManager
@@ -150,7 +146,7 @@ from storage.meta import (
     resolve_broker_id,
     write_meta_properties,
 )
-from timer import DelayedOperation, DelayedOperationPurgatory, Scheduler
+from timer import Scheduler
 from timer.clock import Clock
 from zk.facade import ZkFacade
 from zk.store import ZkPartitionStateStore
@@ -173,14 +169,8 @@ class BrokerAssembly:
     cluster_id: str
     #: -1 until ZooKeeper gave or confirmed it
     broker_id: int = -1
-    # by "scheduler" and the purgatories' steps
+    # by "scheduler"
     scheduler: Scheduler
-    produce_purgatory: DelayedOperationPurgatory[DelayedProduce]
-    fetch_purgatory: DelayedOperationPurgatory[DelayedFetch]
-    topic_purgatory: DelayedOperationPurgatory[DelayedOperation]
-    delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords]
-    rebalance_purgatory: DelayedOperationPurgatory[DelayedOperation]
-    heartbeat_purgatory: DelayedOperationPurgatory[DelayedHeartbeat]
     # by "replica manager"
     basics: BrokerBasics
     isr_writer: ZkIsrWriter
@@ -222,6 +212,8 @@ class BrokerAssembly:
         self.controller_link = ControllerLink()
         #: CreateTopics' waits for its peers, cancelled with "request handlers"
         self.topic_tasks = BackgroundTasks("topic admin")
+        #: each set by its own step (``broker.purgatories``)
+        self.purgatories = BrokerPurgatories(clock, metrics, lambda: self.broker_id)
 
     def reachability(self) -> ZooKeeperReachability | None:
         """The ZooKeeper connection's watch, once connected."""
@@ -237,12 +229,12 @@ class BrokerAssembly:
             Step("deregistration", None, self._deregister, needs_zookeeper=True),
             Step("scheduler", self._start_scheduler, lambda: self.scheduler.shutdown()),
             Step("log cleaner", None, self._stop_log_cleaner),
-            *self._purgatory_steps(),
+            *self.purgatories.replica_steps(),
             Step("ISR writer", self._start_isr_writer, lambda: self.isr_writer.shutdown()),
             Step("replica manager", self._start_replica_manager,
                  lambda: self.replica_manager.shutdown()),
             Step("group store", self._start_group_store, lambda: self.group_store.shutdown()),
-            *self._group_purgatory_steps(),
+            *self.purgatories.group_steps(),
             Step("group coordinator", self._start_group_coordinator,
                  lambda: self.group_coordinator.close()),
             Step("transaction coordinator", self._start_txn_coordinator,
@@ -326,65 +318,6 @@ class BrokerAssembly:
     async def _stop_log_cleaner(self) -> None:
         self.log_manager.cleaner.stop()  # no new pass; the scheduler waits for one under way
 
-    def _purgatory_steps(self) -> list[Step]:
-        """Kafka's Produce, Fetch, topic (CreateTopics/CreatePartitions/DeleteTopics
-        waiters) and DeleteRecords purgatories, one step each."""
-
-        async def produce() -> None:
-            self.produce_purgatory = self._purgatory("Produce")
-
-        async def fetch() -> None:
-            self.fetch_purgatory = self._purgatory("Fetch")
-
-        async def topic() -> None:
-            self.topic_purgatory = self._purgatory("topic")
-
-        async def delete_records() -> None:
-            self.delete_records_purgatory = self._purgatory("DeleteRecords")
-
-        return [
-            Step("purgatory Produce", produce, lambda: self.produce_purgatory.shutdown()),
-            Step("purgatory Fetch", fetch, lambda: self.fetch_purgatory.shutdown()),
-            Step("purgatory topic", topic, lambda: self.topic_purgatory.shutdown()),
-            Step("purgatory DeleteRecords", delete_records,
-                 lambda: self.delete_records_purgatory.shutdown()),
-        ]  # fmt: skip
-
-    def _group_purgatory_steps(self) -> list[Step]:
-        """The group coordinator's: joins waiting for a rebalance, members' sessions."""
-
-        async def rebalance() -> None:
-            self.rebalance_purgatory = self._purgatory("Rebalance")
-
-        async def heartbeat() -> None:
-            self.heartbeat_purgatory = self._purgatory("Heartbeat")
-
-        return [
-            Step("purgatory Rebalance", rebalance, lambda: self.rebalance_purgatory.shutdown()),
-            Step("purgatory Heartbeat", heartbeat, lambda: self.heartbeat_purgatory.shutdown()),
-        ]
-
-    def _purgatory(self, name: str) -> DelayedOperationPurgatory[Any]:
-        """A started purgatory, watched by the metrics (the caller's attribute types it)."""
-        purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
-            name, clock=self.clock, broker_id=self.broker_id
-        )
-        purgatory.start()
-        self.metrics.watch_purgatory(
-            name, lambda: purgatory.purgatory_size, lambda: purgatory.num_delayed
-        )
-        return purgatory
-
-    def _purgatories(self) -> list[DelayedOperationPurgatory[Any]]:
-        return [
-            self.produce_purgatory,
-            self.fetch_purgatory,
-            self.topic_purgatory,
-            self.delete_records_purgatory,
-            self.rebalance_purgatory,
-            self.heartbeat_purgatory,
-        ]
-
     async def _start_isr_writer(self) -> None:
         self.isr_writer = ZkIsrWriter(self.zk)
 
@@ -413,9 +346,9 @@ class BrokerAssembly:
         listener = self.config.inter_broker_listener_name
         services = ReplicaManagerServices(
             log_manager=self.log_manager,
-            produce_purgatory=self.produce_purgatory,
-            fetch_purgatory=self.fetch_purgatory,
-            delete_records_purgatory=self.delete_records_purgatory,
+            produce_purgatory=self.purgatories.produce,
+            fetch_purgatory=self.purgatories.fetch,
+            delete_records_purgatory=self.purgatories.delete_records,
             metrics=self.metrics,
             clock=self.clock,
             run_blocking=in_thread,
@@ -441,38 +374,18 @@ class BrokerAssembly:
 
     async def _start_group_store(self) -> None:
         """``__consumer_offsets`` partitions load and unload as the ReplicaManager's
-        leaderships change; the topic is created on first use with the broker's settings
-        as they are then."""
-        cache, zk, basics = self.basics.metadata_cache, self.zk, self.basics
-        store = GroupMetadataManager(
-            self.replica_manager,
-            self.clock,
-            OffsetsConfig.from_broker(self.config),
-            topic_partition_count=lambda: cache.num_partitions(OFFSETS_TOPIC),
-            create_offsets_topic=lambda: create_offsets_topic(
-                zk, basics.config, cache.alive_broker_ids()
-            ),
+        leaderships change (broker.group.wiring)."""
+        self.group_store = build_group_store(
+            self.basics, self.zk, self.replica_manager, self.metrics
         )
-        self.replica_manager.on_leadership_change = store.on_leadership_change  # back-ref
-        self.metrics.watch_group_store(store)
-        self.group_store = store
 
     async def _start_group_coordinator(self) -> None:
-        """The classic group protocol over the store's groups; the store tells it when
-        groups load and unload."""
-        metrics = self.metrics
-        coordinator = GroupCoordinator(
-            self.group_store,
-            GroupConfig.from_values(self.config.get_int),
-            self.clock,
-            self.rebalance_purgatory,
-            self.heartbeat_purgatory,
-            on_rebalance=metrics.group_rebalances.labels().inc,
-            on_offsets_committed=metrics.group_offset_commits.labels().inc,
-        )
-        self.group_store.listener = coordinator  # back-reference
-        metrics.watch_groups(lambda: {state.value: n for state, n in coordinator.states().items()})
-        self.group_coordinator = coordinator
+        """The classic group protocol over the store's groups (broker.group.wiring)."""
+        purgatories = self.purgatories
+        self.group_coordinator = build_group_coordinator(
+            self.basics, self.group_store, purgatories.rebalance, purgatories.heartbeat,
+            self.metrics,
+        )  # fmt: skip
 
     async def _start_txn_coordinator(self) -> None:
         """The transaction coordinator (broker.txn.wiring), with the producer id
@@ -530,7 +443,7 @@ class BrokerAssembly:
                 metrics=self.metrics,
                 controller=link,
                 zk=self.zk,
-                topic_purgatory=self.topic_purgatory,
+                topic_purgatory=self.purgatories.topic,
                 group_store=self.group_store,
                 fetch_sessions=FetchSessionCache(
                     basics.config.get_int("max.incremental.fetch.session.cache.slots"),
@@ -542,7 +455,7 @@ class BrokerAssembly:
                 basics,
                 zk=self.zk,
                 controller=link,
-                topic_purgatory=self.topic_purgatory,
+                topic_purgatory=self.purgatories.topic,
                 tasks=self.topic_tasks,
             ),
             groups=GroupAccess(
@@ -605,8 +518,7 @@ class BrokerAssembly:
         # Long polls and acks=all produces waiting in a purgatory are answered now with
         # what they have, so that they do not hold the socket server's drain until their
         # own timeouts (a consumer that went away would hold it the longest).
-        for purgatory in self._purgatories():
-            purgatory.complete_all()
+        self.purgatories.complete_all()
 
     # -- the controller and dynamic configuration ----------------------------------------
 

@@ -17,17 +17,22 @@ the entity's znode afresh and applies it:
 A broker that was down missed nothing: at startup it handles every notification still
 there, and it reads topic overrides when a LeaderAndIsr makes its logs anyway.
 Notifications older than ``expiration_ms`` (Kafka: 15 minutes) are deleted by whichever
-broker sees them first. The watch fires on kazoo's thread, which only wakes the task.
+broker sees them first. Following the queue is the mechanism the ACLs share
+(broker.change_notifications); what a config notification means is here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Final
 
 from broker.apis.services import BrokerBasics
+from broker.change_notifications import (
+    DEFAULT_EXPIRATION_MS,
+    NotificationFollower,
+    NotificationQueue,
+)
 from broker.config import BrokerConfig
 from broker.config.keys import BROKER_CONFIG_DEFS
 from broker.security.credential_cache import ScramCredentialCache
@@ -41,9 +46,6 @@ from zk.facade import ZkFacade
 from zk.scram_codec import USERS_ENTITY
 
 log = logging.getLogger(__name__)
-
-#: Kafka's ZkConfigManager change expiration
-DEFAULT_EXPIRATION_MS: Final = 15 * 60 * 1000
 
 
 class DynamicConfigApplier:
@@ -117,11 +119,6 @@ def _is_password(key: str) -> bool:
     return definition is not None and definition.type is ConfigType.PASSWORD
 
 
-def obsolete(created_ms: Mapping[str, int], now_ms: int, expiration_ms: int) -> list[str]:
-    """The notifications old enough to purge."""
-    return sorted(name for name, ctime in created_ms.items() if now_ms - ctime > expiration_ms)
-
-
 class ConfigChangeListener:
     """Watches /config/changes and applies each new notification on the broker's loop."""
 
@@ -133,10 +130,18 @@ class ConfigChangeListener:
     ) -> None:
         self._applier = applier
         self._zk = zk
-        self._expiration_ms = expiration_ms
-        self._last_sequence = -1
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        queue = NotificationQueue(
+            root=paths.CONFIG_CHANGES,
+            list_names=zk.get_config_changes,
+            sequence=paths.config_change_sequence,
+            read=self._read,
+            handle=self._apply,
+            delete=zk.delete_config_changes,
+        )
+        clock = applier.broker.clock
+        self._follower = NotificationFollower(
+            "config change", [queue], clock.time_ms, expiration_ms
+        )
 
     async def start(self) -> None:
         """Apply the dynamic broker configs there are, then every notification left."""
@@ -144,54 +149,27 @@ class ConfigChangeListener:
             config = await self._zk.get_entity_config(paths.BROKERS_ENTITY, entity)
             if config:
                 self._applier.apply(paths.BROKERS_ENTITY, entity, config)
-        loop = asyncio.get_running_loop()
-
-        def watch(_event: object) -> None:  # on kazoo's thread: only wake the task
-            loop.call_soon_threadsafe(self._wake.set)
-
-        self._watch = watch
-        await self._process()
-        self._task = asyncio.create_task(self._run(), name="config-change-listener")
+        await self._follower.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._follower.stop()
 
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            try:
-                await self._process()
-            except Exception:  # ZooKeeper trouble: the next notification retries
-                log.exception("processing config change notifications failed")
+    async def _read(self, name: str) -> tuple[tuple[str, str], int] | None:
+        """The entity (type, name) a notification names, and when it was created."""
+        found = await self._zk.read_config_change(name)
+        if found is None:
+            return None
+        entity_type, entity, created_ms = found
+        return (entity_type, entity), created_ms
 
-    async def _process(self) -> None:
-        names = await self._zk.get_config_changes(self._watch)
-        created: dict[str, int] = {}
-        for name in names:
-            sequence = paths.config_change_sequence(name)
-            try:
-                found = await self._zk.read_config_change(name)
-            except ZkDataError as exc:  # not ours to understand; it expires like the rest
-                log.warning("skipping config change notification %s: %s", name, exc)
-                continue
-            if found is None:
-                continue
-            entity_type, entity, created[name] = found
-            if sequence <= self._last_sequence:
-                continue
-            self._last_sequence = sequence
-            try:
-                config = await self._zk.get_entity_config(entity_type, entity)
-            except ZkDataError as exc:  # written by another tool: skipped, not retried forever
-                why = "not JSON" if entity_type == USERS_ENTITY else exc  # no secrets
-                log.error("ignoring the malformed config of %s/%s: %s", entity_type, entity, why)
-                continue
-            shown = sorted(config) if entity_type == USERS_ENTITY else redacted(config)
-            log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, shown)
-            self._applier.apply(entity_type, entity, config)
-        stale = obsolete(created, self._applier.broker.clock.time_ms(), self._expiration_ms)
-        if stale:
-            await self._zk.delete_config_changes(stale)
+    async def _apply(self, changed: tuple[str, str]) -> None:
+        entity_type, entity = changed
+        try:
+            config = await self._zk.get_entity_config(entity_type, entity)
+        except ZkDataError as exc:  # written by another tool: skipped, not retried forever
+            why = "not JSON" if entity_type == USERS_ENTITY else exc  # no secrets
+            log.error("ignoring the malformed config of %s/%s: %s", entity_type, entity, why)
+            return
+        shown = sorted(config) if entity_type == USERS_ENTITY else redacted(config)
+        log.info("applying the dynamic config of %s/%s: %s", entity_type, entity, shown)
+        self._applier.apply(entity_type, entity, config)

@@ -2,7 +2,9 @@
 so the one file can be mailed or opened anywhere without its neighbours.
 
 Charts are drawn with matplotlib's Agg backend (no display needed); tables are pandas
-DataFrames rendered with their values escaped.
+DataFrames rendered with their values escaped. Neither library is imported at module
+level: the jobs import this module for its types, and loading pandas or matplotlib costs
+more than a second, which a command that never renders a report should not pay.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import html
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is heavy: only the caller building tables pays for loading it
+    import pandas as pd
 
 #: A function that draws into the matplotlib Axes it is given.
 Draw = Callable[[Any], None]

@@ -3,6 +3,7 @@
     minikafka perf produce --bootstrap-server H:P --topic T (--num-records N | --duration S)
         [--record-size 100] [--throughput -1] [--acks 1] [--batch-size 16384]
         [--linger-ms 0] [--compression none] [--max-in-flight 5] [--connections 1]
+        [--max-block-ms 60000]
     minikafka perf consume --bootstrap-server H:P --topic T (--messages N | --duration S)
         [--fetch-size 1048576] [--in-flight 2] [--timeout 10000] [--from-latest]
         [--hide-header]
@@ -15,7 +16,12 @@ connections per leader. ``--linger-ms`` matters only under a ``--throughput`` ca
 batch then holds the records that arrive within linger (at most ``--batch-size`` bytes).
 Every 5 s it prints Kafka's progress line, at the end Kafka's summary line
 (records/s, MB/s of record values, latency avg/max and 50th/95th/99th/99.9th
-percentiles). Latency is per request, from the write to its acknowledgement.
+percentiles). Latency is per request, from the write to its acknowledgement. Before the clock
+starts it waits, as Kafka's producer does for its first metadata, until every partition
+has a leader: a topic the brokers auto-create on that very Metadata request answers
+LEADER_NOT_AVAILABLE until the controller has elected its leaders, and one that does not
+exist yet answers UNKNOWN_TOPIC_OR_PARTITION; both are asked again, for at most
+``--max-block-ms`` (``max.block.ms``), then the command fails saying which it was.
 
 consume: fetches every partition from the earliest offset (``--from-latest``: the end)
 from its leader on a connection of its own, with ``--in-flight`` fetches pipelined per
@@ -33,7 +39,7 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import protocol
@@ -46,6 +52,7 @@ from client import (
     list_offsets,
     parse_acks,
 )
+from client.cluster_view import ClusterView
 from client.connection import PrebuiltRequest
 from client.console import parse_properties
 from client.loadgen import ProducePlan, records_per_batch
@@ -105,6 +112,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--partition", type=int, help="send to this partition only (default: all)")
     p.add_argument("--request-timeout-ms", type=int, default=30_000)
+    p.add_argument(
+        "--max-block-ms",
+        type=int,
+        default=60_000,
+        help="how long to wait for the topic's leaders, e.g. while the brokers auto-create "
+        "it (60000)",
+    )
     p.add_argument("--reporting-interval", type=int, default=5000, help="ms between progress lines")
     p.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
 
@@ -134,11 +148,69 @@ async def _partitions(
     if info is None or info.error_code != ErrorCode.NONE or not info.partitions:
         code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if info is None else info.error_code
         raise KafkaError(code, f"topic {topic}")
+    return _chosen(topic, sorted(info.partitions), only)
+
+
+def _chosen(topic: str, partitions: list[int], only: int | None) -> list[int]:
     if only is None:
-        return sorted(info.partitions)
-    if only not in info.partitions:
+        return partitions
+    if only not in partitions:
         raise ValueError(f"topic {topic} has no partition {only}")
     return [only]
+
+
+#: the topic errors a producer waits out: the topic is being created (auto-created by this
+#: very metadata request, or by someone else) and has no leaders yet
+WAITED_OUT = frozenset({ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+
+
+def led_partitions(view: ClusterView, topic: str, only: int | None) -> list[int] | int:
+    """The partitions to send to when every one of them has a leader; else the error that
+    says what is missing, for the caller to wait out (one of WAITED_OUT). Raises
+    KafkaError for any other topic error and ValueError for an ``only`` the topic lacks."""
+    info = view.topics.get(topic)
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if info.error_code in WAITED_OUT:
+        return info.error_code
+    if info.error_code != ErrorCode.NONE:
+        raise KafkaError(info.error_code, f"topic {topic}")
+    if not info.partitions:
+        return ErrorCode.LEADER_NOT_AVAILABLE
+    chosen = _chosen(topic, sorted(info.partitions), only)
+    if any(view.leader(topic, p) < 0 for p in chosen):
+        return ErrorCode.LEADER_NOT_AVAILABLE
+    return chosen
+
+
+async def wait_for_leaders(
+    client: KafkaClient,
+    topic: str,
+    only: int | None,
+    clock: Clock,
+    max_block_ms: int,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> list[int]:
+    """The partitions to produce to, once the metadata names a leader for each, asking
+    the brokers to auto-create the topic. As Kafka's producer waits for its first
+    metadata, LEADER_NOT_AVAILABLE and UNKNOWN_TOPIC_OR_PARTITION are retried (with a
+    backoff from 50 ms to 1 s) for at most ``max_block_ms``; then a KafkaError says so."""
+    deadline = clock.monotonic_ms() + max_block_ms
+    backoff_s = 0.05
+    while True:
+        view = await client.refresh_metadata([topic], allow_auto_create=True)
+        found = led_partitions(view, topic, only)
+        if isinstance(found, list):
+            return found
+        remaining_ms = deadline - clock.monotonic_ms()
+        if remaining_ms <= 0:
+            if found == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                what = "does not exist (and the brokers did not auto-create it)"
+            else:
+                what = "has no leader for every partition yet"
+            raise KafkaError(found, f"topic {topic} {what} after {max_block_ms} ms (max.block.ms)")
+        await sleep(min(backoff_s, remaining_ms / 1000))
+        backoff_s = min(backoff_s * 2, 1.0)
 
 
 # -- produce ---------------------------------------------------------------------------------
@@ -261,6 +333,7 @@ PRODUCER_PROPS: dict[str, tuple[str, Callable[[str], object]]] = {
     "batch.size": ("batch_size", int),
     "linger.ms": ("linger_ms", float),
     "compression.type": ("compression", str),
+    "max.block.ms": ("max_block_ms", int),
 }
 
 
@@ -293,8 +366,10 @@ async def produce_main(args: argparse.Namespace, clock: Clock) -> int:
     if args.record_size < 0 or args.batch_size < 1 or args.max_in_flight < 1:
         raise ValueError("--record-size, --batch-size and --max-in-flight must be positive")
     async with KafkaClient(args.bootstrap_server, perf_client_config(args, "producer")) as client:
-        # as a producer does, let brokers that auto-create topics create it
-        partitions = await _partitions(client, args.topic, args.partition, auto_create=True)
+        # as a producer does, let brokers that auto-create topics create it, and wait for it
+        partitions = await wait_for_leaders(
+            client, args.topic, args.partition, clock, args.max_block_ms
+        )
         conn = await client.any_connection()
         per_batch = records_per_batch(
             args.record_size, args.batch_size, args.throughput, args.linger_ms

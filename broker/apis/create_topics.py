@@ -16,6 +16,13 @@ Kafka's ZooKeeper-mode flow (docs/architecture.md, "Request paths"):
 
 v0 has no ``validate_only`` (v1+) and its answer no error message; v5+ answers carry the
 partition count, replication factor and configuration; v7 the topic id.
+
+A topic's configuration is its own resource (KIP-525): creating a topic does not entitle
+the creator to read it back. With the authorizer on, a created (or validated) topic whose
+configs the principal may not DESCRIBE_CONFIGS answers without them: no configs, no
+partition count or replication factor, no topic id, and TOPIC_AUTHORIZATION_FAILED in
+``topic_config_error_code`` while its ``error_code`` says it was created. A topic that
+failed answers without configs anyway, with no config error.
 """
 
 from __future__ import annotations
@@ -80,6 +87,12 @@ async def handle(
             ):
                 results[name] = _error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
 
+    # KIP-525: the created topic's configs are answered only to who may read them (a
+    # filter, not a refusal: quiet, as Kafka does not log these denials)
+    described = access.allowed(
+        request, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names, quiet=True
+    )
+
     plans: dict[str, TopicPlan] = {}
     try:
         existing = set(await existing_topics(ctx.zk))
@@ -113,7 +126,7 @@ async def handle(
 
     if body.validate_only:
         for name, plan in plans.items():
-            results[name] = _success(ctx, plan)
+            results[name] = _success(ctx, plan, name in described)
         return respond()
 
     for name, plan in plans.items():
@@ -126,7 +139,7 @@ async def handle(
             log.warning("CreateTopics: writing %s failed: %s", name, exc)
             results[name] = _error(name, ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
             continue
-        results[name] = _success(ctx, plan)
+        results[name] = _success(ctx, plan, name in described)
         log.info(
             "created topic %s (id %s) with assignment %s", name, plan.topic_id, plan.assignment
         )
@@ -243,11 +256,28 @@ def _error(name: str, code: int, message: str | None) -> Result:
 
 
 def _timed_out(result: Result) -> None:
+    """Created but not led in time: as any failed topic, answered without its configs."""
     result.error_code = ErrorCode.REQUEST_TIMED_OUT
     result.error_message = "Timed out waiting for the topic's partitions to have leaders."
+    result.num_partitions = -1
+    result.replication_factor = -1
+    result.configs = []
+    result.topic_config_error_code = ErrorCode.NONE
 
 
-def _success(ctx: TopicAdmin, plan: TopicPlan) -> Result:
+def _success(ctx: TopicAdmin, plan: TopicPlan, configs_described: bool) -> Result:
+    """A created (or validated) topic's answer; ``configs_described``: whether the request
+    may DESCRIBE_CONFIGS it, else its configs, sizes and id are withheld (KIP-525)."""
+    if not configs_described:
+        return Result(
+            name=plan.name,
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=[],
+        )
     return Result(
         name=plan.name,
         topic_id=plan.topic_id,

@@ -3,8 +3,10 @@
 v0 is the ZooKeeper-era commit: as in Kafka 3.x, its offsets go to ZooKeeper
 (``/consumers/<group>/offsets/<topic>/<partition>``, zk.consumer_offsets), without the
 coordinator (no generation, no member) and without metadata; only the metadata's size is
-checked (OFFSET_METADATA_TOO_LARGE). v1+ commit to ``__consumer_offsets``:
+checked (OFFSET_METADATA_TOO_LARGE). It is authorized as the other versions are: READ on
+the group, then on each topic. v1+ commit to ``__consumer_offsets``:
 
+The checks before the coordinator are TxnOffsetCommit's too (broker.apis.commit_checks).
 Who may commit is the coordinator's rule (broker.group.offsets, commit_error): members
 of the current generation, or anyone with generation -1 for a group without members
 (consumers using assign()). Partitions of topics this broker does not know get
@@ -18,7 +20,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from broker.apis.group_answers import group_error, once
+from broker.apis.commit_checks import (
+    answer_when_stored,
+    by_topic,
+    checked_partitions,
+    commit_group_error,
+)
 from broker.apis.request import ListenerRequest
 from broker.apis.services import GroupAccess
 from broker.group.model import CommittedOffset
@@ -44,32 +51,22 @@ async def handle(
         (TopicPartition(t.name, p.partition_index), p) for t in body.topics for p in t.partitions
     ]
     if version == 0 and body.group_id:
-        return make_response(request.header, await _commit_to_zookeeper(ctx, body, requested))
-    error = (
-        ErrorCode.INVALID_GROUP_ID
-        if not body.group_id
-        else group_error(ctx, body.group_id, request)
-    )
+        if not ctx.broker.access.authorize(
+            request, AclOperation.READ, ResourceType.GROUP, body.group_id
+        ):
+            refused: int = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            return make_response(request.header, _response({tp: refused for tp, _ in requested}))
+        answer = await _commit_to_zookeeper(ctx, request, body, requested)
+        return make_response(request.header, answer)
+    error = commit_group_error(ctx, body.group_id, request)
     if error != ErrorCode.NONE:
         return make_response(request.header, _response({tp: error for tp, _ in requested}))
     now = ctx.clock.time_ms()
     retention = body.retention_time_ms if version <= 4 else DEFAULT_RETENTION_TIME
     expire = None if retention == DEFAULT_RETENTION_TIME else now + retention
-    results: dict[TopicPartition, int] = {}
-    offsets: dict[TopicPartition, CommittedOffset] = {}
-    cache = ctx.metadata_cache
-    # READ on each topic (Kafka: TOPIC_AUTHORIZATION_FAILED for the others)
-    readable = ctx.broker.access.allowed(
-        request, AclOperation.READ, ResourceType.TOPIC, [t.name for t in body.topics]
-    )
-    for tp, p in requested:
-        if tp.topic not in readable:
-            results[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            continue
-        if cache.partition(tp.topic, tp.partition) is None:
-            results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            continue
-        offsets[tp] = CommittedOffset(
+    results, passed = checked_partitions(ctx, request, requested)
+    offsets = {
+        tp: CommittedOffset(
             offset=p.committed_offset,
             leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
             metadata=p.committed_metadata or "",
@@ -78,6 +75,8 @@ async def handle(
             else p.commit_timestamp,
             expire_timestamp=expire,
         )
+        for tp, p in passed
+    }
     if not offsets:
         return make_response(request.header, _response(results))
     stored = ctx.coordinator.offsets.commit(
@@ -87,28 +86,23 @@ async def handle(
         body.generation_id_or_member_epoch,
         offsets,
     )
-
-    def respond(errors: dict[TopicPartition, int]) -> Response:
-        results.update(errors)
-        return make_response(request.header, _response({tp: results[tp] for tp, _ in requested}))
-
-    return once(stored, respond)
+    return answer_when_stored(request.header, requested, results, stored, _response)
 
 
 async def _commit_to_zookeeper(
     ctx: GroupAccess,
+    request: object,
     body: OffsetCommitRequest,
     requested: list[tuple[TopicPartition, OffsetCommitRequest.OffsetCommitRequestPartition]],
 ) -> OffsetCommitResponse:
-    """v0: each known partition's offset written to its znode; a ZooKeeper failure fails
-    the partitions it was writing (UNKNOWN_SERVER_ERROR), as Kafka maps the exception."""
+    """v0, the group authorized: each readable, known partition's offset written to its
+    znode; a ZooKeeper failure fails the partitions it was writing (UNKNOWN_SERVER_ERROR),
+    as Kafka maps the exception."""
     limit = ctx.config.get_int("offset.metadata.max.bytes")
-    results: dict[TopicPartition, int] = {}
+    results, passed = checked_partitions(ctx, request, requested)
     offsets: dict[TopicPartition, int] = {}
-    for tp, p in requested:
-        if ctx.metadata_cache.partition(tp.topic, tp.partition) is None:
-            results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        elif p.committed_metadata is not None and len(p.committed_metadata) > limit:
+    for tp, p in passed:
+        if p.committed_metadata is not None and len(p.committed_metadata) > limit:
             results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
         else:
             offsets[tp] = p.committed_offset
@@ -124,17 +118,9 @@ async def _commit_to_zookeeper(
 
 
 def _response(errors: dict[TopicPartition, int]) -> OffsetCommitResponse:
-    by_topic: dict[str, list[OffsetCommitResponse.OffsetCommitResponsePartition]] = {}
-    for tp, error in errors.items():
-        by_topic.setdefault(tp.topic, []).append(
-            OffsetCommitResponse.OffsetCommitResponsePartition(
-                partition_index=tp.partition, error_code=error
-            )
-        )
-    return OffsetCommitResponse(
-        throttle_time_ms=0,
-        topics=[
-            OffsetCommitResponse.OffsetCommitResponseTopic(name=name, partitions=partitions)
-            for name, partitions in by_topic.items()
-        ],
+    topics = by_topic(
+        errors,
+        OffsetCommitResponse.OffsetCommitResponseTopic,
+        OffsetCommitResponse.OffsetCommitResponsePartition,
     )
+    return OffsetCommitResponse(throttle_time_ms=0, topics=topics)

@@ -2,7 +2,10 @@
 
 v0 reads the offsets OffsetCommit v0 wrote to ZooKeeper (zk.consumer_offsets), as Kafka
 3.x does: no coordinator, no metadata; a partition without one there, or of a topic this
-broker does not know, answers offset -1 with no error. v1+ read ``__consumer_offsets``:
+broker does not know, answers offset -1 with no error. Its authorization is the other
+versions': DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED on every partition, as
+v1 answers a group error) and on each topic (else that topic's partitions answer
+TOPIC_AUTHORIZATION_FAILED, unread). v1+ read ``__consumer_offsets``:
 
 v1-7 ask for one group, v8 for several (each answered with its own error). Null topics
 (v2+) mean every partition the group has a commit for. A partition without a commit
@@ -42,7 +45,12 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest])
     body = request.body
     version = int(request.header.api_version)
     if version == 0:
-        return make_response(request.header, await _fetch_from_zookeeper(ctx, body))
+        if not ctx.broker.access.authorize(
+            request, AclOperation.DESCRIBE, ResourceType.GROUP, body.group_id
+        ):
+            refused = _error_on_each(_partitions(body.topics), ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            return make_response(request.header, refused)
+        return make_response(request.header, await _fetch_from_zookeeper(ctx, request, body))
     if version >= 8:
         groups = []
         for group in body.groups:
@@ -61,15 +69,7 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest])
     error, offsets, denied = _fetch(ctx, request, body.group_id, wanted)
     if error != ErrorCode.NONE and version < 2:
         # no top-level error before v2: every partition carries it
-        partitions = wanted or []
-        by_topic: dict[str, list[Partition]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(
-                Partition(partition_index=tp.partition, committed_offset=-1, metadata="",
-                          error_code=error)
-            )  # fmt: skip
-        topics = [Topic(name=n, partitions=ps) for n, ps in by_topic.items()]
-        return make_response(request.header, OffsetFetchResponse(throttle_time_ms=0, topics=topics))
+        return make_response(request.header, _error_on_each(wanted, error))
     stable = version >= 7 and body.require_stable and not error
     unstable = _unstable(ctx, body.group_id, stable)
     response = OffsetFetchResponse(
@@ -80,10 +80,32 @@ async def handle(ctx: GroupAccess, request: ListenerRequest[OffsetFetchRequest])
     return make_response(request.header, response)
 
 
-async def _fetch_from_zookeeper(ctx: GroupAccess, body: OffsetFetchRequest) -> OffsetFetchResponse:
+def _error_on_each(wanted: list[TopicPartition] | None, error: int) -> OffsetFetchResponse:
+    """v0-1's answer to a refused group: ``error`` on every partition asked for."""
+    by_topic: dict[str, list[Partition]] = {}
+    for tp in wanted or []:
+        by_topic.setdefault(tp.topic, []).append(
+            Partition(partition_index=tp.partition, committed_offset=-1, metadata="",
+                      error_code=error)
+        )  # fmt: skip
+    topics = [Topic(name=n, partitions=ps) for n, ps in by_topic.items()]
+    return OffsetFetchResponse(throttle_time_ms=0, topics=topics)
+
+
+async def _fetch_from_zookeeper(
+    ctx: GroupAccess, request: object, body: OffsetFetchRequest
+) -> OffsetFetchResponse:
+    """v0, the group authorized: the stored offset of each partition asked for whose topic
+    the request may describe and this broker knows."""
     wanted = _partitions(body.topics) or []
+    described = ctx.broker.access.allowed(
+        request, AclOperation.DESCRIBE, ResourceType.TOPIC, [tp.topic for tp in wanted]
+    )
     known = [
-        tp for tp in wanted if ctx.metadata_cache.partition(tp.topic, tp.partition) is not None
+        tp
+        for tp in wanted
+        if tp.topic in described
+        and ctx.metadata_cache.partition(tp.topic, tp.partition) is not None
     ]
     error = ErrorCode.NONE
     stored: dict[TopicPartition, int | None] = {}
@@ -93,6 +115,12 @@ async def _fetch_from_zookeeper(ctx: GroupAccess, body: OffsetFetchRequest) -> O
         except Exception as exc:  # any ZooKeeper failure: every partition asked failed
             log.warning("OffsetFetch v0 of group %s from ZooKeeper failed: %s", body.group_id, exc)
             error = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def error_of(tp: TopicPartition) -> int:
+        if tp.topic not in described:
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return error if tp in known else ErrorCode.NONE
+
     by_topic: dict[str, list[Partition]] = {}
     for tp in wanted:
         offset = stored.get(tp)
@@ -101,7 +129,7 @@ async def _fetch_from_zookeeper(ctx: GroupAccess, body: OffsetFetchRequest) -> O
                 partition_index=tp.partition,
                 committed_offset=-1 if offset is None else offset,
                 metadata="",
-                error_code=error if tp in known else ErrorCode.NONE,
+                error_code=error_of(tp),
             )
         )
     topics = [Topic(name=name, partitions=ps) for name, ps in by_topic.items()]

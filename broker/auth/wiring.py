@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from broker.auth.access import AccessControl
 from broker.auth.acl_cache import AclCache
-from broker.auth.acl_watcher import DEFAULT_EXPIRATION_MS, AclChangeListener
+from broker.auth.acl_watcher import AclChangeListener
 from broker.auth.authorizer import Authorizer, AuthorizerSettings, authorizer_enabled
+from broker.change_notifications import DEFAULT_EXPIRATION_MS
 from broker.config import BrokerConfig
 from broker.metrics import BrokerMetrics
 from timer.clock import Clock

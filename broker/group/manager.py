@@ -21,9 +21,8 @@ through its ``GroupLoadListener`` (its pending joins and syncs then answer
 NOT_COORDINATOR; loaded members get a fresh session).
 
 Loading reads the log from its start to its end offset at the moment the load begins,
-``offsets.load.buffer.size`` bytes a read: the reads run on the event loop (the log's
-segment list is the loop's), the decoding of each chunk in a worker thread, so a large
-partition does not stall the loop.
+``offsets.load.buffer.size`` bytes a read (the epochs, the load tasks and the replay are
+the machinery the transaction store shares: broker.partition_loads).
 
 Appends (``store_group``, ``store_offsets``, the tombstones) go through
 ``ReplicaManager.append_records`` with ``offsets.commit.required.acks`` (-1: the ISR)
@@ -60,13 +59,12 @@ from broker.group.model import CommittedOffset, GroupMetadata, GroupState
 from broker.group.partitioner import partition_for
 from broker.group.records import build_records, group_key, group_value, offset_key, offset_value
 from broker.partition import Partition
+from broker.partition_loads import LeaderEpochs, PartitionLoads, replay_log, route_leadership
 from broker.produce_records import ProducedRecords
 from protocol.errors import ErrorCode, error_name
 from protocol.records.batch import Compression
 from protocol.records.validation import validate_records
-from protocol.values import EPOCH_DURING_DELETE, TopicPartition
-from storage import StorageError
-from storage.errors import OffsetOutOfRangeError
+from protocol.values import TopicPartition
 from timer.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -204,12 +202,11 @@ class GroupMetadataManager:
         #: log offset of the record each commit in force came from, per (group, tp)
         self._positions: dict[tuple[str, TopicPartition], int] = {}
         self._owned: set[int] = set()
-        self._loading: dict[int, asyncio.Task[None]] = {}
+        self._loading = PartitionLoads(OFFSETS_TOPIC, self._read_partition, self._install)
         #: markers written while a partition loads (the load may have read the log
         #: before them): (producer id, commit), applied once its groups are installed
         self._markers_during_load: dict[int, list[tuple[int, bool]]] = {}
-        #: the newest leader epoch seen per offsets partition (Kafka's epochForPartitionId)
-        self._epochs: dict[int, int] = {}
+        self._epochs = LeaderEpochs(OFFSETS_TOPIC)
         self._background: set[asyncio.Task[object]] = set()
         self._creating: asyncio.Task[int] | None = None
         # counters read by the metrics (the coordinator counts the commits)
@@ -226,12 +223,7 @@ class GroupMetadataManager:
         return partition_for(group_id, self.partition_count())
 
     def coordinator_error(self, group_id: str) -> int:
-        partition = self.partition_for(group_id)
-        if partition in self._owned:
-            return ErrorCode.NONE
-        if partition in self._loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NOT_COORDINATOR
+        return self._loading.coordinator_error(self.partition_for(group_id), self._owned)
 
     @property
     def owned_partitions(self) -> frozenset[int]:
@@ -239,13 +231,11 @@ class GroupMetadataManager:
 
     @property
     def loading_partitions(self) -> frozenset[int]:
-        return frozenset(self._loading)
+        return self._loading.partitions
 
     async def wait_loaded(self, partition: int) -> None:
         """Until the load of ``partition`` under way (if any) ends (tests, tools)."""
-        task = self._loading.get(partition)
-        if task is not None:
-            await asyncio.wait([task])
+        await self._loading.wait(partition)
 
     # -- the groups -------------------------------------------------------------------------
 
@@ -410,50 +400,23 @@ class GroupMetadataManager:
     ) -> None:
         """The ReplicaManager's callback: partitions this broker now leads and those it
         follows or no longer hosts, with their leader epochs (others' topics ignored)."""
-        for tp, epoch in leaders.items():
-            if tp.topic == OFFSETS_TOPIC:
-                self.on_become_leader(tp.partition, epoch)
-        for tp, epoch in followers.items():
-            if tp.topic == OFFSETS_TOPIC:
-                self.on_resign(tp.partition, epoch)
-
-    def _newer_epoch(self, partition: int, epoch: int) -> bool:
-        """Record ``epoch`` for ``partition`` unless an older one; whether it applies."""
-        current = self._epochs.get(partition)
-        if epoch == EPOCH_DURING_DELETE:  # the topic is deleted: a new one starts over
-            self._epochs.pop(partition, None)
-            return True
-        if epoch < 0:  # a StopReplica without an epoch
-            return True
-        if current is not None and epoch < current:
-            log.info(
-                "%s-%d: ignoring leader epoch %d, %d is newer", OFFSETS_TOPIC, partition, epoch,
-                current,
-            )  # fmt: skip
-            return False
-        self._epochs[partition] = epoch
-        return True
+        route_leadership(OFFSETS_TOPIC, leaders, followers, self.on_become_leader, self.on_resign)
 
     def on_become_leader(self, partition: int, epoch: int) -> None:
         """Start loading ``partition`` (unless already owned or loading)."""
-        if not self._newer_epoch(partition, epoch):
+        if not self._epochs.accept(partition, epoch):
             return
         if partition in self._owned or partition in self._loading:
             return
         log.info("%s-%d: loading groups and offsets (epoch %d)", OFFSETS_TOPIC, partition, epoch)
-        task = asyncio.get_running_loop().create_task(
-            self._load(partition), name=f"load-{OFFSETS_TOPIC}-{partition}"
-        )
-        self._loading[partition] = task
+        self._loading.start(partition)
 
     def on_resign(self, partition: int, epoch: int = NO_EPOCH) -> None:
         """Drop ``partition``'s groups (and stop its load)."""
-        if not self._newer_epoch(partition, epoch):
+        if not self._epochs.accept(partition, epoch):
             return
-        task = self._loading.pop(partition, None)
+        self._loading.stop(partition)
         self._markers_during_load.pop(partition, None)
-        if task is not None:
-            task.cancel()
         was_owned = partition in self._owned
         self._owned.discard(partition)
         if not was_owned:
@@ -465,59 +428,18 @@ class GroupMetadataManager:
         if gone and self.listener is not None:
             self.listener.on_groups_unloaded(gone)
 
-    async def _load(self, partition: int) -> None:
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
+    async def _read_partition(self, partition: int) -> tuple[LoadedGroups, int]:
+        """The groups of ``partition``'s log, and when the load began (monotonic ms)."""
         started = self.clock.monotonic_ms()
-        try:
-            loaded = await self._read_partition(tp)
-        except asyncio.CancelledError:
-            log.info("%s: load stopped (leadership moved)", tp)
-            raise
-        except (StorageError, ValueError) as exc:  # a damaged or removed log: not ours
-            log.error("%s: loading failed: %s", tp, exc)
-            if self._loading.get(partition) is asyncio.current_task():
-                del self._loading[partition]
-            return
-        if self._loading.get(partition) is not asyncio.current_task():
-            return  # resigned while the last chunk was decoded
-        del self._loading[partition]
-        self._install(partition, loaded)
-        log.info(
-            "%s: loaded %d groups in %d ms (%d records skipped)",
-            tp,
-            len(loaded.groups),
-            self.clock.monotonic_ms() - started,
-            loaded.skipped,
-        )
-
-    async def _read_partition(self, tp: TopicPartition) -> LoadedGroups:
-        """Replay ``tp``'s log from its start to its end as the load began."""
-        partition = self._replicas.partition_for(tp)
-        lg = partition.log if partition is not None else None
-        if lg is None:
-            raise StorageError(f"{tp} has no log here")
         loader = PartitionLoader()
-        loader.next_offset = lg.log_start_offset
-        end = lg.log_end_offset
-        while loader.next_offset < end:
-            try:
-                data = lg.read_bytes(loader.next_offset, self.config.load_buffer_size, end)
-            except OffsetOutOfRangeError:
-                # the log start moved past us (records deleted): go on from there
-                if lg.log_start_offset <= loader.next_offset:
-                    raise
-                loader.next_offset = lg.log_start_offset
-                continue
-            if not data:
-                break
-            before = loader.next_offset
-            await self._run_in_thread(lambda data=data: loader.add_batches(data))  # type: ignore[misc]
-            if loader.next_offset <= before:
-                # a read returns at least its first whole batch: no progress is damage
-                raise StorageError(f"{tp}: no whole batch at offset {before}")
-        return loader.result()
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        await replay_log(
+            self._replicas, tp, loader, self.config.load_buffer_size, self._run_in_thread
+        )
+        return loader.result(), started
 
-    def _install(self, partition: int, loaded: LoadedGroups) -> None:
+    def _install(self, partition: int, read: tuple[LoadedGroups, int]) -> None:
+        loaded, started = read
         self._owned.add(partition)
         for producer_id, commit in self._markers_during_load.pop(partition, ()):
             for group in loaded.groups.values():
@@ -534,6 +456,14 @@ class GroupMetadataManager:
         for (group_id, tp), position in loaded.positions.items():
             if group_id in ids:
                 self._positions[group_id, tp] = position
+        log.info(
+            "%s-%d: loaded %d groups in %d ms (%d records skipped)",
+            OFFSETS_TOPIC,
+            partition,
+            len(loaded.groups),
+            self.clock.monotonic_ms() - started,
+            loaded.skipped,
+        )
         if installed and self.listener is not None:
             self.listener.on_groups_loaded(installed)
 
@@ -622,11 +552,10 @@ class GroupMetadataManager:
 
     async def shutdown(self) -> None:
         """Stop loads and background writes (the broker is stopping)."""
-        tasks = [*self._loading.values(), *self._background]
+        tasks = list(self._background)
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._loading.clear()
+        await asyncio.gather(self._loading.shutdown(), *tasks, return_exceptions=True)
 
     # -- what the metrics read ----------------------------------------------------------------
 

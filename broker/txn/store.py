@@ -5,7 +5,8 @@ knows which partition a transactional id lives in (broker.txn.topic), holds the 
 of the ids of the partitions this broker leads, writes their records (broker.txn.records)
 with acks=all, and rebuilds them from the log when it becomes a partition's leader.
 
-Partitions move as in broker.group.manager::
+Partitions move as in broker.group.manager, by the machinery they share
+(broker.partition_loads: leader epochs, load tasks, the log's replay)::
 
     (not ours) --LeaderAndIsr: leader--> loading --log replayed--> owned
         ^                                   |                         |
@@ -41,6 +42,7 @@ from broker.config import BrokerConfig
 from broker.delayed.produce import ProducePartitionResult
 from broker.group.manager import Replicas
 from broker.group.records import build_records
+from broker.partition_loads import LeaderEpochs, PartitionLoads, replay_log, route_leadership
 from broker.txn.model import TxnMetadata, TxnTransit
 from broker.txn.records import read_key, read_value, txn_key, txn_value
 from broker.txn.topic import TRANSACTION_TOPIC, txn_partition_for
@@ -48,9 +50,7 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.records.batch import InvalidBatch, iter_batches
 from protocol.records.builder import read_batch
 from protocol.records.validation import validate_records
-from protocol.values import EPOCH_DURING_DELETE, TopicPartition
-from storage import StorageError
-from storage.errors import OffsetOutOfRangeError
+from protocol.values import TopicPartition
 from timer.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,8 @@ class TxnLoadListener(Protocol):
 
 class TxnLogLoader:
     """Replays one partition's records (pure): the last record of an id wins, a
-    tombstone removes it, an unreadable record is skipped (counted)."""
+    tombstone removes it, an unreadable record is skipped (counted). A
+    broker.partition_loads Replayer."""
 
     def __init__(self, start_offset: int) -> None:
         self.next_offset = start_offset
@@ -159,8 +160,8 @@ class TransactionStateManager:
         self.listener: TxnLoadListener | None = None
         #: partition -> transactional id -> metadata, for the partitions owned here
         self._txns: dict[int, dict[str, TxnMetadata]] = {}
-        self._loading: dict[int, asyncio.Task[None]] = {}
-        self._epochs: dict[int, int] = {}
+        self._loading = PartitionLoads(TRANSACTION_TOPIC, self._read_partition, self._install)
+        self._epochs = LeaderEpochs(TRANSACTION_TOPIC)
 
     # -- locating ---------------------------------------------------------------------------
 
@@ -171,15 +172,10 @@ class TransactionStateManager:
         return txn_partition_for(transactional_id, self.partition_count())
 
     def coordinator_error(self, transactional_id: str) -> int:
-        partition = self.partition_for(transactional_id)
-        if partition in self._txns:
-            return ErrorCode.NONE
-        if partition in self._loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NOT_COORDINATOR
+        return self._loading.coordinator_error(self.partition_for(transactional_id), self._txns)
 
     def coordinator_epoch(self, partition: int) -> int:
-        return self._epochs.get(partition, -1)
+        return self._epochs.get(partition)
 
     @property
     def owned_partitions(self) -> frozenset[int]:
@@ -187,12 +183,10 @@ class TransactionStateManager:
 
     @property
     def loading_partitions(self) -> frozenset[int]:
-        return frozenset(self._loading)
+        return self._loading.partitions
 
     async def wait_loaded(self, partition: int) -> None:
-        task = self._loading.get(partition)
-        if task is not None:
-            await asyncio.wait([task])
+        await self._loading.wait(partition)
 
     # -- the metadata -----------------------------------------------------------------------
 
@@ -272,43 +266,22 @@ class TransactionStateManager:
         self, leaders: Mapping[TopicPartition, int], followers: Mapping[TopicPartition, int]
     ) -> None:
         """The ReplicaManager's callback (others' topics ignored)."""
-        for tp, epoch in leaders.items():
-            if tp.topic == TRANSACTION_TOPIC:
-                self.on_become_leader(tp.partition, epoch)
-        for tp, epoch in followers.items():
-            if tp.topic == TRANSACTION_TOPIC:
-                self.on_resign(tp.partition, epoch)
-
-    def _newer_epoch(self, partition: int, epoch: int) -> bool:
-        current = self._epochs.get(partition)
-        if epoch == EPOCH_DURING_DELETE:
-            self._epochs.pop(partition, None)
-            return True
-        if epoch < 0:
-            return True
-        if current is not None and epoch < current:
-            log.info("%s-%d: ignoring leader epoch %d, %d is newer", TRANSACTION_TOPIC,
-                     partition, epoch, current)  # fmt: skip
-            return False
-        self._epochs[partition] = epoch
-        return True
+        route_leadership(
+            TRANSACTION_TOPIC, leaders, followers, self.on_become_leader, self.on_resign
+        )
 
     def on_become_leader(self, partition: int, epoch: int) -> None:
-        if not self._newer_epoch(partition, epoch):
+        if not self._epochs.accept(partition, epoch):
             return
         if partition in self._txns or partition in self._loading:
             return
         log.info("%s-%d: loading transactions (epoch %d)", TRANSACTION_TOPIC, partition, epoch)
-        self._loading[partition] = asyncio.get_running_loop().create_task(
-            self._load(partition), name=f"load-{TRANSACTION_TOPIC}-{partition}"
-        )
+        self._loading.start(partition)
 
     def on_resign(self, partition: int, epoch: int = -1) -> None:
-        if not self._newer_epoch(partition, epoch):
+        if not self._epochs.accept(partition, epoch):
             return
-        task = self._loading.pop(partition, None)
-        if task is not None:
-            task.cancel()
+        self._loading.stop(partition)
         owned = self._txns.pop(partition, None)
         if owned is None:
             return
@@ -316,53 +289,21 @@ class TransactionStateManager:
         if self.listener is not None:
             self.listener.on_txns_unloaded(partition, list(owned.values()))
 
-    async def _load(self, partition: int) -> None:
+    async def _read_partition(self, partition: int) -> dict[str, TxnMetadata]:
+        loader = TxnLogLoader(0)  # replay_log starts it at the log start
         tp = TopicPartition(TRANSACTION_TOPIC, partition)
-        try:
-            txns = await self._read_partition(tp)
-        except asyncio.CancelledError:
-            raise
-        except (StorageError, ValueError) as exc:
-            log.error("%s: loading failed: %s", tp, exc)
-            if self._loading.get(partition) is asyncio.current_task():
-                del self._loading[partition]
-            return
-        if self._loading.get(partition) is not asyncio.current_task():
-            return
-        del self._loading[partition]
+        await replay_log(
+            self._replicas, tp, loader, self.config.load_buffer_size, self._run_in_thread
+        )
+        return loader.txns
+
+    def _install(self, partition: int, txns: dict[str, TxnMetadata]) -> None:
         self._txns[partition] = txns
-        log.info("%s: loaded %d transactional ids", tp, len(txns))
+        log.info("%s-%d: loaded %d transactional ids", TRANSACTION_TOPIC, partition, len(txns))
         if self.listener is not None:
             self.listener.on_txns_loaded(
                 partition, self.coordinator_epoch(partition), list(txns.values())
             )
 
-    async def _read_partition(self, tp: TopicPartition) -> dict[str, TxnMetadata]:
-        partition = self._replicas.partition_for(tp)
-        lg = partition.log if partition is not None else None
-        if lg is None:
-            raise StorageError(f"{tp} has no log here")
-        loader = TxnLogLoader(lg.log_start_offset)
-        end = lg.log_end_offset
-        while loader.next_offset < end:
-            try:
-                data = lg.read_bytes(loader.next_offset, self.config.load_buffer_size, end)
-            except OffsetOutOfRangeError:
-                if lg.log_start_offset <= loader.next_offset:
-                    raise
-                loader.next_offset = lg.log_start_offset
-                continue
-            if not data:
-                break
-            before = loader.next_offset
-            await self._run_in_thread(lambda data=data: loader.add_batches(data))  # type: ignore[misc]
-            if loader.next_offset <= before:
-                raise StorageError(f"{tp}: no whole batch at offset {before}")
-        return loader.txns
-
     async def shutdown(self) -> None:
-        tasks = list(self._loading.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._loading.clear()
+        await self._loading.shutdown()

@@ -9,7 +9,9 @@ SASL/PLAIN: what a user may do follows its ACLs, with Kafka's error codes.
 - a consumer group needs READ on the group and on its topics;
 - Metadata lists only the topics a user may describe;
 - a denial is logged on kafka.authorizer.logger and counted per API and resource type;
-- followers (on the brokers' own, super-user principal) keep replicating meanwhile.
+- followers (on the brokers' own, super-user principal) keep replicating meanwhile;
+- CreateTopics answers a topic's configs only to who may DESCRIBE_CONFIGS it (KIP-525);
+- OffsetFetch v0 (offsets in ZooKeeper) needs DESCRIBE on the group and on each topic.
 """
 
 from __future__ import annotations
@@ -34,8 +36,14 @@ from kafka import KafkaConsumer
 from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 
 from client.client import KafkaClient
-from protocol import ApiKey
-from protocol.messages import DescribeAclsRequest, MetadataRequest
+from protocol import ApiKey, ErrorCode
+from protocol.messages import (
+    CreateTopicsRequest,
+    DescribeAclsRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 from tests.integration.acl_cluster import AclCluster, start_acl_cluster
 from tests.polling import wait_until
 from tools.zookeeper_server import ZooKeeperServer
@@ -305,3 +313,89 @@ def test_idempotent_and_transactional_producers(c: AclCluster) -> None:
     producer.begin_transaction()
     producer.produce(WRITABLE, b"t")
     producer.commit_transaction(30)
+
+
+def test_create_topics_shows_configs_only_to_who_may_describe_them(c: AclCluster) -> None:
+    """KIP-525: alice may create both topics but read the configs of one only; the other
+    is created all the same, answered without configs and with a config error."""
+    prefix = f"kip525-{uuid.uuid4().hex[:6]}"
+    seen, hidden = f"{prefix}-seen", f"{prefix}-hidden"
+    grant(
+        c,
+        [
+            acl(ResourceType.TOPIC, seen, "User:alice", AclOperation.CREATE),
+            acl(ResourceType.TOPIC, seen, "User:alice", AclOperation.DESCRIBE_CONFIGS),
+            acl(ResourceType.TOPIC, hidden, "User:alice", AclOperation.CREATE),
+        ],
+    )
+    Creatable = CreateTopicsRequest.CreatableTopic
+    body = CreateTopicsRequest(
+        topics=[Creatable(name=n, num_partitions=1, replication_factor=2) for n in (seen, hidden)],
+        timeout_ms=20_000,
+    )
+
+    async def create() -> Any:
+        async with KafkaClient(c.sasl_bootstrap, c.client_config("alice")) as client:
+            deadline = time.monotonic() + 20
+            while True:  # to the controller, which may have moved since the metadata
+                view = await client.refresh_metadata([])
+                answer = await client.request(
+                    view.controller_id, ApiKey.CREATE_TOPICS, body, version=7
+                )
+                codes = {t.error_code for t in answer.topics}
+                if codes != {ErrorCode.NOT_CONTROLLER} or time.monotonic() > deadline:
+                    return answer
+
+    results = {t.name: t for t in asyncio.run(create()).topics}
+    assert results[seen].error_code == ErrorCode.NONE
+    assert results[seen].topic_config_error_code == ErrorCode.NONE
+    assert (results[seen].num_partitions, results[seen].replication_factor) == (1, 2)
+    assert any(e.name == "cleanup.policy" for e in results[seen].configs)
+    assert results[hidden].error_code == ErrorCode.NONE
+    assert results[hidden].topic_config_error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert (results[hidden].num_partitions, results[hidden].configs) == (-1, [])
+    assert {seen, hidden} <= set(AdminClient(c.librdkafka("admin")).list_topics(timeout=10).topics)
+
+
+def test_offset_fetch_v0_is_authorized(c: AclCluster) -> None:
+    """OffsetFetch v0 reads ZooKeeper, not the coordinator, under the same ACLs: DESCRIBE
+    on the group, then on each topic (alice describes WRITABLE, her topic, not OTHER)."""
+    group = f"zk-{uuid.uuid4().hex[:6]}"
+    Commit = OffsetCommitRequest
+    commit = Commit(
+        group_id=group,
+        topics=[
+            Commit.OffsetCommitRequestTopic(
+                name=name,
+                partitions=[
+                    Commit.OffsetCommitRequestPartition(
+                        partition_index=0, committed_offset=7, committed_metadata=""
+                    )
+                ],
+            )
+            for name in (WRITABLE, OTHER)
+        ],
+    )
+    stored = c.request(0, ApiKey.OFFSET_COMMIT, 0, commit)  # PLAINTEXT: a super user
+    assert {p.error_code for t in stored.topics for p in t.partitions} == {ErrorCode.NONE}
+    Topic = OffsetFetchRequest.OffsetFetchRequestTopic
+    fetch = OffsetFetchRequest(
+        group_id=group,
+        topics=[Topic(name=name, partition_indexes=[0]) for name in (WRITABLE, OTHER)],
+    )
+
+    async def fetch_as_alice() -> dict[str, tuple[int, int]]:
+        async with KafkaClient(c.sasl_bootstrap, c.client_config("alice")) as client:
+            answer = await client.request(None, ApiKey.OFFSET_FETCH, fetch, version=0)
+        return {
+            t.name: (p.committed_offset, p.error_code) for t in answer.topics for p in t.partitions
+        }
+
+    assert asyncio.run(fetch_as_alice()) == dict.fromkeys(
+        (WRITABLE, OTHER), (-1, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    )
+    grant(c, [acl(ResourceType.GROUP, group, "User:alice", AclOperation.DESCRIBE)])
+    assert asyncio.run(fetch_as_alice()) == {
+        WRITABLE: (7, ErrorCode.NONE),
+        OTHER: (-1, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    }

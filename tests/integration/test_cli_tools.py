@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,18 @@ def test_perf_produce_and_consume_print_their_summaries(cluster: TestCluster) ->
     fields = row.split(", ")
     assert int(fields[4]) == 20000
     assert float(fields[2]) > 20000 * 100 / 2**20  # batch framing comes on top of values
+
+
+def test_perf_produce_waits_for_an_auto_created_topic(cluster: TestCluster) -> None:
+    """The brokers auto-create the topic on perf's Metadata request and answer
+    LEADER_NOT_AVAILABLE until its leaders are elected: perf waits, then sends."""
+    topic = f"perf-auto-{uuid.uuid4().hex[:6]}"
+    produced = mk(cluster, "perf", "produce", "--topic", topic, "--num-records", "500",
+                  "--max-block-ms", "30000")  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    assert text(produced).splitlines()[-1].startswith("500 records sent, ")
+    (created,) = cluster.metadata(0, [topic]).topics
+    assert (created.name, created.error_code) == (topic, 0) and created.partitions
 
 
 def test_consumer_at_latest_waits_for_new_records(cluster: TestCluster) -> None:

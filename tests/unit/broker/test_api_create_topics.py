@@ -16,15 +16,18 @@ import pytest
 import protocol
 from broker.apis import create_partitions, create_topics, update_metadata
 from broker.apis.services import HandlerServices
+from broker.auth.access import AccessControl
 from broker.delayed.create_topics import DelayedCreateTopics, topic_key
 from broker.metadata_cache import MetadataCache
 from protocol import ApiKey, ErrorCode
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     UpdateMetadataRequest,
 )
 from tests.fakes.zk import FakeZk
+from tests.unit.broker.access_doubles import allowing
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
 from tests.unit.broker.handler_services import HostsNothing, NoGroups, family_for, handler_services
@@ -44,7 +47,7 @@ def fzk(ctx: HandlerServices) -> FakeZk:
     return ctx.topics.zk
 
 
-def make_ctx(active: bool = True) -> HandlerServices:
+def make_ctx(active: bool = True, access: AccessControl | None = None) -> HandlerServices:
     clock = MockClock()
     cache = MetadataCache(0)
     return handler_services(
@@ -61,6 +64,7 @@ def make_ctx(active: bool = True) -> HandlerServices:
         topic_purgatory=DelayedOperationPurgatory("topic", clock=clock, reaper_enabled=False),
         replica_manager=HostsNothing(),
         group_store=NoGroups(),
+        access=access,
     )
 
 
@@ -169,9 +173,54 @@ async def test_zero_timeout_answers_at_once(version: int) -> None:
     ctx = await _ctx()
     request = create([topic("t", 1, 1)], timeout_ms=0, version=version)
     response = await call(create_topics.handle, ctx, request)
-    assert response.body.topics[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    (result,) = response.body.topics
+    assert result.error_code == ErrorCode.REQUEST_TIMED_OUT
+    # as any topic that failed: no configs or sizes (Kafka resets them on every error)
+    assert (result.num_partitions, result.replication_factor, result.configs) == (-1, -1, [])
     assert "t" in fzk(ctx).topics
     protocol.encode_response(response)  # the answer fits the request's version
+
+
+@pytest.mark.parametrize("validate_only", [True, False])
+async def test_configs_are_answered_only_to_who_may_describe_them(validate_only: bool) -> None:
+    """KIP-525: CREATE on a topic does not show its configs; DESCRIBE_CONFIGS does."""
+    access = allowing(
+        (ResourceType.TOPIC, "seen", AclOperation.CREATE),
+        (ResourceType.TOPIC, "seen", AclOperation.DESCRIBE_CONFIGS),
+        (ResourceType.TOPIC, "hidden", AclOperation.CREATE),
+        (ResourceType.TOPIC, "refused", AclOperation.DESCRIBE_CONFIGS),
+    )
+    ctx = make_ctx(access=access)
+    await publish(ctx, {})
+    request = create(
+        [topic("seen", 2, 1), topic("hidden", 2, 1), topic("refused", 2, 1)],
+        validate_only=validate_only,
+    )
+    answer = await call(create_topics.handle, ctx, request)
+    if not validate_only:
+        assert isinstance(answer, asyncio.Future)
+        await publish(ctx, {"seen": 2, "hidden": 2})
+        answer = await asyncio.wait_for(answer, 5)
+    protocol.encode_response(answer)
+    results = {t.name: t for t in answer.body.topics}
+    seen, hidden, refused = results["seen"], results["hidden"], results["refused"]
+    assert (seen.error_code, seen.topic_config_error_code) == (ErrorCode.NONE, ErrorCode.NONE)
+    assert (seen.num_partitions, seen.replication_factor) == (2, 1)
+    assert any(c.name == "retention.ms" for c in seen.configs)
+    assert (hidden.error_code, hidden.topic_config_error_code) == (
+        ErrorCode.NONE,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    )
+    assert (hidden.num_partitions, hidden.replication_factor, hidden.configs) == (-1, -1, [])
+    assert hidden.topic_id == uuid.UUID(int=0)
+    # a topic not created carries no config error, whatever its DESCRIBE_CONFIGS
+    assert (refused.error_code, refused.topic_config_error_code) == (
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.NONE,
+    )
+    assert set(fzk(ctx).topics) == (set() if validate_only else {"seen", "hidden"})
+    if not validate_only:
+        assert seen.topic_id == fzk(ctx).topics["seen"][0].topic_id != uuid.UUID(int=0)
 
 
 async def test_per_topic_errors_do_not_stop_the_others() -> None:

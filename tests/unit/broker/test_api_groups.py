@@ -28,11 +28,13 @@ from broker.apis import (
     offset_fetch,
     sync_group,
 )
+from broker.auth.access import AccessControl
 from broker.group.coordinator import GroupConfig, GroupCoordinator
 from broker.group.delayed import DelayedHeartbeat
 from broker.group.model import CommittedOffset
 from broker.metadata_cache import MetadataCache
 from protocol import ApiKey, ErrorCode, Response
+from protocol.acls import AclOperation, ResourceType
 from protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -47,6 +49,7 @@ from protocol.messages import (
     UpdateMetadataRequest,
 )
 from protocol.values import AUTHORIZED_OPERATIONS_OMITTED, TopicPartition
+from tests.unit.broker.access_doubles import allowing
 from tests.unit.broker.broker_helpers import HandlerRequest as Req
 from tests.unit.broker.broker_helpers import metadata_topic
 from tests.unit.broker.handler_services import handler_services
@@ -62,7 +65,7 @@ OF = OffsetFetchRequest
 
 
 class World:
-    def __init__(self) -> None:
+    def __init__(self, access: AccessControl | None = None) -> None:
         self.clock = MockClock()
         self.store = MemoryGroupStore()
         self.joins: DelayedOperationPurgatory[DelayedOperation] = DelayedOperationPurgatory(
@@ -91,6 +94,7 @@ class World:
                 self.joins,
                 heartbeats,
             ),
+            access=access,
         ).groups
 
     async def call(self, module: Any, api_key: int, version: int, body: Any) -> Any:
@@ -306,6 +310,81 @@ async def test_offset_commit_and_fetch_v0_use_zookeeper_not_the_group(w: World) 
         (5, "", ErrorCode.NONE),
         (-1, "", ErrorCode.NONE),
     ]
+
+
+def zk_world(access: AccessControl) -> tuple[World, ZkOffsets]:
+    """A world with ``access`` in force and its v0 offsets in a ZooKeeper double."""
+    w = World(access)
+    zk = ZkOffsets()
+    w.ctx = dataclasses.replace(w.ctx, zk=zk)  # type: ignore[arg-type]
+    return w, zk
+
+
+def errors_of(answer: Any) -> dict[tuple[str, int], int]:
+    return {(t.name, p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
+
+
+async def test_offset_commit_and_fetch_v0_are_authorized_as_the_other_versions() -> None:
+    """v0 skips the coordinator, not the ACLs: READ (commit) or DESCRIBE (fetch) on the
+    group, then on each topic, before ZooKeeper is read or written."""
+    w, zk = zk_world(
+        allowing(
+            (ResourceType.GROUP, "g", AclOperation.READ),
+            (ResourceType.TOPIC, "t", AclOperation.READ),
+        )
+    )
+    zk.stored[("h", TopicPartition("t", 0))] = 3  # another group's, left by an old client
+    committed = await w.call(
+        offset_commit, ApiKey.OFFSET_COMMIT, 0, commit_body(-1, "", ("t", 0, 5), ("nope", 0, 1))
+    )
+    assert errors_of(committed) == {
+        ("t", 0): ErrorCode.NONE,
+        ("nope", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED,  # checked before it is looked up
+    }
+    other_group = commit_body(-1, "", ("t", 0, 9))
+    other_group.group_id = "h"
+    refused = await w.call(offset_commit, ApiKey.OFFSET_COMMIT, 0, other_group)
+    assert errors_of(refused) == {("t", 0): ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    assert zk.stored == {("g", TopicPartition("t", 0)): 5, ("h", TopicPartition("t", 0)): 3}
+
+    def fetch(group: str) -> OffsetFetchRequest:
+        return OF(
+            group_id=group,
+            topics=[
+                OF.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1]),
+                OF.OffsetFetchRequestTopic(name="nope", partition_indexes=[0]),
+            ],
+        )
+
+    fetched = await w.call(offset_fetch, ApiKey.OFFSET_FETCH, 0, fetch("g"))
+    assert errors_of(fetched) == {
+        ("t", 0): ErrorCode.NONE,
+        ("t", 1): ErrorCode.NONE,
+        ("nope", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    }
+    assert [p.committed_offset for t in fetched.topics for p in t.partitions] == [5, -1, -1]
+    hidden = await w.call(offset_fetch, ApiKey.OFFSET_FETCH, 0, fetch("h"))
+    assert errors_of(hidden) == dict.fromkeys(
+        [("t", 0), ("t", 1), ("nope", 0)], ErrorCode.GROUP_AUTHORIZATION_FAILED
+    )
+    assert {p.committed_offset for t in hidden.topics for p in t.partitions} == {-1}
+
+
+async def test_offset_fetch_v0_needs_describe_on_each_topic() -> None:
+    w, zk = zk_world(
+        allowing(
+            (ResourceType.GROUP, "g", AclOperation.DESCRIBE),
+            (ResourceType.TOPIC, "open", AclOperation.DESCRIBE),
+        )
+    )
+    zk.stored[("g", TopicPartition("t", 0))] = 5
+    fetch = OF(group_id="g", topics=[OF.OffsetFetchRequestTopic(name="t", partition_indexes=[0])])
+    fetched = await w.call(offset_fetch, ApiKey.OFFSET_FETCH, 0, fetch)
+    ((partition,),) = [t.partitions for t in fetched.topics]
+    assert (partition.committed_offset, partition.error_code) == (
+        -1,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    )
 
 
 async def test_offset_commit_v1_keeps_the_clients_commit_timestamp(w: World) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from broker.change_notifications import obsolete
 from broker.config.alter import (
     AlterOp,
     AlterRefused,
@@ -15,7 +16,6 @@ from broker.config.alter import (
     validate_broker,
     validate_topic,
 )
-from broker.config_changes import obsolete
 from config.definitions import ConfigType
 from protocol import ErrorCode
 

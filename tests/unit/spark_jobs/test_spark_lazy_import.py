@@ -31,3 +31,15 @@ def test_nothing_but_the_source_and_the_jobs_loads_pyspark() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_importing_the_report_module_loads_neither_pandas_nor_matplotlib() -> None:
+    code = (
+        "import sys\n"
+        "import spark_jobs.report\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'matplotlib'}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
