@@ -65,7 +65,6 @@ _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 WRITE = AclOperation.WRITE
 
 
-
 def build_response(
     request_header: RequestHeader,
     body: ProduceRequest,
