@@ -2,7 +2,9 @@
 
 v0-3 (clients): one transaction, ``v3_and_below_*`` fields; the answer lists each
 partition's error (broker.txn.coordinator: UNKNOWN_TOPIC_OR_PARTITION for partitions the
-cluster lacks with OPERATION_NOT_ATTEMPTED for the rest, else the add's one outcome).
+cluster lacks with OPERATION_NOT_ATTEMPTED for the rest, else the add's one outcome; an add
+arriving while the producer's previous transaction completes is answered once it has, see
+broker.txn.coordinator).
 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
 
 v4 (brokers, KIP-890): a batch of transactions; with ``verify_only`` a partition leader

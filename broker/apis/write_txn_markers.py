@@ -18,6 +18,10 @@ TRANSACTION_COORDINATOR_FENCED; a partition led elsewhere is NOT_LEADER_OR_FOLLO
 Markers are written with acks=all semantics, as Kafka writes them: a marker's answer
 waits (in the produce purgatory) until its partitions' high watermarks passed it, or
 ``request.timeout.ms``. The answer lists every partition with its own error code.
+Markers sit on the path of every transaction (the coordinator writes its completion only
+once all are answered), so the handler appends them itself, in request order, and the
+answer is made in the callback of the last replication wait: no task or future per
+marker, each of which would cost a turn of the event loop.
 
 A marker on a ``__consumer_offsets`` partition also ends the transaction's pending
 offsets there (TxnOffsetCommit): committed offsets take effect, aborted ones are
@@ -27,6 +31,8 @@ dropped (``GroupMetadataManager.complete_txn_offsets``), once the marker is writ
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis.request import ApiRequest
@@ -44,6 +50,7 @@ _Marker = WriteTxnMarkersRequest.WritableTxnMarker
 _Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
 _TopicResult = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
 _PartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
+_MISSING = ProducePartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
 def marker_batch(
@@ -64,12 +71,20 @@ def marker_partitions(marker: _Marker) -> list[TopicPartition]:
     return [TopicPartition(t.name, p) for t in marker.topics for p in t.partition_indexes]
 
 
-async def write_marker(ctx: ReplicaAccess, marker: _Marker) -> dict[TopicPartition, int]:
-    """Append one marker to each of its partitions; the error code of each once the
-    appends are replicated (or failed, or timed out)."""
+MarkerErrors = dict[TopicPartition, int]
+
+
+def append_marker(
+    ctx: ReplicaAccess, marker: _Marker, on_done: Callable[[MarkerErrors], None]
+) -> None:
+    """Append one marker to each of its partitions, now; ``on_done`` gets the error code
+    of each once the appends are replicated (or failed, or timed out) -- possibly before
+    this returns. A ``__consumer_offsets`` partition's pending transactional offsets are
+    ended first (committed or dropped) where its marker was written."""
     partitions = marker_partitions(marker)
     if not partitions:
-        return {}
+        on_done({})
+        return
     batch = marker_batch(
         marker.producer_id,
         marker.producer_epoch,
@@ -81,12 +96,20 @@ async def write_marker(ctx: ReplicaAccess, marker: _Marker) -> dict[TopicPartiti
     # log rewrites offsets and the leader epoch in place).
     checked = validate_records(batch, from_client=False)
     entries = {tp: checked._replace(buffer=bytearray(batch)) for tp in partitions}
-    future: asyncio.Future[dict[TopicPartition, ProducePartitionResult]]
-    future = ctx.event_loop.create_future()
+    answered = False
 
     def done(results: dict[TopicPartition, ProducePartitionResult]) -> None:
-        if not future.done():
-            future.set_result(results)
+        nonlocal answered
+        if answered:
+            return
+        answered = True
+        errors = {tp: results.get(tp, _MISSING).error_code for tp in partitions}
+        for tp, error in errors.items():
+            if tp.topic == OFFSETS_TOPIC and error == ErrorCode.NONE:
+                ctx.group_store.complete_txn_offsets(
+                    tp.partition, marker.producer_id, marker.transaction_result
+                )
+        on_done(errors)
 
     ctx.replica_manager.append_records(
         entries,
@@ -96,15 +119,6 @@ async def write_marker(ctx: ReplicaAccess, marker: _Marker) -> dict[TopicPartiti
         internal_topics_allowed=True,
         from_coordinator=True,
     )
-    results = await future
-    missing = ProducePartitionResult(ErrorCode.UNKNOWN_SERVER_ERROR)
-    errors = {tp: results.get(tp, missing).error_code for tp in partitions}
-    for tp, error in errors.items():
-        if tp.topic == OFFSETS_TOPIC and error == ErrorCode.NONE:
-            ctx.group_store.complete_txn_offsets(
-                tp.partition, marker.producer_id, marker.transaction_result
-            )
-    return errors
 
 
 def marker_result(marker: _Marker, errors: dict[TopicPartition, int]) -> _Result:
@@ -125,7 +139,9 @@ def marker_result(marker: _Marker, errors: dict[TopicPartition, int]) -> _Result
     )
 
 
-async def _answer(ctx: ReplicaAccess, request: ApiRequest[WriteTxnMarkersRequest]) -> Response:
+async def handle(
+    ctx: ReplicaAccess, request: ApiRequest[WriteTxnMarkersRequest]
+) -> Response | asyncio.Future[Response]:
     markers = request.body.markers
     if not ctx.broker.access.authorize(
         request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
@@ -143,17 +159,25 @@ async def _answer(ctx: ReplicaAccess, request: ApiRequest[WriteTxnMarkersRequest
             for m in markers
         ]
         return make_response(request.header, WriteTxnMarkersResponse(markers=refused))
-    # Markers are appended in request order (each one's appends happen at once; only
-    # the replication wait is concurrent).
-    waits = [asyncio.ensure_future(write_marker(ctx, m)) for m in markers]
-    written = await asyncio.gather(*waits)
-    body = WriteTxnMarkersResponse(
-        markers=[marker_result(m, errors) for m, errors in zip(markers, written, strict=True)]
-    )
-    return make_response(request.header, body)
+    # Every marker is appended here, in request order, before the handler returns; the
+    # response is made in the callback of the last replication wait to end (no task, no
+    # future per marker: each would cost the answer a turn of the loop).
+    if not markers:
+        return make_response(request.header, WriteTxnMarkersResponse(markers=[]))
+    response: asyncio.Future[Response] = ctx.event_loop.create_future()
+    written: list[MarkerErrors | None] = [None] * len(markers)
+    left = len(markers)
 
+    def one_done(i: int, errors: MarkerErrors) -> None:
+        nonlocal left
+        written[i] = errors
+        left -= 1
+        if left == 0 and not response.done():
+            body = WriteTxnMarkersResponse(
+                markers=[marker_result(m, e or {}) for m, e in zip(markers, written, strict=True)]
+            )
+            response.set_result(make_response(request.header, body))
 
-async def handle(
-    ctx: ReplicaAccess, request: ApiRequest[WriteTxnMarkersRequest]
-) -> asyncio.Future[Response]:
-    return asyncio.ensure_future(_answer(ctx, request))
+    for i, marker in enumerate(markers):
+        append_marker(ctx, marker, functools.partial(one_done, i))
+    return response

@@ -8,9 +8,11 @@ partitions in it, and its start and last-update times.
 A change is never made in place. It is computed as a ``TxnTransit`` (the complete values
 after the change), written to ``__transaction_state`` as one record, and applied only
 once the write is acknowledged; meanwhile ``pending`` holds it, and any other request for
-the id answers CONCURRENT_TRANSACTIONS. That is why a failed write leaves the metadata as
-it was. The previous producer id and epoch are not in the log record (version 0 has no
-field for them): a loaded id has none, as in Kafka.
+the id answers CONCURRENT_TRANSACTIONS (or waits, see broker.txn.coordinator). That is why
+a failed write leaves the metadata as it was. Several transits may go out in one write (a
+completion and the next transaction's first add): each is checked from the one before it,
+and they are applied in order. The previous producer id and epoch are not in the log
+record (version 0 has no field for them): a loaded id has none, as in Kafka.
 """
 
 from __future__ import annotations
@@ -76,11 +78,16 @@ class TxnMetadata:
             last_update_ms=self.last_update_ms,
         )
 
-    def prepare(self, transit: TxnTransit) -> TxnTransit:
-        """Mark ``transit`` pending (checked against the state table)."""
-        check_transition(self.transactional_id, self.state, transit.state)
-        self.pending = transit
-        return transit
+    def prepare(self, transit: TxnTransit, *then: TxnTransit) -> TxnTransit:
+        """Mark ``transit`` pending (checked against the state table); with ``then``, the
+        chain of transits written together, each checked from the one before it, the last
+        one pending (applied in order once the write is acknowledged)."""
+        state = self.state
+        for step in (transit, *then):
+            check_transition(self.transactional_id, state, step.state)
+            state = step.state
+        self.pending = then[-1] if then else transit
+        return self.pending
 
     def complete(self, transit: TxnTransit) -> None:
         """Apply the pending ``transit`` (its write was acknowledged)."""
@@ -98,7 +105,7 @@ class TxnMetadata:
             self.pending = None
 
     def abandon(self, transit: TxnTransit) -> None:
-        """Forget the pending ``transit`` (its write failed)."""
+        """Forget the pending ``transit`` (its write failed; for a chain, its last)."""
         if self.pending is transit:
             self.pending = None
 

@@ -205,17 +205,20 @@ class TransactionStateManager:
 
     # -- writing ----------------------------------------------------------------------------
 
-    async def write(self, meta: TxnMetadata, transit: TxnTransit) -> int:
+    async def write(self, meta: TxnMetadata, transit: TxnTransit, *then: TxnTransit) -> int:
         """Write ``transit`` (marked pending on ``meta``) with acks=all; apply it once
-        acknowledged, still under the partition's epoch of the start. The client's error."""
+        acknowledged, still under the partition's epoch of the start. The client's error.
+        With ``then``: the transits that follow it, one record each in the same batch (one
+        append, one replication wait, all or none), applied in order."""
         tid = meta.transactional_id
         partition = self.partition_for(tid)
         epoch = self.coordinator_epoch(partition)
-        meta.prepare(transit)
+        last = meta.prepare(transit, *then)
+        chain = (transit, *then)
         try:
-            result = await self._append(partition, [(txn_key(tid), txn_value(transit))])
+            result = await self._append(partition, [(txn_key(tid), txn_value(t)) for t in chain])
         except BaseException:
-            meta.abandon(transit)
+            meta.abandon(last)
             raise
         error = append_error(result.error_code)
         if error == ErrorCode.NONE and (
@@ -223,9 +226,10 @@ class TransactionStateManager:
         ):
             error = ErrorCode.NOT_COORDINATOR  # the partition moved while we wrote
         if error == ErrorCode.NONE:
-            meta.complete(transit)
+            for step in chain:
+                meta.complete(step)
         else:
-            meta.abandon(transit)
+            meta.abandon(last)
         return error
 
     async def remove(self, meta: TxnMetadata) -> int:

@@ -88,8 +88,8 @@ def marker(
 
 
 async def answer(ctx: ReplicaAccess, body: WriteTxnMarkersRequest) -> dict[Any, int]:
-    future = await write_txn_markers.handle(ctx, request(27, 1, body))
-    response: Response = await asyncio.wait_for(future, 5)
+    result = await write_txn_markers.handle(ctx, request(27, 1, body))
+    response = await asyncio.wait_for(result, 5) if isinstance(result, asyncio.Future) else result
     return {
         (m.producer_id, t.name, p.partition_index): p.error_code
         for m in response.body.markers
@@ -123,6 +123,21 @@ async def test_markers_are_answered_per_partition(replicas: LocalReplicas) -> No
     stale = WriteTxnMarkersRequest(markers=[marker(7, False, 1, {TOPIC: [0]})])
     assert await answer(ctx, stale) == {(7, TOPIC, 0): ErrorCode.TRANSACTION_COORDINATOR_FENCED}
     assert log.log_end_offset == 3 and log.last_stable_offset == 2
+
+
+async def test_markers_are_appended_before_the_handler_returns(replicas: LocalReplicas) -> None:
+    ctx = services(replicas, RecordingGroupStore())
+    begin(replicas, TopicPartition(TOPIC, 0), 7)
+    log = replicas.log_manager.get_log(TopicPartition(TOPIC, 0))
+    assert log is not None and log.log_end_offset == 1
+    body = WriteTxnMarkersRequest(markers=[marker(7, True, 2, {TOPIC: [0]})])
+    result = await write_txn_markers.handle(ctx, request(27, 1, body))
+    assert log.log_end_offset == 2  # appended in the handler's own step, no task between
+    assert isinstance(result, asyncio.Future)
+    response: Response = await asyncio.wait_for(result, 5)
+    assert [
+        p.error_code for m in response.body.markers for t in m.topics for p in t.partitions
+    ] == [ErrorCode.NONE]
 
 
 async def test_describe_producers(replicas: LocalReplicas) -> None:

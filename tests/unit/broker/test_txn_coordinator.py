@@ -1,12 +1,14 @@
 """The transaction coordinator on a real ReplicaManager and real logs, markers sent to a
 fake sender: a transaction committed end to end (CompleteCommit only after the marker is
-acknowledged), fencing by a second InitProducerId, KIP-360, loading and unloading fenced
-by the partition's leader epoch (prepared transactions resume their markers), timeouts
-with injected time, and expiry."""
+acknowledged), an add held while the previous transaction completes (written with the
+completion, one batch; bounded), fencing by a second InitProducerId, KIP-360, loading and
+unloading fenced by the partition's leader epoch (prepared transactions resume their
+markers), timeouts with injected time, and expiry."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +18,13 @@ import pytest
 from broker.metrics import BrokerMetrics
 from broker.txn.coordinator import TransactionCoordinator, TxnConfig
 from broker.txn.markers import MarkerChannel
+from broker.txn.records import read_key, read_value
 from broker.txn.states import TxnState
 from broker.txn.store import TransactionStateManager, TxnStoreConfig
 from broker.txn.topic import TRANSACTION_TOPIC, txn_partition_for
 from protocol.errors import ErrorCode
+from protocol.records.batch import iter_batches
+from protocol.records.builder import read_batch
 from protocol.values import TopicPartition
 from tests.unit.broker.broker_helpers import LocalReplicas, inline, local_replicas, partition_state
 from tests.unit.broker.test_txn_markers import FakeSender
@@ -79,6 +84,26 @@ class Setup:
         meta = self.store.get(tid)
         return None if meta is None else meta.state
 
+    def logged(self, tid: str = TX) -> list[list[TxnState]]:
+        """The states written for ``tid`` to its ``__transaction_state`` partition, batch
+        by batch."""
+        tp = TopicPartition(TRANSACTION_TOPIC, txn_partition_for(tid, PARTITIONS))
+        partition = self.replicas.rm.partition_for(tp)
+        assert partition is not None and partition.log is not None
+        lg = partition.log
+        data = lg.read_bytes(lg.log_start_offset, 1 << 20, lg.log_end_offset)
+        batches = []
+        for pos, _ in iter_batches(data):
+            _, records = read_batch(data, pos)
+            states = [
+                read_value(tid, r.value).state
+                for r in records
+                if r.key is not None and r.value is not None and read_key(r.key) == tid
+            ]
+            if states:
+                batches.append(states)
+        return batches
+
 
 @pytest.fixture
 def replicas(tmp_path: Path) -> Iterator[LocalReplicas]:
@@ -112,7 +137,7 @@ async def setup(replicas: LocalReplicas) -> AsyncIterator[Setup]:
         markers,
         replicas.clock,
         TxnConfig(max_timeout_ms=TIMEOUT_MS, id_expiration_ms=100_000, abort_interval_ms=10,
-                  expiry_interval_ms=10),
+                  expiry_interval_ms=10, add_hold_ms=int(DEADLINE_S * 1000)),
         offsets_partition_of=lambda g: TopicPartition("__consumer_offsets", 7),
         partition_exists=lambda tp: tp.topic != "missing",
         create_topic=create_topic,
@@ -153,6 +178,76 @@ async def test_a_transaction_commits_once_every_marker_is_acknowledged(setup: Se
     # a retried EndTxn of the completed commit succeeds; an abort now is refused
     assert await s.coordinator.end_txn(TX, pid, epoch, True) == ErrorCode.NONE
     assert await s.coordinator.end_txn(TX, pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+
+
+async def test_an_add_during_the_completion_is_held_and_written_with_it(setup: Setup) -> None:
+    s = setup
+    s.sender.unreachable = {2}  # T1's marker is owed: the commit cannot complete yet
+    pid, epoch = await begin(s)
+    assert await s.coordinator.end_txn(TX, pid, epoch, True) == ErrorCode.NONE
+    add = asyncio.ensure_future(s.coordinator.add_partitions(TX, pid, epoch, [T0]))
+    await s.until(lambda: s.coordinator.markers.retries > 0)
+    assert not add.done() and s.state() is TxnState.PREPARE_COMMIT
+    s.sender.unreachable = set()
+    assert await asyncio.wait_for(add, DEADLINE_S) == {T0: ErrorCode.NONE}
+    meta = s.store.get(TX)
+    assert meta is not None and meta.state is TxnState.ONGOING and meta.partitions == {T0}
+    assert s.coordinator.completed == 1
+    # CompleteCommit and the next Ongoing went out as one batch, in that order
+    assert s.logged()[-1] == [TxnState.COMPLETE_COMMIT, TxnState.ONGOING]
+    await s.follow(epoch=1)
+    await s.lead(epoch=2)
+    reloaded = s.store.get(TX)
+    assert reloaded is not None and reloaded.state is TxnState.ONGOING
+    assert reloaded.partitions == {T0}
+
+
+async def test_a_second_held_add_is_decided_after_the_completion(setup: Setup) -> None:
+    s = setup
+    s.sender.unreachable = {2}
+    pid, epoch = await begin(s)
+    assert await s.coordinator.end_txn(TX, pid, epoch, True) == ErrorCode.NONE
+    first = asyncio.ensure_future(s.coordinator.add_partitions(TX, pid, epoch, [T0]))
+    second = asyncio.ensure_future(s.coordinator.add_offsets(TX, pid, epoch, "group"))
+    await s.until(lambda: s.coordinator.markers.retries > 0)
+    assert not first.done() and not second.done()
+    s.sender.unreachable = set()
+    assert await asyncio.wait_for(first, DEADLINE_S) == {T0: ErrorCode.NONE}
+    assert await asyncio.wait_for(second, DEADLINE_S) == ErrorCode.NONE
+    meta = s.store.get(TX)
+    assert meta is not None and meta.state is TxnState.ONGOING
+    assert meta.partitions == {T0, TopicPartition("__consumer_offsets", 7)}
+
+
+async def test_an_add_is_held_no_longer_than_the_hold(setup: Setup) -> None:
+    s = setup
+    s.coordinator.config = dataclasses.replace(s.coordinator.config, add_hold_ms=50)
+    s.sender.unreachable = {1, 2}
+    pid, epoch = await begin(s)
+    assert await s.coordinator.end_txn(TX, pid, epoch, True) == ErrorCode.NONE
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    added = await s.coordinator.add_partitions(TX, pid, epoch, [T0])
+    assert added == {T0: ErrorCode.CONCURRENT_TRANSACTIONS}
+    assert loop.time() - start >= 0.05
+    assert s.state() is TxnState.PREPARE_COMMIT
+    s.sender.unreachable = set()
+    await s.until(lambda: s.state() is TxnState.COMPLETE_COMMIT)
+    meta = s.store.get(TX)
+    assert meta is not None and meta.partitions == set()  # the add given up wrote nothing
+    assert s.logged()[-1] == [TxnState.COMPLETE_COMMIT]
+
+
+async def test_a_held_add_is_let_go_when_the_partition_moves_away(setup: Setup) -> None:
+    s = setup
+    s.sender.unreachable = {1, 2}
+    pid, epoch = await begin(s)
+    assert await s.coordinator.end_txn(TX, pid, epoch, True) == ErrorCode.NONE
+    add = asyncio.ensure_future(s.coordinator.add_partitions(TX, pid, epoch, [T0]))
+    await s.until(lambda: s.coordinator.markers.retries > 0)
+    assert not add.done()
+    await s.follow(epoch=1)  # the markers are dropped here; the new coordinator owns them
+    assert await asyncio.wait_for(add, DEADLINE_S) == {T0: ErrorCode.NOT_COORDINATOR}
 
 
 async def test_add_offsets_and_unknown_partitions(setup: Setup) -> None:

@@ -1,5 +1,6 @@
 """The transaction state table: Kafka's valid previous states, transitions outside it
-refused, and a transactional id's coordinator partition computed as Kafka computes it."""
+refused (a chain of transits checked step by step), and a transactional id's coordinator
+partition computed as Kafka computes it."""
 
 from __future__ import annotations
 
@@ -54,6 +55,20 @@ def test_metadata_applies_only_an_allowed_pending_transit() -> None:
     with pytest.raises(IllegalStateTransition):
         meta.prepare(bad)
     assert meta.pending is None and meta.state is E
+
+
+def test_a_chain_of_transits_is_checked_step_by_step_and_applied_in_order() -> None:
+    meta = TxnMetadata("tx", producer_id=7, producer_epoch=0, timeout_ms=1000, state=PC)
+    complete = TxnTransit(7, -1, 0, -1, 1000, CC, frozenset(), -1, 1)
+    ongoing = TxnTransit(7, -1, 0, -1, 1000, O, frozenset(), 2, 2)
+    with pytest.raises(IllegalStateTransition):
+        meta.prepare(ongoing, complete)  # PrepareCommit -> Ongoing is not in the table
+    assert meta.pending is None
+    assert meta.prepare(complete, ongoing) is ongoing and meta.pending is ongoing
+    meta.complete(complete)
+    assert meta.state is CC and meta.pending is ongoing  # the chain is still being applied
+    meta.complete(ongoing)
+    assert meta.state is O and meta.pending is None
 
 
 def java_hash(s: str) -> int:
