@@ -131,6 +131,9 @@ class LocalCluster:
     #: progress of ``stop`` (``cluster up`` prints it)
     report: Callable[[str], None] = field(default=lambda _line: None)
     _outputs: dict[int, IO[bytes]] = field(default_factory=dict)
+    #: when each broker process was last started (epoch ms): a registration older than
+    #: that is its previous process's, left behind by a kill until its session expires
+    _started_ms: dict[int, int] = field(default_factory=dict)
     #: the watchdog process and our end of its pipe (tools.watchdog)
     _watchdog: subprocess.Popen[bytes] | None = None
     _watchdog_pipe: IO[bytes] | None = None
@@ -183,6 +186,8 @@ class LocalCluster:
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env[PARENT_PID_ENV] = str(os.getpid())  # brokers end themselves if we are killed
+        # truncated to whole ms, as ZooKeeper's ctime is: the new registration is never older
+        self._started_ms[i] = int(time.time() * 1000)
         proc = subprocess.Popen(
             broker_command(self.layout.config_path(i)),
             stdout=out,
@@ -244,6 +249,10 @@ class LocalCluster:
                 watchdog.wait(10)
 
     def registered_brokers(self) -> list[int]:
+        return sorted(self.registrations())
+
+    def registrations(self) -> dict[int, int]:
+        """Each registered broker id and when its znode was made (ZooKeeper's ctime, ms)."""
         from kazoo.client import KazooClient
 
         client = KazooClient(hosts=self.layout.zk_connect, timeout=5.0)
@@ -253,8 +262,13 @@ class LocalCluster:
             client.start(timeout=10)
         try:
             if client.exists("/brokers/ids") is None:
-                return []
-            return sorted(int(c) for c in client.get_children("/brokers/ids"))
+                return {}
+            found: dict[int, int] = {}
+            for child in client.get_children("/brokers/ids"):
+                stat = client.exists(f"/brokers/ids/{child}")
+                if stat is not None:  # gone between the listing and the look
+                    found[int(child)] = stat.ctime
+            return found
         finally:
             client.stop()
             client.close()
@@ -271,7 +285,10 @@ class LocalCluster:
                         f"see {self.layout.output_path(i)}"
                     )
             with contextlib.suppress(Exception):  # ZooKeeper may be briefly unreachable
-                if wanted <= set(self.registered_brokers()):
+                # after a kill -9 the old process's registration outlives it until its
+                # session expires: only one made since the last start counts
+                made = self.registrations()
+                if all(made.get(i, -1) >= self._started_ms.get(i, 0) for i in wanted):
                     return
             if time.monotonic() >= deadline:
                 raise RuntimeError(
