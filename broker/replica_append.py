@@ -79,7 +79,7 @@ class ProduceAppends(ReplicaTable):
                 if high_watermark_moved:
                     self._complete_delayed(tp)
                 else:
-                    self.fetch_purgatory.check_and_complete(tp)
+                    self._wake_fetches(tp)
         if required_acks != -1 or not required:
             on_done(results)
             return

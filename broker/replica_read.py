@@ -26,16 +26,19 @@ record the follower's fetch again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from broker.delayed.fetch import (
     DelayedFetch,
+    DelayedSessionFetch,
     FetchInfos,
     FetchParams,
     FetchPartitionResult,
     FetchResults,
     PartitionFetchInfo,
 )
+from broker.fetch_session_news import SessionKey
+from broker.isr import FetchClock
 from broker.partition import Partition, PartitionError
 from broker.replica_table import ReplicaTable
 from broker.replication.throttle import leader_should_throttle
@@ -58,9 +61,12 @@ class FetchReads(ReplicaTable):
         params: FetchParams,
         infos: FetchInfos,
         on_done: Callable[[FetchResults], None],
+        session: tuple[SessionKey, Callable[[bool], FetchInfos]] | None = None,
     ) -> None:
         """Read every partition; answer at once when ``max_wait_ms`` is 0, when
-        ``min_bytes`` are there, or on any error; otherwise wait in a DelayedFetch."""
+        ``min_bytes`` are there, or on any error; otherwise wait in a DelayedFetch.
+        A follower session's fetch (``session``: its key and news, see
+        ``broker.fetch_session_news``) waits under its session's key alone."""
 
         def done(results: FetchResults) -> None:
             self._count_bytes_out(results)
@@ -85,16 +91,31 @@ class FetchReads(ReplicaTable):
         def held_back(tp: TopicPartition, partition: Partition) -> bool:
             return self._leader_holds_back(params.replica_id, tp, partition)
 
-        operation = DelayedFetch(
-            params,
-            infos,
-            self._partitions.get,
-            self._read_on_completion,
-            done,
-            held_back=held_back,
-            unchanged=None if regions else results,
-        )
-        keys = [tp for tp, _ in infos]
+        operation: DelayedFetch
+        keys: list[object]
+        if session is None:
+            operation = DelayedFetch(
+                params,
+                infos,
+                self._partitions.get,
+                self._read_on_completion,
+                done,
+                held_back=held_back,
+                unchanged=None if regions else results,
+            )
+            keys = [tp for tp, _ in infos]
+        else:
+            operation = DelayedSessionFetch(
+                params,
+                infos,
+                self._partitions.get,
+                self._read_on_completion,
+                done,
+                held_back=held_back,
+                unchanged=None if regions else results,
+                news=session[1],
+            )
+            keys = [session[0]]
         if readable:
             self.fetch_purgatory.try_complete_else_watch(operation, keys)
         else:
@@ -217,6 +238,37 @@ class FetchReads(ReplicaTable):
             self._complete_delayed(partition.tp)
         elif before.log_start_offset != info.log_start_offset:
             self.delete_records_purgatory.check_and_complete(partition.tp)
+
+    def settle_follower_reads(
+        self, replica_id: int, results: FetchResults, clock: FetchClock
+    ) -> list[TopicPartition]:
+        """After a follower session's answer: the partitions of ``results`` its next round
+        must read again (an error, records sent, the follower behind the log end or out
+        of the ISR); the others' follower states are linked to the session's ``clock``
+        (``broker.fetch_session_news``)."""
+        partitions = self._partitions
+        again: list[TopicPartition] = []
+        for tp, r in results:
+            partition = partitions.get(tp)
+            if r.error_code:
+                # a failed read recorded no fetch: the session's next ones must not count
+                if partition is not None:
+                    partition.unlink_follower(replica_id)
+                again.append(tp)
+            elif (r.records is not None and r.records.length) or (
+                partition is None or not partition.link_follower(replica_id, clock)
+            ):
+                again.append(tp)
+        return again
+
+    def unlink_followers(self, replica_id: int, tps: Iterable[TopicPartition]) -> None:
+        """A follower session forgot ``tps`` (or failed to read them): their follower
+        states stop counting the session's fetches."""
+        partitions = self._partitions
+        for tp in tps:
+            partition = partitions.get(tp)
+            if partition is not None:
+                partition.unlink_follower(replica_id)
 
     def _leader_holds_back(self, replica_id: int, tp: TopicPartition, partition: Partition) -> bool:
         """Kafka's shouldLeaderThrottle: ``tp`` is throttled here, follower ``replica_id``

@@ -187,3 +187,38 @@ class DelayedFetch(DelayedOperation):
 
     def on_expiration(self) -> None:
         """The timeout's response is the read on_complete made; nothing more to do."""
+
+
+class DelayedSessionFetch(DelayedFetch):
+    """A follower's fetch in a fetch session (``broker.fetch_session_news``), watched under
+    its session's key alone rather than under every partition of the session: each
+    change of one of them marks it and checks that key. A check measures the partitions
+    the request read and those marked since (``news(False)``); the answer reads them
+    afresh and takes the marks (``news(True)``), so a session of thousands of partitions
+    costs a wake-up what changed, not its size."""
+
+    def __init__(
+        self,
+        params: FetchParams,
+        infos: FetchInfos,
+        partition_for: Callable[[TopicPartition], Partition | None],
+        read: Callable[[FetchParams, FetchInfos], FetchResults],
+        on_done: Callable[[FetchResults], None],
+        *,
+        held_back: Callable[[TopicPartition, Partition], bool],
+        unchanged: FetchResults | None,
+        news: Callable[[bool], FetchInfos],
+    ) -> None:
+        super().__init__(
+            params, infos, partition_for, read, on_done, held_back=held_back, unchanged=unchanged
+        )
+        self._news = news
+
+    def try_complete(self) -> bool:
+        self.infos = list(self._news(False))
+        return super().try_complete()
+
+    def on_complete(self) -> None:
+        if self._unchanged is None:
+            self.infos = list(self._news(True))
+        super().on_complete()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from broker.delayed.fetch import FetchPartitionResult, PartitionFetchInfo
 from broker.fetch_session import EVICTION_MS, FetchContext, FetchSessionCache
+from broker.fetch_session_news import NewsIndex
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from storage import FileRegion
@@ -23,7 +24,7 @@ def quiet(hw: int = 5) -> FetchPartitionResult:
 
 
 def cache(slots: int = 10) -> FetchSessionCache:
-    return FetchSessionCache(slots, itertools.count(1).__next__)
+    return FetchSessionCache(slots, itertools.count(1).__next__, NewsIndex())
 
 
 def open_session(c: FetchSessionCache, now: int = 0, privileged: bool = False) -> FetchContext:
