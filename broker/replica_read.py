@@ -84,7 +84,13 @@ class FetchReads(ReplicaTable):
             if r.records is not None:
                 readable += r.records.length
                 regions = True
-        if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
+        # (a follower session's round that read nothing still waits: its session's
+        # other partitions may change meanwhile)
+        if (
+            params.max_wait_ms <= 0
+            or (not infos and session is None)
+            or readable >= params.min_bytes
+        ):
             done(results)
             return
 
