@@ -151,6 +151,9 @@ class FetchReads(ReplicaTable):
         isolation_level = READ_UNCOMMITTED if from_follower else params.isolation_level
         partitions = self._partitions
         results: FetchResults = []
+        #: partitions whose high watermark this follower's fetch moved: what waits on
+        #: them is checked after the read (a produce of many of them settles at once)
+        moved: list[TopicPartition] = []
         for tp, info in infos:
             # (the limits are compared inline: this loop runs for every fetch)
             max_bytes = info.partition_max_bytes
@@ -171,7 +174,7 @@ class FetchReads(ReplicaTable):
                     # replica must be a follower (recording the fetch checks that first)
                     if record_follower_fetch:
                         self._follower_fetched(
-                            partition, params.replica_id, info, read.log_end_offset
+                            partition, params.replica_id, info, read.log_end_offset, moved
                         )
                         # the follower learns a high watermark its fetch may just have moved
                         high_watermark = partition.high_watermark
@@ -212,6 +215,8 @@ class FetchReads(ReplicaTable):
                     ),
                 )
             )
+        for tp in moved:
+            self._complete_delayed(tp)
         return results
 
     def _follower_fetched(
@@ -220,11 +225,14 @@ class FetchReads(ReplicaTable):
         replica_id: int,
         info: PartitionFetchInfo,
         leader_end_offset: int,
+        moved: list[TopicPartition],
     ) -> None:
         """Record a follower's successful fetch (Kafka's updateFollowerFetchState): its
-        position, then whether it joins the ISR and the high watermark moves. A follower
-        reporting a higher log start may complete a waiting DeleteRecords. A replica id
-        that is not a follower raises PartitionError before anything is recorded."""
+        position, then whether it joins the ISR and the high watermark moves (the
+        partition is then added to ``moved``, for the caller to complete what waits on
+        it). A follower reporting a higher log start may complete a waiting
+        DeleteRecords. A replica id that is not a follower raises PartitionError before
+        anything is recorded."""
         before = partition.update_follower_fetch_state(
             replica_id,
             fetch_offset=info.fetch_offset,
@@ -241,7 +249,7 @@ class FetchReads(ReplicaTable):
                 self.delete_records_purgatory.check_and_complete(partition.tp)
             return
         if partition.maybe_increment_high_watermark():
-            self._complete_delayed(partition.tp)
+            moved.append(partition.tp)
         elif before.log_start_offset != info.log_start_offset:
             self.delete_records_purgatory.check_and_complete(partition.tp)
 

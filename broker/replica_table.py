@@ -110,6 +110,20 @@ class ReplicaTable:
         for key in self.fetch_news.changed(tp):
             purgatory.check_and_complete(key)
 
+    def _wake_fetches_of(self, tps: list[TopicPartition]) -> None:
+        """:meth:`_wake_fetches` for several partitions: every one is marked before any
+        waiting fetch is checked, so each wakes once and reads them all."""
+        purgatory = self.fetch_purgatory
+        news = self.fetch_news
+        keys: dict[object, None] = {}
+        for tp in tps:
+            for key in news.changed(tp):
+                keys[key] = None
+        for tp in tps:
+            purgatory.check_and_complete(tp)
+        for key in keys:
+            purgatory.check_and_complete(key)
+
     def _complete_delayed(self, tp: TopicPartition) -> None:
         self._wake_fetches(tp)
         self.produce_purgatory.check_and_complete(tp)

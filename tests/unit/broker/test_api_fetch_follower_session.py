@@ -259,3 +259,21 @@ async def test_a_sweep_reads_every_partition(leader: Leader) -> None:
     leader.tick(200)
     await leader.fetch(leader.request({}))
     assert sorted(leader.reads) == [A, B, C]
+
+
+async def test_one_produce_to_several_partitions_is_answered_in_one_round(
+    leader: Leader,
+) -> None:
+    await open_session(leader)
+    leader.tick(1000)
+    waiting = await fetch.handle(leader.ctx, leader.request({}, max_wait_ms=500))
+    assert isinstance(waiting, asyncio.Future) and not waiting.done()
+    leader.replicas.rm.append_records(
+        {tp: check_produce_records(record_batch(1, key=None, value=b"v"), 9) for tp in (A, C)},
+        required_acks=1,
+        timeout_ms=0,
+        on_done=lambda r: None,
+    )
+    answered = leader.decode(waiting.result())
+    assert set(answered) == {A, C}  # woken once every partition was appended
+    assert all(len(answered[tp].records) > 0 for tp in (A, C))
