@@ -22,8 +22,10 @@ learns nothing from its read. So a follower's session (a *privileged* one) reads
 
 A session's waiting fetch is watched in the fetch purgatory under the session's
 :class:`SessionKey` alone, which every mark of one of its partitions checks: the
-long-poll wakes at once on an append to any partition of the session, and the wake-up
-measures only the partitions marked.
+long-poll wakes at once on an append to any partition of the session, and each wake-up
+measures only the partitions marked since the one before (``fresh``): a round of
+thousands of high watermark moves, each marking a partition, costs its waiting fetches
+one look per mark, not one per mark and marked partition.
 
 Event-loop only. Invariant: a partition of a follower session is marked, unsettled, or
 its follower is at the leader's log end with the last values the leader sent.
@@ -58,6 +60,8 @@ class SessionNews:
     clock: FetchClock = field(default_factory=FetchClock)
     marked: set[TopicPartition] = field(default_factory=set)
     unsettled: set[TopicPartition] = field(default_factory=set)
+    #: the marks since a waiting fetch last looked (see the module doc)
+    fresh: list[TopicPartition] = field(default_factory=list)
 
     def due(
         self,
@@ -67,6 +71,7 @@ class SessionNews:
     ) -> list[TopicPartition]:
         """The partitions an incremental round reads (in the session's order on a sweep);
         the marks are taken."""
+        self.fresh.clear()
         if now_ms - self.last_sweep_ms >= SWEEP_MS:
             self.last_sweep_ms = now_ms
             self.marked.clear()
@@ -99,7 +104,23 @@ class SessionNews:
                 extra.append((tp, info))
         if take:
             marked.clear()
+            self.fresh.clear()
         return [*read, *extra]
+
+    def take_fresh(
+        self, info_for: Callable[[TopicPartition], PartitionFetchInfo | None]
+    ) -> FetchInfos:
+        """The partitions marked since the last call, for a waiting fetch to measure."""
+        fresh = self.fresh
+        if not fresh:
+            return []
+        infos = []
+        for tp in dict.fromkeys(fresh):
+            info = info_for(tp)
+            if info is not None:
+                infos.append((tp, info))
+        fresh.clear()
+        return infos
 
     def settled(self, read: Iterable[TopicPartition], unsettled: Iterable[TopicPartition]) -> None:
         """After an answer: of the partitions ``read``, those in ``unsettled`` are read
@@ -140,6 +161,7 @@ class NewsIndex:
                     del index[tp]
             news.marked.discard(tp)
             news.unsettled.discard(tp)
+            # (a forgotten partition left in ``fresh`` is skipped: no info for it)
 
     def changed(self, tp: TopicPartition) -> list[SessionKey]:
         """Mark ``tp`` in every follower session holding it; their keys, to wake their
@@ -149,4 +171,5 @@ class NewsIndex:
             return []
         for news in holders:
             news.marked.add(tp)
+            news.fresh.append(tp)
         return [news.key for news in holders]

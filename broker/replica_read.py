@@ -48,6 +48,10 @@ from storage import StorageError, TimestampOffset
 
 log = logging.getLogger(__name__)
 
+#: A follower session's waiting fetch: its purgatory key, the partitions to measure and
+#: answer (taking the marks when true), the partitions marked since the last look.
+SessionWait = tuple[SessionKey, Callable[[bool], FetchInfos], Callable[[], FetchInfos]]
+
 #: The replica ids of consumers, and of debugging tools (which may read from followers).
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
@@ -61,11 +65,11 @@ class FetchReads(ReplicaTable):
         params: FetchParams,
         infos: FetchInfos,
         on_done: Callable[[FetchResults], None],
-        session: tuple[SessionKey, Callable[[bool], FetchInfos]] | None = None,
+        session: SessionWait | None = None,
     ) -> None:
         """Read every partition; answer at once when ``max_wait_ms`` is 0, when
         ``min_bytes`` are there, or on any error; otherwise wait in a DelayedFetch.
-        A follower session's fetch (``session``: its key and news, see
+        A follower session's fetch (``session``: its key, news and fresh marks, see
         ``broker.fetch_session_news``) waits under its session's key alone."""
 
         def done(results: FetchResults) -> None:
@@ -120,6 +124,7 @@ class FetchReads(ReplicaTable):
                 held_back=held_back,
                 unchanged=None if regions else results,
                 news=session[1],
+                fresh=session[2],
             )
             keys = [session[0]]
         if readable:

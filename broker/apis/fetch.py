@@ -300,7 +300,10 @@ async def handle(
         def with_marked(take: bool) -> FetchInfos:
             return news.with_marked(session_infos, info_for, take=take)
 
-        rm.fetch_messages(params, infos, on_done, (news.key, with_marked))
+        def fresh() -> FetchInfos:
+            return news.take_fresh(info_for)
+
+        rm.fetch_messages(params, infos, on_done, (news.key, with_marked, fresh))
         # every settled partition left unread counts as fetched now (see the module doc)
         if now_ms > news.clock.last_fetch_ms:
             news.clock.last_fetch_ms = now_ms

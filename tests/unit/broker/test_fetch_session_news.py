@@ -69,3 +69,21 @@ def test_the_index_marks_a_change_in_every_session_holding_it() -> None:
     assert index.changed(C) == [] and index.changed(B) == [SessionKey(1)]
     index.remove(one, [A, B])
     assert len(index) == 0
+
+
+def test_a_waiting_fetch_looks_only_at_the_marks_since_its_last_look() -> None:
+    index = NewsIndex()
+    news = SessionNews(SessionKey(1), 0)
+    index.add(news, [A, B, C])
+    infos = {A: info(1), B: info(2), C: info(3)}
+    index.changed(A)
+    index.changed(B)
+    index.changed(A)
+    assert news.take_fresh(infos.get) == [(A, info(1)), (B, info(2))]
+    assert news.take_fresh(infos.get) == []  # nothing since
+    index.changed(C)
+    assert news.take_fresh(infos.get) == [(C, info(3))]
+    assert news.marked == {A, B, C}  # the answer still reads every mark
+    index.changed(B)
+    news.due([], SESSION, 100)  # a new round starts afresh
+    assert news.fresh == []
