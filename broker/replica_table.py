@@ -24,7 +24,7 @@ from broker.blocking import RunBlocking
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
-from broker.fetch_session_news import NewsIndex
+from broker.fetch_session_news import NewsIndex, SessionKey
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition, PartitionError
 from broker.replication.throttle import ReplicationThrottle
@@ -115,14 +115,14 @@ class ReplicaTable:
         waiting fetch is checked, so each wakes once and reads them all."""
         purgatory = self.fetch_purgatory
         news = self.fetch_news
-        keys: dict[object, None] = {}
+        sessions: dict[SessionKey, None] = {}
         for tp in tps:
             for key in news.changed(tp):
-                keys[key] = None
+                sessions[key] = None
         for tp in tps:
             purgatory.check_and_complete(tp)
-        for key in keys:
-            purgatory.check_and_complete(key)
+        for session in sessions:
+            purgatory.check_and_complete(session)
 
     def _complete_delayed(self, tp: TopicPartition) -> None:
         self._wake_fetches(tp)

@@ -110,9 +110,12 @@ class Leader:
         return self.decode(answer)
 
     def decode(self, answer: Any) -> dict[TopicPartition, Any]:
-        pieces = []
+        pieces: list[bytes] = []
         for piece in Codec.default().encode(answer):
-            pieces.append(piece.read() if isinstance(piece, FileRegion) else piece)
+            if isinstance(piece, FileRegion):
+                piece = piece.read()
+            assert isinstance(piece, bytes)
+            pieces.append(piece)
         body = decode_response(b"".join(pieces), ApiKey.FETCH, 12).body
         assert body.error_code == ErrorCode.NONE
         self.session_id = body.session_id
