@@ -79,6 +79,7 @@ from broker.replication.fetch_state import (
     initial_state,
     transition,
 )
+from broker.replication.leader_offsets import leader_offset
 from broker.replication.throttle import ReplicationThrottle
 from broker.replication.truncation import (
     TruncationDecision,
@@ -89,7 +90,7 @@ from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError, KafkaError
 from client.security import ClientSecurity
 from protocol import ApiKey, ErrorCode, error_name
-from protocol.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
+from protocol.messages import OffsetForLeaderEpochRequest
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_fetched_records
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
@@ -609,33 +610,14 @@ class ReplicaFetcher:
     async def _list_offset(
         self, tp: TopicPartition, state: PartitionFetchState, timestamp: int
     ) -> int:
-        conn = await self._connection()
-        body = ListOffsetsRequest(
-            replica_id=self.config.broker_id,
-            isolation_level=0,
-            topics=[
-                ListOffsetsRequest.ListOffsetsTopic(
-                    name=tp.topic,
-                    partitions=[
-                        ListOffsetsRequest.ListOffsetsPartition(
-                            partition_index=tp.partition,
-                            current_leader_epoch=state.leader_epoch,
-                            timestamp=timestamp,
-                            max_num_offsets=1,
-                        )
-                    ],
-                )
-            ],
+        return await leader_offset(
+            await self._connection(),
+            tp,
+            broker_id=self.config.broker_id,
+            leader_epoch=state.leader_epoch,
+            timestamp=timestamp,
             timeout_ms=self.config.socket_timeout_ms,
         )
-        response = await conn.request(ApiKey.LIST_OFFSETS, body)
-        for topic in response.topics:
-            for p in topic.partitions:
-                if topic.name == tp.topic and p.partition_index == tp.partition:
-                    if p.error_code != ErrorCode.NONE:
-                        raise KafkaError(p.error_code, f"ListOffsets {tp}")
-                    return int(p.offset)
-        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ListOffsets did not answer {tp}")
 
 
 def _log(partition: Partition) -> Log:
