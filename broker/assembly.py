@@ -448,6 +448,7 @@ class BrokerAssembly:
                 fetch_sessions=FetchSessionCache(
                     basics.config.get_int("max.incremental.fetch.session.cache.slots"),
                     lambda: secrets.randbelow(0x7FFFFFFF) + 1,
+                    self.replica_manager.fetch_news,
                 ),
                 verifier=self.txn_verifier,
             ),

@@ -5,10 +5,13 @@ A fetcher that names the same partitions on every request can open a session: it
 first, *full* request (session id 0, epoch 0) names every partition, and the answer
 carries a session id. Its later *incremental* requests (that id, epochs 1, 2, ... in
 turn) name only the partitions whose fetch position or limits changed since, plus
-``forgotten_topics_data`` for those it drops; the leader reads every partition of the
-session and answers only those with news: records, an error, or a high watermark, last
-stable offset or log start offset other than the one last sent. A caught-up fetcher of
-thousands of partitions thus sends and receives almost empty frames.
+``forgotten_topics_data`` for those it drops; the leader answers only the partitions with
+news: records, an error, or a high watermark, last stable offset or log start offset
+other than the one last sent. A caught-up fetcher of thousands of partitions thus sends
+and receives almost empty frames. A consumer's session reads every partition on each
+round; a follower's (a privileged session) reads only those that may have news, which
+``broker.fetch_session_news`` tracks (:class:`~broker.fetch_session_news.SessionNews`),
+so the leader's work per round follows what changed, not the session's size.
 
 Request metadata, as the fields carry it:
 
@@ -47,6 +50,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from broker.delayed.fetch import FetchPartitionResult, FetchResults, PartitionFetchInfo
+from broker.fetch_session_news import NewsIndex, SessionKey, SessionNews
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 
@@ -95,6 +99,12 @@ class FetchSession:
     last_used_ms: int
     partitions: dict[TopicPartition, CachedPartition] = field(default_factory=dict)
     epoch: int = 1
+    #: a follower's session: what its next round must read (None: every partition)
+    news: SessionNews | None = None
+
+    def info_for(self, tp: TopicPartition) -> PartitionFetchInfo | None:
+        cached = self.partitions.get(tp)
+        return None if cached is None else cached.info
 
     def value(self) -> tuple[bool, int, int]:
         """Kafka's eviction order: least valuable first."""
@@ -104,14 +114,21 @@ class FetchSession:
 @dataclass(frozen=True, slots=True)
 class FetchContext:
     """How one Fetch is served: the partitions to read, the session id to answer, a
-    request-level error (answered with no partitions), and the session whose
-    incremental answer leaves out partitions without news (None: answer them all)."""
+    request-level error (answered with no partitions), the session whose incremental
+    answer leaves out partitions without news (None: answer them all), and the
+    partitions the request made the session forget."""
 
     session_id: int
     infos: list[tuple[TopicPartition, PartitionFetchInfo]]
     error_code: int = ErrorCode.NONE
     session: FetchSession | None = None
     incremental: bool = False
+    forgotten: tuple[TopicPartition, ...] = ()
+
+    @property
+    def news(self) -> SessionNews | None:
+        """The follower session's news tracking (None for a consumer or no session)."""
+        return None if self.session is None else self.session.news
 
     def answer(self, results: FetchResults) -> FetchResults:
         """The partitions to put in the response (and the session's memory of them)."""
@@ -130,11 +147,18 @@ class FetchSessionCache:
     """The leader's sessions, at most ``max_slots`` of them (see the module doc)."""
 
     def __init__(
-        self, max_slots: int, next_id: Callable[[], int], eviction_ms: int = EVICTION_MS
+        self,
+        max_slots: int,
+        next_id: Callable[[], int],
+        news_index: NewsIndex,
+        eviction_ms: int = EVICTION_MS,
     ) -> None:
+        """``news_index``: where the follower sessions' partitions are marked as they
+        change (the ReplicaManager's, which marks them)."""
         self.max_slots = max_slots
         self._next_id = next_id
         self._eviction_ms = eviction_ms
+        self.news_index = news_index
         #: by id, least recently used first
         self._sessions: OrderedDict[int, FetchSession] = OrderedDict()
 
@@ -145,7 +169,14 @@ class FetchSessionCache:
         return self._sessions.get(session_id)
 
     def remove(self, session_id: int) -> FetchSession | None:
-        return self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            self._dropped(session)
+        return session
+
+    def _dropped(self, session: FetchSession) -> None:
+        if session.news is not None:
+            self.news_index.remove(session.news, session.partitions)
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
         session.last_used_ms = now_ms
@@ -173,13 +204,16 @@ class FetchSessionCache:
         ):
             return None
         session = FetchSession(session_id, privileged, now_ms, now_ms, cached)
+        if privileged:
+            session.news = SessionNews(SessionKey(session_id), now_ms)
+            self.news_index.add(session.news, cached)
         self._sessions[session_id] = session
         return session
 
     def _evict_for(self, value: tuple[bool, int, int], now_ms: int) -> bool:
         oldest = next(iter(self._sessions.values()))
         if now_ms - oldest.last_used_ms > self._eviction_ms:
-            del self._sessions[oldest.id]
+            self.remove(oldest.id)
             return True
         privileged = value[0]
         candidates = [
@@ -192,7 +226,7 @@ class FetchSessionCache:
         weakest = min(candidates, key=FetchSession.value)
         if value < weakest.value():
             return False
-        del self._sessions[weakest.id]
+        self.remove(weakest.id)
         return True
 
     def new_context(
@@ -221,15 +255,25 @@ class FetchSessionCache:
         if session.epoch != epoch:
             return FetchContext(INVALID_SESSION_ID, [], ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         cached = session.partitions
+        added: list[TopicPartition] = []
         for tp, info in requested:
             known = cached.get(tp)
             if known is None:
                 cached[tp] = CachedPartition(info)
+                added.append(tp)
             else:
                 known.info = info
-        for tp in forgotten:
-            cached.pop(tp, None)
+        dropped = tuple(tp for tp in forgotten if cached.pop(tp, None) is not None)
         session.epoch = epoch + 1 if epoch < 0x7FFFFFFF else 1
         self.touch(session, now_ms)
-        infos = [(tp, c.info) for tp, c in cached.items()]
-        return FetchContext(session.id, infos, session=session, incremental=True)
+        news = session.news
+        if news is None:
+            infos = [(tp, c.info) for tp, c in cached.items()]
+        else:
+            if added:
+                self.news_index.add(news, added)
+            if dropped:
+                self.news_index.remove(news, dropped)
+            due = news.due((tp for tp, _ in requested), cached, now_ms)
+            infos = [(tp, cached[tp].info) for tp in due]
+        return FetchContext(session.id, infos, session=session, incremental=True, forgotten=dropped)

@@ -13,6 +13,18 @@ it, so that is the follower's log end offset (LEO). Each fetch also records:
   while the leader keeps appending is therefore caught up as of its previous fetch,
   never falling behind while it keeps pace.
 
+A follower in an incremental fetch session is not read on the rounds where nothing of a
+partition changed (``broker.fetch_session``): the leader would learn only that it is still
+at the log end. Instead the state is *linked* to the session's :class:`FetchClock`, which
+holds when the session last fetched: while linked, the follower counts as having fetched at
+the log end (its ``log_end_offset``, which is then the leader's) at every fetch of the
+session, so its last fetch and last caught-up times are the clock's
+(:meth:`FollowerState.effective`). A link is made only while the follower is at the
+leader's log end, and any change of the partition (an append, a high watermark or role
+change) makes the session read it at its next fetch, which applies the fetch to the
+linked times before the clock moves on; a session that stops fetching stops its clock, so
+its followers fall behind as they would unread.
+
 A new leader knows nothing of its followers: their LEO is unknown (``UNKNOWN_OFFSET``,
 which holds the high watermark where it is) and the ISR members count as caught up at the
 moment of the election, so none of them leaves the ISR before it had the chance to fetch.
@@ -51,11 +63,20 @@ UNKNOWN_OFFSET = -1
 
 
 @dataclass(slots=True)
+class FetchClock:
+    """When an incremental fetch session of a follower last fetched (monotonic ms)."""
+
+    last_fetch_ms: int = 0
+
+
+@dataclass(slots=True)
 class FollowerState:
     """What the leader knows of one follower (a remote replica), from its fetches.
 
-    (Not frozen, though never changed after it is made: a frozen dataclass takes several
-    times as long to construct, and one is made per partition of every fetch.)
+    (Not frozen, though its offsets and times never change after it is made: a frozen
+    dataclass takes several times as long to construct, and one is made per partition of
+    every fetch. ``clock`` is set when the state is linked to a fetch session, see the
+    module doc.)
     """
 
     log_end_offset: int = UNKNOWN_OFFSET
@@ -63,14 +84,30 @@ class FollowerState:
     last_fetch_leader_end_offset: int = UNKNOWN_OFFSET
     last_fetch_ms: int = 0
     last_caught_up_ms: int = 0
+    #: the fetch session whose every fetch counts as a fetch at ``log_end_offset``
+    clock: FetchClock | None = None
+
+    def effective(self) -> tuple[int, int]:
+        """(last fetch, last caught up) in ms, a linked session's fetches included."""
+        clock = self.clock
+        if clock is None:
+            return self.last_fetch_ms, self.last_caught_up_ms
+        t = clock.last_fetch_ms
+        return max(self.last_fetch_ms, t), max(self.last_caught_up_ms, t)
 
     def is_caught_up(self, leader_end_offset: int, now_ms: int, max_lag_ms: int) -> bool:
         """In sync by time (Kafka's isCaughtUp): at the leader's LEO, or caught up
         within the last ``max_lag_ms``."""
         return (
-            self.log_end_offset == leader_end_offset
-            or now_ms - self.last_caught_up_ms <= max_lag_ms
+            self.log_end_offset == leader_end_offset or now_ms - self.effective()[1] <= max_lag_ms
         )
+
+    def unlinked(self) -> FollowerState:
+        """The same state with a link's times made its own (the session stops counting)."""
+        if self.clock is None:
+            return self
+        last_fetch, caught_up = self.effective()
+        return replace(self, last_fetch_ms=last_fetch, last_caught_up_ms=caught_up, clock=None)
 
 
 def after_fetch(
@@ -82,13 +119,18 @@ def after_fetch(
     now_ms: int,
 ) -> FollowerState:
     """The follower's state after a fetch at ``fetch_offset`` read at ``now_ms``, when the
-    leader's LEO was ``leader_end_offset`` (the caught-up rule of the module doc)."""
-    if fetch_offset >= leader_end_offset:
-        caught_up = max(state.last_caught_up_ms, now_ms)
-    elif fetch_offset >= state.last_fetch_leader_end_offset >= 0:
-        caught_up = max(state.last_caught_up_ms, state.last_fetch_ms)
+    leader's LEO was ``leader_end_offset`` (the caught-up rule of the module doc). A
+    linked state's session fetches count first; the new state is not linked."""
+    if state.clock is None:
+        last_fetch, last_caught_up = state.last_fetch_ms, state.last_caught_up_ms
     else:
-        caught_up = state.last_caught_up_ms
+        last_fetch, last_caught_up = state.effective()
+    if fetch_offset >= leader_end_offset:
+        caught_up = max(last_caught_up, now_ms)
+    elif fetch_offset >= state.last_fetch_leader_end_offset >= 0:
+        caught_up = max(last_caught_up, last_fetch)
+    else:
+        caught_up = last_caught_up
     return FollowerState(
         log_end_offset=fetch_offset,
         log_start_offset=follower_log_start_offset,
@@ -113,6 +155,7 @@ def reset_for_leadership(
         last_fetch_leader_end_offset=UNKNOWN_OFFSET,
         last_fetch_ms=0,
         last_caught_up_ms=caught_up,
+        clock=None,
     )
 
 

@@ -23,7 +23,14 @@ from __future__ import annotations
 import logging
 
 from broker import isr as isr_rules
-from broker.isr import FollowerState, IsrState, IsrWriteOutcome, IsrWriteResult, PendingIsrChange
+from broker.isr import (
+    FetchClock,
+    FollowerState,
+    IsrState,
+    IsrWriteOutcome,
+    IsrWriteResult,
+    PendingIsrChange,
+)
 from broker.partition_core import PartitionCore, PartitionError
 from protocol.errors import ErrorCode
 from zk.model import LeaderAndIsr
@@ -85,6 +92,33 @@ class LeaderIsr(PartitionCore):
             return False
         return self._submit_isr(self._isr_state.expand(replica_id))
 
+    def link_follower(self, replica_id: int, clock: FetchClock) -> bool:
+        """As leader, link ``replica_id``'s state to its fetch session's ``clock`` when the
+        follower is at the log end and in the ISR (``broker.isr`` explains links); True
+        when linked. A state linked to another clock is unlinked first."""
+        lg = self.log
+        if lg is None or self.leader_id != self.local_broker_id:
+            return False
+        state = self.followers.get(replica_id)
+        if (
+            state is None
+            or state.log_end_offset != lg.log_end_offset
+            or replica_id not in self._isr_state.isr
+        ):
+            return False
+        if state.clock is not clock:
+            if state.clock is not None:
+                state = state.unlinked()
+                self.followers[replica_id] = state
+            state.clock = clock
+        return True
+
+    def unlink_follower(self, replica_id: int) -> None:
+        """Stop counting a fetch session's fetches for ``replica_id``."""
+        state = self.followers.get(replica_id)
+        if state is not None and state.clock is not None:
+            self.followers[replica_id] = state.unlinked()
+
     def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> bool:
         """Remove the ISR followers not caught up within ``max_lag_ms`` (the periodic
         ISR expiration). True when the write was submitted."""
@@ -102,7 +136,7 @@ class LeaderIsr(PartitionCore):
                 "%s: shrinking the ISR: follower %d caught up at %s (log end %s, leader's %d)",
                 self.tp,
                 replica,
-                state.last_caught_up_ms if state else "never",
+                state.effective()[1] if state else "never",
                 state.log_end_offset if state else "unknown",
                 lg.log_end_offset,
             )

@@ -63,6 +63,8 @@ class ProduceAppends(ReplicaTable):
         results: dict[TopicPartition, ProducePartitionResult] = {}
         required: dict[TopicPartition, int] = {}
         unacknowledged = 0  # appends whose high watermark is below their end
+        appended: list[TopicPartition] = []
+        moved: list[TopicPartition] = []
         for tp, records in entries.items():
             result, next_offset, high_watermark_moved, acknowledged = self._append_one(
                 tp, records, required_acks, internal_topics_allowed, from_coordinator
@@ -76,10 +78,13 @@ class ProduceAppends(ReplicaTable):
                 # when the leader is alone in its ISR: checking them after every append
                 # would test each waiting produce again for nothing (Kafka checks only
                 # the fetches unless the high watermark moved, as here).
-                if high_watermark_moved:
-                    self._complete_delayed(tp)
-                else:
-                    self.fetch_purgatory.check_and_complete(tp)
+                # Checked once every partition is appended: a waiting fetch (a follower's
+                # session holding many of them) then takes them all in one answer.
+                (moved if high_watermark_moved else appended).append(tp)
+        if appended:
+            self._wake_fetches_of(appended)
+        for tp in moved:
+            self._complete_delayed(tp)
         if required_acks != -1 or not required:
             on_done(results)
             return

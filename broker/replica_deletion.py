@@ -51,6 +51,7 @@ class RecordDeletion(ReplicaTable):
             try:
                 partition = self._leader_or_error(tp)
                 required[tp] = partition.delete_records_on_leader(offset)
+                self._wake_fetches(tp)  # the followers learn the new log start
                 lw = partition.low_watermark(self.is_alive_broker)
             except PartitionError as exc:
                 results[tp] = DeleteRecordsPartitionResult(exc.error_code)

@@ -45,6 +45,7 @@ from broker.blocking import RunBlocking
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.fetch_session_news import NewsIndex
 from broker.isr import IsrWriter
 from broker.isr_zk import IsrChangePropagator
 from broker.metrics import BrokerMetrics
@@ -138,6 +139,7 @@ class ReplicaManager(ReplicaRoleChanges, ProduceAppends, FetchReads, RecordDelet
         self.is_alive_broker = cluster.is_alive_broker
         self._state_change_lock = asyncio.Lock()
         self._partitions: dict[TopicPartition, Partition] = {}
+        self.fetch_news = NewsIndex()
         self.controller_id = -1
         self.controller_epoch = INITIAL_CONTROLLER_EPOCH
         #: told of every leadership change; set once by the assembly (the group store,

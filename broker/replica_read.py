@@ -26,16 +26,19 @@ record the follower's fetch again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from broker.delayed.fetch import (
     DelayedFetch,
+    DelayedSessionFetch,
     FetchInfos,
     FetchParams,
     FetchPartitionResult,
     FetchResults,
     PartitionFetchInfo,
 )
+from broker.fetch_session_news import SessionKey
+from broker.isr import FetchClock
 from broker.partition import Partition, PartitionError
 from broker.replica_table import ReplicaTable
 from broker.replication.throttle import leader_should_throttle
@@ -44,6 +47,10 @@ from protocol.values import NO_LEADER_EPOCH, READ_UNCOMMITTED, TopicPartition
 from storage import StorageError, TimestampOffset
 
 log = logging.getLogger(__name__)
+
+#: A follower session's waiting fetch: its purgatory key, the partitions to measure and
+#: answer (taking the marks when true), the partitions marked since the last look.
+SessionWait = tuple[SessionKey, Callable[[bool], FetchInfos], Callable[[], FetchInfos]]
 
 #: The replica ids of consumers, and of debugging tools (which may read from followers).
 CONSUMER_REPLICA_ID = -1
@@ -58,9 +65,12 @@ class FetchReads(ReplicaTable):
         params: FetchParams,
         infos: FetchInfos,
         on_done: Callable[[FetchResults], None],
+        session: SessionWait | None = None,
     ) -> None:
         """Read every partition; answer at once when ``max_wait_ms`` is 0, when
-        ``min_bytes`` are there, or on any error; otherwise wait in a DelayedFetch."""
+        ``min_bytes`` are there, or on any error; otherwise wait in a DelayedFetch.
+        A follower session's fetch (``session``: its key, news and fresh marks, see
+        ``broker.fetch_session_news``) waits under its session's key alone."""
 
         def done(results: FetchResults) -> None:
             self._count_bytes_out(results)
@@ -78,23 +88,45 @@ class FetchReads(ReplicaTable):
             if r.records is not None:
                 readable += r.records.length
                 regions = True
-        if params.max_wait_ms <= 0 or not infos or readable >= params.min_bytes:
+        # (a follower session's round that read nothing still waits: its session's
+        # other partitions may change meanwhile)
+        if (
+            params.max_wait_ms <= 0
+            or (not infos and session is None)
+            or readable >= params.min_bytes
+        ):
             done(results)
             return
 
         def held_back(tp: TopicPartition, partition: Partition) -> bool:
             return self._leader_holds_back(params.replica_id, tp, partition)
 
-        operation = DelayedFetch(
-            params,
-            infos,
-            self._partitions.get,
-            self._read_on_completion,
-            done,
-            held_back=held_back,
-            unchanged=None if regions else results,
-        )
-        keys = [tp for tp, _ in infos]
+        operation: DelayedFetch
+        keys: list[object]
+        if session is None:
+            operation = DelayedFetch(
+                params,
+                infos,
+                self._partitions.get,
+                self._read_on_completion,
+                done,
+                held_back=held_back,
+                unchanged=None if regions else results,
+            )
+            keys = [tp for tp, _ in infos]
+        else:
+            operation = DelayedSessionFetch(
+                params,
+                infos,
+                self._partitions.get,
+                self._read_on_completion,
+                done,
+                held_back=held_back,
+                unchanged=None if regions else results,
+                news=session[1],
+                fresh=session[2],
+            )
+            keys = [session[0]]
         if readable:
             self.fetch_purgatory.try_complete_else_watch(operation, keys)
         else:
@@ -124,6 +156,9 @@ class FetchReads(ReplicaTable):
         isolation_level = READ_UNCOMMITTED if from_follower else params.isolation_level
         partitions = self._partitions
         results: FetchResults = []
+        #: partitions whose high watermark this follower's fetch moved: what waits on
+        #: them is checked after the read (a produce of many of them settles at once)
+        moved: list[TopicPartition] = []
         for tp, info in infos:
             # (the limits are compared inline: this loop runs for every fetch)
             max_bytes = info.partition_max_bytes
@@ -144,7 +179,7 @@ class FetchReads(ReplicaTable):
                     # replica must be a follower (recording the fetch checks that first)
                     if record_follower_fetch:
                         self._follower_fetched(
-                            partition, params.replica_id, info, read.log_end_offset
+                            partition, params.replica_id, info, read.log_end_offset, moved
                         )
                         # the follower learns a high watermark its fetch may just have moved
                         high_watermark = partition.high_watermark
@@ -185,6 +220,8 @@ class FetchReads(ReplicaTable):
                     ),
                 )
             )
+        for tp in moved:
+            self._complete_delayed(tp)
         return results
 
     def _follower_fetched(
@@ -193,11 +230,14 @@ class FetchReads(ReplicaTable):
         replica_id: int,
         info: PartitionFetchInfo,
         leader_end_offset: int,
+        moved: list[TopicPartition],
     ) -> None:
         """Record a follower's successful fetch (Kafka's updateFollowerFetchState): its
-        position, then whether it joins the ISR and the high watermark moves. A follower
-        reporting a higher log start may complete a waiting DeleteRecords. A replica id
-        that is not a follower raises PartitionError before anything is recorded."""
+        position, then whether it joins the ISR and the high watermark moves (the
+        partition is then added to ``moved``, for the caller to complete what waits on
+        it). A follower reporting a higher log start may complete a waiting
+        DeleteRecords. A replica id that is not a follower raises PartitionError before
+        anything is recorded."""
         before = partition.update_follower_fetch_state(
             replica_id,
             fetch_offset=info.fetch_offset,
@@ -214,9 +254,40 @@ class FetchReads(ReplicaTable):
                 self.delete_records_purgatory.check_and_complete(partition.tp)
             return
         if partition.maybe_increment_high_watermark():
-            self._complete_delayed(partition.tp)
+            moved.append(partition.tp)
         elif before.log_start_offset != info.log_start_offset:
             self.delete_records_purgatory.check_and_complete(partition.tp)
+
+    def settle_follower_reads(
+        self, replica_id: int, results: FetchResults, clock: FetchClock
+    ) -> list[TopicPartition]:
+        """After a follower session's answer: the partitions of ``results`` its next round
+        must read again (an error, records sent, the follower behind the log end or out
+        of the ISR); the others' follower states are linked to the session's ``clock``
+        (``broker.fetch_session_news``)."""
+        partitions = self._partitions
+        again: list[TopicPartition] = []
+        for tp, r in results:
+            partition = partitions.get(tp)
+            if r.error_code:
+                # a failed read recorded no fetch: the session's next ones must not count
+                if partition is not None:
+                    partition.unlink_follower(replica_id)
+                again.append(tp)
+            elif (r.records is not None and r.records.length) or (
+                partition is None or not partition.link_follower(replica_id, clock)
+            ):
+                again.append(tp)
+        return again
+
+    def unlink_followers(self, replica_id: int, tps: Iterable[TopicPartition]) -> None:
+        """A follower session forgot ``tps`` (or failed to read them): their follower
+        states stop counting the session's fetches."""
+        partitions = self._partitions
+        for tp in tps:
+            partition = partitions.get(tp)
+            if partition is not None:
+                partition.unlink_follower(replica_id)
 
     def _leader_holds_back(self, replica_id: int, tp: TopicPartition, partition: Partition) -> bool:
         """Kafka's shouldLeaderThrottle: ``tp`` is throttled here, follower ``replica_id``

@@ -6,8 +6,10 @@ DeleteRecords). This base declares the fields the manager's constructor sets tha
 than one side reads, and holds the helpers they all call: the lookup of a partition led
 here (:meth:`ReplicaTable._leader_or_error`, with Kafka's answer for one that is not),
 and the completion of every delayed operation watched under a partition
-(:meth:`ReplicaTable._complete_delayed`). The gauges over the table (under-replicated,
-under min ISR, follower lags, offline replicas) read it here too.
+(:meth:`ReplicaTable._complete_delayed`; :meth:`ReplicaTable._wake_fetches` for the
+fetches alone, which also marks the partition in the follower fetch sessions holding it).
+The gauges over the table (under-replicated, under min ISR, follower lags, offline
+replicas) read it here too.
 
 The table maps each hosted partition to its one :class:`~broker.partition.Partition`;
 only LeaderAndIsr adds entries and only StopReplica with deletion removes them.
@@ -22,6 +24,7 @@ from broker.blocking import RunBlocking
 from broker.delayed.delete_records import DelayedDeleteRecords
 from broker.delayed.fetch import DelayedFetch
 from broker.delayed.produce import DelayedProduce
+from broker.fetch_session_news import NewsIndex, SessionKey
 from broker.metrics import BrokerMetrics
 from broker.partition import Partition, PartitionError
 from broker.replication.throttle import ReplicationThrottle
@@ -51,6 +54,8 @@ class ReplicaTable:
     clock: Clock
     is_alive_broker: Callable[[int], bool]
     _partitions: dict[TopicPartition, Partition]
+    #: the follower fetch sessions' partitions, marked on every change (see _wake_fetches)
+    fetch_news: NewsIndex
 
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self._partitions.get(TopicPartition(topic, partition))
@@ -96,7 +101,30 @@ class ReplicaTable:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tp} is not hosted here")
         raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} does not exist")
 
+    def _wake_fetches(self, tp: TopicPartition) -> None:
+        """Something a read of ``tp`` reports changed: check the fetches waiting on it,
+        and mark it in the follower fetch sessions holding it, waking their waiting
+        fetches (``broker.fetch_session_news``)."""
+        purgatory = self.fetch_purgatory
+        purgatory.check_and_complete(tp)
+        for key in self.fetch_news.changed(tp):
+            purgatory.check_and_complete(key)
+
+    def _wake_fetches_of(self, tps: list[TopicPartition]) -> None:
+        """:meth:`_wake_fetches` for several partitions: every one is marked before any
+        waiting fetch is checked, so each wakes once and reads them all."""
+        purgatory = self.fetch_purgatory
+        news = self.fetch_news
+        sessions: dict[SessionKey, None] = {}
+        for tp in tps:
+            for key in news.changed(tp):
+                sessions[key] = None
+        for tp in tps:
+            purgatory.check_and_complete(tp)
+        for session in sessions:
+            purgatory.check_and_complete(session)
+
     def _complete_delayed(self, tp: TopicPartition) -> None:
-        self.fetch_purgatory.check_and_complete(tp)
+        self._wake_fetches(tp)
         self.produce_purgatory.check_and_complete(tp)
         self.delete_records_purgatory.check_and_complete(tp)

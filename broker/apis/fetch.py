@@ -11,6 +11,12 @@ INVALID_FETCH_SESSION_EPOCH); the context then picks the partitions the answer c
 (an incremental one only those with news). Clients that send session id 0 and epoch -1
 (librdkafka, aiokafka, every version before 7) are served sessionless, as before.
 
+A follower's session reads only the partitions that may have news
+(``broker.fetch_session_news``): after each answer the ReplicaManager tells which of the
+partitions read must be read again next round (``settle_follower_reads``), and the
+session's clock moves to the time of the request once it was read, which counts as a
+fetch at the log end for every settled partition left unread.
+
 Each partition's ``records`` is the storage FileRegion itself (or empty bytes when there
 is nothing, never null): ``encode_response_parts`` emits it as its own piece and the
 network sends it with ``os.sendfile``, so record bytes never enter Python.
@@ -53,6 +59,7 @@ from broker.apis import fetch_conversion
 from broker.apis.request import Answer, ListenerRequest
 from broker.apis.services import ReplicaAccess
 from broker.delayed.fetch import (
+    FetchInfos,
     FetchParams,
     FetchPartitionResult,
     FetchResults,
@@ -114,6 +121,10 @@ def session_context(ctx: ReplicaAccess, body: FetchRequest) -> FetchContext:
         privileged=body.replica_id >= 0,
         now_ms=ctx.replica_manager.clock.monotonic_ms(),
     )
+
+
+def _no_info(_tp: TopicPartition) -> PartitionFetchInfo | None:
+    return None
 
 
 def follower_fetch_allowed(ctx: ReplicaAccess, listener: str) -> bool:
@@ -258,7 +269,15 @@ async def handle(
     answered: list[Answer] = []
     future: asyncio.Future[Answer] | None = None
 
+    news = session.news if from_follower else None
+    rm = ctx.replica_manager
+    if news is not None and session.forgotten:
+        rm.unlink_followers(body.replica_id, session.forgotten)
+
     def on_done(read: FetchResults) -> None:
+        if news is not None:
+            again = rm.settle_follower_reads(body.replica_id, read, news.clock)
+            news.settled((tp for tp, _ in read), again)
         results = session.answer(read)
         if denied:  # refusals are news: always answered
             results = denied + results
@@ -271,7 +290,23 @@ async def handle(
         elif not future.done():  # the connection may have gone (future cancelled)
             future.set_result(answer)
 
-    ctx.replica_manager.fetch_messages(params, infos, on_done)
+    if news is None:
+        rm.fetch_messages(params, infos, on_done)
+    else:
+        session_infos = session.infos
+        info_for = session.session.info_for if session.session is not None else _no_info
+        now_ms = rm.clock.monotonic_ms()
+
+        def with_marked(take: bool) -> FetchInfos:
+            return news.with_marked(session_infos, info_for, take=take)
+
+        def fresh() -> FetchInfos:
+            return news.take_fresh(info_for)
+
+        rm.fetch_messages(params, infos, on_done, (news.key, with_marked, fresh))
+        # every settled partition left unread counts as fetched now (see the module doc)
+        if now_ms > news.clock.last_fetch_ms:
+            news.clock.last_fetch_ms = now_ms
     if answered:
         return answered[0]
     future = ctx.event_loop.create_future()

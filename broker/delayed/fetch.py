@@ -187,3 +187,49 @@ class DelayedFetch(DelayedOperation):
 
     def on_expiration(self) -> None:
         """The timeout's response is the read on_complete made; nothing more to do."""
+
+
+class DelayedSessionFetch(DelayedFetch):
+    """A follower's fetch in a fetch session (``broker.fetch_session_news``), watched under
+    its session's key alone rather than under every partition of the session: each
+    change of one of them marks it and checks that key. The first check measures the
+    partitions the request read and those marked since (``news(False)``), later ones
+    only the partitions marked since the check before (``fresh()``) when one byte is
+    all the fetch waits for (the others may add up to min_bytes: all are measured); the
+    answer reads the read and marked ones afresh and takes the marks (``news(True)``).
+    So a session of thousands of partitions costs a wake-up what changed, not its
+    size."""
+
+    def __init__(
+        self,
+        params: FetchParams,
+        infos: FetchInfos,
+        partition_for: Callable[[TopicPartition], Partition | None],
+        read: Callable[[FetchParams, FetchInfos], FetchResults],
+        on_done: Callable[[FetchResults], None],
+        *,
+        held_back: Callable[[TopicPartition, Partition], bool],
+        unchanged: FetchResults | None,
+        news: Callable[[bool], FetchInfos],
+        fresh: Callable[[], FetchInfos],
+    ) -> None:
+        super().__init__(
+            params, infos, partition_for, read, on_done, held_back=held_back, unchanged=unchanged
+        )
+        self._news = news
+        self._fresh = fresh
+        self._looked = False
+
+    def try_complete(self) -> bool:
+        if self._looked and self._one_offset_enough:
+            self.infos = list(self._fresh())
+        else:
+            self._fresh()  # (taken: this look covers them)
+            self.infos = list(self._news(False))
+            self._looked = True
+        return super().try_complete()
+
+    def on_complete(self) -> None:
+        if self._unchanged is None:
+            self.infos = list(self._news(True))
+        super().on_complete()

@@ -12,7 +12,9 @@ answers (Kafka's FetchSessionHandler):
 - a session: an *incremental* request at the next epoch, naming each partition whose
   (leader epoch, fetch offset, log start offset) differs from what the session holds,
   and forgetting those the fetcher no longer fetches; after its answer the session
-  holds the new values and the epoch moves on (wrapping from 2**31-1 to 1);
+  holds the new values and the epoch moves on (wrapping from 2**31-1 to 1). A fetcher
+  that knows which partitions may have moved (``broker.replication.fetch_positions``)
+  asks :meth:`FollowerSession.build_changes` to compare only those;
 - any failure (a session error in the answer, a lost connection, a request timeout): the
   session is dropped here and the next request is full, opening a new one. A request
   whose answer never came cannot be assumed applied, so nothing is kept from it.
@@ -23,7 +25,7 @@ nothing to tell. Pure state; the fetcher owns one per connection to a leader.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode
@@ -51,8 +53,9 @@ class SessionRequest:
     epoch: int
     partitions: list[tuple[TopicPartition, Position]]
     forgotten: list[TopicPartition]
-    #: the positions the leader's session holds once this request is applied
-    after: dict[TopicPartition, Position]
+    #: the positions the leader's session holds once this request is applied (None: the
+    #: session's, with ``partitions`` and ``forgotten`` applied)
+    after: dict[TopicPartition, Position] | None
 
     @property
     def full(self) -> bool:
@@ -78,6 +81,25 @@ class FollowerSession:
         forgotten = [tp for tp in held if tp not in after]
         return SessionRequest(self.session_id, self.epoch, changed, forgotten, after)
 
+    def build_changes(
+        self, wanted: Mapping[TopicPartition, Position], candidates: Iterable[TopicPartition]
+    ) -> SessionRequest:
+        """The request for ``wanted`` when only ``candidates`` may differ from what the
+        session holds (every partition of a full request)."""
+        if self.session_id == 0 or self.epoch == INITIAL_EPOCH:
+            return self.build(wanted)
+        held = self.held
+        changed: list[tuple[TopicPartition, Position]] = []
+        forgotten: list[TopicPartition] = []
+        for tp in candidates:
+            position = wanted.get(tp)
+            if position is None:
+                if tp in held:
+                    forgotten.append(tp)
+            elif held.get(tp) != position:
+                changed.append((tp, position))
+        return SessionRequest(self.session_id, self.epoch, changed, forgotten, None)
+
     def on_answer(self, request: SessionRequest, error_code: int, session_id: int) -> None:
         """Follow the leader's answer to ``request``."""
         if error_code != ErrorCode.NONE:
@@ -86,9 +108,16 @@ class FollowerSession:
         if request.full:
             self.session_id = session_id
             self.epoch = 1 if session_id else INITIAL_EPOCH
-            self.held = request.after if session_id else {}
+            self.held = (request.after or {}) if session_id else {}
             return
-        self.held = request.after
+        if request.after is not None:
+            self.held = request.after
+        else:
+            held = self.held
+            for tp, position in request.partitions:
+                held[tp] = position
+            for tp in request.forgotten:
+                held.pop(tp, None)
         self.epoch = self.epoch + 1 if self.epoch < MAX_EPOCH else 1
 
     def reset(self) -> None:

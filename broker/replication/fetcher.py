@@ -25,8 +25,11 @@ waits ``replica.fetch.backoff.ms`` and looks again. The bytes appended for throt
 partitions count against the quota.
 
 A fetcher under load runs step 2 once for every batch its leader appends, so that turn
-is kept lean: the Fetch is encoded once per partition list and only its offsets are
-patched per send (:mod:`broker.replication.fetch_request`), the response is read for
+is kept lean and in proportion to what moved, not to the partitions followed: the
+positions to fetch are kept by :mod:`.fetch_positions`, which looks again only at the
+partitions touched since the last turn, and an incremental session request compares only
+those. Sessionless (before v7), the Fetch is encoded once per partition list and only
+its offsets are patched per send (:mod:`broker.replication.fetch_request`), the response is read for
 the five fields a follower uses (:mod:`broker.replication.fetch_response`), each
 partition's batches are cut to whole ones and checked in one pass
 (:func:`protocol.records.validation.validate_fetched_records`) and applied with one role
@@ -67,6 +70,7 @@ from typing import TypeVar
 
 from broker.partition import Partition, PartitionError
 from broker.replication import fetch_session
+from broker.replication.fetch_positions import FetchPositions
 from broker.replication.fetch_request import FetchLimits, FetchTemplate, session_fetch
 from broker.replication.fetch_response import FetchedPartition, read_fetch_response
 from broker.replication.fetch_state import (
@@ -75,6 +79,7 @@ from broker.replication.fetch_state import (
     initial_state,
     transition,
 )
+from broker.replication.leader_offsets import leader_offset
 from broker.replication.throttle import ReplicationThrottle
 from broker.replication.truncation import (
     TruncationDecision,
@@ -85,7 +90,7 @@ from client.connection import Connection, ConnectionConfig
 from client.errors import ClientError, KafkaError
 from client.security import ClientSecurity
 from protocol import ApiKey, ErrorCode, error_name
-from protocol.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
+from protocol.messages import OffsetForLeaderEpochRequest
 from protocol.records.batch import InvalidBatch
 from protocol.records.validation import validate_fetched_records
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TopicPartition
@@ -175,6 +180,8 @@ class ReplicaFetcher:
         self._template: FetchTemplate | None = None
         #: the incremental fetch session with the leader (Fetch v7+)
         self._session = fetch_session.FollowerSession()
+        #: the positions to fetch, kept up to date by touches
+        self._positions = FetchPositions()
         self._limits = FetchLimits(
             replica_id=config.broker_id,
             max_wait_ms=config.max_wait_ms,
@@ -203,11 +210,13 @@ class ReplicaFetcher:
         for tp, (partition, epoch) in entries.items():
             self._partitions[tp] = (partition, initial_state(self.leader.broker_id, epoch))
             self.lags.pop(tp, None)
+            self._positions.touch(tp)
         self._wakeup.set()
 
     def adopt(self, tp: TopicPartition, partition: Partition, state: PartitionFetchState) -> None:
         """Take over a partition in the state another fetcher had it in."""
         self._partitions[tp] = (partition, state)
+        self._positions.touch(tp)
         self._wakeup.set()
 
     def remove_partitions(
@@ -218,6 +227,7 @@ class ReplicaFetcher:
         for tp in tps:
             entry = self._partitions.pop(tp, None)
             self.lags.pop(tp, None)
+            self._positions.touch(tp)
             if entry is not None:
                 removed[tp] = entry
         return removed
@@ -287,31 +297,24 @@ class ReplicaFetcher:
     async def _do_work(self) -> None:
         self._wakeup.clear()
         now = self.clock.monotonic_ms()
-        truncating: list[TopicPartition] = []
-        fetching: list[TopicPartition] = []
-        for tp, (_, s) in self._partitions.items():
-            if s.is_ready(now):
-                if s.is_truncating:
-                    truncating.append(tp)
-                elif s.is_fetching:
-                    fetching.append(tp)
+        truncating = self._positions.refresh(self._partitions, now)
         if truncating:
             await self._truncate(truncating)
             return
-        if fetching:
-            unthrottled = self._unthrottled(fetching)
-            if unthrottled:
-                await self._fetch(unthrottled)
+        wanted = self._positions.wanted
+        if wanted:
+            held = self._held_back(wanted)
+            if len(held) < len(wanted):
+                await self._fetch(held)
                 return
             # every partition waits for the quota: look again after the backoff
             await self._idle(now, self.config.backoff_ms)
             return
         await self._idle(now)
 
-    def _unthrottled(self, tps: list[TopicPartition]) -> list[TopicPartition]:
-        """``tps`` without those the follower throttle holds back now."""
-        held = self.throttle.held_back(tps, self.lags)
-        return [tp for tp in tps if tp not in held] if held else tps
+    def _held_back(self, tps: Iterable[TopicPartition]) -> set[TopicPartition]:
+        """Of ``tps``, those the follower throttle holds back now."""
+        return self.throttle.held_back(tps, self.lags)
 
     async def _idle(self, now: int, wait_ms: int | None = None) -> None:
         """Wait for a change, the first backed-off partition's deadline, or ``wait_ms``."""
@@ -346,6 +349,7 @@ class ReplicaFetcher:
         new = transition(
             state, event, now_ms=self.clock.monotonic_ms(), backoff_ms=self.config.backoff_ms
         )
+        self._positions.touch(tp)
         if event is FetchEvent.FENCED:
             log.warning("%s: %s paused until the next LeaderAndIsr", self, tp)
         self._partitions[tp] = (partition, new)
@@ -460,36 +464,32 @@ class ReplicaFetcher:
 
     # -- fetching -------------------------------------------------------------------------
 
-    async def _fetch(self, tps: list[TopicPartition]) -> None:
+    async def _fetch(self, held: set[TopicPartition]) -> None:
+        """One Fetch of the wanted partitions but those the throttle ``held`` back."""
         conn = self._conn
         if conn is None or conn.closed:  # (the open connection is taken without a coroutine)
             conn = await self._connection()
         version = conn.version(ApiKey.FETCH)
-        # sessionless (before v7): the template of the last turn, its offsets patched
-        template = (
-            None if version >= fetch_session.SESSION_VERSION else self._template_for(tps, version)
-        )
-        # (topic, partition) -> the partition, its state and log end as sent: keyed by
-        # plain tuples, which a TopicPartition equals, so answers need not make one
-        sent: dict[tuple[str, int], tuple[TopicPartition, PartitionFetchState, int]] = {}
-        positions: dict[TopicPartition, tuple[int, int, int]] = {}
-        for tp in tps if template is None else template.partitions:
-            partition, state = self._partitions[tp]
-            lg = _log(partition)
-            leo = lg.log_end_offset
-            sent[tp] = (tp, state, leo)
-            positions[tp] = (state.leader_epoch, leo, lg.log_start_offset)
+        wanted = self._positions.wanted
+        positions = {tp: p for tp, p in wanted.items() if tp not in held} if held else wanted
         session_request: fetch_session.SessionRequest | None = None
-        if template is None:
-            session_request = r = self._session.build(positions)
+        if version < fetch_session.SESSION_VERSION:
+            # sessionless: the template of the last turn, its offsets patched
+            template = self._template_for(list(positions), version)
+            request = template.request([positions[tp][1:] for tp in template.partitions])
+        else:
+            changed = self._positions.take_changed()
+            if held:  # held back partitions are left out (forgotten): compare them all
+                session_request = r = self._session.build(positions)
+                self._positions.mark_changed(held)
+            else:
+                session_request = r = self._session.build_changes(positions, changed)
             if r.forgotten or len(r.partitions) != len(positions):
                 request = session_fetch(version, self.client_id, self._limits, r)
             else:  # every partition moved (a follower under load): the patched template
-                template = self._template_for(tps, version)
+                template = self._template_for(list(positions), version)
                 offsets = [positions[tp][1:] for tp in template.partitions]
                 request = template.request(offsets, (r.session_id, r.epoch))
-        else:
-            request = template.request([(leo, start) for _, leo, start in positions.values()])
         c = self.config
         timeout_s = (c.socket_timeout_ms + c.max_wait_ms) / 1000
         response = await conn.request_prebuilt(
@@ -500,29 +500,38 @@ class ReplicaFetcher:
         if response.error_code in fetch_session.SESSION_ERRORS:
             log.info("%s: fetch session: %s", self, error_name(response.error_code))
             return  # the next turn opens a new session with a full fetch
+        positions_now = self._positions
         if response.error_code != ErrorCode.NONE:
             log.warning("%s: fetch failed: %s", self, error_name(response.error_code))
             self._back_off(
-                [tp for tp, state, _ in sent.values() if self._current(tp, state) is not None]
+                [
+                    tp
+                    for tp in positions
+                    if tp in self._partitions and not positions_now.touched_since_refresh(tp)
+                ]
             )
             return
         out_of_range: list[tuple[TopicPartition, PartitionFetchState]] = []
         since_yield = 0
         for topic in response.responses:
             for p in topic.partitions:
-                asked = sent.get((topic.topic, p.partition_index))
-                if asked is None:
-                    continue
-                tp, state, fetch_offset = asked
-                entry = self._current(tp, state)
-                if entry is None or _log(entry[0]).log_end_offset != fetch_offset:
+                # keyed by a plain tuple, which a TopicPartition equals: no object made
+                key = (topic.topic, p.partition_index)
+                asked = positions.get(key)  # type: ignore[call-overload]
+                if asked is None or positions_now.touched_since_refresh(key) or self._stopped:
+                    continue  # not asked, or removed, re-added or moved meanwhile
+                entry = self._partitions.get(key)  # type: ignore[call-overload]
+                if entry is None or _log(entry[0]).log_end_offset != asked[1]:
                     continue  # removed, re-added or truncated meanwhile
+                partition, state = entry
+                tp = partition.tp
+                positions_now.touch(tp)  # its position moves, or it is read again
                 if p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     out_of_range.append((tp, state))
                 elif p.error_code != ErrorCode.NONE:
                     self._on_error(tp, p.error_code, "fetch")
                 else:
-                    since_yield += self._apply_fetched(tp, entry[0], state, p)
+                    since_yield += self._apply_fetched(tp, partition, state, p)
                     if since_yield >= YIELD_EVERY_BYTES:
                         since_yield = 0
                         await asyncio.sleep(0)
@@ -601,33 +610,14 @@ class ReplicaFetcher:
     async def _list_offset(
         self, tp: TopicPartition, state: PartitionFetchState, timestamp: int
     ) -> int:
-        conn = await self._connection()
-        body = ListOffsetsRequest(
-            replica_id=self.config.broker_id,
-            isolation_level=0,
-            topics=[
-                ListOffsetsRequest.ListOffsetsTopic(
-                    name=tp.topic,
-                    partitions=[
-                        ListOffsetsRequest.ListOffsetsPartition(
-                            partition_index=tp.partition,
-                            current_leader_epoch=state.leader_epoch,
-                            timestamp=timestamp,
-                            max_num_offsets=1,
-                        )
-                    ],
-                )
-            ],
+        return await leader_offset(
+            await self._connection(),
+            tp,
+            broker_id=self.config.broker_id,
+            leader_epoch=state.leader_epoch,
+            timestamp=timestamp,
             timeout_ms=self.config.socket_timeout_ms,
         )
-        response = await conn.request(ApiKey.LIST_OFFSETS, body)
-        for topic in response.topics:
-            for p in topic.partitions:
-                if topic.name == tp.topic and p.partition_index == tp.partition:
-                    if p.error_code != ErrorCode.NONE:
-                        raise KafkaError(p.error_code, f"ListOffsets {tp}")
-                    return int(p.offset)
-        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ListOffsets did not answer {tp}")
 
 
 def _log(partition: Partition) -> Log:

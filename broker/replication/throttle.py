@@ -108,13 +108,14 @@ class ReplicationThrottle:
         """The follower side's choice: of the partitions ready to fetch, those to leave
         out now; ``lags`` holds each partition's distance to the leader's high watermark
         as last seen (none yet: not in sync)."""
-        throttled = [tp for tp in tps if self.is_throttled(tp)]
-        if not throttled or not self.quota_exceeded():
+        # the quota first: under it (the usual case) no partition is looked at
+        if not self.quota_exceeded():
             return set()
         return {
             tp
-            for tp in throttled
-            if follower_should_throttle(True, lags.get(tp, 1) <= 0, exceeded=True)
+            for tp in tps
+            if self.is_throttled(tp)
+            and follower_should_throttle(True, lags.get(tp, 1) <= 0, exceeded=True)
         }
 
     def quota_exceeded(self) -> bool:

@@ -44,6 +44,7 @@ from broker.background import BackgroundTasks
 from broker.config import BrokerConfig
 from broker.config_changes import DynamicConfigApplier
 from broker.fetch_session import FetchSessionCache
+from broker.fetch_session_news import NewsIndex
 from broker.metadata_cache import MetadataCache
 from broker.metrics import BrokerMetrics
 from broker.security.credential_cache import ScramCredentialCache
@@ -169,7 +170,12 @@ def handler_services(
             zk=zk_client,
             topic_purgatory=purgatory,
             group_store=store,
-            fetch_sessions=FetchSessionCache(1000, itertools.count(1).__next__),
+            fetch_sessions=FetchSessionCache(
+                1000,
+                itertools.count(1).__next__,
+                # the manager's own (a fake manager without __init__ has none)
+                rm.fetch_news if "fetch_news" in vars(rm) else NewsIndex(),
+            ),
             verifier=_or_unwired(verifier, "partition verifier"),
         ),
         topics=TopicAdmin(

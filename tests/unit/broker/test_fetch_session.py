@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from broker.delayed.fetch import FetchPartitionResult, PartitionFetchInfo
 from broker.fetch_session import EVICTION_MS, FetchContext, FetchSessionCache
+from broker.fetch_session_news import NewsIndex
 from protocol.errors import ErrorCode
 from protocol.values import TopicPartition
 from storage import FileRegion
@@ -23,7 +24,7 @@ def quiet(hw: int = 5) -> FetchPartitionResult:
 
 
 def cache(slots: int = 10) -> FetchSessionCache:
-    return FetchSessionCache(slots, itertools.count(1).__next__)
+    return FetchSessionCache(slots, itertools.count(1).__next__, NewsIndex())
 
 
 def open_session(c: FetchSessionCache, now: int = 0, privileged: bool = False) -> FetchContext:
@@ -206,3 +207,39 @@ def test_old_sessions_are_valued_by_size() -> None:
         now_ms=EVICTION_MS + 1,
     )
     assert larger.session_id != 0 and c.get(sid) is None
+
+
+# -- follower sessions and the news index --------------------------------------------------
+
+
+def test_a_follower_session_is_indexed_and_reads_only_what_may_have_news() -> None:
+    c = cache()
+    ctx = open_session(c, privileged=True)
+    news = ctx.news
+    assert news is not None and [tp for tp, _ in ctx.infos] == [A, B]
+    assert c.news_index.changed(A) == [news.key]  # marks A
+    later = incremental(c, ctx.session_id, 1, now=100)
+    assert [tp for tp, _ in later.infos] == [A]  # the marked one only
+    idle = incremental(c, ctx.session_id, 2, now=200)
+    assert idle.infos == [] and idle.incremental
+    gone = incremental(c, ctx.session_id, 3, forgotten=[B, TopicPartition("x", 0)], now=300)
+    assert gone.forgotten == (B,) and c.news_index.changed(B) == []
+
+
+def test_a_consumer_session_reads_every_partition() -> None:
+    c = cache()
+    ctx = open_session(c)
+    assert ctx.news is None and c.news_index.changed(A) == []
+    later = incremental(c, ctx.session_id, 1, now=100)
+    assert [tp for tp, _ in later.infos] == [A, B]
+
+
+def test_a_removed_or_evicted_follower_session_leaves_the_index() -> None:
+    c = cache(slots=1)
+    first = open_session(c, privileged=True)
+    assert c.news_index.changed(A) != []
+    second = open_session(c, now=EVICTION_MS + 1, privileged=True)  # evicts the idle first
+    assert second.news is not None and c.get(first.session_id) is None
+    assert c.news_index.changed(A) == [second.news.key]
+    c.remove(second.session_id)
+    assert c.news_index.changed(A) == []

@@ -7,6 +7,7 @@ import pytest
 
 from broker.isr import (
     UNKNOWN_OFFSET,
+    FetchClock,
     FollowerState,
     IsrChange,
     IsrState,
@@ -157,3 +158,41 @@ def test_maximal_isr_counts_a_pending_expansion_but_not_a_pending_shrink() -> No
     shrinking = committed.shrink([2])
     assert shrinking.pending is not None and shrinking.pending.proposed == (1,)
     assert shrinking.isr == shrinking.maximal_isr == (1, 2)
+
+
+# -- a state linked to a follower's fetch session -----------------------------------------
+
+
+def test_a_linked_state_counts_the_sessions_fetches() -> None:
+    clock = FetchClock(last_fetch_ms=100)
+    state = fetched(FollowerState(), 10, 10, now=100)
+    state.clock = clock
+    clock.last_fetch_ms = 40_000  # the session kept fetching; the partition was not read
+    assert state.effective() == (40_000, 40_000)
+    assert (state.last_fetch_ms, state.last_caught_up_ms) == (100, 100)  # its own times
+    # after an append the follower is behind, caught up as of the session's last fetch
+    assert state.is_caught_up(11, 40_000 + 30_000, 30_000)
+    assert not state.is_caught_up(11, 40_000 + 30_001, 30_000)
+
+
+def test_a_fetch_of_a_linked_state_applies_the_sessions_fetches_first() -> None:
+    clock = FetchClock()
+    state = fetched(FollowerState(), 10, 10, now=100)
+    state.clock = clock
+    clock.last_fetch_ms = 5_000
+    # read at its old end once the leader appended: caught up at the previous fetch
+    after = fetched(state, 10, 12, now=5_500)
+    assert after.clock is None and after.last_caught_up_ms == 5_000
+    assert after.last_fetch_ms == 5_500
+
+
+def test_an_unlinked_state_keeps_what_the_session_counted_and_stops() -> None:
+    clock = FetchClock()
+    state = fetched(FollowerState(), 10, 10, now=100)
+    state.clock = clock
+    clock.last_fetch_ms = 2_000
+    kept = state.unlinked()
+    clock.last_fetch_ms = 9_000
+    assert kept.clock is None and kept.effective() == (2_000, 2_000)
+    assert FollowerState().unlinked() == FollowerState()
+    assert reset_for_leadership(state, new_leader=False, in_isr=True, now_ms=50).clock is None

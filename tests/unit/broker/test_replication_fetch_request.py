@@ -145,11 +145,11 @@ def test_a_fetcher_leaves_out_what_its_throttle_holds_back() -> None:
         ),
     )
     a, b = TopicPartition("a", 0), TopicPartition("b", 1)
-    assert fetcher._unthrottled([a, b]) == [a, b]  # nothing received yet
+    assert fetcher._held_back([a, b]) == set()  # nothing received yet
     fetcher.throttle.record(10_000)  # 1000 B/s over a fresh quota's 10 s, above 100
-    assert fetcher._unthrottled([a, b]) == [b]
+    assert fetcher._held_back([a, b]) == {a}
     fetcher.lags[a] = 0  # caught up with the leader's high watermark: in sync
-    assert fetcher._unthrottled([a, b]) == [a, b]
+    assert fetcher._held_back([a, b]) == set()
 
 
 @pytest.mark.parametrize("version", FETCH_VERSIONS)

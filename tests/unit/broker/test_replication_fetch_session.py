@@ -83,3 +83,23 @@ def test_session_fetch_encodes_the_session_fields() -> None:
     assert body.topics[0].partitions[0].fetch_offset == 11
     assert [(t.topic, t.partitions) for t in body.forgotten_topics_data] == [("t", [1])]
     assert body == fetch_request(LIMITS, [(A, 3, 11, 0)], (42, 1), [B])
+
+
+def test_build_changes_compares_only_the_candidates() -> None:
+    s = FollowerSession()
+    wanted = {A: (3, 10, 0), B: (3, 20, 0)}
+    first = s.build_changes(wanted, [])  # no session yet: full, whatever the candidates
+    assert first.full and first.partitions == list(wanted.items())
+    s.on_answer(first, ErrorCode.NONE, 99)
+    moved = {A: (3, 10, 0), B: (3, 25, 0), C: (1, 0, 0)}
+    r = s.build_changes(moved, [B, C])
+    assert r.partitions == [(B, (3, 25, 0)), (C, (1, 0, 0))] and r.forgotten == []
+    s.on_answer(r, ErrorCode.NONE, 99)
+    assert s.held == moved and s.epoch == 2
+    r = s.build_changes({A: (3, 10, 0), C: (1, 0, 0)}, [A, B])  # B left, A as held
+    assert r.partitions == [] and r.forgotten == [B]
+    s.on_answer(r, ErrorCode.NONE, 99)
+    assert s.held == {A: (3, 10, 0), C: (1, 0, 0)}
+    failed = s.build_changes({A: (3, 11, 0), C: (1, 0, 0)}, [A])
+    s.on_answer(failed, ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
+    assert (s.session_id, s.held) == (0, {})
