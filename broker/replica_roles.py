@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
@@ -40,6 +41,7 @@ from broker.replication import LeaderEndpoint, ReplicaFetcherManager, resolve_le
 from protocol.errors import ErrorCode
 from protocol.values import EPOCH_DURING_DELETE, NO_LEADER_EPOCH, TopicPartition
 from storage import Log, StorageError
+from storage.group_sync import sync_all
 
 log = logging.getLogger(__name__)
 
@@ -230,15 +232,12 @@ class ReplicaRoleChanges(IsrUpkeep):
         return topic_id_text(topic_id)
 
     def _open_logs(self, wanted: list[tuple[TopicPartition, str | None]]) -> list[TopicPartition]:
-        """Open or create each log (a worker thread); returns the partitions that failed."""
-        failed: list[TopicPartition] = []
-        for tp, topic_id in wanted:
-            try:
-                self.log_manager.get_or_create_log(tp, topic_id)
-            except StorageError as exc:
-                log.error("%s: cannot open the log: %s", tp, exc)
-                failed.append(tp)
-        return failed
+        """Open or create each log (a worker thread; the new ones synced together);
+        returns the partitions that failed."""
+        failed = self.log_manager.get_or_create_logs(wanted)
+        for tp, exc in failed.items():
+            log.error("%s: cannot open the log: %s", tp, exc)
+        return list(failed)
 
     def _apply_partition_state(
         self, tp: TopicPartition, state: PartitionStateLike, topic_id: uuid.UUID | None
@@ -335,13 +334,25 @@ class ReplicaRoleChanges(IsrUpkeep):
 
 
 def _flush_epoch_caches(logs: list[tuple[TopicPartition, Log]]) -> list[TopicPartition]:
-    """Write each log's changed leader-epoch checkpoint (a worker thread); returns the
+    """Write each log's changed leader-epoch checkpoint (a worker thread), then fsync
+    the files and their directories together (storage.group_sync); returns the
     partitions whose write failed (their logs are now offline)."""
     failed: list[TopicPartition] = []
+    written: list[tuple[TopicPartition, Log]] = []
     for tp, lg in logs:
         try:
-            lg.flush_epoch_cache()
+            if lg.flush_epoch_cache(sync=False):
+                written.append((tp, lg))
         except StorageError as exc:
             log.error("%s: writing the leader-epoch checkpoint failed: %s", tp, exc)
+            failed.append(tp)
+    files = [lg.epoch_cache.path for _, lg in written]
+    errors = sync_all(files, [os.path.dirname(f) for f in files])
+    for tp, lg in written:
+        path = lg.epoch_cache.path
+        error = errors.get(path) or errors.get(os.path.dirname(path))
+        if error is not None:
+            log.error("%s: syncing the leader-epoch checkpoint failed: %s", tp, error)
+            lg.take_offline(f"syncing {path}: {error}")
             failed.append(tp)
     return failed

@@ -110,13 +110,13 @@ async def test_the_loop_runs_while_the_epoch_checkpoints_are_written(
     entered, gate = threading.Event(), threading.Event()
     real = __import__("storage.leader_epoch", fromlist=["x"]).write_epoch_checkpoint
 
-    def gated(path: str, entries: Any) -> None:
+    def gated(path: str, entries: Any, sync: bool = True) -> None:
         entered.set()
         # Ten seconds for the first write; later ones of a blocked run fail at once.
         if not gate.wait(timeout=10):
             gate.set()
             raise StorageError("the gate never opened: the event loop was blocked")
-        real(path, entries)
+        real(path, entries, sync)
 
     monkeypatch.setattr("storage.leader_epoch.write_epoch_checkpoint", gated)
     task = asyncio.ensure_future(lead_all(replicas, epoch=1))
@@ -129,7 +129,7 @@ async def test_the_loop_runs_while_the_epoch_checkpoints_are_written(
 async def test_a_failed_epoch_write_answers_storage_error_and_takes_the_log_offline(
     replicas: LocalReplicas, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(path: str, entries: Any) -> None:
+    def broken(path: str, entries: Any, sync: bool = True) -> None:
         raise StorageError(f"writing {path}: input/output error")
 
     monkeypatch.setattr("storage.leader_epoch.write_epoch_checkpoint", broken)
