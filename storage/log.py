@@ -618,7 +618,11 @@ class Log:
         """fsync every segment holding offsets in [recovery point, ``up_to``) and move
         the recovery point there, the leader epochs written first (recovery rebuilds
         only those above the recovery point). Blocking: run it off the event loop."""
-        self.local.flush(up_to, self.flush_epoch_cache)
+
+        def write_epochs() -> None:
+            self.flush_epoch_cache()
+
+        self.local.flush(up_to, write_epochs)
 
     def flush_epoch_cache(self, sync: bool = True) -> bool:
         """Write the leader-epoch checkpoint if it changed; whether it wrote. Blocking:

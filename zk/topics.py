@@ -118,7 +118,7 @@ def get_topic_list(
     of a corrupt znode (the others are still answered)."""
     watches = watches or {}
     pending = [
-        (topic, session.kazoo.get_async(paths.topic(topic), watches.get(topic))) for topic in topics
+        (topic, session.kazoo.get_async(paths.topic(topic), watches.get(topic))) for topic in names
     ]
     out: dict[str, tuple[TopicAssignment, int] | codec.ZkDataError | None] = {}
     for topic, result in pending:
