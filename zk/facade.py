@@ -208,6 +208,11 @@ class ZkFacade:
     async def get_topic_config(self, topic: str) -> dict[str, str]:
         return await self._run(configs.get_topic_config, topic)
 
+    async def get_topic_configs(
+        self, names: Sequence[str]
+    ) -> dict[str, dict[str, str] | Exception]:
+        return await self._run(configs.get_topic_configs, names)
+
     async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
         return await self._run(configs.get_entity_config, entity_type, name)
 

@@ -81,11 +81,16 @@ def _ensure_partition_parents(session: ZkSession, partitions: Iterable[TopicPart
     all creates in flight at once. Structural, empty znodes: harmless for a zombie to
     create, so they are not epoch-checked; the state znodes below them are."""
     tps = list(partitions)
-    for topic in sorted({tp.topic for tp in tps}):
-        session.kazoo.ensure_path(paths.topic_partitions(topic))
+    topics = sorted({tp.topic for tp in tps})
+    # /brokers/topics/<t> exists (the controller read it): its /partitions child is
+    # created directly, every topic's in flight at once rather than one ensure_path each.
+    # A topic deleted meanwhile is not brought back: its state creates fail, per partition.
+    for result in [session.kazoo.create_async(paths.topic_partitions(t)) for t in topics]:
+        with contextlib.suppress(NodeExistsError, NoNodeError):
+            result.get()
     pending = [session.kazoo.create_async(paths.partition(tp.topic, tp.partition)) for tp in tps]
     for result in pending:
-        with contextlib.suppress(NodeExistsError):
+        with contextlib.suppress(NodeExistsError, NoNodeError):
             result.get()
 
 

@@ -159,6 +159,17 @@ class FakeZk(ZkFacade):
         await asyncio.sleep(0)
         return dict(self.entity_configs.get((paths.TOPICS_ENTITY, topic), {}))
 
+    async def get_topic_configs(
+        self, names: Sequence[str]
+    ) -> dict[str, dict[str, str] | Exception]:
+        out: dict[str, dict[str, str] | Exception] = {}
+        for name in names:
+            try:
+                out[name] = await self.get_topic_config(name)
+            except Exception as exc:  # a test making one read fail
+                out[name] = exc
+        return out
+
     async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
         await asyncio.sleep(0)
         return dict(self.entity_configs.get((entity_type, name), {}))
