@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
@@ -123,6 +124,7 @@ class ReplicaRoleChanges(IsrUpkeep):
                     for s in states
                 }
             self._accept_controller(controller_id, controller_epoch)
+            started = time.perf_counter()
             errors: dict[TopicPartition, int] = {}
             accepted: list[tuple[TopicPartition, PartitionStateLike, uuid.UUID | None]] = []
             for state in states:
@@ -139,6 +141,7 @@ class ReplicaRoleChanges(IsrUpkeep):
             if to_open:
                 for tp in await self._run_blocking(lambda: self._open_logs(to_open)):
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            opened = time.perf_counter()
             applied = [(tp, state) for tp, state, _ in accepted if errors[tp] == ErrorCode.NONE]
             self._remove_fetchers(tp for tp, state in applied if state.leader == self.broker_id)
             for tp, state, topic_id in accepted:
@@ -155,9 +158,22 @@ class ReplicaRoleChanges(IsrUpkeep):
                 and (lg := self.log_manager.get_log(tp)) is not None
                 and lg.epoch_cache.dirty
             ]
+            roles = time.perf_counter()
             if dirty:
                 for tp in await self._run_blocking(lambda: _flush_epoch_caches(dirty)):
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            done_at = time.perf_counter()
+            log.info(
+                "LeaderAndIsr of %d partitions from controller %d: %d new logs in %.3f s, "
+                "roles in %.3f s, %d leader-epoch checkpoints in %.3f s",
+                len(states),
+                controller_id,
+                len(to_open),
+                opened - started,
+                roles - opened,
+                len(dirty),
+                done_at - roles,
+            )
             for tp, error in errors.items():
                 if error == ErrorCode.NONE:
                     self._complete_delayed(tp)
