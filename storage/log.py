@@ -642,14 +642,21 @@ class Log:
         reads, as after a disk error of its own."""
         self.local.failed = reason
 
-    def close(self) -> None:
+    def close(self, sync: bool = True) -> list[str]:
         """Clean close: producer snapshot at the log end, closing time index entries,
-        indexes trimmed, descriptors closed. The caller flushes first."""
+        indexes trimmed, descriptors closed. The caller flushes first. ``sync=False``
+        leaves the fsyncs of the files written here to the caller (a LogManager closing
+        thousands of logs syncs them together, storage.group_sync); returns those files."""
+        written: list[str] = []
         if self.failed is None:
-            self.epoch_cache.flush()
+            if self.epoch_cache.flush(sync):
+                written.append(self.epoch_cache.path)
             self.producer_state.map_end_offset = self.log_end_offset
-            self.producer_state.take_snapshot()
+            written.append(
+                self.producer_state.snapshot_path(self.producer_state.take_snapshot(sync))
+            )
         self.local.close()
+        return written
 
     def close_without_snapshot(self) -> None:
         """Release descriptors (a log being deleted)."""

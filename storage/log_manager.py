@@ -489,14 +489,22 @@ class LogManager:
         if self._own_background:
             self._background.shutdown(wait=True)
         failed_dirs: set[str] = set()
+        # the files each close writes are synced together at the end: two fsyncs a log
+        # (a producer snapshot, its directory) one after another took 10 s for 3,000 logs
+        unsynced: dict[str, str] = {}  # file -> the log directory it belongs to
         for lg in self.all_logs():
             try:
                 if lg.failed is None:
                     lg.flush()
-                lg.close()
+                for path in lg.close(sync=False):
+                    unsynced[path] = os.path.dirname(lg.directory)
             except StorageError as exc:
                 log.error("closing %s failed: %s", lg.tp, exc)
                 failed_dirs.add(os.path.dirname(lg.directory))
+        errors = sync_all(unsynced, {os.path.dirname(f) for f in unsynced})
+        for path, err in errors.items():
+            log.error("closing: syncing %s failed: %s", path, err)
+            failed_dirs.add(unsynced.get(path, os.path.dirname(path)))
         for d in self._online_dirs():
             try:
                 self._write_checkpoints(d)
