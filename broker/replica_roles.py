@@ -14,7 +14,11 @@ about a millisecond, times the thousand partitions one request may carry -- so b
 methods are coroutines that do the disk work for the whole request in one call to
 ``run_blocking`` (a worker thread), and only the in-memory changes on the loop. The
 response leaves once that work is done, so an answer of NONE still means "on disk", as
-in Kafka.
+in Kafka. The new logs' files, and then the leader-epoch checkpoints, are written
+without fsyncs and made durable together at the end of their step
+(LogManager.get_or_create_logs, storage.group_sync): one after another, two fsyncs a
+file made a LeaderAndIsr creating 3,000 logs take tens of seconds. Each request logs
+how long its steps took.
 
 LeaderAndIsr and StopReplica hold ``_state_change_lock`` (Kafka's
 replicaStateChangeLock) across their awaits, so two of them never interleave, and the

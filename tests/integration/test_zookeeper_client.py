@@ -174,6 +174,31 @@ async def test_topic_creation_writes_config_and_assignment(zk: MakeZk) -> None:
     assert await a.get_topic("orders") == found  # the id never changes
 
 
+async def test_many_topics_are_written_and_read_in_one_call_each(zk: MakeZk) -> None:
+    """create_topics answers per topic (one that exists is TopicExistsError, the others
+    are written with their configs); get_topic_list and get_topic_configs read many."""
+    a = zk()
+    await a.ensure_persistent_paths()
+    await a.create_topic(TopicAssignment("b", codec.new_topic_id(), {0: (1,)}), {})
+    new = [
+        (TopicAssignment(name, codec.new_topic_id(), {0: (1, 2)}), {"retention.ms": str(i)})
+        for i, name in enumerate(["a", "b", "c"])
+    ]
+    written = await a.create_topics(new)
+    assert written["a"] is None and written["c"] is None
+    assert isinstance(written["b"], TopicExistsError)
+    found = await a.get_topic_list(["a", "b", "c", "missing"])
+    assert found["a"] is not None and not isinstance(found["a"], Exception)
+    assert found["a"][0] == new[0][0] and found["missing"] is None
+    assert found["b"] is not None and not isinstance(found["b"], Exception)
+    assert found["b"][0] != new[1][0]  # the first writer's assignment stays
+    assert await a.get_topic_configs(["a", "c", "missing"]) == {
+        "a": {"retention.ms": "0"},
+        "c": {"retention.ms": "2"},
+        "missing": {},
+    }
+
+
 async def test_controller_election_multi_op(zk: MakeZk) -> None:
     a, b = zk(), zk()
     won = await a.try_become_controller(1, NOW)

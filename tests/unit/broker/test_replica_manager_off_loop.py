@@ -139,6 +139,30 @@ async def test_a_failed_epoch_write_answers_storage_error_and_takes_the_log_offl
     assert partition is not None and partition.is_offline
 
 
+async def test_epoch_checkpoints_are_synced_together_and_a_failed_sync_is_a_storage_error(
+    replicas: LocalReplicas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader-epoch checkpoints of one LeaderAndIsr are fsynced in one group at the
+    end; a partition whose file could not be synced answers KAFKA_STORAGE_ERROR and its
+    log goes offline, the others are led."""
+    groups: list[list[str]] = []
+
+    def sync(files: list[str], dirs: list[str]) -> dict[str, OSError]:
+        groups.append(list(files))
+        return {f: OSError(5, "input/output error") for f in files if "orders-3" in f}
+
+    monkeypatch.setattr("broker.replica_roles.sync_all", sync)
+    answer = await lead_all(replicas)
+    bad = TopicPartition("orders", 3)
+    assert answer == {
+        tp: ErrorCode.KAFKA_STORAGE_ERROR if tp == bad else ErrorCode.NONE for tp in PARTITIONS
+    }
+    assert len(groups) == 1 and len(groups[0]) == len(PARTITIONS)
+    partition = replicas.rm.partition_for(bad)
+    assert partition is not None and partition.is_offline
+    assert epoch_file(replicas, PARTITIONS[0]) == [(0, 0)]
+
+
 async def test_concurrent_controller_requests_do_not_interleave(
     replicas: LocalReplicas,
 ) -> None:
