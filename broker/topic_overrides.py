@@ -33,8 +33,17 @@ async def topic_overrides(zk: ZkFacade, configs: TopicConfigs, topic: str) -> Ma
 async def load_topic_configs(zk: ZkFacade, configs: TopicConfigs, topics: Iterable[str]) -> None:
     """Read the overrides of the topics not known yet (into ``configs``). A failure is
     logged: the broker defaults apply until a later request reads them."""
-    for topic in sorted(t for t in set(topics) if not configs.knows(t)):
-        try:
-            await _read(zk, configs, topic)
-        except Exception as exc:  # the broker defaults apply until the next LeaderAndIsr
-            log.warning("reading the config of topic %s failed: %s", topic, exc)
+    unknown = sorted(t for t in set(topics) if not configs.knows(t))
+    if not unknown:
+        return
+    try:
+        # all in flight together: a LeaderAndIsr may name a hundred new topics
+        found = await zk.get_topic_configs(unknown)
+    except Exception as exc:  # the broker defaults apply until the next LeaderAndIsr
+        found = dict.fromkeys(unknown, exc)
+    for topic in unknown:
+        overrides = found.get(topic)
+        if isinstance(overrides, dict):
+            configs.set(topic, overrides)
+        else:
+            log.warning("reading the config of topic %s failed: %s", topic, overrides)

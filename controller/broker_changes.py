@@ -27,6 +27,7 @@ kazoo's thread, and only enqueues.
 from __future__ import annotations
 
 import logging
+import time
 
 from kazoo.protocol.states import EventType, WatchedEvent
 
@@ -112,10 +113,16 @@ class BrokerChanges(ControllerHandler):
     async def on_broker_failure(self, dead: set[int]) -> None:
         """``dead`` brokers went away: their replicas go offline."""
         log.info("controller: brokers failed %s", sorted(dead))
+        started = time.perf_counter()
         for bid in dead:
             self.channel.remove_broker(bid)
         self.ctx.remove_live_brokers(dead)
         await self.on_replicas_become_offline(self.ctx.replicas_on_brokers(dead))
+        log.info(
+            "controller: replicas of brokers %s taken offline, requests sent in %.3f s",
+            sorted(dead),
+            time.perf_counter() - started,
+        )
 
     async def on_replicas_become_offline(
         self, replicas: list[PartitionReplica], batch: ControllerRequestBatch | None = None

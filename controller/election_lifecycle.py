@@ -310,10 +310,8 @@ class ElectionLifecycle(ControllerHandler):
         """Live brokers, topics (arming each topic's watch) and partition states."""
         ids = await self.zk.get_broker_ids()
         self.ctx.add_live_brokers((await self.zk.get_brokers(ids)).values())
-        for topic in await self.zk.get_topics():
-            found = await self.topics.read_topic(topic)
-            if found is not None:
-                self.ctx.set_topic(found)
+        for found in (await self.topics.read_topics(await self.zk.get_topics())).values():
+            self.ctx.set_topic(found)
         states = await self.zk.get_partition_states(self.ctx.all_partitions())
         for tp, st in states.items():
             self.ctx.put_leadership(tp, st)

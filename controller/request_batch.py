@@ -94,10 +94,13 @@ class ControllerRequestBatch:
         # imported here: controller.request_bodies needs LeaderAndIsrEntry from this module
         import controller.request_bodies as requests
 
+        shared: dict[tuple[TopicPartition, LeaderAndIsrEntry], Any] = {}
         for bid, entries in sorted(self.leader_and_isr.items()):
             if bid not in ctx.live_brokers:
                 continue
-            key, version, body = requests.build_leader_and_isr(ctx, controller_id, bid, entries)
+            key, version, body = requests.build_leader_and_isr(
+                ctx, controller_id, bid, entries, shared
+            )
             channel.send(bid, key, version, body, _for_broker(on_leader_and_isr_response, bid))
         if self.update_metadata_brokers:
             partitions = sorted(p for p in self.update_metadata_partitions if p in ctx.leadership)

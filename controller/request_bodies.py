@@ -67,9 +67,15 @@ def build_leader_and_isr(
     controller_id: int,
     broker_id: int,
     entries: Mapping[TopicPartition, LeaderAndIsrEntry],
+    shared: dict[tuple[TopicPartition, LeaderAndIsrEntry], Any] | None = None,
 ) -> Built:
-    """One broker's LeaderAndIsr: the partitions it hosts whose leadership changed."""
+    """One broker's LeaderAndIsr: the partitions it hosts whose leadership changed.
+    ``shared``: partition states already built for another broker's request of the same
+    batch, reused when the entry is the same (a partition's replicas all get one state;
+    building the structs was most of the controller's time for thousands of
+    partitions). Bodies are only read once built, so sharing them is safe."""
     P = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+    built = shared if shared is not None else {}
     topic_states = []
     leaders: set[int] = set()
     for topic, tps in _by_topic(entries).items():
@@ -77,10 +83,11 @@ def build_leader_and_isr(
         for tp in tps:
             entry = entries[tp]
             lai = entry.state.leader_and_isr
-            moving = ctx.reassignments.get(tp)
             leaders.add(lai.leader)
-            states.append(
-                P(
+            state = built.get((tp, entry))
+            if state is None:
+                moving = ctx.reassignments.get(tp)
+                state = built[(tp, entry)] = P(
                     partition_index=tp.partition,
                     controller_epoch=entry.state.controller_epoch,
                     leader=lai.leader,
@@ -92,7 +99,7 @@ def build_leader_and_isr(
                     removing_replicas=list(moving.removing) if moving else [],
                     is_new=entry.is_new,
                 )
-            )
+            states.append(state)
         topic_states.append(
             LeaderAndIsrRequest.LeaderAndIsrTopicState(
                 topic_name=topic, topic_id=ctx.topic_ids[topic], partition_states=states

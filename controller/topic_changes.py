@@ -104,6 +104,20 @@ class TopicChanges(ControllerHandler):
             return None
         return None if found is None else found[0]
 
+    async def read_topics(self, topics: list[str]) -> dict[str, TopicAssignment]:
+        """:meth:`read_topic` for many topics, the reads in flight together (a new
+        controller loading a hundred topics, or a CreateTopics of as many); topics gone
+        or corrupt (logged) are left out."""
+        found = await self.zk.get_topic_list(topics, {t: self._topic_watch(t) for t in topics})
+        out: dict[str, TopicAssignment] = {}
+        for topic in topics:
+            result = found.get(topic)
+            if isinstance(result, ZkDataError):
+                log.error("ignoring topic %s: %s", topic, result)
+            elif result is not None:
+                out[topic] = result[0]
+        return out
+
     async def topics_queued_for_deletion(self) -> set[str]:
         """/admin/delete_topics (re-arming its watch). Entries for topics that do not
         exist are removed, as Kafka does."""
@@ -123,10 +137,8 @@ class TopicChanges(ControllerHandler):
             self.ctx.remove_topic(gone)
             self._topic_watches.pop(gone, None)
         new_partitions: list[TopicPartition] = []
-        for topic in sorted(topics - self.ctx.all_topics()):
-            found = await self.read_topic(topic)
-            if found is None:
-                continue
+        added = await self.read_topics(sorted(topics - self.ctx.all_topics()))
+        for topic, found in added.items():
             self.ctx.set_topic(found)
             new_partitions += self.ctx.partitions_for_topic(topic)
         if new_partitions:
@@ -156,7 +168,11 @@ class TopicChanges(ControllerHandler):
 
     async def on_new_partitions(self, partitions: list[TopicPartition]) -> None:
         """New -> Online for partitions and replicas: leaders written, LeaderAndIsr sent."""
-        log.info("controller: new partitions %s", [str(tp) for tp in partitions])
+        log.info(
+            "controller: %d new partitions of topics %s",
+            len(partitions),
+            sorted({tp.topic for tp in partitions}),
+        )
         batch = ControllerRequestBatch()
         replicas = self.ctx.replicas_for_partitions(partitions)
         await self.partition_sm.handle_state_changes(partitions, PartitionState.NEW, batch)

@@ -156,8 +156,10 @@ def read_epoch_checkpoint(path: str) -> list[tuple[int, int]]:
         raise CheckpointError(f"{path}: non-numeric entry") from None
 
 
-def write_epoch_checkpoint(path: str, entries: Iterable[tuple[int, int]]) -> None:
-    write_atomically(path, _format(f"{e} {o}" for e, o in entries))
+def write_epoch_checkpoint(
+    path: str, entries: Iterable[tuple[int, int]], sync: bool = True
+) -> None:
+    write_atomically(path, _format(f"{e} {o}" for e, o in entries), sync)
 
 
 def read_partition_metadata(path: str) -> str | None:
@@ -172,5 +174,5 @@ def read_partition_metadata(path: str) -> str | None:
     return fields["topic_id"]
 
 
-def write_partition_metadata(path: str, topic_id: str) -> None:
-    write_atomically(path, f"version: 0\ntopic_id: {topic_id}\n".encode())
+def write_partition_metadata(path: str, topic_id: str, sync: bool = True) -> None:
+    write_atomically(path, f"version: 0\ntopic_id: {topic_id}\n".encode(), sync)

@@ -172,16 +172,18 @@ class LeaderEpochCache:
         if scratch.entries != self.entries:
             rebuild(self)
 
-    def flush(self) -> bool:
+    def flush(self, sync: bool = True) -> bool:
         """Write the entries if they changed since the last write (temp file, fsync,
         rename, directory fsync). Blocking: call it off the event loop. Returns whether
-        it wrote; raises StorageError (the cache stays dirty)."""
+        it wrote; raises StorageError (the cache stays dirty). ``sync=False`` skips both
+        fsyncs: the caller makes the file durable (storage.group_sync), and takes the
+        log offline if it cannot."""
         with self._flush_lock:
             with self._lock:
                 version = self._version
                 if version == self._flushed_version:
                     return False
                 entries = list(zip(self._epochs, self._offsets))
-            write_epoch_checkpoint(self.path, entries)
+            write_epoch_checkpoint(self.path, entries, sync)
             self._flushed_version = version
             return True

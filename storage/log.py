@@ -131,12 +131,15 @@ class Log:
         clean_shutdown: bool = False,
         topic_id: str | None = None,
         background: Background | None = None,
+        sync: bool = True,
     ) -> Log:
         """Load (or create) the log in ``directory``. After an unclean shutdown every
         segment from the one holding ``recovery_point`` is validated batch by batch and
         the first invalid batch and everything after it are cut; after a clean shutdown
         nothing is scanned beyond the batches after the active segment's last index
-        entry. Missing or corrupt indexes are rebuilt, orphan index files removed."""
+        entry. Missing or corrupt indexes are rebuilt, orphan index files removed.
+        ``sync=False``: a partition.metadata written here is not fsynced; the caller
+        makes it and the directory durable (LogManager.get_or_create_logs)."""
         try:
             os.makedirs(directory, exist_ok=True)
         except OSError as exc:
@@ -157,7 +160,7 @@ class Log:
         start = max(first_base, start if log_start_offset is not None else first_base)
         start = min(start, leo)
         if topic_id is not None and stored_id is None:
-            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), topic_id)
+            write_partition_metadata(os.path.join(directory, PARTITION_METADATA), topic_id, sync)
         elif stored_id is not None:
             topic_id = stored_id
         result = cls(
@@ -615,26 +618,45 @@ class Log:
         """fsync every segment holding offsets in [recovery point, ``up_to``) and move
         the recovery point there, the leader epochs written first (recovery rebuilds
         only those above the recovery point). Blocking: run it off the event loop."""
-        self.local.flush(up_to, self.flush_epoch_cache)
 
-    def flush_epoch_cache(self) -> None:
-        """Write the leader-epoch checkpoint if it changed. Blocking: run it off the
-        event loop. A failure takes the log offline: appends in an epoch the disk
-        cannot record would be lost to OffsetForLeaderEpoch after a restart."""
+        def write_epochs() -> None:
+            self.flush_epoch_cache()
+
+        self.local.flush(up_to, write_epochs)
+
+    def flush_epoch_cache(self, sync: bool = True) -> bool:
+        """Write the leader-epoch checkpoint if it changed; whether it wrote. Blocking:
+        run it off the event loop. A failure takes the log offline: appends in an epoch
+        the disk cannot record would be lost to OffsetForLeaderEpoch after a restart.
+        ``sync=False`` leaves the fsyncs of the file and its directory to the caller
+        (storage.group_sync, for many logs at once), who calls :meth:`take_offline`
+        if they fail."""
         try:
-            self.epoch_cache.flush()
+            return self.epoch_cache.flush(sync)
         except StorageError as exc:
             self.local.failed = str(exc)
             raise
 
-    def close(self) -> None:
+    def take_offline(self, reason: str) -> None:
+        """A write for this log failed outside it (a group sync): no more appends or
+        reads, as after a disk error of its own."""
+        self.local.failed = reason
+
+    def close(self, sync: bool = True) -> list[str]:
         """Clean close: producer snapshot at the log end, closing time index entries,
-        indexes trimmed, descriptors closed. The caller flushes first."""
+        indexes trimmed, descriptors closed. The caller flushes first. ``sync=False``
+        leaves the fsyncs of the files written here to the caller (a LogManager closing
+        thousands of logs syncs them together, storage.group_sync); returns those files."""
+        written: list[str] = []
         if self.failed is None:
-            self.epoch_cache.flush()
+            if self.epoch_cache.flush(sync):
+                written.append(self.epoch_cache.path)
             self.producer_state.map_end_offset = self.log_end_offset
-            self.producer_state.take_snapshot()
+            written.append(
+                self.producer_state.snapshot_path(self.producer_state.take_snapshot(sync))
+            )
         self.local.close()
+        return written
 
     def close_without_snapshot(self) -> None:
         """Release descriptors (a log being deleted)."""

@@ -36,13 +36,14 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import NamedTuple, Protocol
 
 from protocol.values import TopicPartition
 from storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
+    PARTITION_METADATA,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointError,
@@ -55,6 +56,7 @@ from storage.cleaner_manager import LogCleaner
 from storage.clock import Clock
 from storage.config import LONG_MAX, LogConfig, LogManagerConfig
 from storage.errors import InconsistentTopicIdError, StorageError
+from storage.group_sync import sync_all
 from storage.log import Log
 from storage.names import (
     DELETE_DIR_SUFFIX,
@@ -281,34 +283,83 @@ class LogManager:
                     f"{tp} exists with topic id {existing.topic_id}, not {topic_id}"
                 )
             return existing
-        name = partition_dir_name(tp)
         if overrides is not None:
             self.topic_configs.set(tp.topic, overrides)
-        d = self._next_log_dir()
+        created = self._create_log(tp, topic_id, self._log_counts(), sync=True)
+        log.info("created log %s in %s", tp, os.path.dirname(created.directory))
+        return created
+
+    def get_or_create_logs(
+        self, wanted: Sequence[tuple[TopicPartition, str | None]]
+    ) -> dict[TopicPartition, StorageError]:
+        """:meth:`get_or_create_log` for many partitions (a LeaderAndIsr's), the new
+        logs' files made durable together at the end (storage.group_sync) instead of
+        two fsyncs a log; returns the partitions that failed. A log whose sync failed is
+        taken offline. Blocking, like :meth:`get_or_create_log`."""
+        failed: dict[TopicPartition, StorageError] = {}
+        counts = self._log_counts()
+        created: list[tuple[TopicPartition, Log]] = []
+        for tp, topic_id in wanted:
+            try:
+                if tp in self._logs:
+                    self.get_or_create_log(tp, topic_id)
+                else:
+                    created.append((tp, self._create_log(tp, topic_id, counts, sync=False)))
+            except StorageError as exc:
+                failed[tp] = exc
+        if created:
+            files = [os.path.join(lg.directory, PARTITION_METADATA) for _, lg in created]
+            dirs = [lg.directory for _, lg in created]
+            parents = {os.path.dirname(d) for d in dirs}
+            errors = sync_all(files, [*dirs, *sorted(parents)])
+            for tp, lg in created:
+                paths = (
+                    os.path.join(lg.directory, PARTITION_METADATA),
+                    lg.directory,
+                    os.path.dirname(lg.directory),
+                )
+                error = next((errors[p] for p in paths if p in errors), None)
+                if error is not None:
+                    failed[tp] = StorageError(f"syncing the new log {lg.directory}: {error}")
+                    lg.take_offline(str(failed[tp]))
+            log.info("created %d logs", len(created))
+        return failed
+
+    def _create_log(
+        self, tp: TopicPartition, topic_id: str | None, counts: dict[str, int], sync: bool
+    ) -> Log:
+        """Open a new log in the online directory with the fewest (``counts``: logs per
+        directory, updated here)."""
+        d = self._next_log_dir(counts)
         created = Log.open(
-            os.path.join(d, name),
+            os.path.join(d, partition_dir_name(tp)),
             tp,
             self.config_for(tp.topic),
             self.clock,
             clean_shutdown=True,
             topic_id=topic_id,
             background=self._submit,
+            sync=sync,
         )
         with self._lock:
             self._logs[tp] = created
-        log.info("created log %s in %s", tp, d)
+        counts[d] = counts.get(d, 0) + 1
+        log.debug("created log %s in %s", tp, d)
         return created
 
-    def _next_log_dir(self) -> str:
+    def _log_counts(self) -> dict[str, int]:
+        """Logs per log directory (a directory with none is absent)."""
+        counts: dict[str, int] = {}
+        for lg in self.all_logs():
+            parent = os.path.dirname(lg.directory)
+            counts[parent] = counts.get(parent, 0) + 1
+        return counts
+
+    def _next_log_dir(self, counts: Mapping[str, int]) -> str:
         online = [d for d in self._log_dirs if d not in self.offline_dirs]
         if not online:
             raise StorageError("no log directory is online")
-        counts = dict.fromkeys(online, 0)
-        for lg in self.all_logs():
-            parent = os.path.dirname(lg.directory)
-            if parent in counts:
-                counts[parent] += 1
-        return min(online, key=lambda d: counts[d])
+        return min(online, key=lambda d: counts.get(d, 0))
 
     def delete_log(self, tp: TopicPartition, *, write_checkpoints: bool = True) -> bool:
         """Delete ``tp``'s log: rename its directory to ``<topic>-<p>.<uuid>-delete`` now
@@ -438,14 +489,22 @@ class LogManager:
         if self._own_background:
             self._background.shutdown(wait=True)
         failed_dirs: set[str] = set()
+        # the files each close writes are synced together at the end: two fsyncs a log
+        # (a producer snapshot, its directory) one after another took 10 s for 3,000 logs
+        unsynced: dict[str, str] = {}  # file -> the log directory it belongs to
         for lg in self.all_logs():
             try:
                 if lg.failed is None:
                     lg.flush()
-                lg.close()
+                for path in lg.close(sync=False):
+                    unsynced[path] = os.path.dirname(lg.directory)
             except StorageError as exc:
                 log.error("closing %s failed: %s", lg.tp, exc)
                 failed_dirs.add(os.path.dirname(lg.directory))
+        errors = sync_all(unsynced, {os.path.dirname(f) for f in unsynced})
+        for path, err in errors.items():
+            log.error("closing: syncing %s failed: %s", path, err)
+            failed_dirs.add(unsynced.get(path, os.path.dirname(path)))
         for d in self._online_dirs():
             try:
                 self._write_checkpoints(d)

@@ -14,7 +14,7 @@ on the znode's version and keep the keys that are not credentials.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from kazoo.exceptions import NoNodeError
 
@@ -27,6 +27,30 @@ def get_topic_config(session: ZkSession, topic: str) -> dict[str, str]:
     """The topic's overrides (/config/topics/<t>); empty when there are none."""
     found = session.get(paths.topic_config(topic))
     return {} if found is None else codec.decode_topic_config(topic, found[0])
+
+
+def get_topic_configs(
+    session: ZkSession, names: Sequence[str]
+) -> dict[str, dict[str, str] | Exception]:
+    """:func:`get_topic_config` for many topics, the reads in flight together (a
+    LeaderAndIsr naming a hundred new topics): per topic its overrides, or the error
+    that failed its read or decoding (the others are still answered)."""
+    pending = [(t, session.kazoo.get_async(paths.topic_config(t))) for t in names]
+    out: dict[str, dict[str, str] | Exception] = {}
+    for topic, result in pending:
+        try:
+            data, _ = result.get()
+        except NoNodeError:
+            out[topic] = {}
+            continue
+        except Exception as exc:
+            out[topic] = exc
+            continue
+        try:
+            out[topic] = codec.decode_topic_config(topic, bytes(data or b""))
+        except codec.ZkDataError as exc:
+            out[topic] = exc
+    return out
 
 
 def get_entity_config(session: ZkSession, entity_type: str, name: str) -> dict[str, str]:

@@ -129,6 +129,11 @@ class ZkFacade:
     async def create_topic(self, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
         await self._run(topics.create_topic, assignment, dict(config))
 
+    async def create_topics(
+        self, new: Sequence[tuple[TopicAssignment, Mapping[str, str]]]
+    ) -> dict[str, Exception | None]:
+        return await self._run(topics.create_topics, [(a, dict(c)) for a, c in new])
+
     async def set_topic_assignment(self, assignment: TopicAssignment, expected_version: int) -> int:
         return await self._run(topics.set_topic_assignment, assignment, expected_version)
 
@@ -144,6 +149,11 @@ class ZkFacade:
         self, topic: str, watch: Watch | None = None
     ) -> tuple[TopicAssignment, int] | None:
         return await self._run(topics.get_topic, topic, watch)
+
+    async def get_topic_list(
+        self, names: Sequence[str], watches: Mapping[str, Watch] | None = None
+    ) -> dict[str, tuple[TopicAssignment, int] | codec.ZkDataError | None]:
+        return await self._run(topics.get_topic_list, names, watches)
 
     async def delete_topic_znodes(
         self, topic: str, epoch_zk_version: int, attempts: int = 3
@@ -197,6 +207,11 @@ class ZkFacade:
 
     async def get_topic_config(self, topic: str) -> dict[str, str]:
         return await self._run(configs.get_topic_config, topic)
+
+    async def get_topic_configs(
+        self, names: Sequence[str]
+    ) -> dict[str, dict[str, str] | Exception]:
+        return await self._run(configs.get_topic_configs, names)
 
     async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
         return await self._run(configs.get_entity_config, entity_type, name)

@@ -4,10 +4,21 @@ A state znode holds the leader, leader epoch, ISR and the epoch of the controlle
 wrote it (zk.codec); its zkVersion is the partition epoch. Every write is conditional on
 it, so the controller and a leader changing its ISR never overwrite each other unseen.
 
-The controller writes fenced on its epoch (zk.transactions.fenced), one multi-op per
-partition, all in flight at once; a partition whose write conflicts comes back as a
-StateConflictError in the results, while a fenced controller gets ControllerMovedError.
-A leader writes its ISR without the epoch check (it is not the controller).
+The controller writes fenced on its epoch (zk.transactions.fenced): first one multi-op
+per topic holding all of that topic's partitions (with, for new partitions, their parent
+znodes), every topic's in flight at once; a topic whose multi-op was refused (one of its
+partitions conflicts, or a parent exists already: CreatePartitions) is written again one
+multi-op per partition, so that each partition gets its own answer. A partition whose
+write conflicts comes back as a StateConflictError in the results, while a fenced
+controller gets ControllerMovedError. A leader writes its ISR without the epoch check (it
+is not the controller).
+
+Why per topic (in chunks of MULTI_PARTITIONS partitions): ZooKeeper logs every
+transaction durably, and the controller creating 3,000 partitions used to send 6,000 of
+them (a parent and a state per partition) and a broker's failure one per partition it
+led or followed; a hundred topics' multi-ops carry the same writes in a hundred
+transactions. ZooKeeper answers one session's requests in order, so a topic's first
+chunk (which makes its /partitions) is applied before the others.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
@@ -23,7 +35,7 @@ from zk import codec, paths
 from zk.errors import StateConflictError
 from zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, WriteResults
 from zk.session import Watch, ZkSession
-from zk.transactions import CreateOp, SetDataOp, fenced
+from zk.transactions import CreateOp, Op, SetDataOp, fenced
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +61,47 @@ def get_partition_states(
     return out
 
 
+#: partitions in one multi-op at most: a request must stay well under ZooKeeper's
+#: jute.maxbuffer (1 MB by default; a state write is about 150 bytes), or the server
+#: drops the connection
+MULTI_PARTITIONS = 200
+
+#: a multi-op's key: the topic and which of its chunks of MULTI_PARTITIONS
+Chunk = tuple[str, int]
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> dict[Chunk, list[TopicPartition]]:
+    out: dict[Chunk, list[TopicPartition]] = {}
+    counts: dict[str, int] = {}
+    for tp in sorted(partitions):
+        n = counts.get(tp.topic, 0)
+        counts[tp.topic] = n + 1
+        out.setdefault((tp.topic, n // MULTI_PARTITIONS), []).append(tp)
+    return out
+
+
+def _per_topic(
+    session: ZkSession,
+    tps_by_topic: Mapping[Chunk, list[TopicPartition]],
+    ops_by_topic: Mapping[Chunk, list[Op]],
+    epoch_zk_version: int,
+) -> tuple[dict[TopicPartition, Any], list[TopicPartition]]:
+    """One fenced multi-op per topic, one operation per partition in ``tps_by_topic``'s
+    order: each written partition's result (its ZnodeStat), and the partitions of the
+    topics whose multi-op was refused."""
+    results = fenced(session, ops_by_topic, epoch_zk_version)
+    done: dict[TopicPartition, Any] = {}
+    refused: list[TopicPartition] = []
+    for chunk, result in results.items():
+        tps = tps_by_topic[chunk]
+        if isinstance(result, Exception):
+            refused += tps
+            continue
+        per_op = result if isinstance(result, list) else [result]
+        done.update(zip(tps, per_op, strict=True))
+    return done, refused
+
+
 def create_partition_states(
     session: ZkSession,
     states: Mapping[TopicPartition, LeaderAndIsr],
@@ -57,6 +110,55 @@ def create_partition_states(
 ) -> WriteResults:
     """The controller creates new partitions' states; one that exists already is a
     StateConflictError."""
+    by_topic = _by_topic(states)
+    ops: dict[Chunk, list[Op]] = {}
+    for chunk, tps in by_topic.items():
+        topic, n = chunk
+        # the first chunk of a topic makes its /partitions; the others find it there
+        # (they are refused when the first is, and retried one by one)
+        ops[chunk] = [CreateOp(paths.topic_partitions(topic))] if n == 0 else []
+        for tp in tps:
+            ops[chunk].append(CreateOp(paths.partition(tp.topic, tp.partition)))
+            ops[chunk].append(
+                CreateOp(
+                    paths.partition_state(tp.topic, tp.partition),
+                    codec.encode_partition_state(states[tp], controller_epoch),
+                )
+            )
+    created, refused = _per_topic_create(session, by_topic, ops, epoch_zk_version)
+    out: WriteResults = {tp: states[tp].with_zk_version(0) for tp in created}
+    if refused:
+        out.update(
+            _create_one_by_one(
+                session, {tp: states[tp] for tp in refused}, controller_epoch, epoch_zk_version
+            )
+        )
+    return out
+
+
+def _per_topic_create(
+    session: ZkSession,
+    tps_by_topic: Mapping[Chunk, list[TopicPartition]],
+    ops_by_topic: Mapping[Chunk, list[Op]],
+    epoch_zk_version: int,
+) -> tuple[list[TopicPartition], list[TopicPartition]]:
+    """One fenced multi-op per topic: the partitions created, and those of the topics
+    whose multi-op was refused."""
+    results = fenced(session, ops_by_topic, epoch_zk_version)
+    created: list[TopicPartition] = []
+    refused: list[TopicPartition] = []
+    for chunk, result in results.items():
+        (refused if isinstance(result, Exception) else created).extend(tps_by_topic[chunk])
+    return created, refused
+
+
+def _create_one_by_one(
+    session: ZkSession,
+    states: Mapping[TopicPartition, LeaderAndIsr],
+    controller_epoch: int,
+    epoch_zk_version: int,
+) -> WriteResults:
+    """One multi-op per partition: each partition's own answer."""
     _ensure_partition_parents(session, states)
     ops = {
         tp: [
@@ -96,6 +198,38 @@ def update_partition_states(
     epoch_zk_version: int,
 ) -> WriteResults:
     """The controller rewrites states, each conditionally on its ``zk_version``."""
+    by_topic = _by_topic(states)
+    ops: dict[Chunk, list[Op]] = {
+        chunk: [
+            SetDataOp(
+                paths.partition_state(tp.topic, tp.partition),
+                codec.encode_partition_state(states[tp], controller_epoch),
+                states[tp].zk_version,
+            )
+            for tp in tps
+        ]
+        for chunk, tps in by_topic.items()
+    }
+    written, refused = _per_topic(session, by_topic, ops, epoch_zk_version)
+    out: WriteResults = {
+        tp: states[tp].with_zk_version(int(stat.version)) for tp, stat in written.items()
+    }
+    if refused:
+        out.update(
+            _update_one_by_one(
+                session, {tp: states[tp] for tp in refused}, controller_epoch, epoch_zk_version
+            )
+        )
+    return out
+
+
+def _update_one_by_one(
+    session: ZkSession,
+    states: Mapping[TopicPartition, LeaderAndIsr],
+    controller_epoch: int,
+    epoch_zk_version: int,
+) -> WriteResults:
+    """One multi-op per partition: each partition's own answer."""
     ops = {
         tp: [
             SetDataOp(

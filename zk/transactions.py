@@ -91,6 +91,12 @@ def commit(session: ZkSession, ops: Sequence[Op]) -> list[Any]:
     return list(_build(session, ops).commit())
 
 
+def commit_async(session: ZkSession, ops: Sequence[Op]) -> Any:
+    """Send ``ops`` as one multi-op without waiting; ``.get()`` on the answer returns the
+    per-operation results of :func:`commit` (for many multi-ops in flight at once)."""
+    return _build(session, ops).commit_async()
+
+
 def first_failure(results: Sequence[Any]) -> Exception | None:
     """The exception that made a multi-op fail (kazoo marks the others RolledBackError)."""
     for r in results:

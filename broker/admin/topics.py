@@ -216,6 +216,25 @@ async def create_topic(zk: ZkFacade, plan: TopicPlan) -> None:
         ) from None
 
 
+async def create_topics(zk: ZkFacade, plans: Sequence[TopicPlan]) -> dict[str, Exception | None]:
+    """:func:`create_topic` for many topics, their writes in flight together: per topic
+    None when written, else the AdminError (TOPIC_ALREADY_EXISTS) or the error that
+    failed it (a connection failure fails every topic)."""
+    try:
+        written = await zk.create_topics([(p.to_assignment(), p.configs) for p in plans])
+    except Exception as exc:
+        return dict.fromkeys((p.name for p in plans), exc)
+    out: dict[str, Exception | None] = {}
+    for plan in plans:
+        failure = written.get(plan.name)
+        if isinstance(failure, TopicExistsError):
+            failure = AdminError(
+                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{plan.name}' already exists."
+            )
+        out[plan.name] = failure
+    return out
+
+
 async def read_topic(zk: ZkFacade, topic: str) -> tuple[TopicAssignment, int]:
     found = await zk.get_topic(topic)
     if found is None:

@@ -114,6 +114,24 @@ class FakeZk(ZkFacade):
         self.topics[assignment.topic] = (assignment, 0)
         self.entity_configs[(paths.TOPICS_ENTITY, assignment.topic)] = dict(config)
 
+    async def create_topics(
+        self, new: Sequence[tuple[TopicAssignment, Mapping[str, str]]]
+    ) -> dict[str, Exception | None]:
+        out: dict[str, Exception | None] = {}
+        for assignment, config in new:
+            try:
+                await self.create_topic(assignment, config)
+                out[assignment.topic] = None
+            except TopicExistsError as exc:
+                out[assignment.topic] = exc
+        return out
+
+    async def get_topic_list(
+        self, names: Sequence[str], watches: Mapping[str, Watch] | None = None
+    ) -> dict[str, tuple[TopicAssignment, int] | codec.ZkDataError | None]:
+        await asyncio.sleep(0)
+        return {name: self.topics.get(name) for name in names}
+
     async def set_topic_assignment(self, assignment: TopicAssignment, expected_version: int) -> int:
         await asyncio.sleep(0)
         from kazoo.exceptions import BadVersionError, NoNodeError
@@ -140,6 +158,17 @@ class FakeZk(ZkFacade):
     async def get_topic_config(self, topic: str) -> dict[str, str]:
         await asyncio.sleep(0)
         return dict(self.entity_configs.get((paths.TOPICS_ENTITY, topic), {}))
+
+    async def get_topic_configs(
+        self, names: Sequence[str]
+    ) -> dict[str, dict[str, str] | Exception]:
+        out: dict[str, dict[str, str] | Exception] = {}
+        for name in names:
+            try:
+                out[name] = await self.get_topic_config(name)
+            except Exception as exc:  # a test making one read fail
+                out[name] = exc
+        return out
 
     async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
         await asyncio.sleep(0)

@@ -174,6 +174,31 @@ async def test_topic_creation_writes_config_and_assignment(zk: MakeZk) -> None:
     assert await a.get_topic("orders") == found  # the id never changes
 
 
+async def test_many_topics_are_written_and_read_in_one_call_each(zk: MakeZk) -> None:
+    """create_topics answers per topic (one that exists is TopicExistsError, the others
+    are written with their configs); get_topic_list and get_topic_configs read many."""
+    a = zk()
+    await a.ensure_persistent_paths()
+    await a.create_topic(TopicAssignment("b", codec.new_topic_id(), {0: (1,)}), {})
+    new = [
+        (TopicAssignment(name, codec.new_topic_id(), {0: (1, 2)}), {"retention.ms": str(i)})
+        for i, name in enumerate(["a", "b", "c"])
+    ]
+    written = await a.create_topics(new)
+    assert written["a"] is None and written["c"] is None
+    assert isinstance(written["b"], TopicExistsError)
+    found = await a.get_topic_list(["a", "b", "c", "missing"])
+    assert found["a"] is not None and not isinstance(found["a"], Exception)
+    assert found["a"][0] == new[0][0] and found["missing"] is None
+    assert found["b"] is not None and not isinstance(found["b"], Exception)
+    assert found["b"][0] != new[1][0]  # the first writer's assignment stays
+    assert await a.get_topic_configs(["a", "c", "missing"]) == {
+        "a": {"retention.ms": "0"},
+        "c": {"retention.ms": "2"},
+        "missing": {},
+    }
+
+
 async def test_controller_election_multi_op(zk: MakeZk) -> None:
     a, b = zk(), zk()
     won = await a.try_become_controller(1, NOW)
@@ -203,6 +228,37 @@ async def test_partition_state_writes_are_conditional(zk: MakeZk) -> None:
     assert isinstance(stale[tp], StateConflictError)
     state = (await a.get_partition_states([tp]))[tp]
     assert state.leader_and_isr == LeaderAndIsr(2, 1, (2,), 1) and state.controller_epoch == 1
+
+
+async def test_state_writes_go_per_topic_and_a_refused_topic_answers_per_partition(
+    zk: MakeZk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A topic's partitions are written in chunked multi-ops; one conflicting partition
+    refuses its chunk, which is then written one partition at a time: the others still
+    succeed and only that one answers StateConflictError."""
+    monkeypatch.setattr("zk.partition_states.MULTI_PARTITIONS", 2)
+    a = zk()
+    election = await a.try_become_controller(1, NOW)
+    v = election.epoch_zk_version
+    tps = [TopicPartition("c", p) for p in range(5)]
+    # partition 3 exists already: its chunk (2 and 3) is refused and retried one by one
+    await a.create_partition_states({tps[3]: LeaderAndIsr(9, 0, (9,))}, 1, v)
+    created = await a.create_partition_states({tp: LeaderAndIsr(1, 0, (1, 2)) for tp in tps}, 1, v)
+    assert isinstance(created[tps[3]], StateConflictError)
+    assert {tp: created[tp] for tp in tps if tp != tps[3]} == {
+        tp: LeaderAndIsr(1, 0, (1, 2), 0) for tp in tps if tp != tps[3]
+    }
+    # partition 1 at a stale zkVersion: only it conflicts, the rest are rewritten
+    updates = {tp: LeaderAndIsr(2, 1, (2,), 0) for tp in tps}
+    updates[tps[1]] = LeaderAndIsr(2, 1, (2,), 7)
+    updated = await a.update_partition_states(updates, 1, v)
+    assert isinstance(updated[tps[1]], StateConflictError)
+    assert {tp: updated[tp] for tp in tps if tp != tps[1]} == {
+        tp: LeaderAndIsr(2, 1, (2,), 1) for tp in tps if tp != tps[1]
+    }
+    states = await a.get_partition_states(tps)
+    assert states[tps[1]].leader_and_isr == LeaderAndIsr(1, 0, (1, 2), 0)
+    assert states[tps[4]].leader_and_isr == LeaderAndIsr(2, 1, (2,), 1)
 
 
 async def test_leader_isr_write_is_conditional_on_its_zk_version(zk: MakeZk) -> None:

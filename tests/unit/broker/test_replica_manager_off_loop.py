@@ -110,13 +110,13 @@ async def test_the_loop_runs_while_the_epoch_checkpoints_are_written(
     entered, gate = threading.Event(), threading.Event()
     real = __import__("storage.leader_epoch", fromlist=["x"]).write_epoch_checkpoint
 
-    def gated(path: str, entries: Any) -> None:
+    def gated(path: str, entries: Any, sync: bool = True) -> None:
         entered.set()
         # Ten seconds for the first write; later ones of a blocked run fail at once.
         if not gate.wait(timeout=10):
             gate.set()
             raise StorageError("the gate never opened: the event loop was blocked")
-        real(path, entries)
+        real(path, entries, sync)
 
     monkeypatch.setattr("storage.leader_epoch.write_epoch_checkpoint", gated)
     task = asyncio.ensure_future(lead_all(replicas, epoch=1))
@@ -129,7 +129,7 @@ async def test_the_loop_runs_while_the_epoch_checkpoints_are_written(
 async def test_a_failed_epoch_write_answers_storage_error_and_takes_the_log_offline(
     replicas: LocalReplicas, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(path: str, entries: Any) -> None:
+    def broken(path: str, entries: Any, sync: bool = True) -> None:
         raise StorageError(f"writing {path}: input/output error")
 
     monkeypatch.setattr("storage.leader_epoch.write_epoch_checkpoint", broken)
@@ -137,6 +137,30 @@ async def test_a_failed_epoch_write_answers_storage_error_and_takes_the_log_offl
     assert answer == dict.fromkeys(PARTITIONS, ErrorCode.KAFKA_STORAGE_ERROR)
     partition = replicas.rm.partition_for(PARTITIONS[0])
     assert partition is not None and partition.is_offline
+
+
+async def test_epoch_checkpoints_are_synced_together_and_a_failed_sync_is_a_storage_error(
+    replicas: LocalReplicas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader-epoch checkpoints of one LeaderAndIsr are fsynced in one group at the
+    end; a partition whose file could not be synced answers KAFKA_STORAGE_ERROR and its
+    log goes offline, the others are led."""
+    groups: list[list[str]] = []
+
+    def sync(files: list[str], dirs: list[str]) -> dict[str, OSError]:
+        groups.append(list(files))
+        return {f: OSError(5, "input/output error") for f in files if "orders-3" in f}
+
+    monkeypatch.setattr("broker.replica_roles.sync_all", sync)
+    answer = await lead_all(replicas)
+    bad = TopicPartition("orders", 3)
+    assert answer == {
+        tp: ErrorCode.KAFKA_STORAGE_ERROR if tp == bad else ErrorCode.NONE for tp in PARTITIONS
+    }
+    assert len(groups) == 1 and len(groups[0]) == len(PARTITIONS)
+    partition = replicas.rm.partition_for(bad)
+    assert partition is not None and partition.is_offline
+    assert epoch_file(replicas, PARTITIONS[0]) == [(0, 0)]
 
 
 async def test_concurrent_controller_requests_do_not_interleave(

@@ -42,9 +42,9 @@ def test_a_new_epoch_is_written_by_the_background_not_by_the_append(
     writers: list[threading.Thread] = []
     real_write = checkpoint.write_epoch_checkpoint
 
-    def spy(path: str, entries: object) -> None:
+    def spy(path: str, entries: object, sync: bool = True) -> None:
         writers.append(threading.current_thread())
-        real_write(path, entries)  # type: ignore[arg-type]
+        real_write(path, entries, sync)  # type: ignore[arg-type]
 
     monkeypatch.setattr("storage.leader_epoch.write_epoch_checkpoint", spy)
     held = HeldJobs()
@@ -111,7 +111,7 @@ def test_a_failed_epoch_write_takes_the_log_offline(
     held = HeldJobs()
     lg = open_log(str(tmp_path), background=held)
 
-    def broken(path: str, entries: object) -> None:
+    def broken(path: str, entries: object, sync: bool = True) -> None:
         raise StorageError(f"writing {path}: no space left on device")
 
     monkeypatch.setattr("storage.leader_epoch.write_epoch_checkpoint", broken)

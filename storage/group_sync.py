@@ -1,0 +1,62 @@
+"""Group sync: make a batch of small writes durable together, fsyncs in flight at once.
+
+A controller request may create or re-lead a thousand logs on this broker. Each log
+writes a couple of small files (partition.metadata when it is created, the
+leader-epoch checkpoint when its leader epoch moves) and renames them into its
+directory; making one such file durable costs an fsync of the file and one of its
+directory, each a journal commit on ext4 (1 to 3 ms on the machines measured). One after
+another that was 4 to 6 ms a partition, which made creating 3,000 partitions take
+tens of seconds and held a failover's LeaderAndIsr answer (and the UpdateMetadata
+queued behind it on the control plane) for as long.
+
+Writers here split the work: they write and rename without syncing (``sync=False`` in
+:mod:`storage.checkpoint`), then hand every file and directory they touched to
+:func:`sync_all`, which fsyncs them from a few threads at once. The journal commits
+fsyncs that arrive together as one, so the batch costs a fraction of the sum; the
+guarantee is unchanged: when :func:`sync_all` returns without an error for a path, that
+path's content and its directory entries are on disk.
+
+A path that no longer exists (a log deleted meanwhile) is not an error: nothing is left
+to make durable. Each directory is synced once however many files it holds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+#: fsyncs in flight at once. Measured on ext4: 1 thread 1.1 ms a file and its
+#: directory, 8 threads 0.20 ms, 32 threads 0.17 ms; more threads buy little.
+SYNC_THREADS = 16
+#: below this many paths the threads cost more than they save
+_SERIAL_BELOW = 4
+
+
+def _fsync(path: str, directory: bool) -> OSError | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        return exc
+    finally:
+        os.close(fd)
+    return None
+
+
+def sync_all(files: Iterable[str], directories: Iterable[str] = ()) -> dict[str, OSError]:
+    """fsync every file and directory (files first, each directory once); returns the
+    paths whose fsync failed with the error. Blocking: run it off the event loop."""
+    work = [(p, False) for p in dict.fromkeys(files)]
+    work += [(d, True) for d in dict.fromkeys(directories)]
+    if len(work) < _SERIAL_BELOW:
+        results = [_fsync(p, d) for p, d in work]
+    else:
+        with ThreadPoolExecutor(min(SYNC_THREADS, len(work)), "group-sync") as pool:
+            results = list(pool.map(lambda item: _fsync(*item), work))
+    return {p: err for (p, _), err in zip(work, results, strict=True) if err is not None}
