@@ -158,11 +158,17 @@ class ReplicaStateMachine:
     async def _remove_from_isr(
         self, broker_id: int, tps: list[TP], retries: int = 1
     ) -> dict[TP, LeaderIsrAndControllerEpoch]:
+        """Take ``broker_id`` out of the ISR (and leadership) of ``tps``, deciding on the
+        partition state znodes as they are now, not on the context: a leader writes its
+        ISR changes to ZooKeeper itself and the controller learns of them only from the
+        batched ``/isr_change_notification`` seconds later, so the context may not yet
+        show a follower the leader has just let back in -- trusting it would leave a dead
+        broker in that ISR until the leader's replica.lag.time.max.ms runs out, with every
+        acks=all produce waiting on it."""
+        current = await self.store.read_states([tp for tp in tps if tp in self.ctx.leadership])
         planned: dict[TP, LeaderAndIsr] = {}
-        for tp in tps:
-            st = self.ctx.leadership.get(tp)
-            if st is None:
-                continue
+        for tp, st in current.items():
+            self.ctx.put_leadership(tp, st)
             lai = st.leader_and_isr
             if broker_id not in lai.isr and lai.leader != broker_id:
                 continue
@@ -182,9 +188,6 @@ class ReplicaStateMachine:
             else:
                 done[tp] = LeaderIsrAndControllerEpoch(result, self.ctx.epoch)
                 self.ctx.put_leadership(tp, done[tp])
-        if conflicts and retries > 0:
-            fresh = await self.store.read_states(conflicts)
-            for tp, st in fresh.items():
-                self.ctx.put_leadership(tp, st)
+        if conflicts and retries > 0:  # written meanwhile: decide again on what is there now
             done.update(await self._remove_from_isr(broker_id, conflicts, retries - 1))
         return done

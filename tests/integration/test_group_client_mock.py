@@ -54,24 +54,43 @@ def _config(group: str) -> GroupConfig:
 
 
 async def _joined(boot: str, group: str, n: int) -> list[tuple[KafkaClient, GroupMember]]:
-    """``n`` members joined in one rebalance."""
+    """``n`` members joined in one generation."""
     clients = [KafkaClient(boot) for _ in range(n)]
     for c in clients:
         await c.start()
     members = [GroupMember(c, _config(group), [TOPIC]) for c in clients]
-    await asyncio.gather(*(m.join() for m in members))
+    joins: dict[int, asyncio.Task[object]] = {}
 
-    # Members joining at once may still take more than one rebalance (a JoinGroup that
-    # reaches the coordinator after the first round closed starts another), and a member
-    # learns it from its next heartbeat: rejoin, as a consumer's loop does, until every
-    # member holds the same generation with nothing pending.
-    async def settled() -> bool:
-        if not any(m.needs_rejoin for m in members):
-            return len({m.generation for m in members}) == 1
-        await asyncio.gather(*(m.join() for m in members if m.needs_rejoin))
-        return False
+    # Members joining at once may take more than one rebalance (a JoinGroup that reaches
+    # the coordinator after a round closed starts another; the mock also ends a round on
+    # the leader's SyncGroup and refuses a follower's that reaches it later, which under
+    # load happens round after round), and a member learns it from its next heartbeat.
+    # Each member then rejoins at once, on its own, as each consumer's loop does.
+    # Rejoining them batch after batch livelocks: a member told to rejoin while the
+    # other's join is in flight waits for that join, which in turn waits for it until the
+    # coordinator closes the round without it -- and the left-out member's rejoin starts
+    # the next round alone, the other then waiting in its turn.
+    def settled() -> bool:
+        for i, member in enumerate(members):
+            task = joins.get(i)
+            if task is not None and task.done():
+                del joins[i]
+                task.result()  # a failed join is reported (and retried at the next poll)
+            if member.needs_rejoin and i not in joins:
+                joins[i] = asyncio.create_task(member.join())
+        return (
+            not joins
+            and not any(m.needs_rejoin for m in members)
+            and len({m.generation for m in members}) == 1
+        )
 
-    await until(settled, timeout=30, what=f"{n} members in one generation")
+    try:
+        # each round after the first lasts the mock's rebalance delay (the session timeout
+        # less a second, 5 s here) however fast the members are: room for ten of them
+        await until(settled, timeout=60, what=f"{n} members in one generation")
+    finally:
+        for task in joins.values():
+            task.cancel()
     return list(zip(clients, members, strict=True))
 
 

@@ -211,6 +211,23 @@ async def test_offline_replica_leaves_isr_and_gets_stop_replica() -> None:
     assert set(batch.leader_and_isr) == {1, 3}
 
 
+async def test_offline_replica_leaves_the_isr_a_leader_wrote_after_the_context_was_read() -> None:
+    """The leader let 2 back into the ISR in ZooKeeper; the controller has not heard yet
+    (its context still says (1, 3)). When 2 dies, it must still leave the ISR."""
+    ctx = make_ctx(live=(1, 3))
+    store = InMemoryPartitionStateStore()
+    ctx.put_leadership(TP, LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (1, 3), 0), 1))
+    store.states[TP] = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 1, (1, 3, 2), 1), 1)
+    pr = PartitionReplica(TP, 2)
+    ctx.replica_states[pr] = ReplicaState.ONLINE
+    batch = ControllerRequestBatch()
+    await ReplicaStateMachine(ctx, store).handle_state_changes([pr], ReplicaState.OFFLINE, batch)
+    lai = store.states[TP].leader_and_isr
+    assert (lai.leader, lai.isr, lai.leader_epoch, lai.zk_version) == (1, (1, 3), 2, 2)
+    assert ctx.leadership[TP] == store.states[TP]
+    assert set(batch.leader_and_isr) == {1, 3}
+
+
 def test_without_replica_keeps_the_last_isr_member() -> None:
     assert without_replica(LeaderAndIsr(1, 3, (1,), 7), 1) == LeaderAndIsr(NO_LEADER, 4, (1,), 7)
     assert without_replica(LeaderAndIsr(1, 3, (1, 2), 7), 1) == LeaderAndIsr(NO_LEADER, 4, (2,), 7)
