@@ -20,6 +20,7 @@ from tests.integration.console.browsing import (
     cells,
     minikafka,
     needs_chromium,
+    submit,
 )
 from tests.integration.console.served import ServedConsole
 from tests.polling import wait_until
@@ -64,7 +65,7 @@ def test_a_topic_created_in_the_page_is_listed_by_the_command(
     browser.find_element(By.ID, "new-rf").clear()
     browser.find_element(By.ID, "new-rf").send_keys("2")
     browser.find_element(By.ID, "new-configs").send_keys("retention.ms=86400000")
-    browser.find_element(By.ID, "create").click()
+    submit(browser, browser.find_element(By.ID, "create"))
     wait_until(lambda: browser.current_url.endswith("/topics/page-made"), timeout=30)
     assert len(cells(browser, "#partitions tbody tr")) == 3
     assert cells(browser, "#configs tr.set")[0] == [
@@ -111,7 +112,7 @@ def test_records_from_kcat_show_with_their_offsets_decodings_and_are_searchable(
     browser.get(console.url + "/topics/kcat-records/search")
     browser.find_element(By.ID, "search-key").send_keys("order")
     browser.find_element(By.ID, "search-header").send_keys("origin=kcat")
-    browser.find_element(By.ID, "search-button").click()
+    submit(browser, browser.find_element(By.ID, "search-button"))
     wait_until(lambda: browser.find_elements(By.ID, "summary"), timeout=30)
     found = browser.find_elements(By.CSS_SELECTOR, "#records tr.record")
     assert [r.get_attribute("data-offset") for r in found] == ["0", "1"]
@@ -160,11 +161,11 @@ def test_a_groups_lag_per_partition_and_a_reset_to_earliest(
     assert browser.find_element(By.ID, "total-lag").text == "8"
     browser.save_screenshot(str(artifacts / "group.png"))
 
-    browser.find_element(By.ID, "preview").click()  # earliest is the first kind
+    submit(browser, browser.find_element(By.ID, "preview"))  # earliest is the first kind
     wait_until(lambda: browser.find_elements(By.ID, "execute"), timeout=30)
     assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, "td.new-offset")] == ["0", "0"]
     browser.save_screenshot(str(artifacts / "reset-preview.png"))
-    browser.find_element(By.ID, "execute").click()
+    submit(browser, browser.find_element(By.ID, "execute"))
     wait_until(lambda: browser.current_url.endswith("/groups/half-group"), timeout=30)
     assert browser.find_element(By.ID, "total-lag").text == "16"
     described = minikafka(

@@ -38,6 +38,7 @@ from tests.integration.console.browsing import (
     cells,
     minikafka,
     needs_chromium,
+    submit,
 )
 from tests.integration.console.served import ServedConsole
 from tests.polling import wait_until
@@ -361,7 +362,7 @@ def test_a_user_added_in_the_page_logs_in_with_scram_until_deleted(
     browser.find_element(By.ID, "new-iterations").clear()
     browser.find_element(By.ID, "new-iterations").send_keys("8192")
     browser.find_element(By.ID, "new-password").send_keys(password)
-    browser.find_element(By.ID, "save-user").click()
+    submit(browser, browser.find_element(By.ID, "save-user"))
     wait_until(lambda: browser.current_url.endswith("/users/erin"), timeout=30)
     assert [r[:2] for r in cells(browser, "#credentials tr.credential")] == [
         ["SCRAM-SHA-512", "8192"]
@@ -381,7 +382,7 @@ def test_a_user_added_in_the_page_logs_in_with_scram_until_deleted(
     browser.get(admin_console.url + "/users/erin")
     form = browser.find_element(By.ID, "delete-SCRAM-SHA-512")
     form.find_element(By.NAME, "confirm").send_keys("erin")
-    form.find_element(By.TAG_NAME, "button").click()
+    submit(browser, form.find_element(By.TAG_NAME, "button"))
     wait_until(lambda: browser.current_url.endswith("/users"), timeout=30)
     assert "erin" not in [r[0] for r in cells(browser, "#users tr.user")]
     assert described_credentials(secured, "erin") == ""
@@ -406,7 +407,7 @@ def test_an_acl_created_in_the_page_is_enforced_until_deleted(
     browser.find_element(By.ID, "new-principal").send_keys(principal)
     Select(browser.find_element(By.ID, "new-operation")).select_by_visible_text("WRITE")
     Select(browser.find_element(By.ID, "new-permission")).select_by_visible_text("DENY")
-    browser.find_element(By.ID, "create").click()
+    submit(browser, browser.find_element(By.ID, "create"))
     wait_until(lambda: browser.current_url.endswith("/acls"), timeout=30)
     row = ["TOPIC", topic, "LITERAL", principal, "*", "WRITE"]
     assert [r[:7] for r in cells(browser, "#acls tr.acl") if r[:6] == row] == [
@@ -424,13 +425,13 @@ def test_an_acl_created_in_the_page_is_enforced_until_deleted(
     (deny,) = [
         r for r in browser.find_elements(By.CSS_SELECTOR, "#acls tr.acl") if "DENY" in r.text
     ]
-    deny.find_element(By.TAG_NAME, "button").click()
+    submit(browser, deny.find_element(By.TAG_NAME, "button"))
     wait_until(lambda: browser.find_elements(By.ID, "execute"), timeout=30)
     assert browser.find_element(By.ID, "match-count").text == "1"
     assert [r[:7] for r in cells(browser, "#acls tr.acl")] == [[*row, "DENY"]]
     browser.save_screenshot(str(artifacts / "acl-delete-preview.png"))
     assert "permissionType=DENY" in secured.command("acls", "--list", "--topic", topic)
-    browser.find_element(By.ID, "execute").click()
+    submit(browser, browser.find_element(By.ID, "execute"))
     wait_until(lambda: browser.current_url.endswith("/acls"), timeout=30)
     assert [r[6] for r in cells(browser, "#acls tr.acl") if r[:6] == row] == ["ALLOW"]
     listed = secured.command("acls", "--list", "--topic", topic)
