@@ -77,14 +77,20 @@ def decode(
     records: bytes | memoryview,
     from_offset: int,
     aborted: Sequence[tuple[int, int]] = (),
+    limit: int | None = None,
 ) -> tuple[list[ConsumedRecord], int | None]:
     """The records at or after ``from_offset`` in the whole batches of ``records``, and
     the offset to fetch next (None when no whole batch was there); the records of the
-    ``aborted`` transactions (producer id, first offset) left out."""
+    ``aborted`` transactions (producer id, first offset) left out. With ``limit``, the
+    batches after the first ``limit`` records are left undecoded (the offset to fetch next
+    is then the one after the last batch decoded): a page of 50 small records does not
+    build the thousands a fetch carries."""
     out: list[ConsumedRecord] = []
     next_offset = None
     committed = AbortedFilter(aborted)
     for pos, _ in iter_batches(records):
+        if limit is not None and len(out) >= limit:
+            break
         header, items = read_batch(records, pos)
         next_offset = header.next_offset
         if not committed.keep(header, lambda items=items: is_abort(items)):  # type: ignore[misc]

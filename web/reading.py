@@ -28,47 +28,14 @@ from typing import Final
 
 from client.client import KafkaClient
 from client.errors import KafkaError
-from client.fetch import ConsumedRecord, fetch_body, read_fetch_response
+from client.fetch import ConsumedRecord, decode, fetch_body, read_fetch_response
 from client.fetch import list_offsets as client_list_offsets
 from protocol import ApiKey, ErrorCode
-from protocol.records import iter_batches, read_batch
 from protocol.values import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 FETCH_BYTES: Final = 1024 * 1024
 #: a regular expression is tried on at most this many characters of a value
 REGEX_WINDOW: Final = 64 * 1024
-
-
-def decode_first(
-    topic: str, partition: int, records: bytes | memoryview, from_offset: int, limit: int
-) -> tuple[list[ConsumedRecord], int | None]:
-    """As ``client.fetch.decode``, but batches after the first ``limit`` records are left
-    undecoded: a page of 50 small records does not build the thousands a fetch carries."""
-    out: list[ConsumedRecord] = []
-    next_offset = None
-    for pos, _ in iter_batches(records):
-        if len(out) >= limit:
-            break
-        header, items = read_batch(records, pos)
-        next_offset = header.next_offset
-        if header.is_control:
-            continue
-        for r in items:
-            offset = header.base_offset + r.offset_delta
-            if offset >= from_offset:
-                out.append(
-                    ConsumedRecord(
-                        topic,
-                        partition,
-                        offset,
-                        r.timestamp(header),
-                        header.is_log_append_time,
-                        r.key,
-                        r.value,
-                        r.headers,
-                    )
-                )
-    return out, next_offset
 
 
 async def fetch_at(
@@ -96,7 +63,7 @@ async def fetch_at(
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition}")
         if data.error_code != ErrorCode.NONE:
             raise KafkaError(data.error_code, f"{topic}-{partition} at offset {offset}")
-        return decode_first(topic, partition, data.records, offset, limit)
+        return decode(topic, partition, data.records, offset, limit=limit)
 
     return await client.retrying(once, refresh_topics=[topic])
 
