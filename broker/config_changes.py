@@ -134,13 +134,13 @@ class ConfigChangeListener:
             root=paths.CONFIG_CHANGES,
             list_names=zk.get_config_changes,
             sequence=paths.config_change_sequence,
-            read=self._read,
+            read=zk.read_config_change,
             handle=self._apply,
             delete=zk.delete_config_changes,
         )
         clock = applier.broker.clock
         self._follower = NotificationFollower(
-            "config change", [queue], clock.time_ms, expiration_ms
+            "config change", [queue], zk.kazoo, clock.time_ms, expiration_ms
         )
 
     async def start(self) -> None:
@@ -153,14 +153,6 @@ class ConfigChangeListener:
 
     async def stop(self) -> None:
         await self._follower.stop()
-
-    async def _read(self, name: str) -> tuple[tuple[str, str], int] | None:
-        """The entity (type, name) a notification names, and when it was created."""
-        found = await self._zk.read_config_change(name)
-        if found is None:
-            return None
-        entity_type, entity, created_ms = found
-        return (entity_type, entity), created_ms
 
     async def _apply(self, changed: tuple[str, str]) -> None:
         entity_type, entity = changed

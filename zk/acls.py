@@ -149,12 +149,18 @@ def get_acl_changes(session: ZkSession, changes_path: str, watch: Watch | None =
 
 def read_acl_change(
     session: ZkSession, changes_path: str, name: str
-) -> tuple[ResourcePattern, int] | None:
-    """(pattern named, creation time in ms) of one notification; None when it is gone."""
+) -> tuple[ResourcePattern | ZkDataError, int] | None:
+    """(pattern named, creation time in ms) of one notification; None when it is gone.
+    A payload that cannot be read comes back as its ZkDataError, with the creation time
+    still: the notification is skipped, and purged once it expires."""
     found = session.get(f"{changes_path}/{name}")
     if found is None:
         return None
-    return decode_change(changes_path, found[0]), int(found[1].ctime)
+    data, stat = found
+    try:
+        return decode_change(changes_path, data), int(stat.ctime)
+    except ZkDataError as exc:
+        return exc, int(stat.ctime)
 
 
 def delete_acl_changes(session: ZkSession, changes_path: str, names: Iterable[str]) -> None:

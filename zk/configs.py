@@ -93,14 +93,20 @@ def get_config_changes(session: ZkSession, watch: Watch | None = None) -> list[s
     ]
 
 
-def read_config_change(session: ZkSession, name: str) -> tuple[str, str, int] | None:
-    """(entity type, entity name, creation time in ms) of one notification; None when it
-    is gone (purged meanwhile)."""
+def read_config_change(
+    session: ZkSession, name: str
+) -> tuple[tuple[str, str] | codec.ZkDataError, int] | None:
+    """((entity type, entity name), creation time in ms) of one notification; None when
+    it is gone (purged meanwhile). A payload that cannot be read comes back as its
+    ZkDataError, with the creation time still: skipped, and purged once it expires."""
     found = session.get(f"{paths.CONFIG_CHANGES}/{name}")
     if found is None:
         return None
-    entity_type, entity = codec.decode_config_change(found[0])
-    return entity_type, entity, int(found[1].ctime)
+    data, stat = found
+    try:
+        return codec.decode_config_change(data), int(stat.ctime)
+    except codec.ZkDataError as exc:
+        return exc, int(stat.ctime)
 
 
 def delete_config_changes(session: ZkSession, names: Iterable[str]) -> None:

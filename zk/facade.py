@@ -48,6 +48,7 @@ from zk import (
     topics,
     transactions,
 )
+from zk.codec import ZkDataError
 from zk.controller_election import ControllerElection
 from zk.model import (
     BrokerInfo,
@@ -224,7 +225,9 @@ class ZkFacade:
     async def get_config_changes(self, watch: Watch | None = None) -> list[str]:
         return await self._run(configs.get_config_changes, watch)
 
-    async def read_config_change(self, name: str) -> tuple[str, str, int] | None:
+    async def read_config_change(
+        self, name: str
+    ) -> tuple[tuple[str, str] | ZkDataError, int] | None:
         return await self._run(configs.read_config_change, name)
 
     async def delete_config_changes(self, names: Iterable[str]) -> None:
@@ -269,7 +272,7 @@ class ZkFacade:
 
     async def read_acl_change(
         self, changes_path: str, name: str
-    ) -> tuple[ResourcePattern, int] | None:
+    ) -> tuple[ResourcePattern | ZkDataError, int] | None:
         return await self._run(acls.read_acl_change, changes_path, name)
 
     async def delete_acl_changes(self, changes_path: str, names: Iterable[str]) -> None:

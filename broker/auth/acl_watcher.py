@@ -55,7 +55,9 @@ class AclChangeListener:
             )
             for root in CHANGE_ROOTS
         ]
-        self._follower = NotificationFollower("ACL change", queues, time_ms, expiration_ms)
+        self._follower = NotificationFollower(
+            "ACL change", queues, zk.kazoo, time_ms, expiration_ms
+        )
 
     async def start(self) -> None:
         await self._zk.ensure_acl_paths()

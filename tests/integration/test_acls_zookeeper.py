@@ -21,6 +21,7 @@ from protocol.acls import (
     ResourcePattern,
     ResourceType,
 )
+from tests.integration.zk_fixtures import expire_session
 from tests.polling import until
 from zk import acls
 from zk.facade import ZkFacade
@@ -122,6 +123,28 @@ def test_listener_loads_then_follows_changes(zk_connect: str) -> None:
             await listener.start()
             assert again.get(PAY) == {entry("User:bob")}
             assert len(again) == 1
+        finally:
+            await listener.stop()
+            await writer.close()
+            await reader.close()
+
+    asyncio.run(scenario())
+
+
+def test_listener_follows_changes_after_its_session_expired(zk_connect: str) -> None:
+    """An expired session takes its watches with it, and a change made while it was gone
+    fires none: the listener must read the queues again once connected anew."""
+
+    async def scenario() -> None:
+        writer = await ZkFacade.connect(zk_connect)
+        reader = await ZkFacade.connect(zk_connect)
+        cache = AclCache()
+        listener = AclChangeListener(cache, reader, lambda: int(time.time() * 1000), 900_000)
+        try:
+            await listener.start()
+            await asyncio.to_thread(expire_session, zk_connect, reader.kazoo)
+            await writer.add_acls(TOPIC_T, [entry("User:after-expiry")])
+            await until(lambda: cache.get(TOPIC_T) == {entry("User:after-expiry")}, timeout=15)
         finally:
             await listener.stop()
             await writer.close()
