@@ -82,7 +82,6 @@ import logging
 import secrets
 
 from broker.apis import KafkaApis, error_response
-from broker.apis.write_txn_markers import local_marker_writer
 from broker.apis.services import (
     AclAdmin,
     BrokerBasics,
@@ -97,6 +96,7 @@ from broker.apis.services import (
     TopicAdmin,
     Transactions,
 )
+from broker.apis.write_txn_markers import local_marker_writer
 from broker.auth.acl_watcher import AclChangeListener
 from broker.auth.wiring import access_control, start_acl_listener
 from broker.background import BackgroundTasks
