@@ -96,6 +96,7 @@ from broker.apis.services import (
     TopicAdmin,
     Transactions,
 )
+from broker.apis.write_txn_markers import local_marker_writer
 from broker.auth.acl_watcher import AclChangeListener
 from broker.auth.wiring import access_control, start_acl_listener
 from broker.background import BackgroundTasks
@@ -134,7 +135,12 @@ from broker.startup import StartupError, ZkConnect, connect_zookeeper, on_loop
 from broker.txn.coordinator import TransactionCoordinator
 from broker.txn.store import TransactionStateManager
 from broker.txn.verification import PartitionVerifier
-from broker.txn.wiring import build_partition_verifier, build_transaction_coordinator, txn_tasks
+from broker.txn.wiring import (
+    build_partition_verifier,
+    build_transaction_coordinator,
+    serve_markers_locally,
+    txn_tasks,
+)
 from broker.zk_reachability import ZooKeeperReachability
 from controller.controller import KafkaController
 from controller.tcp_channel import TcpChannelManager
@@ -476,6 +482,10 @@ class BrokerAssembly:
             acls=AclAdmin(basics, zk=self.zk),
         )
         self._applier = applier
+        # the coordinator's markers for partitions led here: appended in-process
+        serve_markers_locally(
+            self.txn_coordinator, self.broker_id, local_marker_writer(self.services.replicas)
+        )
         cache, broker_id = basics.metadata_cache, self.broker_id
         # client requests wait until this broker is registered and its cache lists it
         self.gate = ReadinessGate(

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from broker.admin.topics import OFFSETS_TOPIC
 from broker.apis.request import ApiRequest
@@ -159,12 +159,29 @@ async def handle(
             for m in markers
         ]
         return make_response(request.header, WriteTxnMarkersResponse(markers=refused))
-    # Every marker is appended here, in request order, before the handler returns; the
-    # response is made in the callback of the last replication wait to end (no task, no
-    # future per marker: each would cost the answer a turn of the loop).
-    if not markers:
-        return make_response(request.header, WriteTxnMarkersResponse(markers=[]))
     response: asyncio.Future[Response] = ctx.event_loop.create_future()
+
+    def answer(body: WriteTxnMarkersResponse) -> None:
+        if not response.done():  # the connection may have gone (future cancelled)
+            response.set_result(make_response(request.header, body))
+
+    write_markers(ctx, markers, answer)
+    return response
+
+
+def write_markers(
+    ctx: ReplicaAccess, markers: list[_Marker], on_done: Callable[[WriteTxnMarkersResponse], None]
+) -> None:
+    """Append every marker of a request (no authorization: the caller's), ``on_done``
+    given the answer once all are replicated, failed or timed out (possibly before this
+    returns). The handler's work, and this broker's own coordinator's in-process path
+    to the partitions it leads (``local_marker_writer``)."""
+    # Every marker is appended here, in request order, before this returns; the answer
+    # is made in the callback of the last replication wait to end (no task, no future
+    # per marker: each would cost the answer a turn of the loop).
+    if not markers:
+        on_done(WriteTxnMarkersResponse(markers=[]))
+        return
     written: list[MarkerErrors | None] = [None] * len(markers)
     left = len(markers)
 
@@ -172,12 +189,33 @@ async def handle(
         nonlocal left
         written[i] = errors
         left -= 1
-        if left == 0 and not response.done():
-            body = WriteTxnMarkersResponse(
-                markers=[marker_result(m, e or {}) for m, e in zip(markers, written, strict=True)]
+        if left == 0:
+            on_done(
+                WriteTxnMarkersResponse(
+                    markers=[
+                        marker_result(m, e or {}) for m, e in zip(markers, written, strict=True)
+                    ]
+                )
             )
-            response.set_result(make_response(request.header, body))
 
     for i, marker in enumerate(markers):
         append_marker(ctx, marker, functools.partial(one_done, i))
-    return response
+
+
+def local_marker_writer(
+    ctx: ReplicaAccess,
+) -> Callable[[WriteTxnMarkersRequest], Awaitable[WriteTxnMarkersResponse]]:
+    """WriteTxnMarkers to this broker without a connection: what the coordinator's
+    marker sender uses for the partitions led here (broker.txn.sender)."""
+
+    async def write(request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+        answer: asyncio.Future[WriteTxnMarkersResponse] = ctx.event_loop.create_future()
+
+        def done(body: WriteTxnMarkersResponse) -> None:
+            if not answer.done():
+                answer.set_result(body)
+
+        write_markers(ctx, request.markers, done)
+        return await answer
+
+    return write

@@ -106,6 +106,10 @@ class MarkerChannel:
         self.requests_sent = 0
         self.retries = 0
 
+    @property
+    def sender(self) -> MarkerSender:
+        return self._sender
+
     def add(self, markers: PendingMarkers) -> asyncio.Future[MarkerOutcome]:
         """Start sending ``markers``; the future resolves with the outcome."""
         if self._closed:

@@ -27,7 +27,7 @@ from broker.replica_manager import ReplicaManager
 from broker.security.inter_broker import inter_broker_security
 from broker.txn.coordinator import TransactionCoordinator, TxnConfig
 from broker.txn.markers import MarkerChannel
-from broker.txn.sender import TcpMarkerSender
+from broker.txn.sender import LocalWriter, TcpMarkerSender
 from broker.txn.store import TransactionStateManager, TxnStoreConfig
 from broker.txn.topic import TRANSACTION_TOPIC, create_txn_topic
 from broker.txn.verification import PartitionVerifier
@@ -93,6 +93,16 @@ def build_transaction_coordinator(
 
     replicas.on_leadership_change = on_leadership_change  # back-reference
     return store, coordinator
+
+
+def serve_markers_locally(
+    coordinator: TransactionCoordinator, broker_id: int, writer: LocalWriter
+) -> None:
+    """Markers for partitions led by this broker go to ``writer`` in-process
+    (broker.txn.sender) instead of over a loopback connection."""
+    sender = coordinator.markers.sender
+    if isinstance(sender, TcpMarkerSender):
+        sender.serve_locally(broker_id, writer)
 
 
 def txn_tasks(coordinator: TransactionCoordinator) -> list[TaskSpec]:

@@ -1,7 +1,8 @@
 """The marker channel's TCP sender against a stub broker on 127.0.0.1 standing in for
 the leaders' WriteTxnMarkers handler: the version is the highest both speak, the request
 carries the markers and the answer completes them; a connection the stub drops is
-reopened for the retry; a broker that does not serve WriteTxnMarkers fails the send."""
+reopened for the retry; a broker that does not serve WriteTxnMarkers fails the send; the
+sender's own broker, once served locally, is written in-process and never over TCP."""
 
 from __future__ import annotations
 
@@ -148,3 +149,28 @@ async def test_a_broker_without_write_txn_markers_fails_the_send(leader: Running
     with pytest.raises(UnsupportedApi):
         await s.send(1, WriteTxnMarkersRequest(markers=[]))
     await s.close()
+
+
+async def test_the_local_broker_is_written_in_process_and_others_over_tcp(
+    leader: Running,
+) -> None:
+    b0 = TopicPartition("a", 1)
+    local: list[WriteTxnMarkersRequest] = []
+
+    async def write_here(request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+        local.append(request)
+        return Resp(markers=[_all_written(m) for m in request.markers])
+
+    endpoints = {1: ("127.0.0.1", leader.port), 2: ("127.0.0.1", leader.port)}
+    s = TcpMarkerSender(endpoints.get, ConnectionConfig("test", 2.0, request_timeout_s=2.0))
+    s.serve_locally(2, write_here)
+    ch = MarkerChannel({A0: 1, b0: 2}.get, {"a"}.__contains__, s, retry_backoff_ms=10)
+    markers = PendingMarkers("tx", 42, 3, True, 7, 0, {A0, b0})
+    ch.add(markers)
+    assert await asyncio.wait_for(markers.done, DEADLINE_S) is MarkerOutcome.WRITTEN
+    [(_, remote)] = leader.stub.received
+    assert [(t.name, t.partition_indexes) for t in remote.markers[0].topics] == [("a", [0])]
+    [here] = local
+    assert [(t.name, t.partition_indexes) for t in here.markers[0].topics] == [("a", [1])]
+    assert leader.stub.connections == 1  # broker 2 (this one) was never connected to
+    await ch.close()
