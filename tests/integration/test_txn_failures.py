@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
+import threading
 import time
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -425,12 +427,59 @@ def test_a_huge_transaction_is_read_once(c: TestCluster) -> None:
     assert sorted(got) == sorted(value + b"%d" % i for i in range(count))
 
 
+#: the timeout the copier gives each transactional call of its producer
+CALL_TIMEOUT_S = 20.0
+#: how long after its own timeout a call still blocked is given up (see ``bounded``)
+GIVE_UP_AFTER_S = 5.0
+
+T = TypeVar("T")
+
+
+class StuckCall(Exception):
+    """A client call still blocked ``GIVE_UP_AFTER_S`` past its own timeout."""
+
+
+def bounded(call: Callable[[], T], timeout_s: float, what: str) -> T:
+    """``call()`` (given ``timeout_s`` itself) in a daemon thread: its result or its
+    exception, or StuckCall when it is still blocked ``GIVE_UP_AFTER_S`` past
+    ``timeout_s``.
+
+    Why: librdkafka (2.16.0, the one confluent-kafka bundles here) can block in
+    send_offsets_to_transaction forever, whatever its timeout, once the group's
+    coordinator was killed and has left the cluster's metadata: its TxnOffsetCommit
+    waits for a connection to that broker, the client decommissions the broker (its
+    thread ends), and the request is only woken by a state change of the broker it waits
+    for (librdkafka issues #5456, the coordinator request's timeout never checked, and
+    #5511, a decommissioned coordinator). Nothing can interrupt a call blocked in C, so
+    its thread is left blocked until the process ends, as an exactly-once application
+    whose client wedged is restarted: the new producer fences the old one, so nothing the
+    old one still sends can commit."""
+    answer: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+
+    def run() -> None:
+        try:
+            answer.put((True, call()))
+        except BaseException as exc:  # handed to the caller
+            answer.put((False, exc))
+
+    threading.Thread(target=run, name=f"copier-{what}", daemon=True).start()
+    try:
+        returned, value = answer.get(timeout=timeout_s + GIVE_UP_AFTER_S)
+    except queue.Empty:
+        raise StuckCall(f"{what} still blocked {timeout_s + GIVE_UP_AFTER_S:.0f} s") from None
+    if not returned:
+        raise value
+    return cast(T, value)
+
+
 class Copier:
     """A consume-transform-produce copier (confluent-kafka): each step reads a few
     records at read_committed, writes them to the sink and commits the group's offsets
     in the same transaction. Any failure restarts it: the open transaction aborted if the
     client still can, new clients (the new producer fences the old one), reading again
-    from the group's committed offsets, as an exactly-once application restarts."""
+    from the group's committed offsets, as an exactly-once application restarts. Its
+    producer's calls are ``bounded``: one blocked past its timeout gives that producer up
+    (``stuck``), and the copier restarts the same way."""
 
     def __init__(self, c: TestCluster, source: str, sink: str) -> None:
         self.c, self.source, self.sink = c, source, sink
@@ -438,6 +487,8 @@ class Copier:
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
         self.restarts = 0
+        #: the calls given up (their threads still blocked in librdkafka)
+        self.stuck: list[str] = []
         #: consumers given up after a failure, closed at the end with every broker up:
         #: librdkafka's close may block while the group's coordinator is down
         self.retired: list[Consumer] = []
@@ -450,7 +501,7 @@ class Copier:
                 "transaction.timeout.ms": 10_000,
             }
         )
-        producer.init_transactions(30)
+        bounded(lambda: producer.init_transactions(30), 30, "init_transactions")
         consumer = Consumer(
             {
                 "bootstrap.servers": servers(self.c),
@@ -474,10 +525,10 @@ class Copier:
         self.retired.clear()
 
     def _stop(self) -> None:
-        if self.producer is not None:
-            with contextlib.suppress(KafkaException):
-                self.producer.abort_transaction(5)
-            self.producer = None
+        producer, self.producer = self.producer, None
+        if producer is not None:
+            with contextlib.suppress(KafkaException, StuckCall):
+                bounded(lambda: producer.abort_transaction(5), 5, "abort_transaction")
         if self.consumer is not None:
             self.retired.append(self.consumer)
             self.consumer = None
@@ -497,11 +548,23 @@ class Copier:
                 partition = message.partition()
                 assert partition is not None  # a consumed record has its partition
                 producer.produce(self.sink, message.value(), partition=partition)
-            producer.send_offsets_to_transaction(
-                consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 20
-            )
-            producer.commit_transaction(20)
+            offsets = consumer.position(consumer.assignment())
+            group = consumer.consumer_group_metadata()
+            bounded(
+                lambda: producer.send_offsets_to_transaction(offsets, group, CALL_TIMEOUT_S),
+                CALL_TIMEOUT_S, "send_offsets_to_transaction",
+            )  # fmt: skip
+            bounded(
+                lambda: producer.commit_transaction(CALL_TIMEOUT_S),
+                CALL_TIMEOUT_S, "commit_transaction",
+            )  # fmt: skip
             return len(batch)
+        except StuckCall as stuck:
+            self.stuck.append(str(stuck))
+            self.producer = None  # given up: no abort, its blocked call holds it
+            self.restarts += 1
+            self._stop()
+            return 0
         except KafkaException:
             self.restarts += 1
             self._stop()
