@@ -453,7 +453,8 @@ def bounded(call: Callable[[], T], timeout_s: float, what: str) -> T:
     #5511, a decommissioned coordinator). Nothing can interrupt a call blocked in C, so
     its thread is left blocked until the process ends, as an exactly-once application
     whose client wedged is restarted: the new producer fences the old one, so nothing the
-    old one still sends can commit."""
+    old one still sends can commit (its TxnOffsetCommit, sent once something wakes it,
+    is refused INVALID_PRODUCER_EPOCH: see storage.producer_state.check_batch)."""
     answer: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
 
     def run() -> None:
