@@ -22,9 +22,11 @@ PID = 7
 
 
 def txn_batch(epoch: int, sequence: int = -1) -> bytes:
-    return make_batch(
-        1, producer_id=PID, producer_epoch=epoch, base_sequence=sequence,
-        attributes=TRANSACTIONAL_MASK,
+    return bytes(
+        make_batch(
+            1, producer_id=PID, producer_epoch=epoch, base_sequence=sequence,
+            attributes=TRANSACTIONAL_MASK,
+        )
     )  # fmt: skip
 
 
