@@ -21,8 +21,9 @@ no aborted one; the LSO, ListOffsets at read_committed, held at an open transact
 Bad input: a transactional batch for a partition the producer never added is refused by
 the leader's KIP-890 verification (INVALID_TXN_STATE), one naming a transactional id no
 coordinator knows too (INVALID_PRODUCER_ID_MAPPING), a sequence gap inside a transaction
-is OUT_OF_ORDER_SEQUENCE_NUMBER, each with nothing appended; a 20 MB transaction is read
-once. (Markers with a stale coordinator epoch: tests/integration/test_txn_leader.py.)
+is OUT_OF_ORDER_SEQUENCE_NUMBER, each with nothing appended; a fenced producer's late
+TxnOffsetCommit is INVALID_PRODUCER_EPOCH and leaves nothing unstable for OffsetFetch
+(require_stable); a 20 MB transaction is read once. (Markers with a stale coordinator epoch: tests/integration/test_txn_leader.py.)
 
 Brokers are killed by the pid of the process this module started, and restarted before
 the test ends. One cluster for the module; every wait polls with a deadline.
@@ -48,12 +49,15 @@ from confluent_kafka.cimpl import NewTopic
 from client.errors import ClientError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
+    AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     CreateTopicsRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
+    OffsetFetchRequest,
     ProduceRequest,
+    TxnOffsetCommitRequest,
 )
 from protocol.values import LATEST_TIMESTAMP, READ_COMMITTED, READ_UNCOMMITTED
 from tests.integration.cluster import TestCluster, start_cluster
@@ -251,6 +255,65 @@ def test_a_partition_never_added_is_refused_and_nothing_is_appended(c: TestClust
     assert end_offset(c, data_leader, topic, 0, READ_UNCOMMITTED) == before + 2
     # the open transaction holds the last stable offset where it began
     assert end_offset(c, data_leader, topic, 0, READ_COMMITTED) == before
+
+
+def test_a_fenced_producer_s_late_offset_commit_is_refused(c: TestCluster) -> None:
+    """A wedged client may send its TxnOffsetCommit long after a new producer fenced it:
+    refused, it leaves nothing pending (accepted, OffsetFetch require_stable would answer
+    UNSTABLE_OFFSET_COMMIT until the producer id's next marker)."""
+    topic = new_topic(c, partitions=1)
+    tid = group = f"zombie-{topic}"
+    node = coordinator_of(c, tid, 0)
+    init_body = InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1
+    )
+
+    def init() -> Any:  # retried while the fencing abort completes
+        return wait_until(
+            lambda: (b := c.request(node, ApiKey.INIT_PRODUCER_ID, 4, init_body)).error_code
+            == ErrorCode.NONE and b,
+            30, "InitProducerId", interval=0.1,
+        )  # fmt: skip
+
+    first = init()
+    pid, old = first.producer_id, first.producer_epoch
+    body = AddOffsetsToTxnRequest(
+        transactional_id=tid, producer_id=pid, producer_epoch=old, group_id=group
+    )
+    assert c.request(node, ApiKey.ADD_OFFSETS_TO_TXN, 3, body).error_code == ErrorCode.NONE
+    group_node = wait_until(
+        lambda: (
+            b := c.request(0, ApiKey.FIND_COORDINATOR, 3,
+                           FindCoordinatorRequest(key=group, key_type=0))
+        ).error_code == ErrorCode.NONE and b,
+        30, "the group's coordinator", interval=0.2,
+    ).node_id  # fmt: skip
+
+    def commit(epoch: int, offset: int) -> int:
+        T = TxnOffsetCommitRequest
+        part = T.TxnOffsetCommitRequestPartition(
+            partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
+            committed_metadata="",
+        )  # fmt: skip
+        body = T(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+            generation_id=-1, member_id="", group_instance_id=None,
+            topics=[T.TxnOffsetCommitRequestTopic(name=topic, partitions=[part])],
+        )  # fmt: skip
+        answer = c.request(group_node, ApiKey.TXN_OFFSET_COMMIT, 3, body)
+        return int(answer.topics[0].partitions[0].error_code)
+
+    assert commit(old, 1) == ErrorCode.NONE  # pending in the open transaction
+    assert init().producer_epoch > old  # fenced: its transaction aborted, markers written
+    assert commit(old, 5) == ErrorCode.INVALID_PRODUCER_EPOCH
+    ask = OffsetFetchRequest.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])
+    fetch = OffsetFetchRequest(
+        groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=[ask])],
+        require_stable=True,
+    )
+    (answer,) = c.request(group_node, ApiKey.OFFSET_FETCH, 8, fetch).groups
+    fetched = answer.topics[0].partitions[0]
+    assert (fetched.error_code, fetched.committed_offset) == (ErrorCode.NONE, -1)
 
 
 def transactional(c: TestCluster, tid: str) -> Producer:
