@@ -23,7 +23,8 @@ the leader's KIP-890 verification (INVALID_TXN_STATE), one naming a transactiona
 coordinator knows too (INVALID_PRODUCER_ID_MAPPING), a sequence gap inside a transaction
 is OUT_OF_ORDER_SEQUENCE_NUMBER, each with nothing appended; a fenced producer's late
 TxnOffsetCommit is INVALID_PRODUCER_EPOCH and leaves nothing unstable for OffsetFetch
-(require_stable); a 20 MB transaction is read once. (Markers with a stale coordinator epoch: tests/integration/test_txn_leader.py.)
+(require_stable); a 20 MB transaction is read once. (Markers with a stale coordinator
+epoch: tests/integration/test_txn_leader.py.)
 
 Brokers are killed by the pid of the process this module started, and restarted before
 the test ends. One cluster for the module; every wait polls with a deadline.
