@@ -188,16 +188,28 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 def check_batch(entry: ProducerStateEntry | None, header: BatchHeader) -> SequenceCheck:
     """Decide whether a batch from a producer may be appended (Kafka's rules).
 
-    - no producer id (-1) or no sequence: nothing to check;
-    - a producer we have no state for: any sequence starts it;
-    - an epoch older than the known one: INVALID_PRODUCER_EPOCH;
+    - no producer id (-1), or a producer we have no state for: nothing to check (any
+      sequence starts it);
+    - an epoch older than the known one: INVALID_PRODUCER_EPOCH, a batch without a
+      sequence too (the group coordinator writes a TxnOffsetCommit so: a fenced
+      producer's late one would be left pending, unstable, until whatever marker of
+      that producer id comes next ended it);
+    - no sequence: nothing more to check;
     - same epoch and the sequences of one of the last five batches: a duplicate;
     - a new epoch must start at sequence 0, the same epoch must continue at last + 1:
       otherwise OUT_OF_ORDER_SEQUENCE_NUMBER;
     - a producer with a transaction open writes only transactional batches (or its
       marker): otherwise INVALID_TXN_STATE.
     """
-    if header.producer_id < 0 or header.base_sequence < 0 or entry is None:
+    if header.producer_id < 0 or entry is None:
+        return ACCEPT
+    if header.base_sequence < 0:
+        if header.producer_epoch < entry.epoch:
+            return SequenceCheck(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                message=f"producer {header.producer_id} epoch {header.producer_epoch} is "
+                f"older than {entry.epoch}",
+            )
         return ACCEPT
     if (
         entry.current_txn_first_offset >= 0

@@ -21,6 +21,15 @@ so a coordinator that lost its partition cannot complete a transaction behind th
 one's back. For the same reason a write is only applied if the partition is still owned
 under the epoch it was made in.
 
+A newer leader epoch for a partition already led (or loading) here unloads it and loads
+it again, as Kafka does on every election. The controller bumps the epoch when it takes
+a dead follower out of the ISR, and this broker may have lost the partition and won it
+back without hearing of it: either way a write in flight under the old epoch is refused
+(NOT_COORDINATOR) even though it was appended. The reload reads it back, and the
+prepared transactions resume their markers under the new epoch; keeping the old state
+instead left a transaction whose completion was refused so in PrepareCommit, every add
+and InitProducerId of its id answered CONCURRENT_TRANSACTIONS, until the partition moved.
+
 The ``TxnLoadListener`` (the coordinator) hears of both moves: a load hands it the ids
 in PrepareCommit/PrepareAbort, whose markers are still owed; an unload makes it drop the
 markers it was sending for the partition.
@@ -275,16 +284,23 @@ class TransactionStateManager:
         )
 
     def on_become_leader(self, partition: int, epoch: int) -> None:
+        known = self._epochs.get(partition)
         if not self._epochs.accept(partition, epoch):
             return
         if partition in self._txns or partition in self._loading:
-            return
+            if epoch <= known:  # the same leadership, told again
+                return
+            # led here under an older epoch: unloaded and read again (see the module doc)
+            self._unload(partition)
         log.info("%s-%d: loading transactions (epoch %d)", TRANSACTION_TOPIC, partition, epoch)
         self._loading.start(partition)
 
     def on_resign(self, partition: int, epoch: int = -1) -> None:
         if not self._epochs.accept(partition, epoch):
             return
+        self._unload(partition)
+
+    def _unload(self, partition: int) -> None:
         self._loading.stop(partition)
         owned = self._txns.pop(partition, None)
         if owned is None:

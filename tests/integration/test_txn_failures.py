@@ -21,8 +21,10 @@ no aborted one; the LSO, ListOffsets at read_committed, held at an open transact
 Bad input: a transactional batch for a partition the producer never added is refused by
 the leader's KIP-890 verification (INVALID_TXN_STATE), one naming a transactional id no
 coordinator knows too (INVALID_PRODUCER_ID_MAPPING), a sequence gap inside a transaction
-is OUT_OF_ORDER_SEQUENCE_NUMBER, each with nothing appended; a 20 MB transaction is read
-once. (Markers with a stale coordinator epoch: tests/integration/test_txn_leader.py.)
+is OUT_OF_ORDER_SEQUENCE_NUMBER, each with nothing appended; a fenced producer's late
+TxnOffsetCommit is INVALID_PRODUCER_EPOCH and leaves nothing unstable for OffsetFetch
+(require_stable); a 20 MB transaction is read once. (Markers with a stale coordinator
+epoch: tests/integration/test_txn_leader.py.)
 
 Brokers are killed by the pid of the process this module started, and restarted before
 the test ends. One cluster for the module; every wait polls with a deadline.
@@ -32,11 +34,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
+import threading
 import time
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar, cast
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -46,12 +50,15 @@ from confluent_kafka.cimpl import NewTopic
 from client.errors import ClientError
 from protocol import ApiKey, ErrorCode
 from protocol.messages import (
+    AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     CreateTopicsRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
+    OffsetFetchRequest,
     ProduceRequest,
+    TxnOffsetCommitRequest,
 )
 from protocol.values import LATEST_TIMESTAMP, READ_COMMITTED, READ_UNCOMMITTED
 from tests.integration.cluster import TestCluster, start_cluster
@@ -251,6 +258,65 @@ def test_a_partition_never_added_is_refused_and_nothing_is_appended(c: TestClust
     assert end_offset(c, data_leader, topic, 0, READ_COMMITTED) == before
 
 
+def test_a_fenced_producer_s_late_offset_commit_is_refused(c: TestCluster) -> None:
+    """A wedged client may send its TxnOffsetCommit long after a new producer fenced it:
+    refused, it leaves nothing pending (accepted, OffsetFetch require_stable would answer
+    UNSTABLE_OFFSET_COMMIT until the producer id's next marker)."""
+    topic = new_topic(c, partitions=1)
+    tid = group = f"zombie-{topic}"
+    node = coordinator_of(c, tid, 0)
+    init_body = InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1
+    )
+
+    def init() -> Any:  # retried while the fencing abort completes
+        return wait_until(
+            lambda: (b := c.request(node, ApiKey.INIT_PRODUCER_ID, 4, init_body)).error_code
+            == ErrorCode.NONE and b,
+            30, "InitProducerId", interval=0.1,
+        )  # fmt: skip
+
+    first = init()
+    pid, old = first.producer_id, first.producer_epoch
+    body = AddOffsetsToTxnRequest(
+        transactional_id=tid, producer_id=pid, producer_epoch=old, group_id=group
+    )
+    assert c.request(node, ApiKey.ADD_OFFSETS_TO_TXN, 3, body).error_code == ErrorCode.NONE
+    group_node = wait_until(
+        lambda: (
+            b := c.request(0, ApiKey.FIND_COORDINATOR, 3,
+                           FindCoordinatorRequest(key=group, key_type=0))
+        ).error_code == ErrorCode.NONE and b,
+        30, "the group's coordinator", interval=0.2,
+    ).node_id  # fmt: skip
+
+    def commit(epoch: int, offset: int) -> int:
+        T = TxnOffsetCommitRequest
+        part = T.TxnOffsetCommitRequestPartition(
+            partition_index=0, committed_offset=offset, committed_leader_epoch=-1,
+            committed_metadata="",
+        )  # fmt: skip
+        body = T(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+            generation_id=-1, member_id="", group_instance_id=None,
+            topics=[T.TxnOffsetCommitRequestTopic(name=topic, partitions=[part])],
+        )  # fmt: skip
+        answer = c.request(group_node, ApiKey.TXN_OFFSET_COMMIT, 3, body)
+        return int(answer.topics[0].partitions[0].error_code)
+
+    assert commit(old, 1) == ErrorCode.NONE  # pending in the open transaction
+    assert init().producer_epoch > old  # fenced: its transaction aborted, markers written
+    assert commit(old, 5) == ErrorCode.INVALID_PRODUCER_EPOCH
+    ask = OffsetFetchRequest.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])
+    fetch = OffsetFetchRequest(
+        groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=[ask])],
+        require_stable=True,
+    )
+    (answer,) = c.request(group_node, ApiKey.OFFSET_FETCH, 8, fetch).groups
+    fetched = answer.topics[0].partitions[0]
+    assert (fetched.error_code, fetched.committed_offset) == (ErrorCode.NONE, -1)
+
+
 def transactional(c: TestCluster, tid: str) -> Producer:
     producer = Producer(
         {"bootstrap.servers": servers(c), "transactional.id": tid, "transaction.timeout.ms": 60_000}
@@ -425,12 +491,60 @@ def test_a_huge_transaction_is_read_once(c: TestCluster) -> None:
     assert sorted(got) == sorted(value + b"%d" % i for i in range(count))
 
 
+#: the timeout the copier gives each transactional call of its producer
+CALL_TIMEOUT_S = 20.0
+#: how long after its own timeout a call still blocked is given up (see ``bounded``)
+GIVE_UP_AFTER_S = 5.0
+
+T = TypeVar("T")
+
+
+class StuckCall(Exception):
+    """A client call still blocked ``GIVE_UP_AFTER_S`` past its own timeout."""
+
+
+def bounded(call: Callable[[], T], timeout_s: float, what: str) -> T:
+    """``call()`` (given ``timeout_s`` itself) in a daemon thread: its result or its
+    exception, or StuckCall when it is still blocked ``GIVE_UP_AFTER_S`` past
+    ``timeout_s``.
+
+    Why: librdkafka (2.16.0, the one confluent-kafka bundles here) can block in
+    send_offsets_to_transaction forever, whatever its timeout, once the group's
+    coordinator was killed and has left the cluster's metadata: its TxnOffsetCommit
+    waits for a connection to that broker, the client decommissions the broker (its
+    thread ends), and the request is only woken by a state change of the broker it waits
+    for (librdkafka issues #5456, the coordinator request's timeout never checked, and
+    #5511, a decommissioned coordinator). Nothing can interrupt a call blocked in C, so
+    its thread is left blocked until the process ends, as an exactly-once application
+    whose client wedged is restarted: the new producer fences the old one, so nothing the
+    old one still sends can commit (its TxnOffsetCommit, sent once something wakes it,
+    is refused INVALID_PRODUCER_EPOCH: see storage.producer_state.check_batch)."""
+    answer: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+
+    def run() -> None:
+        try:
+            answer.put((True, call()))
+        except BaseException as exc:  # handed to the caller
+            answer.put((False, exc))
+
+    threading.Thread(target=run, name=f"copier-{what}", daemon=True).start()
+    try:
+        returned, value = answer.get(timeout=timeout_s + GIVE_UP_AFTER_S)
+    except queue.Empty:
+        raise StuckCall(f"{what} still blocked {timeout_s + GIVE_UP_AFTER_S:.0f} s") from None
+    if not returned:
+        raise value
+    return cast(T, value)
+
+
 class Copier:
     """A consume-transform-produce copier (confluent-kafka): each step reads a few
     records at read_committed, writes them to the sink and commits the group's offsets
     in the same transaction. Any failure restarts it: the open transaction aborted if the
     client still can, new clients (the new producer fences the old one), reading again
-    from the group's committed offsets, as an exactly-once application restarts."""
+    from the group's committed offsets, as an exactly-once application restarts. Its
+    producer's calls are ``bounded``: one blocked past its timeout gives that producer up
+    (``stuck``), and the copier restarts the same way."""
 
     def __init__(self, c: TestCluster, source: str, sink: str) -> None:
         self.c, self.source, self.sink = c, source, sink
@@ -438,6 +552,8 @@ class Copier:
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
         self.restarts = 0
+        #: the calls given up (their threads still blocked in librdkafka)
+        self.stuck: list[str] = []
         #: consumers given up after a failure, closed at the end with every broker up:
         #: librdkafka's close may block while the group's coordinator is down
         self.retired: list[Consumer] = []
@@ -450,7 +566,7 @@ class Copier:
                 "transaction.timeout.ms": 10_000,
             }
         )
-        producer.init_transactions(30)
+        bounded(lambda: producer.init_transactions(30), 30, "init_transactions")
         consumer = Consumer(
             {
                 "bootstrap.servers": servers(self.c),
@@ -474,10 +590,10 @@ class Copier:
         self.retired.clear()
 
     def _stop(self) -> None:
-        if self.producer is not None:
-            with contextlib.suppress(KafkaException):
-                self.producer.abort_transaction(5)
-            self.producer = None
+        producer, self.producer = self.producer, None
+        if producer is not None:
+            with contextlib.suppress(KafkaException, StuckCall):
+                bounded(lambda: producer.abort_transaction(5), 5, "abort_transaction")
         if self.consumer is not None:
             self.retired.append(self.consumer)
             self.consumer = None
@@ -497,11 +613,23 @@ class Copier:
                 partition = message.partition()
                 assert partition is not None  # a consumed record has its partition
                 producer.produce(self.sink, message.value(), partition=partition)
-            producer.send_offsets_to_transaction(
-                consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 20
-            )
-            producer.commit_transaction(20)
+            offsets = consumer.position(consumer.assignment())
+            group = consumer.consumer_group_metadata()
+            bounded(
+                lambda: producer.send_offsets_to_transaction(offsets, group, CALL_TIMEOUT_S),
+                CALL_TIMEOUT_S, "send_offsets_to_transaction",
+            )  # fmt: skip
+            bounded(
+                lambda: producer.commit_transaction(CALL_TIMEOUT_S),
+                CALL_TIMEOUT_S, "commit_transaction",
+            )  # fmt: skip
             return len(batch)
+        except StuckCall as stuck:
+            self.stuck.append(str(stuck))
+            self.producer = None  # given up: no abort, its blocked call holds it
+            self.restarts += 1
+            self._stop()
+            return 0
         except KafkaException:
             self.restarts += 1
             self._stop()
@@ -546,7 +674,11 @@ def test_a_copier_copies_exactly_once_through_repeated_kill_9(c: TestCluster) ->
                 return False
             return copier.committed() >= len(values)
 
-        wait_until(copy_some, 90, "the copier to copy every record through three kills", interval=0)
+        # under load the copying takes 40-70 s, and each producer given up (``bounded``)
+        # 25 s more: two of them still fit
+        wait_until(
+            copy_some, 120, "the copier to copy every record through three kills", interval=0
+        )
     finally:
         for i in c.broker_ids:  # every broker up before the clients close
             if not c.is_running(i):
