@@ -129,10 +129,12 @@ class BrokerChanges(ControllerHandler):
     ) -> None:
         """Kafka's onReplicasBecomeOffline: partitions led by these replicas go Offline
         and through the offline election (clean, or unclean where the topic allows it),
-        with every other New or Offline partition; then the replicas go Offline, which
-        takes them out of their ISRs (leader epoch bumped, written fenced by the
-        controller epoch) and tells the remaining replicas (LeaderAndIsr) and every
-        broker (UpdateMetadata). ``batch``: requests already queued, sent with these."""
+        with every other New or Offline partition, and the new leaders are sent at once
+        (LeaderAndIsr, UpdateMetadata); then the replicas go Offline, which takes them
+        out of their ISRs (leader epoch bumped, written fenced by the controller epoch)
+        and tells the remaining replicas (LeaderAndIsr) and every broker
+        (UpdateMetadata) in a second batch, as Kafka sends each state machine's changes.
+        ``batch``: requests already queued, sent with the first."""
         batch = ControllerRequestBatch() if batch is None else batch
         deleting = [pr for pr in replicas if self.ctx.is_topic_queued_for_deletion(pr.tp.topic)]
         replicas = [pr for pr in replicas if not self.ctx.is_topic_queued_for_deletion(pr.tp.topic)]
