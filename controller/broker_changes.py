@@ -147,6 +147,11 @@ class BrokerChanges(ControllerHandler):
         ]
         await self.partition_sm.handle_state_changes(led, PartitionState.OFFLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
+        # the new leaders go out at once, before the ISR changes of every other replica
+        # the brokers hosted: those are a ZooKeeper write per partition, and clients wait
+        # only on the leaders
+        if not batch.is_empty():
+            self.send(batch)
         await self.replica_sm.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
         # everyone learns that the replicas are gone, even if no leader moved
         batch.add_update_metadata(set(self.ctx.live_brokers), {pr.tp for pr in replicas})
