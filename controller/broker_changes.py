@@ -145,6 +145,7 @@ class BrokerChanges(ControllerHandler):
             if PartitionReplica(tp, st.leader_and_isr.leader) in lost
             and not self.ctx.is_topic_queued_for_deletion(tp.topic)
         ]
+        started = time.perf_counter()
         await self.partition_sm.handle_state_changes(led, PartitionState.OFFLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
         # the new leaders go out at once, before the ISR changes of every other replica
@@ -152,6 +153,12 @@ class BrokerChanges(ControllerHandler):
         # only on the leaders
         if not batch.is_empty():
             self.send(batch)
+        if led:
+            log.info(
+                "controller: %d partitions that lost their leader elected and sent in %.3f s",
+                len(led),
+                time.perf_counter() - started,
+            )
         await self.replica_sm.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
         # everyone learns that the replicas are gone, even if no leader moved
         batch.add_update_metadata(set(self.ctx.live_brokers), {pr.tp for pr in replicas})
