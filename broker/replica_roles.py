@@ -14,11 +14,13 @@ about a millisecond, times the thousand partitions one request may carry -- so b
 methods are coroutines that do the disk work for the whole request in one call to
 ``run_blocking`` (a worker thread), and only the in-memory changes on the loop. The
 response leaves once that work is done, so an answer of NONE still means "on disk", as
-in Kafka. The new logs' files, and then the leader-epoch checkpoints, are written
-without fsyncs and made durable together at the end of their step
-(LogManager.get_or_create_logs, storage.group_sync): one after another, two fsyncs a
-file made a LeaderAndIsr creating 3,000 logs take tens of seconds. Each request logs
-how long its steps took.
+in Kafka. The new logs' files and the leader-epoch checkpoints are written without
+fsyncs and made durable together, once, before the answer (LogManager.open_logs,
+storage.group_sync.SyncBatch): one after another, two fsyncs a file made a LeaderAndIsr
+creating 3,000 logs take tens of seconds, and a sync per step synced each new leader's
+directory twice. So a new log serves as leader or follower a moment before its files
+are durable, as appended records do until a flush; the answer still waits for them.
+Each request logs how long its steps took.
 
 LeaderAndIsr and StopReplica hold ``_state_change_lock`` (Kafka's
 replicaStateChangeLock) across their awaits, so two of them never interleave, and the
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -46,7 +47,7 @@ from broker.replication import LeaderEndpoint, ReplicaFetcherManager, resolve_le
 from protocol.errors import ErrorCode
 from protocol.values import EPOCH_DURING_DELETE, NO_LEADER_EPOCH, TopicPartition
 from storage import Log, StorageError
-from storage.group_sync import sync_all
+from storage.group_sync import SyncBatch, sync_all
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +143,10 @@ class ReplicaRoleChanges(IsrUpkeep):
                 for tp, _, topic_id in accepted
                 if self.log_manager.get_log(tp) is None
             ]
+            #: the new logs' files, then the leader-epoch checkpoints: synced together
+            pending: SyncBatch[TopicPartition] = SyncBatch()
             if to_open:
-                for tp in await self._run_blocking(lambda: self._open_logs(to_open)):
+                for tp in await self._run_blocking(lambda: self._open_logs(to_open, pending)):
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
             opened = time.perf_counter()
             applied = [(tp, state) for tp, state, _ in accepted if errors[tp] == ErrorCode.NONE]
@@ -163,13 +166,15 @@ class ReplicaRoleChanges(IsrUpkeep):
                 and lg.epoch_cache.dirty
             ]
             roles = time.perf_counter()
-            if dirty:
-                for tp in await self._run_blocking(lambda: _flush_epoch_caches(dirty)):
+            if dirty or pending:
+                failed = await self._run_blocking(lambda: self._write_and_sync(dirty, pending))
+                for tp in failed:
                     errors[tp] = ErrorCode.KAFKA_STORAGE_ERROR
             done_at = time.perf_counter()
             log.info(
                 "LeaderAndIsr of %d partitions from controller %d: %d new logs in %.3f s, "
-                "roles in %.3f s, %d leader-epoch checkpoints in %.3f s",
+                "roles in %.3f s, %d leader-epoch checkpoints written and all synced in "
+                "%.3f s",
                 len(states),
                 controller_id,
                 len(to_open),
@@ -251,13 +256,31 @@ class ReplicaRoleChanges(IsrUpkeep):
             topic_id = partition.topic_id
         return topic_id_text(topic_id)
 
-    def _open_logs(self, wanted: list[tuple[TopicPartition, str | None]]) -> list[TopicPartition]:
-        """Open or create each log (a worker thread; the new ones synced together);
-        returns the partitions that failed."""
-        failed = self.log_manager.get_or_create_logs(wanted)
+    def _open_logs(
+        self,
+        wanted: list[tuple[TopicPartition, str | None]],
+        pending: SyncBatch[TopicPartition],
+    ) -> list[TopicPartition]:
+        """Open or create each log (a worker thread; the new ones' files left to sync in
+        ``pending``); returns the partitions that failed."""
+        failed = self.log_manager.open_logs(wanted, pending)
         for tp, exc in failed.items():
             log.error("%s: cannot open the log: %s", tp, exc)
         return list(failed)
+
+    def _write_and_sync(
+        self, dirty: list[tuple[TopicPartition, Log]], pending: SyncBatch[TopicPartition]
+    ) -> list[TopicPartition]:
+        """Write each changed leader-epoch checkpoint (a worker thread), then fsync them
+        and the new logs' files, and their directories, in one group
+        (storage.group_sync); returns the partitions whose write or sync failed (their
+        logs are now offline)."""
+        failed = _write_epoch_caches(dirty, pending)
+        errors = sync_all(*pending.paths())
+        for tp, exc in self.log_manager.take_offline_unsynced(pending, errors).items():
+            log.error("%s: %s", tp, exc)
+            failed.append(tp)
+        return failed
 
     def _apply_partition_state(
         self, tp: TopicPartition, state: PartitionStateLike, topic_id: uuid.UUID | None
@@ -353,26 +376,18 @@ class ReplicaRoleChanges(IsrUpkeep):
         return failed
 
 
-def _flush_epoch_caches(logs: list[tuple[TopicPartition, Log]]) -> list[TopicPartition]:
-    """Write each log's changed leader-epoch checkpoint (a worker thread), then fsync
-    the files and their directories together (storage.group_sync); returns the
-    partitions whose write failed (their logs are now offline)."""
+def _write_epoch_caches(
+    logs: list[tuple[TopicPartition, Log]], pending: SyncBatch[TopicPartition]
+) -> list[TopicPartition]:
+    """Write each log's changed leader-epoch checkpoint without syncing it, adding the
+    file to ``pending``; returns the partitions whose write failed (their logs are now
+    offline: Log.flush_epoch_cache)."""
     failed: list[TopicPartition] = []
-    written: list[tuple[TopicPartition, Log]] = []
     for tp, lg in logs:
         try:
             if lg.flush_epoch_cache(sync=False):
-                written.append((tp, lg))
+                pending.add_file(tp, lg.epoch_cache.path)
         except StorageError as exc:
             log.error("%s: writing the leader-epoch checkpoint failed: %s", tp, exc)
-            failed.append(tp)
-    files = [lg.epoch_cache.path for _, lg in written]
-    errors = sync_all(files, [os.path.dirname(f) for f in files])
-    for tp, lg in written:
-        path = lg.epoch_cache.path
-        error = errors.get(path) or errors.get(os.path.dirname(path))
-        if error is not None:
-            log.error("%s: syncing the leader-epoch checkpoint failed: %s", tp, error)
-            lg.take_offline(f"syncing {path}: {error}")
             failed.append(tp)
     return failed

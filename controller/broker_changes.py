@@ -129,10 +129,12 @@ class BrokerChanges(ControllerHandler):
     ) -> None:
         """Kafka's onReplicasBecomeOffline: partitions led by these replicas go Offline
         and through the offline election (clean, or unclean where the topic allows it),
-        with every other New or Offline partition; then the replicas go Offline, which
-        takes them out of their ISRs (leader epoch bumped, written fenced by the
-        controller epoch) and tells the remaining replicas (LeaderAndIsr) and every
-        broker (UpdateMetadata). ``batch``: requests already queued, sent with these."""
+        with every other New or Offline partition, and the new leaders are sent at once
+        (LeaderAndIsr, UpdateMetadata); then the replicas go Offline, which takes them
+        out of their ISRs (leader epoch bumped, written fenced by the controller epoch)
+        and tells the remaining replicas (LeaderAndIsr) and every broker
+        (UpdateMetadata) in a second batch, as Kafka sends each state machine's changes.
+        ``batch``: requests already queued, sent with the first."""
         batch = ControllerRequestBatch() if batch is None else batch
         deleting = [pr for pr in replicas if self.ctx.is_topic_queued_for_deletion(pr.tp.topic)]
         replicas = [pr for pr in replicas if not self.ctx.is_topic_queued_for_deletion(pr.tp.topic)]
@@ -143,8 +145,20 @@ class BrokerChanges(ControllerHandler):
             if PartitionReplica(tp, st.leader_and_isr.leader) in lost
             and not self.ctx.is_topic_queued_for_deletion(tp.topic)
         ]
+        started = time.perf_counter()
         await self.partition_sm.handle_state_changes(led, PartitionState.OFFLINE, batch)
         await self.partition_sm.trigger_online_partition_state_change(batch)
+        # the new leaders go out at once, before the ISR changes of every other replica
+        # the brokers hosted: those are a ZooKeeper write per partition, and clients wait
+        # only on the leaders
+        if not batch.is_empty():
+            self.send(batch)
+        if led:
+            log.info(
+                "controller: %d partitions that lost their leader elected and sent in %.3f s",
+                len(led),
+                time.perf_counter() - started,
+            )
         await self.replica_sm.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
         # everyone learns that the replicas are gone, even if no leader moved
         batch.add_update_metadata(set(self.ctx.live_brokers), {pr.tp for pr in replicas})

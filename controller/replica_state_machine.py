@@ -156,16 +156,35 @@ class ReplicaStateMachine:
             batch.add_update_metadata(self.ctx.live_or_shutting_down_ids(), set(tps))
 
     async def _remove_from_isr(
-        self, broker_id: int, tps: list[TP], retries: int = 1
+        self, broker_id: int, tps: list[TP], retries: int = 1, read_all: bool = False
     ) -> dict[TP, LeaderIsrAndControllerEpoch]:
         """Take ``broker_id`` out of the ISR (and leadership) of ``tps``, deciding on the
-        partition state znodes as they are now, not on the context: a leader writes its
-        ISR changes to ZooKeeper itself and the controller learns of them only from the
-        batched ``/isr_change_notification`` seconds later, so the context may not yet
-        show a follower the leader has just let back in -- trusting it would leave a dead
-        broker in that ISR until the leader's replica.lag.time.max.ms runs out, with every
-        acks=all produce waiting on it."""
-        current = await self.store.read_states([tp for tp in tps if tp in self.ctx.leadership])
+        partition state znodes as they are now, not only on the context: a leader writes
+        its ISR changes to ZooKeeper itself and the controller learns of them only from
+        the batched ``/isr_change_notification`` seconds later, so the context may not
+        yet show a follower the leader has just let back in -- trusting it would leave a
+        dead broker in that ISR until the leader's replica.lag.time.max.ms runs out, with
+        every acks=all produce waiting on it.
+
+        So the partitions whose context shows ``broker_id`` outside the ISR are read
+        from ZooKeeper first. Those whose context shows it leading or in the ISR are
+        written from the context without a read: each write is conditional on the
+        zkVersion the context holds, so a state changed since (the leader's ISR write)
+        comes back as a conflict, and conflicts are read (``read_all``) and decided
+        again. A broker failure over thousands of partitions thus reads only what may be
+        stale rather than every state (the read was a third of the controller's failover
+        time)."""
+        known = {tp: self.ctx.leadership.get(tp) for tp in tps}
+        current = {
+            tp: st
+            for tp, st in known.items()
+            if st is not None
+            and not read_all
+            and (broker_id == st.leader_and_isr.leader or broker_id in st.leader_and_isr.isr)
+        }
+        unsure = [tp for tp, st in known.items() if st is not None and tp not in current]
+        if unsure:
+            current.update(await self.store.read_states(unsure))
         planned: dict[TP, LeaderAndIsr] = {}
         for tp, st in current.items():
             self.ctx.put_leadership(tp, st)
@@ -189,5 +208,7 @@ class ReplicaStateMachine:
                 done[tp] = LeaderIsrAndControllerEpoch(result, self.ctx.epoch)
                 self.ctx.put_leadership(tp, done[tp])
         if conflicts and retries > 0:  # written meanwhile: decide again on what is there now
-            done.update(await self._remove_from_isr(broker_id, conflicts, retries - 1))
+            done.update(
+                await self._remove_from_isr(broker_id, conflicts, retries - 1, read_all=True)
+            )
         return done

@@ -94,7 +94,10 @@ class Log:
         high_watermark: int,
         topic_id: str | None,
         background: Background | None,
+        epoch_cache: LeaderEpochCache | None = None,
     ) -> None:
+        """``epoch_cache``: the cache of a log known to have none on disk (a new one,
+        storage.log_creation); else the checkpoint in ``directory`` is read."""
         self.directory = directory
         self.tp = tp
         self._name = str(tp)
@@ -105,7 +108,9 @@ class Log:
         self.log_start_offset = log_start_offset
         leo = self.local.log_end_offset
         self.high_watermark = min(max(high_watermark, log_start_offset), leo)
-        self.epoch_cache = LeaderEpochCache.load(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
+        if epoch_cache is None:
+            epoch_cache = LeaderEpochCache.load(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
+        self.epoch_cache = epoch_cache
         self.producer_state = ProducerStateManager(directory)
         self._unflushed_records = 0
         #: The active segment's draw of segment.jitter.ms, in [0, 1): redrawn at each roll

@@ -56,8 +56,9 @@ from storage.cleaner_manager import LogCleaner
 from storage.clock import Clock
 from storage.config import LONG_MAX, LogConfig, LogManagerConfig
 from storage.errors import InconsistentTopicIdError, StorageError
-from storage.group_sync import sync_all
+from storage.group_sync import SyncBatch, sync_all
 from storage.log import Log
+from storage.log_creation import create_log
 from storage.names import (
     DELETE_DIR_SUFFIX,
     delete_dir_name,
@@ -296,51 +297,84 @@ class LogManager:
         logs' files made durable together at the end (storage.group_sync) instead of
         two fsyncs a log; returns the partitions that failed. A log whose sync failed is
         taken offline. Blocking, like :meth:`get_or_create_log`."""
+        pending: SyncBatch[TopicPartition] = SyncBatch()
+        failed = self.open_logs(wanted, pending)
+        if pending:
+            failed.update(self.take_offline_unsynced(pending, sync_all(*pending.paths())))
+        return failed
+
+    def open_logs(
+        self,
+        wanted: Sequence[tuple[TopicPartition, str | None]],
+        pending: SyncBatch[TopicPartition],
+    ) -> dict[TopicPartition, StorageError]:
+        """:meth:`get_or_create_log` for many partitions, the new logs' files written
+        without fsyncs and added to ``pending`` (partition.metadata, the log's directory
+        and its parent): the caller syncs them, with whatever else it writes, before it
+        counts the logs as made, and passes the failures to
+        :meth:`take_offline_unsynced`. Returns the partitions that failed. Blocking."""
         failed: dict[TopicPartition, StorageError] = {}
         counts = self._log_counts()
-        created: list[tuple[TopicPartition, Log]] = []
+        created = 0
         for tp, topic_id in wanted:
             try:
                 if tp in self._logs:
                     self.get_or_create_log(tp, topic_id)
-                else:
-                    created.append((tp, self._create_log(tp, topic_id, counts, sync=False)))
+                    continue
+                lg = self._create_log(tp, topic_id, counts, sync=False)
             except StorageError as exc:
                 failed[tp] = exc
+                continue
+            created += 1
+            pending.add_file(tp, os.path.join(lg.directory, PARTITION_METADATA))
+            pending.add_directory(tp, os.path.dirname(lg.directory))
         if created:
-            files = [os.path.join(lg.directory, PARTITION_METADATA) for _, lg in created]
-            dirs = [lg.directory for _, lg in created]
-            parents = {os.path.dirname(d) for d in dirs}
-            errors = sync_all(files, [*dirs, *sorted(parents)])
-            for tp, lg in created:
-                paths = (
-                    os.path.join(lg.directory, PARTITION_METADATA),
-                    lg.directory,
-                    os.path.dirname(lg.directory),
-                )
-                error = next((errors[p] for p in paths if p in errors), None)
-                if error is not None:
-                    failed[tp] = StorageError(f"syncing the new log {lg.directory}: {error}")
-                    lg.take_offline(str(failed[tp]))
-            log.info("created %d logs", len(created))
+            log.info("created %d logs", created)
+        return failed
+
+    def take_offline_unsynced(
+        self, pending: SyncBatch[TopicPartition], errors: Mapping[str, OSError]
+    ) -> dict[TopicPartition, StorageError]:
+        """The logs of ``pending`` whose files or directories could not be synced
+        (``errors``: storage.group_sync.sync_all's answer) go offline; returns them with
+        the failure."""
+        failed: dict[TopicPartition, StorageError] = {}
+        for tp, (path, error) in pending.failures(errors).items():
+            failed[tp] = StorageError(f"syncing {path}: {error}")
+            lg = self._logs.get(tp)
+            if lg is not None:
+                lg.take_offline(str(failed[tp]))
         return failed
 
     def _create_log(
         self, tp: TopicPartition, topic_id: str | None, counts: dict[str, int], sync: bool
     ) -> Log:
         """Open a new log in the online directory with the fewest (``counts``: logs per
-        directory, updated here)."""
+        directory, updated here): made from nothing (storage.log_creation) unless its
+        directory exists already."""
         d = self._next_log_dir(counts)
-        created = Log.open(
-            os.path.join(d, partition_dir_name(tp)),
+        directory = os.path.join(d, partition_dir_name(tp))
+        config = self.config_for(tp.topic)
+        created = create_log(
+            directory,
             tp,
-            self.config_for(tp.topic),
+            config,
             self.clock,
-            clean_shutdown=True,
             topic_id=topic_id,
             background=self._submit,
             sync=sync,
         )
+        if created is None:
+            created = Log.open(
+                directory,
+                tp,
+                config,
+                self.clock,
+                clean_shutdown=True,
+                topic_id=topic_id,
+                background=self._submit,
+                sync=sync,
+            )
         with self._lock:
             self._logs[tp] = created
         counts[d] = counts.get(d, 0) + 1

@@ -122,14 +122,13 @@ class LogSegment:
         self.log_path = path(LOG_SUFFIX)
         index_path = path(INDEX_SUFFIX)
         time_path = path(TIME_INDEX_SUFFIX)
-        #: Whether the index files were there before this open (missing ones are rebuilt).
-        self.indexes_existed = os.path.exists(index_path) and os.path.exists(time_path)
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
         try:
             self._fd = os.open(self.log_path, flags, 0o644)
             self.size = os.fstat(self._fd).st_size
         except OSError as exc:
             raise StorageError(f"opening segment {self.log_path}: {exc}") from exc
+        # an index file is made by its first entry (storage.index); a missing one is empty
         self.offset_index = OffsetIndex(index_path, base_offset, max_index_size)
         self.time_index = TimeIndex(time_path, base_offset, max_index_size)
         #: aborted transactions whose ABORT marker is here (the Log appends them)
@@ -527,8 +526,13 @@ class LogSegment:
         return self.recover()
 
     def check_indexes(self) -> str | None:
-        """Why the index files cannot be trusted, or None."""
-        if not self.indexes_existed and self.size > 0:
+        """Why the index files cannot be trusted, or None. A missing file is one no entry
+        was written to, unless the segment is long enough to have had one: more than
+        ``index_interval_bytes`` for the offset index, an offset entry for the time
+        index (each offset entry comes with a time entry)."""
+        if not self.offset_index.made and self.size > self.index_interval_bytes:
+            return "index files are missing"
+        if not self.time_index.made and self.offset_index.entries:
             return "index files are missing"
         problem = self.offset_index.check(self.size)
         if problem is None:
@@ -587,8 +591,13 @@ class LogSegment:
         if self._fd < 0:
             return
         try:
-            if not self.deleted:
+            if not self.deleted and self.time_index.made:
                 self.on_become_inactive()
+            elif not self.deleted:
+                # no time entry yet: the closing one would make the file, at shutdown,
+                # for every small partition; the next open reads this tail (load_tail)
+                # and a roll writes the closing entry then
+                self.offset_index.seal()
         finally:
             self.offset_index.close()
             self.time_index.close()

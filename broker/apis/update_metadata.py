@@ -44,6 +44,12 @@ async def handle(ctx: ReplicaAccess, request: ApiRequest[UpdateMetadataRequest])
             request.header, UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         )
     touched, deleted = ctx.metadata_cache.update_metadata(body)
+    log.info(
+        "UpdateMetadata from controller %d epoch %d: %d topics",
+        body.controller_id,
+        body.controller_epoch,
+        len(touched),
+    )
     # as Kafka's maybeUpdateMetadataCache: the newest controller epoch seen, so that a
     # zombie controller's later requests are refused even before any LeaderAndIsr
     rm.controller_epoch = body.controller_epoch

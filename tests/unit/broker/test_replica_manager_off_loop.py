@@ -143,8 +143,8 @@ async def test_epoch_checkpoints_are_synced_together_and_a_failed_sync_is_a_stor
     replicas: LocalReplicas, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The leader-epoch checkpoints of one LeaderAndIsr are fsynced in one group at the
-    end; a partition whose file could not be synced answers KAFKA_STORAGE_ERROR and its
-    log goes offline, the others are led."""
+    end, with the files of the logs it created; a partition whose file could not be
+    synced answers KAFKA_STORAGE_ERROR and its log goes offline, the others are led."""
     groups: list[list[str]] = []
 
     def sync(files: list[str], dirs: list[str]) -> dict[str, OSError]:
@@ -157,7 +157,13 @@ async def test_epoch_checkpoints_are_synced_together_and_a_failed_sync_is_a_stor
     assert answer == {
         tp: ErrorCode.KAFKA_STORAGE_ERROR if tp == bad else ErrorCode.NONE for tp in PARTITIONS
     }
-    assert len(groups) == 1 and len(groups[0]) == len(PARTITIONS)
+    assert len(groups) == 1
+    expected = set()
+    for tp in PARTITIONS:
+        lg = replicas.log_manager.get_log(tp)
+        assert lg is not None
+        expected |= {lg.epoch_cache.path, os.path.join(lg.directory, "partition.metadata")}
+    assert sorted(groups[0]) == sorted(expected)
     partition = replicas.rm.partition_for(bad)
     assert partition is not None and partition.is_offline
     assert epoch_file(replicas, PARTITIONS[0]) == [(0, 0)]

@@ -120,6 +120,29 @@ async def test_dead_follower_leaves_every_isr_with_a_new_leader_epoch() -> None:
     assert {r.broker_id for r in channel.take(ApiKey.UPDATE_METADATA)} == {1, 3}
 
 
+async def test_new_leaders_are_sent_before_the_other_replicas_leave_their_isrs() -> None:
+    """Broker 2 led a-1 and u-0 and followed a-0: the elections' LeaderAndIsr and
+    UpdateMetadata go out first, carrying only the partitions it led; a-0's ISR change
+    follows in a second batch."""
+    c, channel, _, _ = make_controller(
+        {
+            A0: LeaderAndIsr(1, 5, (1, 2, 3)),
+            A1: LeaderAndIsr(2, 2, (2, 3)),
+            U0: LeaderAndIsr(2, 0, (2, 3)),
+        }
+    )
+    await c.brokers.on_broker_failure({2})
+    sent = channel.take()
+    kinds = [(r.api_key, r.broker_id) for r in sent]
+    first_update = kinds.index((ApiKey.UPDATE_METADATA, 1))
+    elections, changes = sent[:first_update], sent[first_update:]
+    assert leader_and_isr_partitions(elections) == {3: {("a", 1), ("u", 0)}}
+    assert leader_and_isr_partitions(
+        [r for r in changes if r.api_key == ApiKey.LEADER_AND_ISR]
+    ) == {1: {("a", 0)}, 3: {("a", 0)}}
+    assert leadership(c, A1) == (3, 3, (3,)) and leadership(c, A0) == (1, 6, (1, 3))
+
+
 async def test_dead_leader_is_replaced_by_the_first_live_isr_member_in_assignment_order() -> None:
     c, _, _, _ = make_controller({A0: LeaderAndIsr(1, 5, (3, 1, 2))})
     await c.brokers.on_broker_failure({1})

@@ -228,6 +228,53 @@ async def test_offline_replica_leaves_the_isr_a_leader_wrote_after_the_context_w
     assert set(batch.leader_and_isr) == {1, 3}
 
 
+class CountingStore(InMemoryPartitionStateStore):
+    """Records which partitions were read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[TopicPartition] = []
+
+    async def read_states(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        self.read += partitions
+        return await super().read_states(partitions)
+
+
+async def test_offline_replica_the_context_shows_in_the_isr_is_written_without_a_read() -> None:
+    ctx = make_ctx(live=(1, 3))
+    store = CountingStore()
+    with_leadership(ctx, store, leader=1)
+    pr = PartitionReplica(TP, 2)
+    ctx.replica_states[pr] = ReplicaState.ONLINE
+    batch = ControllerRequestBatch()
+    await ReplicaStateMachine(ctx, store).handle_state_changes([pr], ReplicaState.OFFLINE, batch)
+    lai = store.states[TP].leader_and_isr
+    assert (lai.leader, lai.isr, lai.leader_epoch, lai.zk_version) == (1, (1, 3), 1, 1)
+    assert store.read == []
+    assert ctx.leadership[TP] == store.states[TP]
+
+
+async def test_offline_replica_leaves_an_isr_changed_since_the_context_was_read() -> None:
+    """The context says (1, 2, 3) at zkVersion 0; the leader has since written (1, 2)
+    (zkVersion 1). The write from the context conflicts; the state is read and 2 still
+    leaves the ISR as written now."""
+    ctx = make_ctx(live=(1, 3))
+    store = CountingStore()
+    with_leadership(ctx, store, leader=1)
+    store.states[TP] = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2), 1), 1)
+    pr = PartitionReplica(TP, 2)
+    ctx.replica_states[pr] = ReplicaState.ONLINE
+    batch = ControllerRequestBatch()
+    await ReplicaStateMachine(ctx, store).handle_state_changes([pr], ReplicaState.OFFLINE, batch)
+    lai = store.states[TP].leader_and_isr
+    assert (lai.leader, lai.isr, lai.leader_epoch, lai.zk_version) == (1, (1,), 1, 2)
+    assert store.read == [TP]
+    assert ctx.leadership[TP] == store.states[TP]
+    assert set(batch.leader_and_isr) == {1, 3}
+
+
 def test_without_replica_keeps_the_last_isr_member() -> None:
     assert without_replica(LeaderAndIsr(1, 3, (1,), 7), 1) == LeaderAndIsr(NO_LEADER, 4, (1,), 7)
     assert without_replica(LeaderAndIsr(1, 3, (1, 2), 7), 1) == LeaderAndIsr(NO_LEADER, 4, (2,), 7)

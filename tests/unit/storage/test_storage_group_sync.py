@@ -7,13 +7,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from storage_helpers import SMALL
+from storage_helpers import SMALL, make_batch
 
 from protocol.values import TopicPartition
 from storage.checkpoint import PARTITION_METADATA, read_partition_metadata
 from storage.clock import MockClock
 from storage.config import LogManagerConfig
-from storage.group_sync import sync_all
+from storage.group_sync import SyncBatch, sync_all
+from storage.log import Log
+from storage.log_creation import create_log
 from storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 
 TOPIC_ID = "MFHpVGzMTK6BX4Dn5x4tmQ"
@@ -102,3 +104,64 @@ def test_a_clean_shutdown_syncs_the_snapshots_and_leaves_the_marker(tmp_path: Pa
     assert os.path.exists(tmp_path / CLEAN_SHUTDOWN_FILE)
     again = manager(tmp_path)
     assert sorted(str(tp) for tp, _ in again.logs_items()) == ["t-0", "t-1", "t-2"]
+
+
+def test_a_sync_batch_fails_every_partition_under_a_failed_path() -> None:
+    batch: SyncBatch[str] = SyncBatch()
+    assert not batch
+    batch.add_file("a", "/d/a/f")
+    batch.add_file("b", "/d/b/f")
+    batch.add_directory("a", "/d")
+    batch.add_directory("b", "/d")
+    assert batch
+    assert batch.paths() == (["/d/a/f", "/d/b/f"], ["/d/a", "/d/b", "/d"])
+    error = OSError(5, "input/output error")
+    assert batch.failures({"/d/b/f": error}) == {"b": ("/d/b/f", error)}
+    assert batch.failures({"/d": error}) == {"a": ("/d", error), "b": ("/d", error)}
+    assert batch.failures({}) == {}
+
+
+def test_open_logs_leaves_the_new_logs_files_to_the_callers_sync(tmp_path: Path) -> None:
+    lm = manager(tmp_path)
+    existing = lm.get_or_create_log(TopicPartition("t", 0), TOPIC_ID)
+    pending: SyncBatch[TopicPartition] = SyncBatch()
+    wanted = [(TopicPartition("t", p), TOPIC_ID) for p in range(3)]
+    assert lm.open_logs(wanted, pending) == {}
+    files, dirs = pending.paths()
+    new = [lm.get_log(TopicPartition("t", p)) for p in (1, 2)]
+    assert all(lg is not None and lg.failed is None for lg in new)
+    assert files == [os.path.join(lg.directory, PARTITION_METADATA) for lg in new if lg]
+    assert dirs == [new[0].directory, str(tmp_path), new[1].directory]  # type: ignore[union-attr]
+    assert lm.get_log(TopicPartition("t", 0)) is existing
+    failed = lm.take_offline_unsynced(pending, {str(tmp_path): OSError(28, "no space")})
+    assert sorted(failed) == [TopicPartition("t", 1), TopicPartition("t", 2)]
+    assert all(lg is not None and lg.failed is not None for lg in new)
+    assert existing.failed is None
+
+
+def test_a_created_log_is_the_log_an_empty_directory_opens_to(tmp_path: Path) -> None:
+    tp = TopicPartition("t", 0)
+    directory = str(tmp_path / "t-0")
+    made = create_log(
+        directory, tp, SMALL, MockClock(), topic_id=TOPIC_ID, background=None, sync=True
+    )
+    assert made is not None
+    assert sorted(os.listdir(directory)) == [f"{0:020d}.log", PARTITION_METADATA]
+    assert (
+        create_log(directory, tp, SMALL, MockClock(), topic_id=TOPIC_ID, background=None, sync=True)
+        is None
+    )  # it exists: Log.open's to open
+    made.append(make_batch(2), leader_epoch=4)
+    made.epoch_cache.assign(4, 0)
+    made.flush()
+    made.close()
+    opened = Log.open(directory, tp, SMALL, MockClock(), clean_shutdown=True)
+    assert (opened.topic_id, opened.log_end_offset, opened.log_start_offset) == (TOPIC_ID, 2, 0)
+    assert opened.epoch_cache.entries == [(4, 0)]
+    opened.close()
+    # and a directory with no parent is left to Log.open (which makes the parent)
+    orphan = str(tmp_path / "gone" / "t-0")
+    assert (
+        create_log(orphan, tp, SMALL, MockClock(), topic_id=None, background=None, sync=True)
+        is None
+    )

@@ -37,7 +37,7 @@ def test_offset_index_refuses_non_increasing_entries(tmp_path: os.PathLike[str])
 def test_index_grows_in_small_steps_and_trims_on_close(tmp_path: os.PathLike[str]) -> None:
     path = os.path.join(tmp_path, "0.index")
     idx = OffsetIndex(path, 0, 10 * 1024 * 1024)
-    assert os.path.getsize(path) == 0
+    assert not os.path.exists(path) and not idx.made  # the first entry makes the file
     idx.append(1, 10)
     assert os.path.getsize(path) == 4096  # one small step, not the 10 MiB cap
     for i in range(2, 600):
@@ -49,6 +49,42 @@ def test_index_grows_in_small_steps_and_trims_on_close(tmp_path: os.PathLike[str
     assert reopened.entries == 599
     assert reopened.lookup(300) == (300, 3000)
     reopened.close()
+
+
+def test_an_index_without_entries_has_no_file_until_its_first(tmp_path: os.PathLike[str]) -> None:
+    path = os.path.join(tmp_path, "0.timeindex")
+    idx = TimeIndex(path, 100, 4096)
+    assert idx.lookup(5) == (-1, 100) and idx.all_entries() == [] and idx.check(10) is None
+    idx.flush()
+    idx.trim()
+    idx.reset()
+    renamed = os.path.join(tmp_path, "0.timeindex.deleted")
+    idx.rename(renamed)
+    assert os.listdir(tmp_path) == [] and idx.path == renamed
+    idx.rename(path)
+    idx.seal()
+    idx.maybe_append(7, 101)
+    assert idx.made and os.path.getsize(path) == 4096 // 12 * 12  # whole entries
+    idx.close()
+    assert os.path.getsize(path) == 12
+    reopened, absent = TimeIndex(path, 100, 4096), TimeIndex(renamed, 100, 4096)
+    assert reopened.made and reopened.lookup(8) == (7, 101)
+    assert not absent.made and absent.entries == 0 and not os.path.exists(renamed)
+    reopened.close()
+    absent.close()
+    assert not os.path.exists(renamed)
+
+
+def test_a_stray_file_in_place_of_an_absent_index_is_emptied_by_the_first_entry(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = os.path.join(tmp_path, "0.index")
+    idx = OffsetIndex(path, 0, 4096)
+    with open(path, "wb") as f:
+        f.write(b"\x01" * 80)
+    idx.append(5, 50)
+    idx.close()
+    assert OffsetIndex(path, 0, 4096).all_entries() == [(5, 50)]
 
 
 def test_index_is_capped_at_its_max_size(tmp_path: os.PathLike[str]) -> None:

@@ -181,6 +181,53 @@ def test_deleted_indexes_are_rebuilt(tmp_path: os.PathLike[str], which: str, cle
     reference.close()
 
 
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_small_segment_has_no_index_files_and_needs_no_rebuild(
+    tmp_path: os.PathLike[str], clean: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A new log's segment makes no index file until its first entry; a segment too
+    short to have had one reopens without a rebuild, with the same lookups."""
+    path = os.path.join(tmp_path, "log")
+    lg = open_log(path)
+    assert not [n for n in os.listdir(path) if n.endswith((".index", ".timeindex"))]
+    lg.append(make_batch(2, timestamp=5_000), leader_epoch=1)
+    batches = all_batches(lg)
+    found = lg.fetch_offset_by_timestamp(5_000)
+    assert found is not None and found.offset == 0
+    assert lg.active_segment.size <= SMALL.index_interval_bytes
+    if clean:
+        lg.close()
+    else:
+        crash(lg)
+    assert not [n for n in os.listdir(path) if n.endswith((".index", ".timeindex"))]
+    with caplog.at_level(logging.WARNING, logger="storage"):
+        again = open_log(path, clean_shutdown=clean)
+    assert "rebuilding" not in caplog.text
+    assert all_batches(again) == batches
+    assert again.fetch_offset_by_timestamp(5_000) == found
+    assert again.active_segment.largest_timestamp == 5_001
+    again.close()
+
+
+def test_a_long_segment_missing_its_index_files_is_rebuilt(
+    tmp_path: os.PathLike[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    path = os.path.join(tmp_path, "log")
+    batches = build(path)
+    open_log(path, clean_shutdown=False).close()
+    first = seg_path(path, 0, ".index")
+    assert os.path.getsize(first) > 0
+    os.unlink(first)
+    with caplog.at_level(logging.WARNING, logger="storage"):
+        lg = open_log(path, clean_shutdown=True)
+    assert "rebuilding indexes of segment 0: index files are missing" in caplog.text
+    assert all_batches(lg) == batches
+    reference = rebuilt_copy(path, os.path.join(tmp_path, "ref"))
+    assert_lookups_agree(lg, reference)
+    lg.close()
+    reference.close()
+
+
 @pytest.mark.parametrize("damage", ["random", "short", "decreasing", "past-end"])
 def test_garbled_indexes_are_rebuilt(
     tmp_path: os.PathLike[str], damage: str, caplog: pytest.LogCaptureFixture
