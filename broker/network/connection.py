@@ -35,7 +35,7 @@ import socket
 from collections import deque
 from typing import Final
 
-from broker.network.pipeline import DEFAULT_DEPTH, ReplyQueue, lets_next_in
+from broker.network.pipeline import DEFAULT_DEPTH, FREE_DEPTH, ReplyQueue, lets_next_in
 from broker.network.request_channel import Request
 from broker.network.send import ResponseSend
 from broker.network.tls_transport import TlsSession
@@ -157,20 +157,23 @@ class Connection:
         produces has sent its next one by then. Reading it now rather than later changes
         nothing of the order -- frames leave ``pending`` only as the rules allow -- and
         keeps the socket watched: otherwise every such request would cost an
-        unregistration and a registration of the reader. Bounded by the depth: the
-        frames read ahead count as requests of the connection in the broker."""
+        unregistration and a registration of the reader. Bounded as the pipeline is:
+        the frames read ahead count as requests of the connection in the broker."""
         request = self.in_flight
-        return (
-            isinstance(request, Request)
-            and lets_next_in(request.api_key)
-            and len(self.replies) + (self.send is not None) + len(self.pending) < self.replies.depth
+        if not isinstance(request, Request) or not lets_next_in(request.api_key):
+            return False
+        pending = self.pending
+        extra = (self.send is not None) + len(pending)
+        # the frames' bytes matter only past the free depth (summed only then)
+        return self.replies.room_for(
+            extra, sum(map(len, pending)) if len(self.replies) + extra >= FREE_DEPTH else 0
         )
 
     @property
     def has_room(self) -> bool:
         """Whether one more request may enter the broker: the requests whose responses are
-        owed or being written stay within the pipeline depth."""
-        return len(self.replies) + (self.send is not None) < self.replies.depth
+        owed or being written stay within the pipeline's bounds."""
+        return self.replies.room_for(self.send is not None, 0)
 
     @property
     def idle(self) -> bool:

@@ -63,13 +63,25 @@ What this keeps of Kafka's guarantees, and why:
   duplicated, and Kafka could give the same answers only if B1's error took seconds to
   be written. Now B2 is read on arrival, before the move: B1 and B2 share their fate,
   and their retries are recognised as duplicates, with their offsets.
-* *Bounded.* At most ``depth`` requests of a connection are in the broker (the default 5
-  is the largest ``max.in.flight.requests.per.connection`` an idempotent producer may
-  use); beyond that the connection is muted until its oldest response is written. The
-  request channel still holds at most one request per connection, so
-  ``queued.max.requests`` bounds what the handlers see as before. Requests read while a
-  Produce is handled, ahead of their turn (``Connection.reads_ahead``), count against
-  the same depth: they are only read sooner, never handled sooner.
+* *Bounded.* A connection may have up to ``depth`` requests in the broker (1,024 by
+  default), and beyond the first ``FREE_DEPTH`` (5, the largest
+  ``max.in.flight.requests.per.connection`` an idempotent producer may use) only while
+  their frames take less than ``budget`` bytes (1 MiB by default): five requests of any
+  size, as many small ones as a client keeps in flight up to the depth. Past either
+  bound the connection is muted until its oldest response is written. The request
+  channel still holds at most one request per connection, so ``queued.max.requests``
+  bounds what the handlers see as before. Requests read while a Produce is handled,
+  ahead of their turn (``Connection.reads_ahead``), count against the same bounds:
+  they are only read sooner, never handled sooner.
+* *Why that deep.* librdkafka (confluent-kafka) sends one ProduceRequest per partition
+  and keeps up to a million of them in flight by default. A producer writing one record
+  to each of the thousand partitions a broker leads sends it a thousand requests; with
+  five let in at a time an acks=all round of them costs two hundred replication round
+  trips (append, follower fetch, follower's next fetch moving the high watermark,
+  answer) where one suffices, and was measured 3.2x as slow as acks=1. Let in
+  together, the waiting produces are settled by the same follower fetches (measured
+  at about acks=1's time, ``tests/bench/bench_scale.py``). Small requests only: the
+  memory a connection holds in the broker stays bounded by five frames plus the budget.
 
 Where this departs from Kafka, deliberately: Kafka reads nothing of a connection with a
 response outstanding. Here a producer's acks=all requests wait for replication together,
@@ -89,7 +101,13 @@ from protocol.api import ApiKey
 PIPELINED_APIS: Final[frozenset[int]] = frozenset({ApiKey.PRODUCE})
 
 #: requests of one connection in the broker at once, unless configured otherwise
-DEFAULT_DEPTH: Final[int] = 5
+DEFAULT_DEPTH: Final[int] = 1024
+
+#: requests of one connection let in whatever their size (the rest must fit the budget)
+FREE_DEPTH: Final[int] = 5
+
+#: bytes of request frames beyond which a connection lets in no more than FREE_DEPTH
+DEFAULT_BUDGET: Final[int] = 1 << 20
 
 
 def lets_next_in(api_key: int) -> bool:
@@ -119,13 +137,15 @@ _UNSET: Final = _Unset()
 
 class ReplySlot:
     """The place of one request's response in its connection's order; filled once its
-    ``response`` is not ``_UNSET`` (None is a response: "no response")."""
+    ``response`` is not ``_UNSET`` (None is a response: "no response"). ``size``: the
+    bytes of the request's frame, counted against the connection's budget."""
 
-    __slots__ = ("key", "response")
+    __slots__ = ("key", "response", "size")
 
-    def __init__(self, key: object) -> None:
+    def __init__(self, key: object, size: int) -> None:
         self.key = key
         self.response: object = _UNSET
+        self.size = size
 
 
 class ReplyQueue(deque[ReplySlot]):
@@ -133,49 +153,76 @@ class ReplyQueue(deque[ReplySlot]):
 
     ``open`` takes a slot at dispatch, ``fill`` records a response (any order), ``take``
     hands out the head's response once it is filled. ``len`` counts the requests of the
-    connection in the broker: opened and not yet taken.
+    connection in the broker: opened and not yet taken; ``size`` the bytes of their
+    frames. Bounds (module docstring): at most ``depth`` requests, and beyond the first
+    ``FREE_DEPTH`` (or ``depth`` if lower) only while they take less than ``budget``.
 
     It is the deque of its slots, so that its length and truth are the deque's own, read
     without a Python call: the Processor asks them several times per request. Only the
-    methods below change it.
+    methods below change it. Slots are also indexed by their key's identity, so that
+    filling one is O(1) however deep the pipeline (answers come in any order).
     """
 
-    __slots__ = ("depth",)
+    __slots__ = ("_by_key", "budget", "depth", "size")
 
-    def __init__(self, depth: int = DEFAULT_DEPTH) -> None:
+    def __init__(self, depth: int = DEFAULT_DEPTH, budget: int = DEFAULT_BUDGET) -> None:
         if depth < 1:
             raise ValueError("a connection must be allowed at least one request")
         super().__init__()
         self.depth = depth
+        self.budget = budget
+        self.size = 0
+        self._by_key: dict[int, ReplySlot] = {}
 
     @property
     def has_room(self) -> bool:
         """Whether one more request of the connection may enter the broker."""
-        return len(self) < self.depth
+        return self.room_for(0, 0)
 
-    def open(self, key: object) -> None:
-        """Reserve the next place in the order for the request ``key``."""
+    def room_for(self, extra: int, extra_bytes: int) -> bool:
+        """Whether one more request may enter the broker beside the open slots and
+        ``extra`` more requests of ``extra_bytes`` (a response being written, frames
+        read ahead)."""
+        n = len(self) + extra
+        if n < FREE_DEPTH and n < self.depth:
+            return True
+        return n < self.depth and self.size + extra_bytes < self.budget
+
+    def open(self, key: object, size: int = 0) -> None:
+        """Reserve the next place in the order for the request ``key`` (a frame of
+        ``size`` bytes). Bounded by the depth only: the budget decides whether to read
+        a request, not whether one read may be served."""
         if len(self) >= self.depth:
             raise OverflowError(f"more than {self.depth} requests outstanding")
-        self.append(ReplySlot(key))
+        slot = ReplySlot(key, size)
+        self.append(slot)
+        self._by_key[id(key)] = slot
+        self.size += size
 
     def fill(self, key: object, response: object) -> bool:
         """Record ``key``'s response (None: no response). False when ``key`` has no open
         slot (answered twice, or its slot was dropped)."""
-        for slot in self:
-            if slot.key is key:
-                if slot.response is not _UNSET:
-                    return False  # filled already
-                slot.response = response
-                return True
-        return False
+        slot = self._by_key.get(id(key))
+        if slot is None or slot.key is not key or slot.response is not _UNSET:
+            return False  # never opened, dropped, or filled already
+        slot.response = response
+        return True
 
     def is_open(self, key: object) -> bool:
-        return any(slot.key is key for slot in self)
+        slot = self._by_key.get(id(key))
+        return slot is not None and slot.key is key
 
     def take(self) -> tuple[object, object] | None:
         """The head's key and response, removing it, when the head is filled; else None."""
         if self and self[0].response is not _UNSET:
             slot = self.popleft()
+            del self._by_key[id(slot.key)]
+            self.size -= slot.size
             return slot.key, slot.response
         return None
+
+    def clear(self) -> None:
+        """Drop every slot (the connection closed)."""
+        super().clear()
+        self._by_key.clear()
+        self.size = 0

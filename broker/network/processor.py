@@ -89,8 +89,8 @@ class ProcessorSettings:
     idle_timeout_s: float = 600.0  # connections.max.idle.ms / 1000
     send_buffer: int = 102400  # socket.send.buffer.bytes; -1 keeps the OS default
     receive_buffer: int = 102400  # socket.receive.buffer.bytes
-    #: requests of one connection in the broker at once (broker.network.pipeline); 1 is
-    #: Kafka's rule of one request per connection
+    #: requests of one connection in the broker at once (broker.network.pipeline: past
+    #: the first five only small ones); 1 is Kafka's rule of one request per connection
     max_pipelined_requests: int = DEFAULT_DEPTH
     #: a TLS connection that has not finished its handshake this long after it was
     #: accepted is closed (``tls_transport``; see docs/architecture.md for the bound)
@@ -300,7 +300,7 @@ class Processor:
             metrics=cells,
             principal=conn.principal,
         )
-        conn.replies.open(request)
+        conn.replies.open(request, request.size)
         if self._channel.offer(request):
             conn.in_flight = request
             conn.move(ConnState.IN_FLIGHT)

@@ -3,12 +3,13 @@ Produce waiting on a Future the test resolves, as the DelayedProduce purgatory d
 answers other requests at once or (``defer``) later.
 
 What is checked: a waiting Produce lets the connection's next request in, at most the
-pipeline depth of them (a full pipeline reads nothing more, though muting is lazy, and
-frames already read wait for a free slot); what a client sends while its Produce is
-being handled is read ahead, within the depth; an answer decided behind a waiting produce
-lets the next request in too; responses leave in request order whatever
-order they are ready in; other deferred requests keep Kafka's one-at-a-time rule; a
-connection closed or a server shut down with responses owed behaves.
+pipeline depth of them (hundreds of small ones by default, five large ones); a full
+pipeline reads nothing more, though muting is lazy, and frames already read wait for a
+free slot; what a client sends while its Produce is being handled is read ahead, within
+the depth; an answer decided behind a waiting produce lets the next request in too;
+responses leave in request order whatever order they are ready in; other deferred
+requests keep Kafka's one-at-a-time rule; a connection closed or a server shut down with
+responses owed behaves.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 import protocol
 from broker.metrics import BrokerMetrics
 from broker.network import Codec, Request, SocketServer, run
+from broker.network.pipeline import DEFAULT_BUDGET, DEFAULT_DEPTH, FREE_DEPTH
 from broker.network.processor import ProcessorSettings
 from broker.network.socket_server import NetworkSettings
 from protocol.messages import (
@@ -115,8 +117,8 @@ class Client:
         self.sent[self.correlation] = api_key
         return self.correlation
 
-    def produce(self) -> int:
-        partition = ProduceRequest.PartitionProduceData(index=0, records=None)
+    def produce(self, records: bytes | None = None) -> int:
+        partition = ProduceRequest.PartitionProduceData(index=0, records=records)
         topic = ProduceRequest.TopicProduceData(name="t", partition_data=[partition])
         body = ProduceRequest(acks=-1, timeout_ms=30000, topic_data=[topic])
         return self._send(protocol.ApiKey.PRODUCE, PRODUCE_VERSION, body)
@@ -191,6 +193,55 @@ def test_the_depth_bounds_the_requests_of_a_connection_in_the_broker() -> None:
             for index in (2, 3, 4):
                 stub.answer_produce(index)
             assert [(await client.response()).header.correlation_id for _ in range(3)] == ids[2:]
+            client.close()
+            other.close()
+
+    in_loop(test)
+
+
+def test_hundreds_of_small_produces_wait_together_by_default() -> None:
+    """librdkafka's one ProduceRequest per partition: a broker's thousand partitions are
+    a thousand small requests of one connection, all let in to wait for replication."""
+
+    async def test() -> None:
+        stub = Stub()
+        async with serving(stub, depth=DEFAULT_DEPTH) as server:
+            client = await Client.connect(server)
+            ids = [client.produce() for _ in range(300)]
+            await until(lambda: len(stub.waiting) == 300, what="all three hundred waiting")
+            for index in reversed(range(300)):
+                stub.answer_produce(index)
+            got = [(await client.response()).header.correlation_id for _ in ids]
+            assert got == ids
+            client.close()
+
+    in_loop(test)
+
+
+def test_large_produces_past_the_free_depth_wait_for_the_byte_budget() -> None:
+    async def test() -> None:
+        stub = Stub()
+        big = b"x" * (DEFAULT_BUDGET // FREE_DEPTH + 1)  # five of them exceed the budget
+        async with serving(stub, depth=DEFAULT_DEPTH) as server:
+            client = await Client.connect(server)
+            ids = [client.produce(big) for _ in range(FREE_DEPTH + 2)]
+            await until(lambda: len(stub.waiting) == FREE_DEPTH, what="the first five waiting")
+            other = await Client.connect(server)  # served meanwhile: the sixth is not read
+            cid = other.versions()
+            assert (await other.response()).header.correlation_id == cid
+            assert len(stub.waiting) == FREE_DEPTH
+            stub.answer_produce(0)
+            assert (await client.response()).header.correlation_id == ids[0]
+            await until(lambda: len(stub.waiting) == FREE_DEPTH + 1, what="the sixth let in")
+            cid = other.versions()  # a round trip on another connection meanwhile
+            assert (await other.response()).header.correlation_id == cid
+            assert len(stub.waiting) == FREE_DEPTH + 1  # five in the broker again: full
+            for index in range(1, FREE_DEPTH + 1):
+                stub.answer_produce(index)
+                assert (await client.response()).header.correlation_id == ids[index]
+            await until(lambda: len(stub.waiting) == FREE_DEPTH + 2, what="the last let in")
+            stub.answer_produce(FREE_DEPTH + 1)
+            assert (await client.response()).header.correlation_id == ids[-1]
             client.close()
             other.close()
 

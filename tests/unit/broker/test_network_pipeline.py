@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from broker.network.pipeline import (
+    DEFAULT_BUDGET,
     DEFAULT_DEPTH,
+    FREE_DEPTH,
     ReplyQueue,
     lets_next_in,
     reads_on_when_answered,
@@ -71,7 +73,53 @@ def test_a_response_is_recorded_once_and_only_for_an_open_slot() -> None:
     assert not queue.is_open(key) and len(queue) == 0
 
 
-def test_depth_defaults_to_an_idempotent_producers_largest_in_flight_and_is_positive() -> None:
-    assert ReplyQueue().depth == DEFAULT_DEPTH == 5
+def test_depth_defaults_deep_for_one_partition_produces_and_is_positive() -> None:
+    """librdkafka sends a ProduceRequest per partition: a thousand partitions led by a
+    broker are a thousand requests of one connection, let in together."""
+    assert ReplyQueue().depth == DEFAULT_DEPTH == 1024
+    assert FREE_DEPTH == 5  # an idempotent producer's largest in-flight, of any size
     with pytest.raises(ValueError):
         ReplyQueue(depth=0)
+
+
+def test_past_the_free_depth_requests_enter_only_within_the_byte_budget() -> None:
+    queue = ReplyQueue(depth=100, budget=1000)
+    for _ in range(FREE_DEPTH):
+        assert queue.has_room
+        queue.open(object(), 600)  # large frames: the first five enter all the same
+    assert queue.size == FREE_DEPTH * 600
+    assert not queue.has_room  # a sixth must fit the budget, which they exceed
+    while queue:
+        queue.fill(queue[0].key, "r")
+        queue.take()
+    assert queue.size == 0
+    for _ in range(9):
+        queue.open(object(), 100)
+    assert queue.has_room  # 900 bytes in the broker: under the budget
+    assert not queue.room_for(1, 100)  # counting a frame read ahead, it is reached
+    queue.open(object(), 100)
+    assert not queue.has_room
+
+
+def test_small_requests_stop_at_the_depth_whatever_the_budget() -> None:
+    queue = ReplyQueue(depth=8, budget=DEFAULT_BUDGET)
+    for _ in range(8):
+        queue.open(object(), 1)
+    assert not queue.has_room
+    assert not ReplyQueue(depth=2).room_for(2, 0)  # a depth under the free one bounds too
+
+
+def test_a_deep_queue_fills_out_of_order_and_clears_its_index() -> None:
+    queue = ReplyQueue()
+    keys = [object() for _ in range(500)]
+    for key in keys:
+        queue.open(key, 10)
+    for i, key in enumerate(reversed(keys)):
+        assert queue.fill(key, i)
+        assert not queue.fill(key, "again")
+    taken = [queue.take() for _ in keys]
+    assert [t[0] for t in taken if t is not None] == keys
+    assert not queue.is_open(keys[0]) and queue.size == 0
+    queue.open(keys[0], 10)
+    queue.clear()
+    assert not queue.is_open(keys[0]) and queue.size == 0 and not queue.fill(keys[0], "r")
