@@ -1,7 +1,7 @@
-"""Hundreds of partitions on three brokers, replicated through fetch sessions.
+"""Thousands of partitions on three brokers, replicated through fetch sessions.
 
-A smaller cut of ``tests/bench/bench_scale.py`` (which runs thousands): 300 partitions of
-replication factor 3 (10 topics of 30), each written one record with acks=all by
+A smaller cut of ``tests/bench/bench_scale.py`` (which runs 3,000): 2,000 partitions of
+replication factor 3 (50 topics of 40), each written one record with acks=all by
 confluent-kafka and read back; then the broker leading the most partitions is killed
 (-9), every leadership it held moves, every partition takes a second acks=all record
 from its new leader, and once the victim is back and every ISR is full again all three
@@ -26,8 +26,8 @@ from tools.zookeeper_server import ZooKeeperServer
 
 pytestmark = pytest.mark.timeout(300)
 
-TOPICS = [f"many-{i}" for i in range(10)]
-PER_TOPIC = 30
+TOPICS = [f"many-{i}" for i in range(50)]
+PER_TOPIC = 40
 SESSION_TIMEOUT_S = 4.0
 OVERRIDES = (
     ("zookeeper.session.timeout.ms", str(int(SESSION_TIMEOUT_S * 1000))),
