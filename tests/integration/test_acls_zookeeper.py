@@ -5,9 +5,11 @@ znode versions, a change reaching a listener without a reload."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
+from collections.abc import AsyncIterator
 
 from kazoo.client import KazooClient
 
@@ -99,34 +101,47 @@ def test_concurrent_writers_both_land(zk_connect: str) -> None:
             session.close()
 
 
+@contextlib.asynccontextmanager
+async def writer_and_reader(zk_connect: str) -> AsyncIterator[tuple[ZkFacade, ZkFacade]]:
+    """Two ZooKeeper connections: one writing ACLs, one under a listener."""
+    writer = await ZkFacade.connect(zk_connect)
+    reader = await ZkFacade.connect(zk_connect)
+    try:
+        yield writer, reader
+    finally:
+        await writer.close()
+        await reader.close()
+
+
+def listener_of(cache: AclCache, zk: ZkFacade) -> AclChangeListener:
+    return AclChangeListener(cache, zk, lambda: int(time.time() * 1000), 900_000)
+
+
 def test_listener_loads_then_follows_changes(zk_connect: str) -> None:
     async def scenario() -> None:
-        writer = await ZkFacade.connect(zk_connect)
-        reader = await ZkFacade.connect(zk_connect)
-        cache = AclCache()
-        listener = AclChangeListener(cache, reader, lambda: int(time.time() * 1000), 900_000)
-        try:
-            # started on an empty ZooKeeper: it must still see the first change
-            await listener.start()
-            await writer.add_acls(TOPIC_T, [entry("User:alice")])
-            await until(lambda: cache.get(TOPIC_T) == {entry("User:alice")}, timeout=5)
-            await writer.add_acls(PAY, [entry("User:bob")])
-            await writer.remove_acls(TOPIC_T, lambda e: False)
-            await until(
-                lambda: cache.get(PAY) == {entry("User:bob")} and not cache.get(TOPIC_T),
-                timeout=5,
-            )
-            # a restarted listener loads what is there
-            await listener.stop()
-            again = AclCache()
-            listener = AclChangeListener(again, reader, lambda: int(time.time() * 1000), 900_000)
-            await listener.start()
-            assert again.get(PAY) == {entry("User:bob")}
-            assert len(again) == 1
-        finally:
-            await listener.stop()
-            await writer.close()
-            await reader.close()
+        async with writer_and_reader(zk_connect) as (writer, reader):
+            cache = AclCache()
+            listener = listener_of(cache, reader)
+            try:
+                # started on an empty ZooKeeper: it must still see the first change
+                await listener.start()
+                await writer.add_acls(TOPIC_T, [entry("User:alice")])
+                await until(lambda: cache.get(TOPIC_T) == {entry("User:alice")}, timeout=5)
+                await writer.add_acls(PAY, [entry("User:bob")])
+                await writer.remove_acls(TOPIC_T, lambda e: False)
+                await until(
+                    lambda: cache.get(PAY) == {entry("User:bob")} and not cache.get(TOPIC_T),
+                    timeout=5,
+                )
+                # a restarted listener loads what is there
+                await listener.stop()
+                again = AclCache()
+                listener = listener_of(again, reader)
+                await listener.start()
+                assert again.get(PAY) == {entry("User:bob")}
+                assert len(again) == 1
+            finally:
+                await listener.stop()
 
     asyncio.run(scenario())
 
@@ -136,18 +151,15 @@ def test_listener_follows_changes_after_its_session_expired(zk_connect: str) -> 
     fires none: the listener must read the queues again once connected anew."""
 
     async def scenario() -> None:
-        writer = await ZkFacade.connect(zk_connect)
-        reader = await ZkFacade.connect(zk_connect)
-        cache = AclCache()
-        listener = AclChangeListener(cache, reader, lambda: int(time.time() * 1000), 900_000)
-        try:
-            await listener.start()
-            await asyncio.to_thread(expire_session, zk_connect, reader.kazoo)
-            await writer.add_acls(TOPIC_T, [entry("User:after-expiry")])
-            await until(lambda: cache.get(TOPIC_T) == {entry("User:after-expiry")}, timeout=15)
-        finally:
-            await listener.stop()
-            await writer.close()
-            await reader.close()
+        async with writer_and_reader(zk_connect) as (writer, reader):
+            cache = AclCache()
+            listener = listener_of(cache, reader)
+            try:
+                await listener.start()
+                await asyncio.to_thread(expire_session, zk_connect, reader.kazoo)
+                await writer.add_acls(TOPIC_T, [entry("User:after-expiry")])
+                await until(lambda: cache.get(TOPIC_T) == {entry("User:after-expiry")}, timeout=15)
+            finally:
+                await listener.stop()
 
     asyncio.run(scenario())
