@@ -31,10 +31,23 @@ markers, CompleteCommit (with the next transaction's held add) and the data -- p
 broker-to-broker verification AddPartitionsToTxn, the client's AddPartitionsToTxn and
 EndTxn and two WriteTxnMarkers (the coordinator's own broker's markers are written
 in-process), where 1,000 idempotent records cost about 3 follower Fetches and 1.5
-Produce. That is 2-3x the brokers' CPU per record (22-35 ms per 1,000 records against
-7.5-15), and with a 2-core machine shared, CPU is latency: the rounds are the ones Kafka
-makes too (each write acks=all, each marker replicated before the completion), so the
-rest of the gap is the cost of a replication round here, not a wait that could go.
+Produce. That is 2-3x the brokers' CPU per record (15-35 ms per 1,000 records against
+5-15).
+
+The ceiling. One transaction in flight makes its steps a chain, each waiting for the one
+before, none of which a correct broker may skip: EndTxn is answered once PrepareCommit is
+replicated (else a commit the client was told of could be lost with the coordinator);
+the markers are sent then, and each is answered once replicated on its partition (else a
+lost marker leaves the transaction open there for ever); the completion (with the next
+transaction's first AddPartitionsToTxn, held meanwhile) is written and replicated before
+that add is answered; the leaders ask the coordinator whether the partition is in the
+transaction before appending the first batch; only then do the records flow. After the
+rounds, the script measures that chain on the cluster at rest -- a transaction of one
+record against one record written with acks=all -- and prints the best produce ratio the
+chain allows beside this run's idempotent producer: the chain's steps (three replication
+rounds and five round trips, client to coordinator, coordinator to leaders, leader to
+coordinator) take 3.5-5.6 ms here at rest, where 0.8x leaves 1.3-2.2 ms beside the
+idempotent producer's 5.3-8.8 ms per 1,000 records.
 
 Each producer is connected, has its producer id and knows the topic's leaders before its
 clock starts (the idempotent one by a first record per partition, the transactional one by
@@ -156,6 +169,46 @@ def transactional(
     return records / elapsed, topic, spent(before, cpu())
 
 
+def _median_ms(step: Callable[[], None], n: int) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def transaction_floor(bootstrap: str, n: int = 200) -> tuple[float, float, float]:
+    """On the cluster at rest, medians of ``n`` each, in ms: one record written with
+    acks=1 (a round trip to the leader), one with acks=all (that plus a replication
+    round), and a whole transaction of one record (begin, send, commit)."""
+    topic = new_topic(bootstrap)
+    medians = []
+    for acks in ("1", "all"):
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
+        _produce_all(producer, topic, PARTITIONS)
+        assert producer.flush(60) == 0
+
+        def one(p: Producer = producer) -> None:
+            p.produce(topic, RECORD, partition=0)
+            assert p.flush(60) == 0
+
+        medians.append(_median_ms(one, n))
+    txn = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"floor-{topic}", "linger.ms": 0}
+    )
+    txn.init_transactions(60)
+
+    def transaction() -> None:
+        txn.begin_transaction()
+        txn.produce(topic, RECORD, partition=0)
+        txn.commit_transaction(60)
+
+    transaction()  # its partition known, its coordinator connected
+    medians.append(_median_ms(transaction, n))
+    return medians[0], medians[1], medians[2]
+
+
 def broker_cpu_s(local: LocalCluster) -> float | None:
     """User and system CPU seconds of the cluster's broker processes so far (None
     where /proc cannot tell)."""
@@ -206,8 +259,9 @@ def fetch(
     return in_log * len(RECORD) / MB / elapsed, used
 
 
-def produce_round(local: LocalCluster, bootstrap: str, records: int, r: int) -> float:
-    """One side-by-side pair of producers (the order alternating); the ratio."""
+def produce_round(local: LocalCluster, bootstrap: str, records: int, r: int) -> tuple[float, float]:
+    """One side-by-side pair of producers (the order alternating); the ratio, and the
+    idempotent producer's records/s."""
     cpu = functools.partial(broker_cpu_s, local)
 
     def run_transactional() -> tuple[float, float | None]:
@@ -234,7 +288,7 @@ def produce_round(local: LocalCluster, bootstrap: str, records: int, r: int) -> 
             f"{idem_cpu * per:.1f} transactional {txn_cpu * per:.1f}",
             flush=True,
         )
-    return txn / idem
+    return txn / idem, idem
 
 
 def fetch_round(local: LocalCluster, bootstrap: str, records: int, r: int) -> float:
@@ -273,6 +327,26 @@ def fetch_round(local: LocalCluster, bootstrap: str, records: int, r: int) -> fl
     return ratio
 
 
+def print_floor(bootstrap: str, idempotent_rate: float) -> None:
+    """What a transaction's own steps cost on this cluster at rest, and the produce
+    ratio that leaves at best (see the module docstring)."""
+    acks_one, acks_all, one_record_txn = transaction_floor(bootstrap)
+    overhead = one_record_txn - acks_all
+    data_ms = 1000 * PER_TXN / idempotent_rate
+    print(
+        f"at rest, median ms: a record acks=1 {acks_one:.2f}, acks=all {acks_all:.2f}, a "
+        f"one-record transaction {one_record_txn:.2f}: {overhead:.2f} ms of steps beyond "
+        f"its data",
+        flush=True,
+    )
+    print(
+        f"ceiling: the idempotent producer's {data_ms:.2f} ms per {PER_TXN:,} records plus "
+        f"those {overhead:.2f} ms allows at most {data_ms / (data_ms + overhead):.2f}x "
+        f"(target >= 0.8x: at most {data_ms / 4:.2f} ms of steps)",
+        flush=True,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=30_000, help="records per run (30000)")
@@ -300,6 +374,7 @@ def main() -> int:
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in layout.client_ports)
     records = args.records
     produce_ratios: list[float] = []
+    idempotent_rates: list[float] = []
     fetch_ratios: list[float] = []
     try:
         # a warm-up of each producer and each isolation level, unmeasured: the first
@@ -311,7 +386,9 @@ def main() -> int:
         fetch(bootstrap, warm, "read_uncommitted", 2 * PER_TXN, 2 * PER_TXN)
         fetch(bootstrap, warm, "read_committed", PER_TXN, 2 * PER_TXN)
         for r in range(args.rounds):
-            produce_ratios.append(produce_round(local, bootstrap, records, r))
+            ratio, idem = produce_round(local, bootstrap, records, r)
+            produce_ratios.append(ratio)
+            idempotent_rates.append(idem)
             fetch_ratios.append(fetch_round(local, bootstrap, records, r))
         print(
             f"median of {args.rounds} rounds: produce ratio "
@@ -319,6 +396,7 @@ def main() -> int:
             f"{statistics.median(fetch_ratios):.2f}x (target >= 0.9x)",
             flush=True,
         )
+        print_floor(bootstrap, statistics.median(idempotent_rates))
     finally:
         local.stop(grace_s=30)
     return 0
