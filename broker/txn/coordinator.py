@@ -402,6 +402,11 @@ class TransactionCoordinator:
                 if error == ErrorCode.NONE:
                     self.completed += 1
                     return
+                if error == ErrorCode.NOT_COORDINATOR:
+                    # the partition moved, or was reloaded under a newer leader epoch:
+                    # whoever loads it now resumes the markers and completes
+                    log.info("%s: completion left to the partition's next load", tid)
+                    return
                 if error != ErrorCode.COORDINATOR_NOT_AVAILABLE:
                     log.warning("%s: writing the completion failed: %s", tid, error_name(error))
                     return
