@@ -1,6 +1,7 @@
 """The suite's own layout: pytest imports test modules by their basename (the test
-directories are not packages), so two test files of one name anywhere under tests/ stop
-the whole collection. Caught here, in the unit suite, before a full run meets it."""
+directories are not packages; tests/integration/console is one only so that its
+package-scoped fixtures end with it), so two test files of one name anywhere under tests/
+stop the whole collection. Caught here, in the unit suite, before a full run meets it."""
 
 from __future__ import annotations
 
