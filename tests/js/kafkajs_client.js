@@ -86,7 +86,8 @@ async function createTopics(kafka, topics) {
 // whose commit failed in a rebalance is read again rather than counted twice.
 async function readGroup(kafka, { topics, group, members, readUncommitted, done, timeoutMs }) {
   const records = []
-  const assignments = {}
+  const assignments = {} // each member's latest assignment
+  const owned = {} // each member's partitions of every assignment it had, by topic
   const consumers = []
   for (let member = 0; member < members; member++) {
     const consumer = kafka.consumer({
@@ -97,7 +98,12 @@ async function readGroup(kafka, { topics, group, members, readUncommitted, done,
       sessionTimeout: 10000,
     })
     consumer.on(consumer.events.GROUP_JOIN, event => {
-      assignments[member] = event.payload.memberAssignment
+      const assignment = event.payload.memberAssignment
+      assignments[member] = assignment
+      owned[member] = owned[member] || {}
+      for (const [topic, partitions] of Object.entries(assignment)) {
+        owned[member][topic] = [...new Set([...(owned[member][topic] || []), ...partitions])]
+      }
     })
     consumers.push(consumer)
   }
@@ -120,7 +126,7 @@ async function readGroup(kafka, { topics, group, members, readUncommitted, done,
   } finally {
     await Promise.all(consumers.map(consumer => consumer.disconnect()))
   }
-  return { records, assignments }
+  return { records, assignments, owned }
 }
 
 async function fetchOffsets(kafka, group, topics) {
@@ -223,7 +229,10 @@ const scenarios = {
   // abort, commit), read back by a read_committed group and by a read_uncommitted one.
   async transactions(kafka, args) {
     const [first, second] = args.topics
-    await createTopics(kafka, args.topics.map(topic => ({ topic, numPartitions: 1 })))
+    await createTopics(
+      kafka,
+      args.topics.map(topic => ({ topic, numPartitions: 1, replicationFactor: 3 }))
+    )
     const idempotent = kafka.producer({ idempotent: true, allowAutoTopicCreation: false })
     await idempotent.connect()
     const plain = args.idempotent_values.map(value => ({ value: Buffer.from(value) }))
@@ -279,8 +288,8 @@ const scenarios = {
   // a transaction with sendOffsets past every record is aborted: its offsets must not stick.
   async ctp(kafka, args) {
     await createTopics(kafka, [
-      { topic: args.input, numPartitions: 1 },
-      { topic: args.output, numPartitions: 1 },
+      { topic: args.input, numPartitions: 1, replicationFactor: 3 },
+      { topic: args.output, numPartitions: 1, replicationFactor: 3 },
     ])
     const producer = kafka.producer({
       transactionalId: args.transactional_id,
