@@ -367,8 +367,8 @@ def values_of(records: list[dict[str, Any]], topic: str) -> list[str]:
 
 
 def test_idempotent_producer_and_transactions_read_committed(c: TestCluster) -> None:
-    """An idempotent producer's records, then transactions over two topics: committed,
-    aborted, committed. A read_committed consumer sees the idempotent records and both
+    """An idempotent producer's records, then transactions over two topics (one
+    sendBatch each): committed, aborted, committed. A read_committed consumer sees the idempotent records and both
     committed transactions in order and nothing of the aborted one; a read_uncommitted
     consumer does see the aborted records, so they were written and then filtered."""
     topics = [unique("kjs-txn-a"), unique("kjs-txn-b")]
