@@ -368,9 +368,11 @@ def values_of(records: list[dict[str, Any]], topic: str) -> list[str]:
 
 def test_idempotent_producer_and_transactions_read_committed(c: TestCluster) -> None:
     """An idempotent producer's records, then transactions over two topics (one
-    sendBatch each): committed, aborted, committed. A read_committed consumer sees the idempotent records and both
-    committed transactions in order and nothing of the aborted one; a read_uncommitted
-    consumer does see the aborted records, so they were written and then filtered."""
+    sendBatch each): committed, aborted, committed. A read_committed consumer sees the
+    idempotent records and both committed transactions in order and nothing of the
+    aborted one; a read_uncommitted consumer does see the aborted records, so they were
+    written and then filtered. The leader's producer state (DescribeProducers) shows both
+    producers' sequences and no transaction left open."""
     topics = [unique("kjs-txn-a"), unique("kjs-txn-b")]
     transactions = [
         {"values": ["commit-1a", "commit-1b"], "outcome": "commit"},
