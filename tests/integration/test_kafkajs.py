@@ -479,10 +479,16 @@ def test_sasl_ssl_wrong_password_is_an_authentication_error(
     secured: Secured, mechanism: str, username: str
 ) -> None:
     """A wrong password: KafkaJS's connect fails with its SASL authentication error,
-    naming the mechanism, at once rather than after retries."""
+    naming the mechanism and carrying the broker's reason (Kafka's wording), at once
+    rather than after retries."""
     args = {**secured.args(mechanism, username, "not-the-password"), "retries": 0}
     answer = run("connect", args)
     error = answer["error"]
     assert error["name"] == "KafkaJSSASLAuthenticationError", error
     label = {"scram-sha-256": "SCRAM SHA256", "plain": "PLAIN"}[mechanism]
-    assert f"SASL {label} authentication failed" in error["message"], error
+    assert error["message"].startswith(f"SASL {label} authentication failed"), error
+    reason = {
+        "scram-sha-256": "due to invalid credentials with SASL mechanism SCRAM-SHA-256",
+        "plain": "Invalid username or password",
+    }[mechanism]
+    assert reason in error["message"], error
