@@ -10,7 +10,7 @@ DIR    ?= data
 # plaintext, ssl, sasl_plaintext or sasl_ssl (make run SECURITY=sasl_ssl)
 SECURITY ?= plaintext
 
-.PHONY: run test lint unit integration bench venv system-deps clean compose-wheels compose-test
+.PHONY: run test lint unit integration bench venv system-deps js-deps clean compose-wheels compose-test
 
 venv: $(STAMP)
 
@@ -33,6 +33,22 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	  else echo "Java 17+ is missing: sudo apt-get install openjdk-17-jre-headless"; fi; }
 
+# KafkaJS, the Node.js client the integration tests also drive (tests/js): installed from
+# tests/js/package-lock.json by `npm ci` into tests/js/node_modules, once per change of
+# the lock file (the stamp is inside node_modules, which `npm ci` recreates). Node and npm
+# come from the system's packages when missing and run as root.
+JS_DIR   := tests/js
+JS_STAMP := $(JS_DIR)/node_modules/.installed
+
+js-deps: $(JS_STAMP)
+
+$(JS_STAMP): $(JS_DIR)/package.json $(JS_DIR)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "Node.js and npm are missing: sudo apt-get install nodejs npm"; exit 1; fi; }
+	cd $(JS_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(JS_STAMP)
+
 run: venv system-deps
 	$(BIN)/minikafka cluster up --brokers $(BROKERS) --dir $(DIR) --security $(SECURITY)
 
@@ -42,7 +58,7 @@ lint: venv
 
 # Any non-zero pytest exit fails the target, 5 (nothing collected) included: a suite
 # that collects nothing has tested nothing.
-test: venv system-deps lint
+test: venv system-deps js-deps lint
 	$(BIN)/python -m pytest -q
 
 # Everything that starts no processes: the `integration` marker (set on all of
@@ -50,7 +66,7 @@ test: venv system-deps lint
 unit: venv
 	$(BIN)/python -m pytest -q -m 'not integration'
 
-integration: venv system-deps
+integration: venv system-deps js-deps
 	$(BIN)/python -m pytest -q -m integration
 
 bench: venv
@@ -68,4 +84,4 @@ compose-test: venv
 	PYTHON=$(CURDIR)/$(BIN)/python bash tests/compose/run.sh
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache docker/wheels
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache docker/wheels $(JS_DIR)/node_modules
