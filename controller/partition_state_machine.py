@@ -10,7 +10,11 @@ an eligible ISR member, the election is run again allowing an out-of-sync leader
 caller forces it (ElectLeaders of type unclean) or when ``unclean_policy(topic)`` says the
 topic allows it (an awaitable: it reads the topic's config). Otherwise the partition
 stays Offline with its leadership untouched; ``unclean_leader_elections`` counts the
-unclean elections written.
+unclean elections written. An election is decided on the context's cached state; one
+that finds a leader is written conditionally on the state's zkVersion (a conflict means
+the state moved: it is read again and decided again), and one that finds none reads the
+state again before it gives up, since a stale ISR would otherwise keep the partition
+offline although an in-sync replica lives.
 """
 
 from __future__ import annotations
@@ -175,6 +179,7 @@ class PartitionStateMachine:
         failures: Failures = {}
         planned: dict[TopicPartition, LeaderAndIsr] = {}
         unclean: set[TopicPartition] = set()
+        leaderless: list[TopicPartition] = []
         policy_by_topic: dict[str, bool] = {}
         for tp in partitions:
             st = self.ctx.leadership.get(tp)
@@ -193,13 +198,18 @@ class PartitionStateMachine:
             ):
                 election = elect(self.ctx, tp, current, strategy, True)
             if election.leader is None:
-                failures[tp] = f"no eligible leader ({strategy.value})"
-                if strategy is ElectionStrategy.OFFLINE:
-                    self._set_state(tp, PartitionState.OFFLINE)
+                if retries > 0:  # decided on the cached state: confirmed below first
+                    leaderless.append(tp)
+                else:
+                    self._no_leader(tp, strategy, failures)
                 continue
             if election.unclean:
                 unclean.add(tp)
             planned[tp] = current.new_leader_and_isr(election.leader, election.isr)
+        if leaderless:
+            failures.update(
+                await self._confirm_leaderless(leaderless, strategy, batch, retries, allow_unclean)
+            )
         if not planned:
             return failures
         results = await self.store.update_states(planned, self.ctx.epoch, self.ctx.epoch_zk_version)
@@ -233,6 +243,49 @@ class PartitionStateMachine:
                 )
             else:
                 failures.update({tp: "partition state kept changing" for tp in conflicts})
+        return failures
+
+    def _no_leader(
+        self, tp: TopicPartition, strategy: ElectionStrategy, failures: Failures
+    ) -> None:
+        failures[tp] = f"no eligible leader ({strategy.value})"
+        if strategy is ElectionStrategy.OFFLINE:
+            self._set_state(tp, PartitionState.OFFLINE)
+
+    async def _confirm_leaderless(
+        self,
+        partitions: list[TopicPartition],
+        strategy: ElectionStrategy,
+        batch: ControllerRequestBatch,
+        retries: int,
+        allow_unclean: bool,
+    ) -> Failures:
+        """Partitions the cached state left without an eligible leader. A leader may have
+        grown the ISR in ZooKeeper since the controller last read it (its ISR change
+        notification is still on its way, or the leader died before sending it): an
+        election that finds a leader is written conditionally and so corrects itself on
+        a conflict, but one that finds none writes nothing and would leave the partition
+        offline for good on a stale ISR. So their states are read again and those that
+        changed are elected once more; the others are offline indeed."""
+        failures: Failures = {}
+        fresh = await self.store.read_states(partitions)
+        changed: list[TopicPartition] = []
+        for tp in partitions:
+            cached = self.ctx.leadership.get(tp)
+            now = fresh.get(tp)
+            if now is not None and (
+                cached is None or now.leader_and_isr.zk_version != cached.leader_and_isr.zk_version
+            ):
+                self.ctx.put_leadership(tp, now)
+                changed.append(tp)
+            else:
+                self._no_leader(tp, strategy, failures)
+        if changed:
+            failures.update(
+                await self._elect_leaders(
+                    changed, strategy, batch, retries - 1, allow_unclean=allow_unclean
+                )
+            )
         return failures
 
     async def _unclean_allowed(self, topic: str, cache: dict[str, bool]) -> bool:

@@ -435,8 +435,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--security",
         choices=SECURITY_CHOICES,
         default="plaintext",
-        help="protocol of every listener: a local CA and certificates (ssl), an admin user "
-        "(sasl_*), DIR/client.properties for clients (plaintext)",
+        help="protocol of every listener (default plaintext); ssl makes a local CA and "
+        "certificates, sasl_* an admin user, and either writes DIR/client.properties for "
+        "clients",
     )
     up.add_argument(
         "--console-port", type=int, default=8080, help="the web console's port (0: no console)"

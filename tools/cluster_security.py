@@ -259,6 +259,7 @@ def summary_lines(security: ClusterSecurity, bootstrap: str) -> list[str]:
         f"  security: {security.protocol} on every listener"
         + (f", SASL {MECHANISM} as user {ADMIN_USER}" if security.uses_sasl else ""),
         f"  client properties: {client} (Java clients: the same keys)",
-        f"  minikafka tools: --command-config {client}",
+        f"  minikafka tools: minikafka topics --bootstrap-server {bootstrap} "
+        f"--command-config {client} --list",
         f"  kcat / confluent-kafka: kcat -b {bootstrap} -F {librdkafka} -L",
     ]

@@ -8,8 +8,9 @@
   too, one line per message (a compressed wrapper's inner messages as its records), in
   the same file as v2 batches if need be (:mod:`tools.dump_legacy`).
 - ``.index`` / ``.timeindex``: their entries (offsets made absolute with the base offset
-  from the file name); with ``--verify-index-only`` nothing is printed but the entries
-  that disagree with the .log beside them.
+  from the file name; an active segment's reserved, still zero, tail is not shown); with
+  ``--verify-index-only`` nothing is printed but the entries that disagree with the .log
+  beside them.
 - ``.snapshot``: the producer state it holds.
 - ``.txnindex``: the aborted transactions it lists; a control batch's record is printed
   as its marker (``endTxnMarker: ABORT coordinatorEpoch: 3``).
@@ -233,12 +234,22 @@ def _text(value: bytes | None) -> str:
 
 
 def _read_entries(path: str) -> tuple[list[tuple[int, int]], int]:
-    """Entries of an index file and the count of trailing bytes that form no entry."""
+    """Entries of an index file and the count of trailing bytes that form no entry.
+
+    The index of a segment still taking records has space reserved past its last entry
+    (storage.index grows the file ahead of the writes), which reads as zeros until the
+    segment rolls and the file is trimmed. No real entry after the first is all zeros
+    (relative offsets increase from the first), so the zero entries at the end are that
+    reserved space, not entries: they are left out, as kafka-dump-log stops at them."""
     entry = _TIME_ENTRY if path.endswith(".timeindex") else _OFFSET_ENTRY
     with open(path, "rb") as f:
         data = f.read()
     whole = len(data) - len(data) % entry.size
-    return [(int(a), int(b)) for a, b in entry.iter_unpack(data[:whole])], len(data) - whole
+    entries = [(int(a), int(b)) for a, b in entry.iter_unpack(data[:whole])]
+    used = len(entries)
+    while used > 1 and entries[used - 1] == (0, 0):
+        used -= 1
+    return entries[:used], len(data) - whole
 
 
 def _dump_index(path: str, base: int, out: TextIO) -> int:

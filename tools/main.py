@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -19,7 +21,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "zookeeper": ("zookeeper", "run a ZooKeeper server from the pyspark wheel's jars"),
     "cluster": ("cluster", "run a local cluster: ZooKeeper and N brokers"),
     "topics": ("topics", "create, list, describe, alter and delete topics"),
-    "configs": ("configs", "describe and alter topic and broker configs"),
+    "configs": (
+        "configs",
+        "describe and alter topic and broker configs and users' SCRAM credentials",
+    ),
     "leader-election": ("leader_election", "elect preferred or unclean partition leaders"),
     "log-dirs": ("log_dirs", "describe each broker's log directories and partitions"),
     "delete-records": ("delete_records", "delete partitions' records below an offset"),
@@ -33,7 +38,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("dump_log", "print the batches and index entries of segment files"),
     "perf": ("perf", "produce and consume load tests"),
     "spark": ("spark", "run the PySpark analytics jobs over minikafka logs"),
-    "console": ("console", "the web console: cluster, topics, messages, consumer groups"),
+    "console": (
+        "console",
+        "the web console: cluster, topics, messages, consumer groups, users, ACLs",
+    ),
 }
 
 
@@ -60,6 +68,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of standard output went away (``minikafka dump-log ... | head``): stop
+    quietly, with the status of a writer killed by SIGPIPE, as a shell tool does. Standard
+    output is pointed at /dev/null first, or the interpreter's last flush of what is
+    still buffered would fail again at exit and print a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ Flags, files and output follow Kafka's tool::
         --reassignment-json-file plan.json [--additional] [--throttle BYTES/S]
     minikafka reassign-partitions --bootstrap-server H:P --verify \\
         --reassignment-json-file plan.json [--preserve-throttles]
-    minikafka reassign-partitions --bootstrap-server H:P --cancel --reassignment-json-file plan.json
+    minikafka reassign-partitions --bootstrap-server H:P --cancel \\
+        --reassignment-json-file plan.json [--preserve-throttles]
     minikafka reassign-partitions --bootstrap-server H:P --list
 
 Files::
@@ -25,7 +26,8 @@ spreads their partitions over the listed brokers with the replication factor the
 first, to keep for a rollback). ``--verify`` tells, per partition of a file, whether its
 reassignment completed; ``--cancel`` cancels those still in progress; ``--list`` shows
 every reassignment in progress. ``--throttle`` limits the moves' replication and
-``--verify`` of a completed file removes that throttle (``tools.reassign_throttle``).
+``--verify`` of a completed file, or ``--cancel``, removes that throttle
+(``tools.reassign_throttle``) unless ``--preserve-throttles`` is given.
 Errors print on stderr and exit with status 1.
 """
 
@@ -91,7 +93,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--preserve-throttles",
         action="store_true",
-        help="verify: keep the throttles of a completed reassignment",
+        help="verify, cancel: leave the throttles in place",
     )
 
 
@@ -374,18 +376,22 @@ async def _cancel(client: KafkaClient, args: argparse.Namespace, out: TextIO) ->
     ongoing = sorted(await list_partition_reassignments(client, list(plan)))
     if not ongoing:
         print("None of the specified partition reassignments are active.", file=out)
-        return
-    results = await alter_partition_reassignments(
-        client, dict.fromkeys(ongoing), timeout_ms=args.timeout_ms
-    )
-    failed = {tp: err for tp, err in results.items() if err is not None}
-    if failed:
-        raise CommandError(
-            f"Error cancelling partition reassignment{_plural(len(failed))} for:\n"
-            + "\n".join(f"{tp}: {err}" for tp, err in sorted(failed.items()))
+    else:
+        results = await alter_partition_reassignments(
+            client, dict.fromkeys(ongoing), timeout_ms=args.timeout_ms
         )
-    plural = _plural(len(ongoing))
-    print(f"Successfully cancelled partition reassignment{plural} for: {_names(ongoing)}", file=out)
+        failed = {tp: err for tp, err in results.items() if err is not None}
+        if failed:
+            raise CommandError(
+                f"Error cancelling partition reassignment{_plural(len(failed))} for:\n"
+                + "\n".join(f"{tp}: {err}" for tp, err in sorted(failed.items()))
+            )
+        plural = _plural(len(ongoing))
+        names = _names(ongoing)
+        print(f"Successfully cancelled partition reassignment{plural} for: {names}", file=out)
+    if not args.preserve_throttles:  # a cancelled move's throttle would outlive it
+        topics = {tp.topic for tp in plan}
+        await clear_throttles(client, topics, sorted(client.view.brokers), out)
 
 
 async def _list(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:

@@ -15,7 +15,9 @@ and what ``--verify`` clears, as Kafka's tool does it.
 ``--verify``, once no partition of the file is still being reassigned, deletes the rates
 on every broker of the cluster and both lists on every topic of the file, so that a
 forgotten throttle cannot hold back later replication. While any partition still moves,
-it leaves them in place and says so.
+it leaves them in place and says so. ``--cancel`` deletes them too, once it has cancelled
+what was in progress (a cancelled move needs no throttle). ``--preserve-throttles`` keeps
+them, in both.
 
 The pure half (which pairs, which brokers) is separate from the requests, for the unit
 tests.
@@ -106,7 +108,8 @@ async def set_throttles(
 async def clear_throttles(
     client: KafkaClient, topics: Iterable[str], brokers: Iterable[int], out: TextIO
 ) -> None:
-    """``--verify`` of a completed reassignment: every rate and list removed."""
+    """``--verify`` of a completed reassignment, or ``--cancel``: every rate and list
+    removed."""
     broker_ids = sorted(brokers)
     print(f"Clearing broker-level throttles on brokers {','.join(map(str, broker_ids))}", file=out)
     for broker in broker_ids:

@@ -201,3 +201,39 @@ def throttles(c: TestCluster, topic: str) -> dict[int, tuple[str, str, str]]:
         rate_values = {rates[key].value for key in THROTTLED_RATES}
         out[broker] = (leader, follower, ",".join(sorted(rate_values)))
     return out
+
+
+def test_cancel_clears_the_throttles_unless_they_are_preserved(
+    c: TestCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As Kafka's tool: ``--cancel`` removes the throttles of the file's moves (a
+    cancelled move needs none), ``--cancel --preserve-throttles`` leaves them."""
+    tp = TopicPartition("throttle-cancelled", 0)
+    create_topic(c, tp.topic, {0: [0]})
+    fill(c, tp.topic, 500_000)  # 50 s at the rate below: still moving when cancelled
+    plan = write_plan(tmp_path / "plan.json", {tp: [1]})
+    status, out = tool(
+        c, capsys, "--execute", "--reassignment-json-file", plan, "--throttle", "10000"
+    )
+    assert status == 0, out
+    throttled = {0: ("0:0", "0:1", "10000"), 1: ("0:0", "0:1", "10000")}
+    wait_until(lambda: throttles(c, tp.topic) == throttled, 30, "the throttles set")
+
+    status, out = tool(
+        c, capsys, "--cancel", "--reassignment-json-file", plan, "--preserve-throttles"
+    )
+    assert status == 0, out
+    assert f"Successfully cancelled partition reassignment for: {tp}" in out
+    assert "Clearing" not in out
+    assert throttles(c, tp.topic) == throttled
+
+    status, out = tool(c, capsys, "--cancel", "--reassignment-json-file", plan)
+    assert status == 0, out
+    assert "None of the specified partition reassignments are active." in out
+    assert "Clearing broker-level throttles on brokers 0,1" in out
+    assert f"Clearing topic-level throttles on topic {tp.topic}" in out
+    wait_until(
+        lambda: throttles(c, tp.topic) == {0: ("", "", LONG_MAX), 1: ("", "", LONG_MAX)},
+        30,
+        "the throttles cleared on every broker",
+    )

@@ -134,8 +134,12 @@ def test_ssl_only_has_no_users_and_plaintext_is_unchanged(tmp_path: Path) -> Non
 def test_the_summary_gives_the_line_to_copy(layout: ClusterLayout) -> None:
     assert layout.security is not None
     text = "\n".join(summary_lines(layout.security, layout.bootstrap_servers))
-    assert f"--command-config {layout.security.client_properties_path}" in text
-    assert f"-F {layout.security.librdkafka_properties_path}" in text
+    bootstrap = layout.bootstrap_servers
+    client = layout.security.client_properties_path
+    assert (
+        f"minikafka topics --bootstrap-server {bootstrap} --command-config {client} --list" in text
+    )
+    assert f"kcat -b {bootstrap} -F {layout.security.librdkafka_properties_path} -L" in text
     assert layout.security.admin_password not in text
 
 

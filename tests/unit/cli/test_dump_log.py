@@ -76,6 +76,30 @@ def test_index_entries_and_verification(log_dir: str, capsys: pytest.CaptureFixt
     assert "Mismatches in" in out and "no batch starts at position 7" in out
 
 
+def test_the_reserved_tail_of_an_active_segments_index_is_not_an_entry(
+    tmp_path: os.PathLike[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broker still writing a segment has reserved its indexes' next bytes (zeros):
+    dump-log shows and verifies the entries written, not the zeros after them."""
+    path = str(tmp_path)
+    config = LogConfig(segment_bytes=1 << 20, index_interval_bytes=100)
+    lg = Log.open(path, TopicPartition("t", 0), config, MockClock())
+    for i in range(12):
+        lg.append(build_batch([SimpleRecord(None, b"v" * 120, timestamp=1_000 + i)]), 0)
+    offsets, times = lg.active_segment.offset_index, lg.active_segment.time_index
+    written = offsets.entries
+    index, timeindex = f(path, 0, ".index"), f(path, 0, ".timeindex")
+    assert written >= 5 and os.path.getsize(index) > 8 * written  # space reserved past them
+    assert main(["dump-log", index, timeindex]) == 0
+    out = capsys.readouterr().out
+    assert out.count("position: ") == written and "offset: 0 position: 0" not in out
+    assert out.count("timestamp: ") == times.entries and "timestamp: 0 " not in out
+    assert main(["dump-log", "--verify-index-only", index, timeindex]) == 0
+    out = capsys.readouterr().out
+    assert "Mismatches" not in out and f"{written} entries agree" in out
+    lg.close()
+
+
 def test_torn_tail_and_corrupt_batch_are_reported(
     log_dir: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

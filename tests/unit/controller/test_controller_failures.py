@@ -161,6 +161,22 @@ async def test_without_a_live_isr_member_the_partition_stays_offline_with_its_la
     assert c.unclean_leader_elections == 0
 
 
+async def test_an_isr_grown_since_the_controller_last_read_it_still_elects_a_leader() -> None:
+    """The leader added a follower to the ISR in ZooKeeper and died before the ISR change
+    notification reached the controller: its cached ISR names only the dead leader. The
+    election must not leave the partition offline on that stale view: it reads the
+    state again, and the follower leads (a clean election, as Kafka's controller makes
+    from the state it reads at election time)."""
+    c, _, store, _ = make_controller({U0: LeaderAndIsr(2, 5, (2,))})
+    grown = LeaderAndIsr(2, 5, (2, 3), zk_version=1)  # written by leader 2, unseen
+    store.states[U0] = LeaderIsrAndControllerEpoch(grown, 1)
+    await c.brokers.on_broker_failure({2})
+    assert leadership(c, U0) == (3, 6, (3,))
+    assert store.states[U0].leader_and_isr.leader == 3
+    assert c.ctx.partition_state(U0) is PartitionState.ONLINE
+    assert c.offline_partition_count == 0 and c.unclean_leader_elections == 0
+
+
 @pytest.mark.parametrize(
     ("static", "cluster_default", "topic", "unclean"),
     [
