@@ -87,9 +87,7 @@ def _check_tls_stores(ctx: ConfigAdmin, name: str, entity: str, updated: Mapping
         raise refused_broker(name, exc) from None
 
 
-def _check_pool_sizes(
-    ctx: ConfigAdmin, name: str, entity: str, updated: Mapping[str, str]
-) -> None:
+def _check_pool_sizes(ctx: ConfigAdmin, name: str, entity: str, updated: Mapping[str, str]) -> None:
     """Refuse a worker pool resized past half or double its size on this broker (the
     cluster default judged by what it would make of this broker's pools; another
     broker's own set is judged by that broker, which the admin clients ask)."""

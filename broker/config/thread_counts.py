@@ -47,12 +47,3 @@ def resize_problems(current: BrokerConfig, new: BrokerConfig) -> list[str]:
         resize_problem(key, current.get_int(key), new.get_int(key)) for key in RESIZABLE_POOL_KEYS
     )
     return [problem for problem in problems if problem is not None]
-
-
-def changed_sizes(old: BrokerConfig, new: BrokerConfig) -> dict[str, int]:
-    """The pool sizes that differ between two configurations: key -> new size."""
-    return {
-        key: new.get_int(key)
-        for key in RESIZABLE_POOL_KEYS
-        if new.get_int(key) != old.get_int(key)
-    }
