@@ -112,8 +112,8 @@ from broker.component_settings import (
 from broker.config import BrokerConfig
 from broker.config_changes import ConfigChangeListener, DynamicConfigApplier
 from broker.controlled_shutdown import request_controlled_shutdown
-from broker.fetch_session import FetchSessionCache
 from broker.dynamic_pools import PoolResizer
+from broker.fetch_session import FetchSessionCache
 from broker.gauges import watch_gauges, watch_operator_metrics
 from broker.group.coordinator import GroupCoordinator
 from broker.group.manager import GroupMetadataManager
