@@ -66,8 +66,10 @@ class RequestHandlerPool:
         self._retiring: set[int] = set()
         self._next_index = 0
         self._deferred: set[asyncio.Future[Any]] = set()
-        # idle ratio: seconds handlers spent waiting for a request, and since when each
-        # waiting handler task (by index) has been waiting
+        # idle ratio: seconds the average handler spent waiting for a request (each wait
+        # divided by the pool's size while it lasted, as Kafka counts it, so the total
+        # never drops when the pool grows), and since when each waiting task (by index)
+        # has been waiting
         self._idle_s = 0.0
         self._waiting_since: dict[int, float] = {}
 
@@ -106,6 +108,7 @@ class RequestHandlerPool:
         if not self._tasks:  # not started: start() makes them
             self._size = size
             return
+        self._fold_idle()
         active = sorted(i for i in self._tasks if i not in self._retiring)
         for _ in range(size - len(active)):
             self._spawn()
@@ -115,6 +118,13 @@ class RequestHandlerPool:
                 self._tasks[index].cancel()
         log.info("%s: %d request handler tasks (were %d)", self.name, size, self._size)
         self._size = size
+
+    def _fold_idle(self) -> None:
+        """Count the waits so far at the size they were waited at (before it changes)."""
+        now = self._clock()
+        for index, since in self._waiting_since.items():
+            self._idle_s += (now - since) / self._size
+            self._waiting_since[index] = now
 
     async def stop(self) -> None:
         tasks = list(self._tasks.values())
@@ -137,17 +147,17 @@ class RequestHandlerPool:
         """Seconds the average handler of this pool has spent waiting for a request."""
         now = self._clock()
         waiting = sum(now - since for since in self._waiting_since.values())
-        return (self._idle_s + waiting) / max(1, self._size)
+        return self._idle_s + waiting / self._size
 
     async def _run(self, index: int) -> None:
         while index not in self._retiring:
-            self._waiting_since[index] = since = self._clock()
+            self._waiting_since[index] = self._clock()
             try:
                 request = await self._channel.receive()
             finally:
-                del self._waiting_since[index]
+                since = self._waiting_since.pop(index)  # moved on by a resize's fold
                 now = self._clock()
-                self._idle_s += now - since
+                self._idle_s += (now - since) / self._size
             try:
                 await self._serve(request, now)
             except Exception:  # loop boundary: whatever one request does, the task lives on

@@ -330,7 +330,10 @@ class SocketServer:
             try:
                 await asyncio.wait_for(processor.wait_drained(), RETIRE_DRAIN_TIMEOUT_S)
             except TimeoutError:
-                log.warning("closing the busy connections of removed %s", processor.id)
+                log.warning(
+                    "removed processor %s-%d: closing its connections still busy",
+                    processor.listener, processor.id,
+                )  # fmt: skip
             finally:
                 processor.close_all()
                 self._retired.discard(processor)

@@ -130,3 +130,24 @@ async def test_a_pool_never_goes_below_one_task() -> None:
     pool = RequestHandlerPool(RequestChannel(1), _Gate().handle, 2, BrokerMetrics(), lambda: 0.0)
     with pytest.raises(ValueError, match="at least one"):
         pool.resize(0)
+
+
+async def test_the_idle_time_never_drops_when_the_pool_grows() -> None:
+    now = [0.0]
+    pool = RequestHandlerPool(RequestChannel(1), _Gate().handle, 2, BrokerMetrics(), lambda: now[0])
+    pool.start()
+    try:
+        await _until(lambda: pool.waiting_count == 2)
+        now[0] = 10.0
+        assert pool.idle_seconds() == 10.0  # two handlers idle for ten seconds
+        pool.resize(4)
+        await _until(lambda: pool.waiting_count == 4)
+        assert pool.idle_seconds() == 10.0
+        now[0] = 20.0  # four handlers idle for ten more seconds: the average's ten more
+        assert pool.idle_seconds() == 20.0
+        pool.resize(1)
+        await _until(lambda: pool.waiting_count == 1)
+        now[0] = 25.0
+        assert pool.idle_seconds() == 25.0
+    finally:
+        await pool.stop()
