@@ -41,6 +41,7 @@ STATIC = {
     "num.network.threads": 2,
     "num.replica.fetchers": 1,
     "log.cleaner.threads": 1,
+    "background.threads": 2,
 }
 #: key -> the gauge's pool label
 POOL_OF = {
@@ -48,6 +49,7 @@ POOL_OF = {
     "num.network.threads": "network_processors",
     "num.replica.fetchers": "replica_fetchers_per_broker",
     "log.cleaner.threads": "log_cleaner_threads",
+    "background.threads": "background_threads",
 }
 
 
@@ -148,6 +150,7 @@ def test_pool_sizes_change_per_broker_and_by_cluster_default(
             "num.network.threads": 1,
             "num.replica.fetchers": 2,
             "log.cleaner.threads": 2,
+            "background.threads": 3,
         }
         text = ",".join(f"{key}={size}" for key, size in default.items())
         assert configs(c, ["--entity-default"], "--alter", "--add-config", text) == 0
