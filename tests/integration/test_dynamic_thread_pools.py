@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     AlterConfigOpType,
@@ -141,6 +141,8 @@ def test_pool_sizes_change_per_broker_and_by_cluster_default(
         with pytest.raises(KafkaException, match=r"num\.replica\.fetchers") as refused:
             admin.incremental_alter_configs([res])[res].result(timeout=30)
         assert "double the current value 2" in str(refused.value)
+        # Kafka's code for a refused broker config in ZooKeeper mode
+        assert refused.value.args[0].code() == KafkaError.INVALID_REQUEST
         check_described(admin, 1, own, ConfigSource.DYNAMIC_BROKER_CONFIG)
 
         # the cluster default: brokers 0 and 2 follow (fewer processors, more of the
