@@ -91,12 +91,12 @@ def resize_cleaner_threads(
     """Bring the scheduled cleaner threads from ``old``'s to ``new``'s: the ones past the
     new count cancelled, the missing ones scheduled; a new backoff reschedules them all."""
     before, after = cleaner_thread_count(old), cleaner_thread_count(new)
-    first_kept = 0 if old.backoff_ms != new.backoff_ms else after
-    for index in range(first_kept, before):
+    first_replaced = 0 if old.backoff_ms != new.backoff_ms else after
+    for index in range(first_replaced, before):
         task = scheduler.task(cleaner_thread_name(index))
         if task is not None:
             task.cancel()
-    for index in range(min(first_kept, before), after):
+    for index in range(min(first_replaced, before), after):
         scheduler.schedule(
             cleaner_thread_name(index), cleaner.run_until_idle, 0, max(1, new.backoff_ms), True
         )
