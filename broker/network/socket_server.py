@@ -286,9 +286,11 @@ class SocketServer:
         if self._started:
             self.resize_handlers(new.get_int("num.io.threads"))
             self.resize_processors(new.get_int("num.network.threads"))
-        self._quotas.max_connections = new.get_int("max.connections")
-        self._quotas.max_per_ip = new.get_int("max.connections.per.ip")
-        self._quotas.per_ip_overrides = new.max_connections_per_ip_overrides
+        self._quotas.reconfigure(
+            new.get_int("max.connections"),
+            new.get_int("max.connections.per.ip"),
+            new.max_connections_per_ip_overrides,
+        )
         self._reload_stores(old, new)
 
     def resize_handlers(self, size: int) -> None:

@@ -93,3 +93,25 @@ def test_new_connection_caps_apply_to_the_next_connection(kind: str) -> None:
                 client.close()
 
     in_loop(kind, test)
+
+
+@pytest.mark.parametrize("kind", LOOPS)
+def test_a_raised_broker_wide_cap_resumes_accepting_at_once(kind: str) -> None:
+    async def test() -> None:
+        async with serving(Stub(), max_connections=1) as server:
+            port = server.bound_port("PLAINTEXT")
+            first = await Client.connect(port)
+            await until(lambda: server.connection_count == 1, what="the one connection")
+            waiting = await Client.connect(port)  # stays in the listen backlog
+            static = BrokerConfig.from_properties(
+                {"num.io.threads": "4", "num.network.threads": "2", "max.connections": "1"}
+            )
+            raised = static.with_dynamic(default=True, config={"max.connections": "5"})
+            server.reconfigure(static, raised)
+            await until(lambda: server.connection_count == 2, what="the waiting one accepted")
+            for client in (first, waiting):
+                cid = client.request("")
+                assert (await client.response()).header.correlation_id == cid
+                client.close()
+
+    in_loop(kind, test)
