@@ -112,6 +112,7 @@ from broker.component_settings import (
 from broker.config import BrokerConfig
 from broker.config_changes import ConfigChangeListener, DynamicConfigApplier
 from broker.controlled_shutdown import request_controlled_shutdown
+from broker.dynamic_pools import PoolResizer
 from broker.fetch_session import FetchSessionCache
 from broker.gauges import watch_gauges, watch_operator_metrics
 from broker.group.coordinator import GroupCoordinator
@@ -182,6 +183,8 @@ class BrokerAssembly:
     isr_writer: ZkIsrWriter
     isr_propagator: IsrChangePropagator
     replica_manager: ReplicaManager
+    #: resizes the fetchers, the scheduler and the cleaner on a dynamic config
+    pools: PoolResizer
     # by "group store" and "group coordinator"
     group_store: GroupMetadataManager
     group_coordinator: GroupCoordinator
@@ -349,6 +352,7 @@ class BrokerAssembly:
             fetcher_config(self.config, self.broker_id), self.clock, throttle=follower_throttle
         )
         self.metrics.replica_fetcher_max_lag.set_function(fetchers.max_lag)
+        self.pools = PoolResizer(fetchers, self.scheduler, self.log_manager.cleaner)
         listener = self.config.inter_broker_listener_name
         services = ReplicaManagerServices(
             log_manager=self.log_manager,
@@ -482,6 +486,8 @@ class BrokerAssembly:
             acls=AclAdmin(basics, zk=self.zk),
         )
         self._applier = applier
+        # dynamic num.replica.fetchers, background.threads, log.cleaner.*
+        applier.on_broker_config(self.pools.on_config)
         # the coordinator's markers for partitions led here: appended in-process
         serve_markers_locally(
             self.txn_coordinator, self.broker_id, local_marker_writer(self.services.replicas)
@@ -582,6 +588,7 @@ class BrokerAssembly:
         watch_operator_metrics(
             self.metrics, self.replica_manager, self.log_manager, zk, controller, self.socket_server
         )
+        self.pools.watch(self.metrics, self.socket_server)
 
     async def _start_metrics_server(self) -> None:
         self.metrics_server = None

@@ -20,6 +20,12 @@ cleanup.policy contains ``compact``:
   oldest dirty record is older than max.compaction.lag.ms (forced), and among those the
   forced logs come first and then the dirtiest.
 
+A running broker takes new ``log.cleaner.*`` settings (a dynamic broker config) with
+:meth:`LogCleaner.reconfigure` and :func:`resize_cleaner_threads`: the I/O rate at the
+next chunk, the dedupe buffer at each thread's next pass, the thread count and backoff by
+scheduling the missing thread tasks and cancelling the ones let go (a pass under way
+finishes; cancelling only stops the task's next runs).
+
 A pass that fails marks the log uncleanable: logged, counted, and never picked again
 until the broker restarts (as Kafka does), so a corrupt log is not retried in a loop.
 ``compact,delete`` logs are compacted here and lose old segments to the retention task.
@@ -34,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from protocol.values import TopicPartition
 from storage.checkpoint import CheckpointError, read_offset_checkpoint, write_offset_checkpoint
@@ -47,6 +54,55 @@ from storage.offset_map import OffsetMap
 log = logging.getLogger(__name__)
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+
+
+def cleaner_thread_name(index: int) -> str:
+    """The scheduler task name of cleaner thread ``index`` (Kafka's thread name)."""
+    return f"kafka-log-cleaner-thread-{index}"
+
+
+def cleaner_thread_count(config: CleanerConfig) -> int:
+    """How many cleaner threads a configuration runs (none with the cleaner off)."""
+    return config.threads if config.enable else 0
+
+
+class _Cancellable(Protocol):
+    def cancel(self) -> object: ...
+
+
+class CleanerScheduler(Protocol):
+    """What resizing the cleaner threads needs of ``timer.Scheduler``."""
+
+    def schedule(
+        self,
+        name: str,
+        fn: Callable[[], object],
+        delay_ms: int,
+        period_ms: int | None = None,
+        blocking: bool = False,
+    ) -> object: ...
+
+    def task(self, name: str) -> _Cancellable | None: ...
+
+
+def resize_cleaner_threads(
+    scheduler: CleanerScheduler, cleaner: LogCleaner, old: CleanerConfig, new: CleanerConfig
+) -> None:
+    """Bring the scheduled cleaner threads from ``old``'s to ``new``'s: the ones past the
+    new count cancelled, the missing ones scheduled; a new backoff reschedules them all."""
+    before, after = cleaner_thread_count(old), cleaner_thread_count(new)
+    first_replaced = 0 if old.backoff_ms != new.backoff_ms else after
+    for index in range(first_replaced, before):
+        task = scheduler.task(cleaner_thread_name(index))
+        if task is not None:
+            task.cancel()
+    for index in range(min(first_replaced, before), after):
+        scheduler.schedule(
+            cleaner_thread_name(index), cleaner.run_until_idle, 0, max(1, new.backoff_ms), True
+        )
+    cleaner.thread_count = after
+    if before != after:
+        log.info("log cleaner: %d threads (were %d)", after, before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +191,12 @@ class Throttler:
         self._start = monotonic_s()
         self._bytes = 0
 
+    def set_rate(self, rate: float) -> None:
+        """A new rate, counted from a fresh window."""
+        with self._lock:
+            self.rate = rate
+            self._start, self._bytes = self._monotonic(), 0
+
     def __call__(self, nbytes: int) -> None:
         if self.rate >= sys.float_info.max:  # the default: unlimited
             return
@@ -186,6 +248,18 @@ class LogCleaner:
         self._started_ms = clock.time_ms()
         self._stopping = threading.Event()
         self._maps = threading.local()
+        #: cleaner thread tasks scheduled now (resize_cleaner_threads keeps it)
+        self.thread_count = cleaner_thread_count(config)
+
+    def reconfigure(self, config: CleanerConfig) -> None:
+        """New ``log.cleaner.*`` settings on a running broker: the I/O rate applies to the
+        next chunk read or written, the dedupe buffer to each thread's next pass (a
+        fresh offset map); the threads themselves are :func:`resize_cleaner_threads`'."""
+        old, self.config = self.config, config
+        if config.io_max_bytes_per_second != old.io_max_bytes_per_second:
+            self.throttle.set_rate(config.io_max_bytes_per_second)
+        if (config.dedupe_buffer_size, config.threads) != (old.dedupe_buffer_size, old.threads):
+            self._maps = threading.local()
 
     # -- the checkpoint ------------------------------------------------------------------
 

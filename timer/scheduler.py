@@ -10,6 +10,8 @@ How a task runs, chosen per task:
   function), that is run as an asyncio task;
 - ``blocking=True`` runs the callable in the scheduler's thread pool (``threads``
   workers, Kafka's ``background.threads``), for work that touches the disk.
+  ``resize(n)`` gives a running scheduler a new pool of ``n`` workers for the runs that
+  start from then on; the old pool finishes the runs it has and then ends.
 
 Timing rules: a periodic task runs on a fixed-rate grid (initial due time plus whole
 periods, like scheduleAtFixedRate). The next run is chosen when the previous one
@@ -109,6 +111,27 @@ class Scheduler:
         self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix=self.name)
         self._timer.start()
         self._started = True
+
+    @property
+    def threads(self) -> int:
+        """Workers of the pool blocking tasks run in."""
+        return self._threads
+
+    def resize(self, threads: int) -> None:
+        """``threads`` workers for blocking runs starting from now on (a dynamic
+        ``background.threads``); runs under way finish in the old pool."""
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
+        if threads == self._threads:
+            return
+        log.info("scheduler %s: %d threads (were %d)", self.name, threads, self._threads)
+        self._threads = threads
+        if self._executor is not None:
+            old, self._executor = (
+                self._executor,
+                ThreadPoolExecutor(threads, thread_name_prefix=self.name),
+            )
+            old.shutdown(wait=False)
 
     def schedule(
         self,

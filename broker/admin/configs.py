@@ -6,7 +6,9 @@ znode is the truth, and another broker may have written it), compute the new set
 caller's pure ``change``), validate it with the key tables (``broker.config.alter``),
 and, for this broker's own set with TLS store keys in it, load the key stores and trust
 stores of its TLS listeners under it (a new key store that does not load is refused
-before anything is written, as Kafka refuses it); then, unless ``validate_only``, write
+before anything is written, as Kafka refuses it); a worker pool size may move at most
+to half or double its current value on this broker (``broker.config.thread_counts``);
+then, unless ``validate_only``, write
 it and a ``/config/changes`` notification in one
 multi-op. Every broker (this one included) applies it when it sees the notification; this
 broker also applies it at once, so a DescribeConfigs right after the answer sees it.
@@ -25,6 +27,7 @@ from broker.config.alter import (
     validate_broker,
     validate_topic,
 )
+from broker.config.thread_counts import resize_problems
 from config.errors import ConfigError
 from protocol import ErrorCode
 from zk import paths
@@ -65,6 +68,7 @@ async def alter_config(
     else:
         validate_broker(name, updated)
         _check_tls_stores(ctx, name, entity, updated)
+        _check_pool_sizes(ctx, name, entity, updated)
     if validate_only:
         return
     await zk.set_entity_config(entity_type, entity, updated)
@@ -81,6 +85,23 @@ def _check_tls_stores(ctx: ConfigAdmin, name: str, entity: str, updated: Mapping
         config.with_dynamic(default=False, config=updated).validate_tls()
     except ConfigError as exc:
         raise refused_broker(name, exc) from None
+
+
+def _check_pool_sizes(ctx: ConfigAdmin, name: str, entity: str, updated: Mapping[str, str]) -> None:
+    """Refuse a worker pool resized past half or double its size on this broker (the
+    cluster default judged by what it would make of this broker's pools; another
+    broker's own set is judged by that broker, which the admin clients ask)."""
+    config = ctx.applier.broker.config
+    default = entity == paths.DEFAULT_ENTITY
+    if not default and entity != str(config.broker_id):
+        return
+    try:
+        new = config.with_dynamic(default=default, config=updated)
+    except ConfigError as exc:
+        raise refused_broker(name, exc) from None
+    problems = resize_problems(config, new)
+    if problems:
+        raise refused_broker(name, problems[0])
 
 
 async def alter_outcome(

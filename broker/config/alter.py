@@ -170,9 +170,9 @@ def validate_broker(name: str, config: Mapping[str, str]) -> None:
                 raise _invalid(ResourceType.BROKER, name, str(exc)) from None
 
 
-def refused_broker(name: str, exc: ConfigError) -> AlterRefused:
+def refused_broker(name: str, exc: ConfigError | str) -> AlterRefused:
     """A broker's new dynamic set whose values are well-formed but unusable (a key store
-    that does not load), refused as Kafka refuses it."""
+    that does not load, a pool resized too far at once), refused as Kafka refuses it."""
     return _invalid(ResourceType.BROKER, name, str(exc))
 
 

@@ -264,14 +264,46 @@ REPLICATION_THROTTLE_RATE_KEYS: Final = (
     "follower.replication.throttled.rate",
 )
 
+#: the sizes of the broker's worker pools, resized on a running broker: request handler
+#: tasks, Processors per listener, fetchers per source broker, log recovery threads (used
+#: by the next startup's log loading) and the scheduler's worker threads. A change may at
+#: most double a size or halve it (broker.config.thread_counts)
+THREAD_COUNT_KEYS: Final = (
+    "num.io.threads",
+    "num.network.threads",
+    "num.replica.fetchers",
+    "num.recovery.threads.per.data.dir",
+    "background.threads",
+)
+
+#: the log cleaner's settings a running broker takes at once (its thread count under
+#: the same halve-or-double rule); Kafka's log.cleaner.io.buffer.* have no counterpart
+DYNAMIC_CLEANER_KEYS: Final = (
+    "log.cleaner.threads",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.backoff.ms",
+)
+
+#: the connection caps (broker.network.quotas), applied to new connections at once
+CONNECTION_QUOTA_KEYS: Final = (
+    "max.connections",
+    "max.connections.per.ip",
+    "max.connections.per.ip.overrides",
+)
+
 #: broker keys a running broker applies without a restart (AlterConfigs on a BROKER
 #: resource): the broker-wide defaults of the topic-level keys, the keys that supply
-#: them (``log.retention.hours`` ...), and the replication throttles' rates. Every other
-#: key needs a restart: DescribeConfigs reports it read-only and AlterConfigs refuses it.
+#: them (``log.retention.hours`` ...), the replication throttles' rates, the worker pool
+#: sizes, the log cleaner's settings and the connection caps. Every other key needs a
+#: restart: DescribeConfigs reports it read-only and AlterConfigs refuses it.
 DYNAMIC_BROKER_KEYS: Final[frozenset[str]] = frozenset(
     (
         *(key for d in TOPIC_KEYS.values() if d.synonym for key in related_broker_keys(d.synonym)),
         *REPLICATION_THROTTLE_RATE_KEYS,
+        *THREAD_COUNT_KEYS,
+        *DYNAMIC_CLEANER_KEYS,
+        *CONNECTION_QUOTA_KEYS,
     )
 )
 

@@ -180,6 +180,7 @@ class BrokerMetrics:
         self.sasl_authentications = client.counter(c.SASL_AUTHENTICATIONS)
         self.sasl_reauthentications = client.counter(c.SASL_REAUTHENTICATIONS)
         self.authorization_denials = client.counter(c.AUTHORIZATION_DENIALS)
+        self.worker_pool_size = client.gauge(c.WORKER_POOL_SIZE)
 
     def request_metrics(self, api: str) -> RequestMetrics:
         """The per-request cells of ``api`` (Kafka's name: "Fetch"), made on first use."""
@@ -246,6 +247,10 @@ class BrokerMetrics:
         self.registry.register(PrincipalConnectionsCollector(counts))
 
     # gauges read at scrape time ------------------------------------------------------------
+
+    def watch_pool_size(self, pool: str, size: Callable[[], int]) -> None:
+        """How many workers ``pool`` runs now (a dynamic thread-count change shows here)."""
+        self.worker_pool_size.labels(pool=pool).set_function(size)
 
     def watch_request_queue(self, plane: str, size: Callable[[], int]) -> None:
         self.request_queue_size.labels(plane=plane).set_function(size)

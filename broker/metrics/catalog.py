@@ -153,6 +153,13 @@ REQUEST_QUEUE_TIME = _histogram(
 REQUEST_QUEUE_SIZE = _gauge(
     "request_queue_size", "Requests waiting for a handler", ("plane",), operator=True
 )
+WORKER_POOL_SIZE = _gauge(
+    "worker_pool_size",
+    "Workers of a pool the dynamic thread-count keys size: request handlers, network "
+    "processors, replica fetchers, log cleaner threads, scheduler threads",
+    ("pool",),
+    operator=False,
+)
 
 # --- per-topic traffic ----------------------------------------------------------------------
 

@@ -135,8 +135,10 @@ class Acceptor:
                 self._rejected.inc()
                 continue
             self._accepted.inc()
-            processor = self._processors[self._next]
-            self._next = (self._next + 1) % len(self._processors)
+            # the list may have shrunk since (a dynamic num.network.threads)
+            index = self._next % len(self._processors)
+            processor = self._processors[index]
+            self._next = (index + 1) % len(self._processors)
             try:
                 processor.accept(sock, (address[0], address[1]))
             except OSError as exc:  # the peer vanished between accept and setup

@@ -15,6 +15,13 @@ The handler is the broker's ``KafkaApis``, injected as an async callable::
 
 A handler that raises gets its request answered with UNKNOWN_SERVER_ERROR where the
 codec's error builder can, else the connection closes; the handler task carries on.
+
+``resize(n)`` changes the number of tasks on a running pool (a dynamic ``num.io.threads``):
+new tasks start at once; the tasks let go (the newest first) stop as soon as they are
+not serving a request -- one waiting for a request is cancelled there (the channel puts a
+request handed to it back in front), one serving finishes that request first -- so no
+request in flight is dropped. Task indexes are never reused, so a task still finishing
+its last request never shares an index with its successor.
 """
 
 from __future__ import annotations
@@ -53,10 +60,16 @@ class RequestHandlerPool:
         self._metrics = metrics
         self._clock = clock
         self.name = name
-        self._tasks: list[asyncio.Task[None]] = []
+        #: task index -> task, every task still running (retiring ones included)
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        #: indexes of the tasks let go by a shrink, stopping after their current request
+        self._retiring: set[int] = set()
+        self._next_index = 0
         self._deferred: set[asyncio.Future[Any]] = set()
-        # idle ratio: seconds handlers spent waiting for a request, and since when each
-        # waiting handler task (by index) has been waiting
+        # idle ratio: seconds the average handler spent waiting for a request (each wait
+        # divided by the pool's size while it lasted, as Kafka counts it, so the total
+        # never drops when the pool grows), and since when each waiting task (by index)
+        # has been waiting
         self._idle_s = 0.0
         self._waiting_since: dict[int, float] = {}
 
@@ -65,20 +78,63 @@ class RequestHandlerPool:
         """Requests whose handler returned a future that has not completed yet."""
         return len(self._deferred)
 
+    @property
+    def size(self) -> int:
+        """The tasks the pool is meant to run (tasks let go may still finish a request)."""
+        return self._size
+
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._run(i), name=f"{self.name}-handler-{i}")
-            for i in range(self._size)
-        ]
+        for _ in range(self._size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        index = self._next_index
+        self._next_index += 1
+        task = asyncio.get_running_loop().create_task(
+            self._run(index), name=f"{self.name}-handler-{index}"
+        )
+        self._tasks[index] = task
+        task.add_done_callback(lambda _: self._forget(index))
+
+    def _forget(self, index: int) -> None:
+        self._tasks.pop(index, None)
+        self._retiring.discard(index)
+
+    def resize(self, size: int) -> None:
+        """Run ``size`` tasks from now on (at least 1): start the missing ones, or let
+        the newest go, each once it is not serving a request."""
+        if size < 1:
+            raise ValueError(f"a request handler pool needs at least one task, got {size}")
+        if not self._tasks:  # not started: start() makes them
+            self._size = size
+            return
+        self._fold_idle()
+        active = sorted(i for i in self._tasks if i not in self._retiring)
+        for _ in range(size - len(active)):
+            self._spawn()
+        for index in active[size:] if size < len(active) else ():
+            self._retiring.add(index)
+            if index in self._waiting_since:  # idle: stopped where it waits
+                self._tasks[index].cancel()
+        log.info("%s: %d request handler tasks (were %d)", self.name, size, self._size)
+        self._size = size
+
+    def _fold_idle(self) -> None:
+        """Count the waits so far at the size they were waited at (before it changes)."""
+        now = self._clock()
+        for index, since in self._waiting_since.items():
+            self._idle_s += (now - since) / self._size
+            self._waiting_since[index] = now
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        tasks = list(self._tasks.values())
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._tasks = []
+        self._tasks = {}
+        self._retiring.clear()
         for future in list(self._deferred):
             future.cancel()
 
@@ -91,17 +147,17 @@ class RequestHandlerPool:
         """Seconds the average handler of this pool has spent waiting for a request."""
         now = self._clock()
         waiting = sum(now - since for since in self._waiting_since.values())
-        return (self._idle_s + waiting) / max(1, self._size)
+        return self._idle_s + waiting / self._size
 
     async def _run(self, index: int) -> None:
-        while True:
-            self._waiting_since[index] = since = self._clock()
+        while index not in self._retiring:
+            self._waiting_since[index] = self._clock()
             try:
                 request = await self._channel.receive()
             finally:
-                del self._waiting_since[index]
+                since = self._waiting_since.pop(index)  # moved on by a resize's fold
                 now = self._clock()
-                self._idle_s += now - since
+                self._idle_s += (now - since) / self._size
             try:
                 await self._serve(request, now)
             except Exception:  # loop boundary: whatever one request does, the task lives on

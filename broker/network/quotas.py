@@ -4,7 +4,8 @@ The two caps act differently, as in Kafka: when the broker-wide cap is reached t
 Acceptors stop accepting (new connections wait in the listen backlog until one closes);
 a connection over its address's cap is accepted and closed at once. Listeners marked
 ``exempt`` (the control plane) do not count towards the broker-wide cap, so the
-controller can always reach a busy broker.
+controller can always reach a busy broker. Both caps may change on a running broker
+(``reconfigure``); connections already open are never closed for it.
 """
 
 from __future__ import annotations
@@ -60,6 +61,19 @@ class ConnectionQuotas:
             for callback in list(self._on_release):
                 callback()
 
+    def reconfigure(
+        self, max_connections: int, max_per_ip: int, per_ip_overrides: Mapping[str, int]
+    ) -> None:
+        """New caps (a dynamic broker config), for the connections accepted from now on;
+        the open ones stay. Acceptors paused at the old broker-wide cap are told, as on a
+        release, so that a raised cap lets them accept again at once."""
+        self.max_connections = max_connections
+        self.max_per_ip = max_per_ip
+        self.per_ip_overrides = dict(per_ip_overrides)
+        for callback in list(self._on_release):
+            callback()
+
     def on_release(self, callback: Callable[[], None]) -> None:
-        """Called whenever a counted connection closes (Acceptors resume accepting)."""
+        """Called whenever a counted connection closes or the caps change (Acceptors
+        resume accepting if there is room)."""
         self._on_release.append(callback)

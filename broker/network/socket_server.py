@@ -11,6 +11,14 @@ TLS (SSL and SASL_SSL listeners): each gets a ``ListenerTls`` built from its
 ``listener.name.<l>.ssl.*`` keys (``broker.security.tls``), shared by its Processors;
 ``reload_tls`` swaps its context for connections accepted from then on.
 
+Dynamic sizes (``reconfigure``, after a dynamic broker config): ``num.io.threads``
+resizes the data plane's handler pool (``RequestHandlerPool.resize``);
+``num.network.threads`` adds Processors to every data-plane listener, or removes the
+newest: a removed Processor takes no new connection, closes its idle ones at once and
+each busy one once the responses it is owed are written (Kafka closes a removed
+processor's connections; clients reconnect to a remaining one). The connection caps
+(``max.connections*``) apply to the next connection accepted.
+
 Lifecycle: ``await start()`` binds every listener and starts accepting;
 ``await stop()`` closes the listeners, lets requests already in the broker finish and
 their responses go out (bounded by a timeout), then closes every connection.
@@ -45,6 +53,10 @@ from zk.model import EndPoint
 log = logging.getLogger(__name__)
 
 CONTROL_PLANE_QUEUE_SIZE = 20
+
+#: how long a Processor removed by a shrink waits for its busy connections' responses
+#: before it closes them anyway
+RETIRE_DRAIN_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +145,9 @@ class _Plane:
         self.pool = pool
         self.acceptors: list[Acceptor] = []
         self.processors: list[Processor] = []
+        #: listener name -> its Processors (the list its Acceptor hands connections to)
+        self.by_listener: dict[str, list[Processor]] = {}
+        self.next_processor_id = 0
 
 
 class SocketServer:
@@ -172,6 +187,11 @@ class SocketServer:
         )
         self._planes: list[_Plane] = []
         self._started = False
+        #: Processors removed by a shrink, closing their connections as they go idle
+        self._retired: set[Processor] = set()
+        self._retiring_tasks: set[asyncio.Task[None]] = set()
+        self._codec_in_use: Codec | None = None
+        self._clock_in_use: Callable[[], float] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -179,6 +199,7 @@ class SocketServer:
         loop = asyncio.get_running_loop()
         clock = self._clock or loop.time
         codec = self._codec or Codec.default()
+        self._codec_in_use, self._clock_in_use = codec, clock
         s = self.settings
         data = self._plane("data-plane", s.queued_max_requests, self._handle, s.num_io_threads)
         self._planes = [data]
@@ -217,6 +238,7 @@ class SocketServer:
             return
         self._started = False
         processors = [p for plane in self._planes for p in plane.processors]
+        processors += self._retired
         for plane in self._planes:
             for acceptor in plane.acceptors:
                 acceptor.close()
@@ -230,6 +252,8 @@ class SocketServer:
             log.warning("in-flight requests did not finish within %.1fs; closing anyway", timeout_s)
         for processor in processors:
             processor.close_all()
+        for task in list(self._retiring_tasks):
+            task.cancel()
         for plane in self._planes:
             await plane.pool.stop()
 
@@ -253,10 +277,74 @@ class SocketServer:
         return self._tls[listener_name.upper()].context
 
     def reconfigure(self, old: BrokerConfig, new: BrokerConfig) -> None:
-        """A new dynamic broker config: reload the stores of every TLS listener whose
-        key store or trust store keys changed, or are given dynamically at all (the same
-        path may name a renewed file). A store that no longer loads keeps the old
-        context (AlterConfigs checked it on this broker before accepting it)."""
+        """A new dynamic broker config: resize the data plane's handlers and processors
+        and take the new connection caps (when started), and reload the stores of every
+        TLS listener whose key store or trust store keys changed, or are given
+        dynamically at all (the same path may name a renewed file). A store that no
+        longer loads keeps the old context (AlterConfigs checked it on this broker
+        before accepting it)."""
+        if self._started:
+            self.resize_handlers(new.get_int("num.io.threads"))
+            self.resize_processors(new.get_int("num.network.threads"))
+        self._quotas.reconfigure(
+            new.get_int("max.connections"),
+            new.get_int("max.connections.per.ip"),
+            new.max_connections_per_ip_overrides,
+        )
+        self._reload_stores(old, new)
+
+    def resize_handlers(self, size: int) -> None:
+        """The data plane's request handler tasks (``num.io.threads``)."""
+        pool = self._planes[0].pool
+        if pool.size != size:
+            pool.resize(size)
+
+    def resize_processors(self, per_listener: int) -> None:
+        """``per_listener`` Processors on every data-plane listener
+        (``num.network.threads``); see the module doc for the ones removed."""
+        if per_listener < 1:
+            raise ValueError(f"a listener needs at least one processor, got {per_listener}")
+        plane = self._planes[0]
+        codec, clock = self._codec_in_use, self._clock_in_use
+        assert codec is not None and clock is not None  # started
+        for acceptor in plane.acceptors:
+            endpoint = acceptor.endpoint
+            own = plane.by_listener[endpoint.listener_name]
+            if len(own) == per_listener:
+                continue
+            log.info(
+                "listener %s: %d network processors (were %d)",
+                endpoint.listener_name, per_listener, len(own),
+            )  # fmt: skip
+            while len(own) < per_listener:
+                self._new_processor(plane, endpoint, own, acceptor, codec, clock).start()
+            while len(own) > per_listener:
+                self._retire(plane, own.pop())
+
+    def _retire(self, plane: _Plane, processor: Processor) -> None:
+        """Take ``processor`` out of service: no new connection, its connections closed
+        once each has written the responses it is owed."""
+        plane.processors.remove(processor)
+        self._retired.add(processor)
+        processor.begin_shutdown()
+
+        async def close_when_drained() -> None:
+            try:
+                await asyncio.wait_for(processor.wait_drained(), RETIRE_DRAIN_TIMEOUT_S)
+            except TimeoutError:
+                log.warning(
+                    "removed processor %s-%d: closing its connections still busy",
+                    processor.listener, processor.id,
+                )  # fmt: skip
+            finally:
+                processor.close_all()
+                self._retired.discard(processor)
+
+        task = asyncio.get_running_loop().create_task(close_when_drained())
+        self._retiring_tasks.add(task)
+        task.add_done_callback(self._retiring_tasks.discard)
+
+    def _reload_stores(self, old: BrokerConfig, new: BrokerConfig) -> None:
         for name in self._tls:
             before, after = old.listener_config(name), new.listener_config(name)
             if _stores(before) == _stores(after) and not _dynamic_stores(new, name):
@@ -276,6 +364,16 @@ class SocketServer:
     @property
     def control_channel(self) -> RequestChannel | None:
         return self._planes[1].channel if len(self._planes) > 1 else None
+
+    @property
+    def handler_count(self) -> int:
+        """The data plane's request handler tasks."""
+        return self._planes[0].pool.size if self._planes else 0
+
+    @property
+    def processor_count(self) -> int:
+        """The data plane's Processors, over every listener."""
+        return len(self._planes[0].processors) if self._planes else 0
 
     @property
     def connection_count(self) -> int:
@@ -320,7 +418,7 @@ class SocketServer:
     ) -> None:
         if endpoint.security_protocol in TLS_PROTOCOLS and endpoint.listener_name not in self._tls:
             raise ValueError(f"listener {endpoint.listener_name} speaks TLS but has no context")
-        own: list[Processor] = []
+        own = plane.by_listener.setdefault(endpoint.listener_name, [])
         acceptor = Acceptor(
             endpoint,
             own,
@@ -330,19 +428,32 @@ class SocketServer:
             exempt_from_max_connections=exempt,
         )
         for _ in range(processors):
-            own.append(
-                Processor(
-                    len(plane.processors),
-                    endpoint.listener_name,
-                    plane.channel,
-                    codec,
-                    self.metrics,
-                    self.settings.processor,
-                    clock,
-                    on_close=acceptor.release,
-                    tls=self._tls.get(endpoint.listener_name),
-                    authenticator=self._authenticators.get(endpoint.listener_name),
-                )
-            )
-            plane.processors.append(own[-1])
+            self._new_processor(plane, endpoint, own, acceptor, codec, clock)
         plane.acceptors.append(acceptor)
+
+    def _new_processor(
+        self,
+        plane: _Plane,
+        endpoint: EndPoint,
+        own: list[Processor],
+        acceptor: Acceptor,
+        codec: Codec,
+        clock: Callable[[], float],
+    ) -> Processor:
+        """A new Processor of ``endpoint``'s listener, in its Acceptor's list (not started)."""
+        processor = Processor(
+            plane.next_processor_id,
+            endpoint.listener_name,
+            plane.channel,
+            codec,
+            self.metrics,
+            self.settings.processor,
+            clock,
+            on_close=acceptor.release,
+            tls=self._tls.get(endpoint.listener_name),
+            authenticator=self._authenticators.get(endpoint.listener_name),
+        )
+        plane.next_processor_id += 1
+        own.append(processor)
+        plane.processors.append(processor)
+        return processor

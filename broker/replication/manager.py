@@ -17,6 +17,11 @@ The leader's endpoint is its inter-broker listener, from the metadata cache (the
 controller publishes every live broker's listeners there), else the host and port that
 LeaderAndIsr lists for the leader (:func:`resolve_leader_endpoint`).
 
+``resize(n)`` applies a dynamic ``num.replica.fetchers``: every partition is taken from
+its fetcher with its fetch state (offset, epoch, truncation progress) and handed to the
+fetcher the new count gives it, as Kafka's resize does; the old fetchers stop (a fetch in
+flight is dropped, its bytes fetched again by the new fetcher from the same offset).
+
 ``max_lag`` is Kafka's ReplicaFetcherManager MaxLag: the largest distance, over every
 fetched partition, between the leader's high watermark as last seen and our log end.
 """
@@ -24,6 +29,7 @@ fetched partition, between the leader's high watermark as last seen and our log 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
@@ -159,6 +165,32 @@ class ReplicaFetcherManager:
             if fetcher.partition_count == 0:
                 del self._fetchers[key]
                 self._stop(fetcher)
+
+    def resize(self, num_fetchers: int) -> None:
+        """``num_fetchers`` fetchers per source broker from now on; the partitions move
+        to their new fetchers with their fetch states."""
+        if num_fetchers < 1:
+            raise ValueError(f"num.replica.fetchers must be at least 1, got {num_fetchers}")
+        if num_fetchers == self.config.num_fetchers:
+            return
+        log.info(
+            "resizing the replica fetchers from %d to %d per source broker",
+            self.config.num_fetchers, num_fetchers,
+        )  # fmt: skip
+        self.config = dataclasses.replace(self.config, num_fetchers=num_fetchers)
+        if self._closed:
+            return
+        moved = []
+        for fetcher in self._fetchers.values():
+            for tp, (partition, state) in fetcher.remove_partitions(fetcher.states()).items():
+                moved.append((fetcher.leader, tp, partition, state))
+            self._stop(fetcher)
+        self._fetchers.clear()
+        self._assigned.clear()
+        for leader, tp, partition, state in moved:
+            key = (leader.broker_id, fetcher_id_for(tp, num_fetchers))
+            self._fetcher(key, leader).adopt(tp, partition, state)
+            self._assigned[tp] = key
 
     def _fetcher(self, key: FetcherKey, leader: LeaderEndpoint) -> ReplicaFetcher:
         """The fetcher for ``key``, made (and started) if missing or if its leader's

@@ -165,7 +165,7 @@ def test_invalid_values_are_refused_naming_the_key(admin: AdminClient) -> None:
         ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     )  # refused whole: the valid key was not written either
     with pytest.raises(KafkaException, match="Cannot update these configs dynamically"):
-        incremental(admin, "broker", "0", ("num.io.threads", "4", AlterConfigOpType.SET))
+        incremental(admin, "broker", "0", ("queued.max.requests", "4", AlterConfigOpType.SET))
 
 
 def alter_default(c: TestCluster, key: str, value: str | None) -> None:
@@ -196,7 +196,7 @@ def test_broker_configs_per_broker_and_cluster_default(c: TestCluster, admin: Ad
     one = described(admin, "broker", "1")["log.retention.ms"]
     assert (one.value, one.source) == ("3600000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
     assert not one.is_read_only
-    assert described(admin, "broker", "1")["num.io.threads"].is_read_only
+    assert described(admin, "broker", "1")["queued.max.requests"].is_read_only
     wait_until(
         lambda: (
             value_on(c, 2, BROKER_RESOURCE, "2", "log.retention.ms")

@@ -89,10 +89,10 @@ def test_a_topic_with_a_bad_value_is_refused_whole_naming_the_key() -> None:
 def test_a_broker_refuses_keys_that_need_a_restart() -> None:
     validate_broker("1", {"log.retention.ms": "1000", "custom.key": "x"})
     with pytest.raises(AlterRefused) as refused:
-        validate_broker("", {"num.io.threads": "4", "log.dirs": "/x", "log.retention.ms": "1"})
+        validate_broker("", {"queued.max.requests": "4", "log.dirs": "/x", "log.retention.ms": "1"})
     assert refused.value.message == (
         "Invalid config value for resource ConfigResource(type=BROKER, name=''): "
-        "Cannot update these configs dynamically: Set(log.dirs, num.io.threads)"
+        "Cannot update these configs dynamically: Set(log.dirs, queued.max.requests)"
     )
     with pytest.raises(AlterRefused, match=r"message\.max\.bytes"):
         validate_broker("1", {"message.max.bytes": "-5"})

@@ -286,7 +286,10 @@ def test_describe_broker_reports_values_as_text_with_sources() -> None:
     entries = {e.name: e for e in config.describe()}
     assert set(entries) == set(BROKER_CONFIG_DEFS)
     io = entries["num.io.threads"]
-    assert (io.value, io.source, io.read_only) == ("4", ConfigSource.STATIC_BROKER_CONFIG, True)
+    # a pool size changes on a running broker (broker.dynamic_pools); queued.max.requests
+    # needs a restart
+    assert (io.value, io.source, io.read_only) == ("4", ConfigSource.STATIC_BROKER_CONFIG, False)
+    assert entries["queued.max.requests"].read_only
     assert io.synonyms == (
         ("num.io.threads", "4", ConfigSource.STATIC_BROKER_CONFIG),
         ("num.io.threads", "8", ConfigSource.DEFAULT_CONFIG),
@@ -331,7 +334,8 @@ def test_dynamic_layers_beat_static_and_are_described_with_synonyms() -> None:
         # Kafka's rule: the key's unit synonyms follow, a null default is never listed
         ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
     )
-    assert entries["num.io.threads"].read_only
+    assert entries["queued.max.requests"].read_only
+    assert not entries["num.io.threads"].read_only
     # the per-broker layer removed: the cluster default shows through, topics follow it
     config = config.with_dynamic(default=False, config={})
     assert config.log_retention_ms == 2000
