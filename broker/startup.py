@@ -81,8 +81,9 @@ async def connect_zookeeper(
     """A session with zookeeper.connect, tried again after ``ZK_RETRY_BACKOFF`` with a
     clear message while ZooKeeper is unreachable, and StartupError once
     zookeeper.connection.timeout.ms has passed without one (cancel to give up sooner).
-    Each attempt is given the time left, ``ZK_ATTEMPT_MAX_S`` at most. ``clock``: monotonic seconds (the running loop's
-    unless given); ``sleep``: the wait between attempts."""
+    Each attempt is given the time left, ``ZK_ATTEMPT_MAX_S`` at most. ``clock``:
+    monotonic seconds (the running loop's unless given); ``sleep``: the wait between
+    attempts."""
     hosts = config.get_str("zookeeper.connect")
     if not hosts:
         raise StartupError("zookeeper.connect is not set")

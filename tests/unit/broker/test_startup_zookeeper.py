@@ -1,8 +1,8 @@
 """broker.startup.connect_zookeeper: the first connection to ZooKeeper is bounded by
 zookeeper.connection.timeout.ms (zookeeper.session.timeout.ms when unset), each attempt
-is given the time left (ZK_ATTEMPT_MAX_S at most), and running out fails start-up with a message that names
-ZooKeeper, its address and the timeout. Time is a fake clock that the fake connections
-and waits advance."""
+is given the time left (ZK_ATTEMPT_MAX_S at most), and running out fails start-up with
+a message that names ZooKeeper, its address and the timeout. Time is a fake clock that
+the fake connections and waits advance."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ async def test_the_session_timeout_bounds_it_when_the_connection_timeout_is_unse
         raise ZooKeeperUnavailableError("no answer")
 
     cfg = config(**{"zookeeper.session.timeout.ms": "6000"})
-    with pytest.raises(StartupError, match="zookeeper.connection.timeout.ms=6000"):
+    with pytest.raises(StartupError, match=r"zookeeper\.connection\.timeout\.ms=6000"):
         await connect_zookeeper(cfg, times_out, time.clock, time.sleep)
     # attempts of ZK_ATTEMPT_MAX_S at most, with the waits between them, fill the 6 s
     assert given[0] == ZK_ATTEMPT_MAX_S and len(given) >= 2
