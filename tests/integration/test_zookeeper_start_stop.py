@@ -22,7 +22,7 @@ import pytest
 
 from tools.zookeeper_server import ZooKeeperLaunchError, ZooKeeperServer, free_port
 
-STARTS = 4
+STARTS = 3
 
 
 @pytest.fixture
