@@ -13,15 +13,28 @@ The generated ``zoo.cfg`` keeps the server private and quick:
 * ``tickTime=500``: sessions may be as short as 2 ticks (1 s) and expire on time, which
   the failover tests and ``minikafka cluster up`` rely on;
 * ``admin.enableServer=false``: no Jetty admin server on port 8080;
-* ``4lw.commands.whitelist=ruok,srvr,stat``: ``ruok`` answers ``imok`` once serving.
+* ``4lw.commands.whitelist=ruok,srvr,stat``: ``srvr`` describes the server once it serves.
+
+Readiness. ZooKeeper opens its client port before it has created its in-memory
+database, and a connection the server closes in that window (a ``ruok`` it has just
+answered, say) makes it log a NullPointerException with its stack trace: harmless, but a
+Java stack trace on every other start-up looks like a failure. So ``start()`` opens no
+connection until that window has passed, which it tells from the data directory: the
+server writes a snapshot as the last step of loading its data (every start, a fresh
+directory included), and the database exists before that. Only then does it ask ``srvr``,
+which answers with the server's version once requests are served.
 
 ``ZooKeeperServer`` owns exactly the process it started and stops it by that pid. With
 ``ignore_stop_signals`` (what ``cluster up`` uses) the JVM starts with SIGTERM and SIGINT
-ignored -- a shell sets them to "ignore" and execs java, and the JVM then leaves them so
--- so a signal sent to every process of a service cannot stop ZooKeeper before the
-brokers that still need it; ``stop()`` then ends it with SIGHUP, which the JVM treats as
-it does SIGTERM. (Stopping ZooKeeper abruptly loses nothing: it writes every change to
-its transaction log before acknowledging it.)
+ignored -- a small Python shim sets them to "ignore" and execs java, and the JVM then
+leaves them so -- so a signal sent to every process of a service cannot stop ZooKeeper
+before the brokers that still need it; ``stop()`` then ends it with SIGHUP, which the JVM
+treats as it does SIGTERM. The shim also puts SIGHUP back to its default: under ``nohup``
+it arrives ignored, the JVM would inherit that and install no handler for it, and
+``stop()`` would wait out its grace period and SIGKILL the server. (A shell cannot be the
+shim: POSIX lets a non-interactive shell neither trap nor reset a signal that was ignored
+when it started.) Stopping ZooKeeper abruptly would lose nothing -- it writes every change
+to its transaction log before acknowledging it -- but it is slow and noisy.
 """
 
 from __future__ import annotations
@@ -160,13 +173,52 @@ def render_config(
     )
 
 
+#: Run as ``python -c SHIM java ...``: SIGTERM and SIGINT ignored, SIGHUP (how ``stop()``
+#: ends the server) and the signals Python itself ignores at start-up (SIGPIPE, SIGXFSZ)
+#: back to their defaults, SIGHUP unblocked, then exec. Ignored dispositions survive exec;
+#: default ones let the JVM install its shutdown handlers.
+_IGNORE_STOP_SIGNALS_SHIM = """\
+import os, signal, sys
+for sig in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(sig, signal.SIG_IGN)
+for sig in (signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
+    signal.signal(sig, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+
+
+def snapshot_marks(data_dir: Path) -> dict[str, int]:
+    """The server's snapshot files under ``data_dir`` (its ``dataDir``), by name, with the
+    nanosecond modification time of each."""
+    marks: dict[str, int] = {}
+    for path in (data_dir / "version-2").glob("snapshot.*"):
+        with contextlib.suppress(OSError):  # a snapshot purged between listing and stat
+            marks[path.name] = path.stat().st_mtime_ns
+    return marks
+
+
+def wrote_snapshot(before: dict[str, int], now: dict[str, int]) -> bool:
+    """Whether a snapshot was written since ``before`` was taken: a new name, or a name
+    rewritten (a restart on unchanged data snapshots the same transaction id again)."""
+    return any(before.get(name) != mtime for name, mtime in now.items())
+
+
+def serves_requests(srvr_reply: bytes) -> bool:
+    """Whether a ``srvr`` reply says the server serves requests: it then reports its
+    version first; before that it answers that it is not currently serving."""
+    return srvr_reply.startswith(b"Zookeeper version:")
+
+
 @dataclass
 class ZooKeeperServer:
     """One ZooKeeper server process on ``host`` (127.0.0.1 unless told otherwise).
 
-    ``start()`` returns once the server answers ``ruok`` (or raises after
-    ``startup_timeout_s``); ``stop()`` terminates it (SIGTERM, then SIGKILL after a grace
-    period). Not thread safe; use from one thread.
+    ``start()`` returns once the server has loaded its data and serves requests (or raises
+    after ``startup_timeout_s``; see the module docstring for why it waits for a snapshot
+    before it connects); ``stop()`` terminates it (SIGTERM, or SIGHUP with
+    ``ignore_stop_signals``, then SIGKILL after a grace period). Not thread safe; use from
+    one thread.
     """
 
     data_dir: Path
@@ -178,6 +230,7 @@ class ZooKeeperServer:
     host: str = "127.0.0.1"
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     _log_file: IO[bytes] | None = field(default=None, init=False)
+    _snapshots_before_start: dict[str, int] = field(default_factory=dict, init=False)
 
     @property
     def local_host(self) -> str:
@@ -194,7 +247,7 @@ class ZooKeeperServer:
 
     def command(self) -> list[str]:
         jars = find_jars_dir()
-        ignoring = ["/bin/sh", "-c", 'trap "" TERM INT; exec "$@"', "zookeeper"]
+        ignoring = [sys.executable, "-I", "-S", "-c", _IGNORE_STOP_SIGNALS_SHIM]
         return [
             *(ignoring if self.ignore_stop_signals else []),
             find_java(),
@@ -227,6 +280,7 @@ class ZooKeeperServer:
             self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
             stdout = self._log_file
         log.info("starting ZooKeeper on %s: %s", self.connect_string, " ".join(cmd))
+        self._snapshots_before_start = snapshot_marks(self.data_dir / "data")
         self.process = subprocess.Popen(
             cmd,
             stdout=stdout,
@@ -251,8 +305,22 @@ class ZooKeeperServer:
         except OSError:
             return False
 
+    def has_loaded_data(self) -> bool:
+        """Whether the server started by ``start()`` has written its start-up snapshot (so
+        its database exists and a connection can no longer trip over its absence)."""
+        now = snapshot_marks(self.data_dir / "data")
+        return wrote_snapshot(self._snapshots_before_start, now)
+
+    def serves_requests(self) -> bool:
+        try:
+            reply = four_letter_word(self.local_host, self.port, b"srvr")
+        except OSError:
+            return False
+        return serves_requests(reply)
+
     def wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
+        loaded = False
         while True:
             proc = self.process
             if proc is not None and proc.poll() is not None:
@@ -260,14 +328,15 @@ class ZooKeeperServer:
                     f"ZooKeeper exited with status {proc.returncode} during startup; "
                     f"see {self.log_path}"
                 )
-            if self.is_serving():
+            loaded = loaded or self.has_loaded_data()
+            if loaded and self.serves_requests():
                 return
             if time.monotonic() >= deadline:
                 raise ZooKeeperLaunchError(
                     f"ZooKeeper did not answer on {self.connect_string} within {timeout_s:.0f}s;"
                     f" see {self.log_path}"
                 )
-            time.sleep(0.1)  # polling interval of a bounded wait, not synchronisation
+            time.sleep(0.05)  # polling interval of a bounded wait, not synchronisation
 
     def stop(self, grace_s: float = 10.0) -> None:
         if self.process is not None:

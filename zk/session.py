@@ -20,6 +20,7 @@ not exist.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from kazoo.client import KazooClient
@@ -44,11 +45,14 @@ class ZkSession:
         cls, hosts: str, session_timeout_s: float = 18.0, connect_timeout_s: float = 15.0
     ) -> ZkSession:
         """Connect (blocking), creating the chroot if needed; ZooKeeperUnavailableError,
-        with the address, when no server answers within ``connect_timeout_s``."""
+        with the address, when no server answers within ``connect_timeout_s`` (which
+        bounds both connections: the chroot's and the session's)."""
+        deadline = time.monotonic() + connect_timeout_s
         ensure_chroot(hosts, connect_timeout_s)
         client = KazooClient(hosts=hosts, timeout=session_timeout_s)
         try:
-            client.start(timeout=connect_timeout_s)
+            # a moment at least: the chroot's client just reached a server
+            client.start(timeout=max(deadline - time.monotonic(), min(connect_timeout_s, 1.0)))
         except KazooTimeoutError as exc:
             client.close()
             raise ZooKeeperUnavailableError(

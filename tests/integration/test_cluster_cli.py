@@ -148,8 +148,9 @@ def test_server_waits_for_zookeeper_with_a_clear_message(
     tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
 ) -> None:
     dead = free_port()  # nothing listens here
+    # a minute to connect: the broker retries, reporting each attempt, until stopped
     cmd = _server_cmd(
-        tmp_path, f"zookeeper.connect=127.0.0.1:{dead}", "zookeeper.connection.timeout.ms=500"
+        tmp_path, f"zookeeper.connect=127.0.0.1:{dead}", "zookeeper.connection.timeout.ms=60000"
     )
     out = tmp_path / "server.out"
     proc = _start(cmd, out, spawned)
@@ -167,6 +168,26 @@ def test_server_waits_for_zookeeper_with_a_clear_message(
     proc.wait(30)
     assert time.monotonic() - started < 30
     assert "Traceback" not in out.read_text()
+
+
+def test_server_gives_up_on_zookeeper_after_the_connection_timeout(tmp_path: Path) -> None:
+    """As Kafka's broker does: no ZooKeeper within zookeeper.connection.timeout.ms fails
+    start-up with an error that names ZooKeeper and the timeout, and a non-zero exit."""
+    dead = free_port()  # nothing listens here
+    cmd = _server_cmd(
+        tmp_path, f"zookeeper.connect=127.0.0.1:{dead}", "zookeeper.connection.timeout.ms=2000"
+    )
+    started = time.monotonic()
+    result = subprocess.run(cmd, capture_output=True, timeout=60)
+    elapsed = time.monotonic() - started
+    output = result.stdout.decode() + result.stderr.decode()
+    assert result.returncode == 1, output
+    assert elapsed >= 2.0, elapsed  # it did wait the timeout out
+    assert "Timed out waiting for connection to ZooKeeper" in output, output
+    assert "while in state: CONNECTING" in output
+    assert f"127.0.0.1:{dead}" in output
+    assert "zookeeper.connection.timeout.ms=2000" in output
+    assert "Traceback" not in output
 
 
 def test_layout_follows_design_section_6(tmp_path: Path) -> None:
