@@ -1,0 +1,134 @@
+"""ClientQuotas: the quota table of one broker and the rates it measures against it.
+
+The table (entity -> quota key -> bytes per second) is loaded from ZooKeeper at startup
+and follows /config/changes (``users/...``, ``clients/...`` notifications, applied by
+``apply_entity_config``); AlterClientQuotas applies its own writes at once too. Each
+quota type -- ``produce`` (``producer_byte_rate``) and ``fetch`` (``consumer_byte_rate``)
+-- keeps one ``SampledRate`` per quota tags (``zk.quota_entities.resolve``): a request is recorded
+under the tags of the entity that gives it its quota, and answered with the throttle time
+that record costs (0 within the quota). A client no quota applies to is not measured.
+
+A rate whose quota was removed, or whose client went quiet for the whole span, is
+forgotten (``_sweep``), so the rates kept stay bounded by the clients active lately.
+Event-loop bound; time is injected (``now_ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Final, Protocol
+
+from broker.client_quotas.rate import SampledRate, throttle_ms
+from zk.quota_entities import (
+    CONSUMER_BYTE_RATE,
+    PRODUCER_BYTE_RATE,
+    EntityKey,
+    entity_path,
+    parse_entity_path,
+    quotas_from_config,
+    resolve,
+)
+
+log = logging.getLogger(__name__)
+
+#: quota type -> the quota key it enforces
+QUOTA_TYPES: Final[Mapping[str, str]] = {"produce": PRODUCER_BYTE_RATE, "fetch": CONSUMER_BYTE_RATE}
+
+
+class QuotaObserver(Protocol):
+    """Where the measurements go (the broker's metrics; a recorder in tests)."""
+
+    def rate(self, quota_type: str, tags: tuple[str, str], value: float) -> None: ...
+
+    def throttled(self, quota_type: str, throttle_ms: int) -> None: ...
+
+
+class ClientQuotas:
+    """The quota table and the rates of ``QUOTA_TYPES``."""
+
+    def __init__(self, num_samples: int, window_ms: int, observer: QuotaObserver) -> None:
+        self.num_samples = num_samples
+        self.window_ms = window_ms
+        #: the longest throttle: the whole span the rate is measured over
+        self.max_throttle_ms = num_samples * window_ms
+        self._observer = observer
+        self._table: dict[EntityKey, dict[str, float]] = {}
+        self._rates: dict[str, dict[tuple[str, str], tuple[SampledRate, float]]] = {
+            t: {} for t in QUOTA_TYPES
+        }
+
+    # -- the table -----------------------------------------------------------------------
+
+    def table(self) -> Mapping[EntityKey, Mapping[str, float]]:
+        return self._table
+
+    def set_entity(self, entity: EntityKey, quotas: Mapping[str, float]) -> None:
+        """``entity``'s quotas are now exactly ``quotas`` (none: forgotten)."""
+        before = self._table.get(entity, {})
+        if quotas:
+            self._table[entity] = dict(quotas)
+        else:
+            self._table.pop(entity, None)
+        if dict(before) != dict(quotas):
+            log.info("client quotas of %s are now %s", entity_path(entity), dict(quotas) or "none")
+            for rates in self._rates.values():
+                rates.clear()  # re-resolved at the next request: the entity may change
+
+    def replace_all(self, table: Mapping[EntityKey, Mapping[str, float]]) -> None:
+        """Take ``table`` as the whole content (the startup load)."""
+        self._table = {e: dict(q) for e, q in table.items() if q}
+
+    def apply_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+        """The new dynamic config of /config/<entity_type>/<name> (a notification's
+        entity); paths naming no quota entity are ignored."""
+        entity = parse_entity_path(entity_type, name)
+        if entity is not None:
+            self.set_entity(entity, quotas_from_config(config))
+
+    # -- measuring -----------------------------------------------------------------------
+
+    def quota_for(self, quota_type: str, user: str, client_id: str) -> float | None:
+        found = resolve(self._table, QUOTA_TYPES[quota_type], user, client_id)
+        return None if found is None else found[0]
+
+    def record(self, quota_type: str, user: str, client_id: str, size: int, now_ms: float) -> int:
+        """Count ``size`` bytes of ``user`` / ``client_id``; the throttle time (ms) the
+        response must carry, 0 within the quota or when no quota applies."""
+        if not self._table:
+            return 0
+        found = resolve(self._table, QUOTA_TYPES[quota_type], user, client_id)
+        if found is None:
+            return 0
+        quota, tags = found
+        rates = self._rates[quota_type]
+        kept = rates.get(tags)
+        if kept is None or kept[1] != quota:
+            if len(rates) > 10_000:
+                self._sweep(rates, now_ms)
+            kept = rates[tags] = (SampledRate(self.num_samples, self.window_ms), quota)
+        rate = kept[0]
+        rate.record(size, now_ms)
+        measured = rate.measure(now_ms)
+        self._observer.rate(quota_type, tags, measured)
+        delay = throttle_ms(measured, quota, rate.span_ms(now_ms), self.max_throttle_ms)
+        if delay:
+            self._observer.throttled(quota_type, delay)
+        return delay
+
+    def unrecord(
+        self, quota_type: str, user: str, client_id: str, size: int, now_ms: float
+    ) -> None:
+        """Take back ``size`` bytes just recorded (a throttled fetch answers no records)."""
+        found = resolve(self._table, QUOTA_TYPES[quota_type], user, client_id)
+        if found is None:
+            return
+        kept = self._rates[quota_type].get(found[1])
+        if kept is not None:
+            kept[0].record(-size, now_ms)
+
+    def _sweep(
+        self, rates: dict[tuple[str, str], tuple[SampledRate, float]], now_ms: float
+    ) -> None:
+        for tags in [t for t, (r, _) in rates.items() if r.measure(now_ms) == 0]:
+            del rates[tags]
