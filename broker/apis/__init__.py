@@ -362,6 +362,8 @@ class KafkaApis:
         ):
             return error_response(request.header, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         handle, services, _, _ = self._routes[api_key]
+        if api_key in QUOTA_APIS:
+            self.quotas.before(request)
         result = await handle(services, request)
         if api_key in QUOTA_APIS:
             result = self.quotas.apply(request, result)  # type: ignore[assignment]

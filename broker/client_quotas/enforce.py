@@ -9,9 +9,11 @@ the network has it:
   when its response is ready. An acks=0 produce gets no response but is throttled all
   the same.
 - Fetch (consumers only: a follower's fetch, replica id >= 0, is exempt, replication has
-  its own throttles): the record bytes of the answer are counted when it is ready. A
-  fetch that takes the rate over its quota is answered without records (the bytes are
-  taken back) and with the throttle time, as Kafka does.
+  its own throttles): before the handler runs, the request's ``max_bytes`` is capped to
+  what the quota allows over the window (``before``), so one answer never outruns the
+  quota by more than a window. The record bytes of the answer are counted when it is
+  ready; a fetch that takes the rate over its quota is answered without records (the
+  bytes are taken back) and with the throttle time, as Kafka does.
 
 In both cases the time is also set on the request (``Request.throttle_ms``): the
 Processor writes the response at once and then reads nothing more of that connection
@@ -56,6 +58,22 @@ class QuotaEnforcer:
     def __init__(self, quotas: ClientQuotas, now_ms: Callable[[], float]) -> None:
         self.quotas = quotas
         self._now_ms = now_ms
+
+    def before(self, request: Any) -> None:
+        """Before the handler: a consumer's fetch asks for no more than its quota allows
+        in the window (``ClientQuotas.max_bytes_in_window``), as Kafka caps it; at least
+        one batch still comes back whatever its size."""
+        if not isinstance(request, Request) or not self.quotas.table():
+            return
+        body = request.body
+        if request.api_key != ApiKey.FETCH or not isinstance(body, FetchRequest):
+            return
+        if body.replica_id >= 0:
+            return
+        user, client_id = self._identity(request)
+        cap = self.quotas.max_bytes_in_window("fetch", user, client_id)
+        if cap is not None and cap < body.max_bytes:
+            body.max_bytes = cap
 
     def apply(self, request: Any, result: object) -> object:
         """``result`` as the handler returned it, throttle time set where due."""

@@ -92,6 +92,16 @@ class ClientQuotas:
         found = resolve(self._table, QUOTA_TYPES[quota_type], user, client_id)
         return None if found is None else found[0]
 
+    def max_bytes_in_window(self, quota_type: str, user: str, client_id: str) -> int | None:
+        """The most bytes one request should carry: what the quota allows over all but
+        one window of the span (Kafka caps a consumer's fetch size by it, so that one
+        answer never costs more than the span); None when no quota applies."""
+        quota = self.quota_for(quota_type, user, client_id)
+        if quota is None:
+            return None
+        windows = max(self.num_samples - 1, 1)
+        return max(int(quota * windows * self.window_ms / 1000), 1)
+
     def record(self, quota_type: str, user: str, client_id: str, size: int, now_ms: float) -> int:
         """Count ``size`` bytes of ``user`` / ``client_id``; the throttle time (ms) the
         response must carry, 0 within the quota or when no quota applies."""
