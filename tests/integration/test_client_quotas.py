@@ -215,7 +215,11 @@ def test_default_consumer_byte_rate(
 ) -> None:
     topic = _topic(cluster)
     total = 2 * 1024 * 1024
-    producer = Producer({"bootstrap.servers": cluster.layout.bootstrap_servers})
+    # small batches: one answer must fit what the quota allows in a window (a batch is
+    # never split, so a larger one would be refused again and again, as in Kafka)
+    producer = Producer(
+        {"bootstrap.servers": cluster.layout.bootstrap_servers, "batch.size": 16384}
+    )
     for _ in range(total // len(VALUE) + 1):
         producer.produce(topic, VALUE)
         producer.poll(0)
