@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from protocol import ApiKey
 from protocol.messages import DescribeClientQuotasRequest
 from tests.integration.cluster import TestCluster, start_cluster
+from tests.integration.zk_fixtures import kazoo_session
 from tests.polling import wait_until
 from tools.main import main
 from tools.zookeeper_server import ZooKeeperServer
@@ -252,3 +253,47 @@ def test_default_consumer_byte_rate(
     assert configs(cluster, "--alter", "--entity-type", "clients", "--entity-default",
                    "--delete-config", "consumer_byte_rate") == 0  # fmt: skip
     wait_until(lambda: _described(cluster, "anyone") == {}, what="the default gone")
+
+
+def test_user_quotas_share_the_znode_with_scram_credentials(
+    cluster: TestCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    user = ["--entity-type", "users", "--entity-name", "alice"]
+    assert configs(cluster, "--alter", *user,
+                   "--add-config", "SCRAM-SHA-256=[password=alice-secret]") == 0  # fmt: skip
+    assert configs(cluster, "--alter", *user, "--add-config", "producer_byte_rate=2048") == 0
+    both = [*user, "--entity-type", "clients", "--entity-name", "c1"]
+    assert configs(cluster, "--alter", *both, "--add-config", "consumer_byte_rate=4096") == 0
+    capsys.readouterr()
+    with kazoo_session(cluster.zk_connect) as zk:
+        data, _ = zk.get("/config/users/alice")
+        config = json.loads(data)["config"]
+        assert config["producer_byte_rate"] == "2048"
+        assert config["SCRAM-SHA-256"].startswith("salt=")  # kept by the quota's write
+        data, _ = zk.get("/config/users/alice/clients/c1")
+        assert json.loads(data) == {"version": 1, "config": {"consumer_byte_rate": "4096"}}
+        changes = [
+            json.loads(zk.get(f"/config/changes/{name}")[0])["entity_path"]
+            for name in zk.get_children("/config/changes")
+        ]
+        assert {"users/alice", "users/alice/clients/c1"} <= set(changes)
+
+    def described() -> str | None:
+        assert configs(cluster, "--describe", *user) == 0
+        out = capsys.readouterr().out
+        return out if "SCRAM credential configs" in out and "Quota configs" in out else None
+
+    out = wait_until(described, what="the user's quota and credential described")
+    assert out == (
+        "Quota configs for user-principal 'alice' are producer_byte_rate=2048.0\n"
+        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=4096\n"
+    )
+    assert configs(cluster, "--describe", *both) == 0
+    assert capsys.readouterr().out == (
+        "Quota configs for user-principal 'alice', client-id 'c1' are consumer_byte_rate=4096.0\n"
+    )
+    # a credential change keeps the quota
+    assert configs(cluster, "--alter", *user, "--delete-config", "SCRAM-SHA-256") == 0
+    with kazoo_session(cluster.zk_connect) as zk:
+        config = json.loads(zk.get("/config/users/alice")[0])["config"]
+        assert config == {"producer_byte_rate": "2048"}
