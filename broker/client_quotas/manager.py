@@ -8,8 +8,9 @@ quota type -- ``produce`` (``producer_byte_rate``) and ``fetch`` (``consumer_byt
 under the tags of the entity that gives it its quota, and answered with the throttle time
 that record costs (0 within the quota). A client no quota applies to is not measured.
 
-A rate whose quota was removed, or whose client went quiet for the whole span, is
-forgotten (``_sweep``), so the rates kept stay bounded by the clients active lately.
+A rate whose client went quiet for the whole span is forgotten once ``MAX_RATES`` are
+kept (``_sweep``), so the rates kept stay bounded by the clients active lately. A quota
+changed or removed keeps the rates measured so far (they are re-resolved per request).
 Event-loop bound; time is injected (``now_ms``).
 """
 
@@ -31,6 +32,9 @@ from zk.quota_entities import (
 )
 
 log = logging.getLogger(__name__)
+
+#: rates kept per quota type before the quiet ones are swept
+MAX_RATES: Final = 10_000
 
 #: quota type -> the quota key it enforces
 QUOTA_TYPES: Final[Mapping[str, str]] = {"produce": PRODUCER_BYTE_RATE, "fetch": CONSUMER_BYTE_RATE}
@@ -54,9 +58,7 @@ class ClientQuotas:
         self.max_throttle_ms = num_samples * window_ms
         self._observer = observer
         self._table: dict[EntityKey, dict[str, float]] = {}
-        self._rates: dict[str, dict[tuple[str, str], tuple[SampledRate, float]]] = {
-            t: {} for t in QUOTA_TYPES
-        }
+        self._rates: dict[str, dict[tuple[str, str], SampledRate]] = {t: {} for t in QUOTA_TYPES}
 
     # -- the table -----------------------------------------------------------------------
 
@@ -72,8 +74,6 @@ class ClientQuotas:
             self._table.pop(entity, None)
         if dict(before) != dict(quotas):
             log.info("client quotas of %s are now %s", entity_path(entity), dict(quotas) or "none")
-            for rates in self._rates.values():
-                rates.clear()  # re-resolved at the next request: the entity may change
 
     def replace_all(self, table: Mapping[EntityKey, Mapping[str, float]]) -> None:
         """Take ``table`` as the whole content (the startup load)."""
@@ -112,12 +112,11 @@ class ClientQuotas:
             return 0
         quota, tags = found
         rates = self._rates[quota_type]
-        kept = rates.get(tags)
-        if kept is None or kept[1] != quota:
-            if len(rates) > 10_000:
+        rate = rates.get(tags)
+        if rate is None:
+            if len(rates) >= MAX_RATES:
                 self._sweep(rates, now_ms)
-            kept = rates[tags] = (SampledRate(self.num_samples, self.window_ms), quota)
-        rate = kept[0]
+            rate = rates[tags] = SampledRate(self.num_samples, self.window_ms)
         rate.record(size, now_ms)
         measured = rate.measure(now_ms)
         self._observer.rate(quota_type, tags, measured)
@@ -133,12 +132,12 @@ class ClientQuotas:
         found = resolve(self._table, QUOTA_TYPES[quota_type], user, client_id)
         if found is None:
             return
-        kept = self._rates[quota_type].get(found[1])
-        if kept is not None:
-            kept[0].record(-size, now_ms)
+        rate = self._rates[quota_type].get(found[1])
+        if rate is not None:
+            rate.record(-size, now_ms)
 
-    def _sweep(
-        self, rates: dict[tuple[str, str], tuple[SampledRate, float]], now_ms: float
-    ) -> None:
-        for tags in [t for t, (r, _) in rates.items() if r.measure(now_ms) == 0]:
+    def _sweep(self, rates: dict[tuple[str, str], SampledRate], now_ms: float) -> None:
+        """Forget the rates of clients quiet for the whole span (a fresh rate measures
+        them the same: zero)."""
+        for tags in [t for t, r in rates.items() if r.measure(now_ms) <= 0]:
             del rates[tags]

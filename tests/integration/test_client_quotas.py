@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from protocol import ApiKey
 from protocol.messages import DescribeClientQuotasRequest

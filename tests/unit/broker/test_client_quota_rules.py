@@ -120,7 +120,9 @@ def test_client_quotas_throttle_over_the_quota_only() -> None:
     delay = quotas.record("produce", "ANONYMOUS", "slow", 10_000, 100)  # 1500 B/s
     assert delay == round((1500 - 1000) / 1000 * 10_000)
     assert observer.throttles == [("produce", delay)]
-    assert observer.rates[-1] == ("produce", ("", "slow"), pytest.approx(1500.0))
+    quota_type, tags, rate = observer.rates[-1]
+    assert (quota_type, tags) == ("produce", ("", "slow"))
+    assert rate == pytest.approx(1500.0)
     # fetch is its own quota type: no consumer_byte_rate set
     assert quotas.record("fetch", "ANONYMOUS", "slow", 10**9, 100) == 0
     # removed: no longer throttled
@@ -155,9 +157,9 @@ def test_alter_validation_is_kafkas() -> None:
         (QuotaOp(P, 10.5, False), "must be a Long value"),
         (QuotaOp(P, float("nan"), False), "must be a Long value"),
     ):
-        refused = check_ops([op])
-        assert isinstance(refused, Failure), op
-        assert refused.code == ErrorCode.INVALID_REQUEST and message in refused.message
+        bad_op = check_ops([op])
+        assert isinstance(bad_op, Failure), op
+        assert bad_op.code == ErrorCode.INVALID_REQUEST and message in bad_op.message
 
 
 def test_describe_filters() -> None:
