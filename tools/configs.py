@@ -24,7 +24,7 @@ A list value is written in brackets (``cleanup.policy=[compact,delete]``). Error
 the brokers or, with ``--zookeeper H:P`` instead of ``--bootstrap-server``, in ZooKeeper
 directly (before any broker runs). ``--entity-type users|clients`` with quota keys
 (``producer_byte_rate``, ``consumer_byte_rate``) handles client quotas
-(tools.quota_configs), through the brokers only; the two entity types may be given
+(tools.quota_configs), through the brokers or ZooKeeper; the two entity types may be given
 together (``--entity-type users --entity-name u --entity-type clients --entity-name c``).
 """
 
@@ -51,7 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--zookeeper",
         metavar="HOST:PORT[/chroot]",
-        help="users only: write SCRAM credentials in ZooKeeper directly (no broker needed)",
+        help="users and clients only: write SCRAM credentials or client quotas in ZooKeeper "
+        "directly (no broker needed)",
     )
     add_command_config(parser)
     parser.add_argument(
@@ -247,9 +248,19 @@ async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
     if len(args.entity_names) > len(types):
         raise CommandError("one --entity-name or --entity-default per --entity-type")
     if args.zookeeper is not None:
-        if types != [scram_configs.USERS] or args.entity_default or _is_quota_change(args):
-            raise CommandError("--zookeeper is only supported for users' SCRAM credentials")
+        if not quota_types:
+            raise CommandError(
+                "--zookeeper is only supported for users' SCRAM credentials and client quotas"
+            )
         added, deleted = _edits(args) if args.alter else ({}, [])
+        quota = _is_quota_change(args)
+        if quota or args.describe:  # a user's description shows both
+            change = (added, deleted) if args.alter else None
+            await quota_configs.through_zookeeper(
+                args.zookeeper, types, args.entity_names, change, out
+            )
+        if quota:
+            return
         await scram_configs.through_zookeeper(args, added, deleted, out)
         return
     async with admin_client(args) as client:

@@ -25,13 +25,20 @@ Kafka's tool does::
 is left out). For users the same znode holds SCRAM credentials: a users ``--alter`` whose
 keys are all quota keys goes here, one whose keys are all SCRAM mechanisms goes to
 ``tools.scram_configs``; ``--describe`` of users prints both.
+
+``--zookeeper H:P[/chroot]`` instead of ``--bootstrap-server`` reads and writes the
+znodes directly (``zk.client_quotas``: the same checks as a broker's, the change
+notification in the same multi-op), as Kafka 3.x's ``kafka-configs --zookeeper`` does;
+running brokers follow the notification.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Final, TextIO
 
+from broker.admin import client_quotas as rules
 from client import KafkaClient
 from client.quota_admin import (
     MATCH_EXACT,
@@ -41,6 +48,13 @@ from client.quota_admin import (
     describe_client_quotas,
 )
 from tools.command import CommandError
+from zk import client_quotas as zk_quotas
+from zk.errors import ZooKeeperUnavailableError
+from zk.quota_entities import EntityKey
+from zk.session import ZkSession
+
+#: how long --zookeeper waits for ZooKeeper to answer
+ZOOKEEPER_TIMEOUT_S: Final = 30.0
 
 #: --entity-type -> the entity type of the quota APIs
 QUOTA_ENTITY_TYPES: Final = {"users": "user", "clients": "client-id"}
@@ -93,15 +107,7 @@ def parse_values(added: Mapping[str, str]) -> dict[str, float]:
 async def describe(
     client: KafkaClient, types: Sequence[str], names: Sequence[str | None], out: TextIO
 ) -> None:
-    components: list[tuple[str, int, str | None]] = []
-    for i, entity_type in enumerate(types):
-        key = QUOTA_ENTITY_TYPES[entity_type]
-        if i < len(names):
-            name = names[i]
-            components.append((key, MATCH_EXACT if name is not None else 1, name))
-        else:
-            components.append((key, MATCH_SPECIFIED, None))
-    found = await describe_client_quotas(client, components, strict=True)
+    found = await describe_client_quotas(client, _components(types, names), strict=True)
     for entity, quotas in sorted(found.items(), key=lambda item: repr(item[0])):
         print(describe_line(entity, quotas), file=out)
 
@@ -125,3 +131,75 @@ async def alter(
             raise CommandError(str(error))
     shown = describe_entity(list(entity.items()))
     print(f"Completed updating config for entity: {shown}.", file=out)
+
+
+def _components(
+    types: Sequence[str], names: Sequence[str | None]
+) -> list[tuple[str, int, str | None]]:
+    components: list[tuple[str, int, str | None]] = []
+    for i, entity_type in enumerate(types):
+        key = QUOTA_ENTITY_TYPES[entity_type]
+        if i < len(names):
+            name = names[i]
+            components.append((key, MATCH_EXACT if name is not None else 1, name))
+        else:
+            components.append((key, MATCH_SPECIFIED, None))
+    return components
+
+
+def _zookeeper(
+    connect: str,
+    types: Sequence[str],
+    names: Sequence[str | None],
+    change: tuple[Mapping[str, str], Sequence[str]] | None,
+) -> list[str]:
+    """Blocking: connect, describe or alter, disconnect; the lines to print."""
+    write = None if change is None else _checked_change(types, names, *change)
+    try:
+        session = ZkSession.connect(connect, connect_timeout_s=ZOOKEEPER_TIMEOUT_S)
+    except ZooKeeperUnavailableError as exc:
+        raise CommandError(str(exc)) from None
+    try:
+        if write is None:
+            table = zk_quotas.get_all_client_quotas(session)
+            found = rules.describe(table, _components(types, names), strict=True)
+            if isinstance(found, rules.Failure):
+                raise CommandError(found.message)
+            return [describe_line(rules.entity_components(e), q) for e, q in found]
+        key, sets, removals = write
+        zk_quotas.alter_client_quotas(session, key, sets, removals)
+        shown = describe_entity(rules.entity_components(key))
+        return [f"Completed updating config for entity: {shown}."]
+    finally:
+        session.close()
+
+
+def _checked_change(
+    types: Sequence[str],
+    names: Sequence[str | None],
+    added: Mapping[str, str],
+    deleted: Sequence[str],
+) -> tuple[EntityKey, dict[str, float], set[str]]:
+    """The entity and its change, checked as a broker checks AlterClientQuotas."""
+    key = rules.parse_entity(list(quota_entity(types, names).items()))
+    if isinstance(key, rules.Failure):
+        raise CommandError(key.message)
+    if not added and not deleted:
+        raise CommandError("--alter needs --add-config or --delete-config")
+    ops = [rules.QuotaOp(k, v, False) for k, v in parse_values(added).items()]
+    ops += [rules.QuotaOp(k, 0.0, True) for k in deleted]
+    checked = rules.check_ops(ops)
+    if isinstance(checked, rules.Failure):
+        raise CommandError(checked.message)
+    return key, checked[0], checked[1]
+
+
+async def through_zookeeper(
+    connect: str,
+    types: Sequence[str],
+    names: Sequence[str | None],
+    change: tuple[Mapping[str, str], Sequence[str]] | None,
+    out: TextIO,
+) -> None:
+    for line in await asyncio.to_thread(_zookeeper, connect, types, names, change):
+        print(line, file=out)

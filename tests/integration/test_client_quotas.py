@@ -298,3 +298,24 @@ def test_user_quotas_share_the_znode_with_scram_credentials(
     with kazoo_session(cluster.zk_connect) as zk:
         config = json.loads(zk.get("/config/users/alice")[0])["config"]
         assert config == {"producer_byte_rate": "2048"}
+
+
+def test_quotas_written_through_zookeeper_reach_the_brokers(
+    cluster: TestCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    where = ["configs", "--zookeeper", cluster.zk_connect]
+    entity = ["--entity-type", "clients", "--entity-name", "zk-written"]
+    assert main([*where, "--alter", *entity, "--add-config", "producer_byte_rate=0"]) == 1
+    assert "must be at least 1" in capsys.readouterr().err  # the brokers' own check
+    assert main([*where, "--alter", *entity, "--add-config", "producer_byte_rate=4096"]) == 0
+    assert capsys.readouterr().out == (
+        "Completed updating config for entity: client-id 'zk-written'.\n"
+    )
+    wait_until(
+        lambda: _described(cluster, "zk-written") == {"producer_byte_rate": 4096.0},
+        what="every broker to follow the notification",
+    )
+    assert main([*where, "--describe", *entity]) == 0
+    assert capsys.readouterr().out == (
+        "Quota configs for client-id 'zk-written' are producer_byte_rate=4096.0\n"
+    )
