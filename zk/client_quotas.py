@@ -15,7 +15,7 @@ kept as an empty config (Kafka leaves the znode too).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 from kazoo.exceptions import BadVersionError, NodeExistsError
@@ -71,7 +71,7 @@ def get_all_client_quotas(session: ZkSession) -> dict[EntityKey, dict[str, float
 
 
 def alter_client_quotas(
-    session: ZkSession, entity: EntityKey, sets: Mapping[str, float], removals: set[str]
+    session: ZkSession, entity: EntityKey, sets: Mapping[str, float], removals: Iterable[str]
 ) -> dict[str, float]:
     """Set ``sets`` and remove ``removals`` in ``entity``'s quotas and announce the change,
     in one conditional multi-op (retried on a concurrent writer). Returns the entity's
@@ -88,7 +88,7 @@ def alter_client_quotas(
     for _ in range(WRITE_ATTEMPTS):
         found = session.get(path)
         current = {} if found is None else codec.decode_entity_config(path, found[0])
-        config = updated_quota_config(current, sets, removals)
+        config = updated_quota_config(current, sets, set(removals))
         data = codec.encode_entity_config(config)
         write: Op = (
             CreateOp(path, data) if found is None else SetDataOp(path, data, found[1].version)
