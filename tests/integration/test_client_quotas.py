@@ -202,6 +202,17 @@ def test_producer_byte_rate(cluster: TestCluster, capsys: pytest.CaptureFixture[
     assert slow_stats.max_throttle_ms > 0
     assert fast > 4 * QUOTA, f"unthrottled at only {fast:.0f} B/s"
     assert fast_stats.max_throttle_ms == 0
+    # the leader counted its throttled responses and measured the entity's rate
+    throttled = sum(
+        cluster.metric(i, 'minikafka_client_quota_throttled_responses_total{quota_type="produce"}')
+        or 0
+        for i in cluster.broker_ids
+    )
+    assert throttled > 0
+    rate_name = (
+        'minikafka_client_quota_bytes_per_second{client_id="slow",quota_type="produce",user=""}'
+    )
+    assert any(cluster.metric(i, rate_name) is not None for i in cluster.broker_ids)
 
     # removing the quota lifts it
     assert configs(cluster, "--alter", "--entity-type", "clients", "--entity-name", "slow",
