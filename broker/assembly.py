@@ -30,13 +30,14 @@ half-way still undoes it:
    exists;
 5. the SCRAM credential cache, loaded from /config/users (before the listeners open, so
    the first connection can log in; ``credential_cache``, the SASL authenticator's
-   source), with the authorizer on the ACLs loaded from ZooKeeper and their change
-   notifications followed (``broker.auth.acl_watcher``), the handler families
-   (``broker.apis.services``), the readiness gate and KafkaApis, then the SocketServer
-   (data and control planes);
+   source) and the client quotas from /config/users and /config/clients
+   (``broker.client_quotas``), with the authorizer on the ACLs loaded from ZooKeeper
+   and their change notifications followed (``broker.auth.acl_watcher``), the handler
+   families (``broker.apis.services``), the readiness gate and KafkaApis, then the
+   SocketServer (data and control planes);
 6. the controller: it registers /brokers/ids/<id> and joins the election; then the
-   config change listener (``broker.config_changes``: dynamic configs and the SCRAM
-   credentials changed since the load) and the gauges;
+   config change listener (``broker.config_changes``: dynamic configs, the SCRAM
+   credentials and client quotas changed since the load) and the gauges;
 7. the metrics HTTP endpoint.
 
 Where shutdown must not be the plain reverse, a step exists only for its stop, placed
@@ -91,6 +92,7 @@ from broker.apis.services import (
     GroupAccess,
     HandlerServices,
     ProducerIds,
+    QuotaAdmin,
     ReplicaAccess,
     ScramAdmin,
     TopicAdmin,
@@ -101,6 +103,8 @@ from broker.auth.acl_watcher import AclChangeListener
 from broker.auth.wiring import access_control, start_acl_listener
 from broker.background import BackgroundTasks
 from broker.blocking import in_thread
+from broker.client_quotas.manager import ClientQuotas
+from broker.client_quotas.observer import MetricsObserver
 from broker.component_settings import (
     broker_registration,
     control_channel_config,
@@ -195,6 +199,8 @@ class BrokerAssembly:
     txn_verifier: PartitionVerifier
     # by "SCRAM credentials": what SASL/SCRAM logins are checked against
     credential_cache: ScramCredentialCache
+    # by "client quotas": the byte-rate quotas Produce and Fetch are throttled by
+    client_quotas: ClientQuotas
     # by "ACLs": keeps the authorizer's cache (None: no authorizer)
     acl_listener: AclChangeListener | None
     # by "request handlers" and "socket server"
@@ -250,6 +256,7 @@ class BrokerAssembly:
                  self._stop_txn_coordinator),
             Step("periodic tasks", self._schedule_tasks),
             Step("SCRAM credentials", self._load_credentials),
+            Step("client quotas", self._load_client_quotas),
             Step("ACLs", self._start_acls, self._stop_acls),
             Step("request handlers", self._start_handlers, self._close_handlers),
             Step("socket server", self._start_socket_server, self._drain_requests),
@@ -435,6 +442,17 @@ class BrokerAssembly:
         self.credential_cache = cache
         log.info("loaded the SCRAM credentials of %d users", len(cache.users()))
 
+    async def _load_client_quotas(self) -> None:
+        config = self.config
+        quotas = ClientQuotas(
+            config.get_int("quota.window.num"),
+            config.get_int("quota.window.size.seconds") * 1000,
+            MetricsObserver(self.metrics),
+        )
+        quotas.replace_all(await self.zk.get_all_client_quotas())
+        self.client_quotas = quotas
+        log.info("loaded the client quotas of %d entities", len(quotas.table()))
+
     async def _start_acls(self) -> None:
         self.acl_listener = await start_acl_listener(self.basics.access, self.zk, self.clock)
 
@@ -444,7 +462,9 @@ class BrokerAssembly:
 
     async def _start_handlers(self) -> None:
         basics, link = self.basics, self.controller_link
-        applier = DynamicConfigApplier(basics, self.log_manager, self.credential_cache)
+        applier = DynamicConfigApplier(
+            basics, self.log_manager, self.credential_cache, self.client_quotas
+        )
         self.services = HandlerServices(
             replicas=ReplicaAccess(
                 basics,
@@ -484,6 +504,7 @@ class BrokerAssembly:
             scram=ScramAdmin(basics, zk=self.zk, controller=link, cache=self.credential_cache),
             transactions=Transactions(basics, coordinator=self.txn_coordinator),
             acls=AclAdmin(basics, zk=self.zk),
+            quotas=QuotaAdmin(basics, zk=self.zk, quotas=self.client_quotas),
         )
         self._applier = applier
         # dynamic num.replica.fetchers, background.threads, log.cleaner.*

@@ -12,7 +12,9 @@ the entity's znode afresh and applies it:
   (``BrokerConfig.with_dynamic``), the log defaults of every topic following them;
 - ``users/<sanitized user>``: the user's SCRAM credentials into the broker's
   ScramCredentialCache (``broker.security.credential_cache``). Their values are never
-  logged: the log names the keys only.
+  logged: the log names the keys only. The same znode's quota keys, and those of
+  ``users/<user>/clients/<client-id>`` and ``clients/<client-id>``, into the broker's
+  ClientQuotas (``broker.client_quotas``).
 
 A broker that was down missed nothing: at startup it handles every notification still
 there, and it reads topic overrides when a LeaderAndIsr makes its logs anyway.
@@ -33,6 +35,7 @@ from broker.change_notifications import (
     NotificationFollower,
     NotificationQueue,
 )
+from broker.client_quotas.manager import ClientQuotas
 from broker.config import BrokerConfig
 from broker.config.keys import BROKER_CONFIG_DEFS
 from broker.security.credential_cache import ScramCredentialCache
@@ -43,6 +46,7 @@ from storage.config import LogConfig
 from zk import paths
 from zk.codec import ZkDataError
 from zk.facade import ZkFacade
+from zk.quota_entities import CLIENTS_DIR
 from zk.scram_codec import USERS_ENTITY
 
 log = logging.getLogger(__name__)
@@ -54,10 +58,16 @@ class DynamicConfigApplier:
     it afresh at each use)."""
 
     def __init__(
-        self, broker: BrokerBasics, log_manager: LogManager, credentials: ScramCredentialCache
+        self,
+        broker: BrokerBasics,
+        log_manager: LogManager,
+        credentials: ScramCredentialCache,
+        quotas: ClientQuotas,
     ) -> None:
         self.broker = broker
         self._log_manager = log_manager
+        self._credentials = credentials
+        self._quotas = quotas
         #: told (old, new) after each new dynamic broker config (the socket server
         #: reloads its TLS listeners' certificates)
         self._broker_listeners: list[Callable[[BrokerConfig, BrokerConfig], None]] = []
@@ -65,7 +75,8 @@ class DynamicConfigApplier:
         self._appliers: Final[dict[str, Callable[[str, Mapping[str, str]], None]]] = {
             paths.TOPICS_ENTITY: self._apply_topic,
             paths.BROKERS_ENTITY: self._apply_broker,
-            USERS_ENTITY: credentials.apply_entity_config,
+            USERS_ENTITY: self._apply_user,
+            CLIENTS_DIR: lambda name, config: quotas.apply_entity_config(CLIENTS_DIR, name, config),
         }
 
     def on_broker_config(self, callback: Callable[[BrokerConfig, BrokerConfig], None]) -> None:
@@ -74,10 +85,17 @@ class DynamicConfigApplier:
 
     def apply(self, entity_type: str, entity: str, config: Mapping[str, str]) -> None:
         """Apply ``config`` as the dynamic config of /config/<entity_type>/<entity>;
-        entity types this broker has nothing to apply for (clients, ips) are ignored."""
+        entity types this broker has nothing to apply for (ips) are ignored."""
         applier = self._appliers.get(entity_type)
         if applier is not None:
             applier(entity, config)
+
+    def _apply_user(self, entity: str, config: Mapping[str, str]) -> None:
+        """/config/users/<user>: SCRAM credentials and quotas; /config/users/<user>/
+        clients/<client-id>: quotas only."""
+        if "/" not in entity:
+            self._credentials.apply_entity_config(entity, config)
+        self._quotas.apply_entity_config(USERS_ENTITY, entity, config)
 
     def _apply_topic(self, topic: str, config: Mapping[str, str]) -> None:
         self.broker.topic_configs.set(topic, config)

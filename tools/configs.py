@@ -22,7 +22,10 @@ A list value is written in brackets (``cleanup.policy=[compact,delete]``). Error
 
 ``--entity-type users`` handles users' SCRAM credentials (tools.scram_configs), through
 the brokers or, with ``--zookeeper H:P`` instead of ``--bootstrap-server``, in ZooKeeper
-directly (before any broker runs).
+directly (before any broker runs). ``--entity-type users|clients`` with quota keys
+(``producer_byte_rate``, ``consumer_byte_rate``) handles client quotas
+(tools.quota_configs), through the brokers or ZooKeeper; the two entity types may be given
+together (``--entity-type users --entity-name u --entity-type clients --entity-name c``).
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from broker.config import ConfigSource
 from client import KafkaClient, describe_configs, incremental_alter_configs
 from client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, ConfigEntry
-from tools import scram_configs
+from tools import quota_configs, scram_configs
 from tools.command import CommandError, add_command_config, admin_client, run_command
 
 #: --entity-type -> (ConfigResource type, the word Kafka's messages use)
@@ -48,22 +51,67 @@ def configure(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--zookeeper",
         metavar="HOST:PORT[/chroot]",
-        help="users only: write SCRAM credentials in ZooKeeper directly (no broker needed)",
+        help="users and clients only: write SCRAM credentials or client quotas in ZooKeeper "
+        "directly (no broker needed)",
     )
     add_command_config(parser)
     parser.add_argument(
-        "--entity-type", required=True, choices=sorted([*ENTITY_TYPES, scram_configs.USERS])
+        "--entity-type",
+        required=True,
+        action=_EntityType,
+        choices=sorted([*ENTITY_TYPES, *quota_configs.QUOTA_ENTITY_TYPES]),
+        help="repeated (users then clients) for a user's client-id quota",
     )
-    entity = parser.add_mutually_exclusive_group()
-    entity.add_argument("--entity-name", help="topic name, broker id or user")
-    entity.add_argument(
-        "--entity-default", action="store_true", help="the cluster-wide broker default"
+    parser.add_argument(
+        "--entity-name", action=_EntityName, help="topic name, broker id, user or client id"
     )
+    parser.add_argument(
+        "--entity-default",
+        action=_EntityName,
+        nargs=0,
+        help="the cluster-wide broker default, or the default user or client id",
+    )
+    parser.set_defaults(entity_types=[], entity_names=[], entity_name=None, entity_default=False)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--describe", action="store_true", help="print the dynamic configs")
     action.add_argument("--alter", action="store_true", help="add or delete configs")
     parser.add_argument("--add-config", default="", metavar="k1=v1,k2=[v1,v2]")
     parser.add_argument("--delete-config", default="", metavar="k1,k2")
+
+
+class _EntityType(argparse.Action):
+    """--entity-type, repeatable: every value in ``entity_types``, the first one also as
+    ``entity_type``."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        types = [*namespace.entity_types, str(values)]
+        namespace.entity_types = types
+        namespace.entity_type = types[0]
+
+
+class _EntityName(argparse.Action):
+    """--entity-name N / --entity-default, in order: ``entity_names`` (None for a
+    default); the first also as ``entity_name`` / ``entity_default``."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        name = None if option_string == "--entity-default" else str(values)
+        names = [*namespace.entity_names, name]
+        namespace.entity_names = names
+        if len(names) == 1:
+            namespace.entity_name = name
+            namespace.entity_default = name is None
 
 
 def parse_add_config(text: str) -> dict[str, str]:
@@ -162,11 +210,30 @@ async def _alter(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> 
     print(f"Completed updating {what}.", file=out)
 
 
-async def _users(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:
-    if args.entity_default:
-        raise CommandError("--entity-default is not supported for users' SCRAM credentials")
+def _is_quota_change(args: argparse.Namespace) -> bool:
+    """Whether a users/clients command is about quotas (every clients one is; a users
+    one when it names a client id too, a default user, or only quota keys)."""
+    if args.entity_types != [scram_configs.USERS] or args.entity_default:
+        return True
     if args.describe:
-        await scram_configs.describe(client, args.entity_name, out)
+        return False  # a user's description shows both
+    added, deleted = _edits(args)
+    keys = [*added, *deleted]
+    quota = [k for k in keys if k in quota_configs.QUOTA_KEYS]
+    if quota and len(quota) != len(keys):
+        raise CommandError("quota configs and SCRAM credentials cannot be altered together")
+    return bool(quota)
+
+
+async def _users_and_clients(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> None:
+    types, names = args.entity_types, args.entity_names
+    if args.describe:
+        await quota_configs.describe(client, types, names, out)
+        if types == [scram_configs.USERS] and not args.entity_default:
+            await scram_configs.describe(client, args.entity_name, out)
+    elif _is_quota_change(args):
+        added, deleted = _edits(args)
+        await quota_configs.alter(client, types, names, added, deleted, out)
     else:
         added, deleted = _edits(args)
         await scram_configs.alter(client, args.entity_name or "", added, deleted, out)
@@ -174,16 +241,31 @@ async def _users(client: KafkaClient, args: argparse.Namespace, out: TextIO) -> 
 
 async def main(args: argparse.Namespace, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # looked up now, not at import
-    users = args.entity_type == scram_configs.USERS
+    types = args.entity_types
+    quota_types = all(t in quota_configs.QUOTA_ENTITY_TYPES for t in types)
+    if len(types) > 1 and not quota_types:
+        raise CommandError("only --entity-type users and clients may be given together")
+    if len(args.entity_names) > len(types):
+        raise CommandError("one --entity-name or --entity-default per --entity-type")
     if args.zookeeper is not None:
-        if not users or args.entity_default:
-            raise CommandError("--zookeeper is only supported for users' SCRAM credentials")
+        if not quota_types:
+            raise CommandError(
+                "--zookeeper is only supported for users' SCRAM credentials and client quotas"
+            )
         added, deleted = _edits(args) if args.alter else ({}, [])
+        quota = _is_quota_change(args)
+        if quota or args.describe:  # a user's description shows both
+            change = (added, deleted) if args.alter else None
+            await quota_configs.through_zookeeper(
+                args.zookeeper, types, args.entity_names, change, out
+            )
+        if quota:
+            return
         await scram_configs.through_zookeeper(args, added, deleted, out)
         return
     async with admin_client(args) as client:
-        if users:
-            await _users(client, args, out)
+        if quota_types:
+            await _users_and_clients(client, args, out)
         else:
             await (_describe if args.describe else _alter)(client, args, out)
 

@@ -339,12 +339,18 @@ def encode_config_change(entity_path: str) -> bytes:
 
 def decode_config_change(data: bytes) -> tuple[str, str]:
     """(entity type, entity name) of a version-2 notification (``"topics/t"``,
-    ``"brokers/<default>"``); the name may not contain a slash (Kafka's rule)."""
+    ``"brokers/<default>"``); the name may not contain a slash (Kafka's rule), except a
+    user's client quota entity, ``users/<user>/clients/<client-id>``, whose name is
+    ``<user>/clients/<client-id>``."""
     entity_path = _loads(data, "config change notification").get("entity_path")
-    if not isinstance(entity_path, str) or entity_path.count("/") != 1:
+    if not isinstance(entity_path, str):
         raise ZkDataError(f"config change notification: bad entity_path in {data[:200]!r}")
-    entity_type, name = entity_path.split("/")
-    return entity_type, name
+    parts = entity_path.split("/")
+    if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients" and all(parts):
+        return parts[0], "/".join(parts[1:])
+    if len(parts) != 2:
+        raise ZkDataError(f"config change notification: bad entity_path in {data[:200]!r}")
+    return parts[0], parts[1]
 
 
 def encode_isr_change(partitions: Iterable[TopicPartition]) -> bytes:

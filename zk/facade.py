@@ -36,6 +36,7 @@ from zk import (
     acls,
     admin,
     brokers,
+    client_quotas,
     codec,
     configs,
     consumer_offsets,
@@ -57,6 +58,7 @@ from zk.model import (
     TopicAssignment,
     WriteResults,
 )
+from zk.quota_entities import EntityKey
 from zk.session import Watch, ZkSession
 
 P = ParamSpec("P")
@@ -245,6 +247,16 @@ class ZkFacade:
         self, user: str, upserts: Mapping[str, ScramCredential], deletions: Iterable[str]
     ) -> dict[str, ScramCredential]:
         return await self._run(scram.alter_user_credentials, user, dict(upserts), list(deletions))
+
+    # -- client quotas (zk.client_quotas) ------------------------------------------------------
+
+    async def get_all_client_quotas(self) -> dict[EntityKey, dict[str, float]]:
+        return await self._run(client_quotas.get_all_client_quotas)
+
+    async def alter_client_quotas(
+        self, entity: EntityKey, sets: Mapping[str, float], removals: Iterable[str]
+    ) -> dict[str, float]:
+        return await self._run(client_quotas.alter_client_quotas, entity, dict(sets), set(removals))
 
     # -- ACLs (zk.acls) -----------------------------------------------------------------------
 

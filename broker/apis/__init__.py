@@ -36,6 +36,7 @@ import protocol
 from broker.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     alter_user_scram_credentials,
@@ -49,6 +50,7 @@ from broker.apis import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -93,11 +95,13 @@ from broker.apis.services import (
     GroupAccess,
     HandlerServices,
     ProducerIds,
+    QuotaAdmin,
     ReplicaAccess,
     ScramAdmin,
     TopicAdmin,
     Transactions,
 )
+from broker.client_quotas.enforce import QuotaEnforcer
 from broker.metrics import BrokerMetrics
 from protocol import ApiKey, ErrorCode, Response, error_name
 from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
@@ -170,6 +174,9 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
             ScramAdmin, describe_user_scram_credentials.handle
         ),
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: route(ScramAdmin, alter_user_scram_credentials.handle),
+        # client quotas (broker.client_quotas)
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: route(QuotaAdmin, describe_client_quotas.handle),
+        ApiKey.ALTER_CLIENT_QUOTAS: route(QuotaAdmin, alter_client_quotas.handle),
         # consumer groups (broker.group)
         ApiKey.FIND_COORDINATOR: route(GroupAccess, find_coordinator.handle),
         ApiKey.JOIN_GROUP: route(GroupAccess, join_group.handle),
@@ -195,6 +202,10 @@ HANDLERS: Mapping[int, Route[Any]] = MappingProxyType(
         ApiKey.DELETE_ACLS: route(AclAdmin, delete_acls.handle),
     }
 )
+
+
+#: the APIs client quotas apply to (Produce: producer_byte_rate, Fetch: consumer_byte_rate)
+QUOTA_APIS: frozenset[int] = frozenset({ApiKey.PRODUCE, ApiKey.FETCH})
 
 
 #: the APIs Kafka authorizes as one operation on the cluster, refused whole (the
@@ -321,6 +332,10 @@ class KafkaApis:
         }
         self.gate = gate
         self.access = services.replicas.broker.access
+        #: client quotas on Produce and Fetch (broker.client_quotas.enforce)
+        self.quotas = QuotaEnforcer(
+            services.quotas.quotas, services.replicas.broker.clock.monotonic_ms
+        )
 
     async def handle(self, request: ListenerRequest[Any]) -> HandlerResult:
         """Route ``request`` (broker.network.Request) to its handler; unknown APIs and
@@ -347,7 +362,11 @@ class KafkaApis:
         ):
             return error_response(request.header, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         handle, services, _, _ = self._routes[api_key]
+        if api_key in QUOTA_APIS:
+            self.quotas.before(request)
         result = await handle(services, request)
+        if api_key in QUOTA_APIS:
+            result = self.quotas.apply(request, result)  # type: ignore[assignment]
         if api_key == ApiKey.UPDATE_METADATA and self.gate is not None:
             self.gate.check()  # the cache may now list this broker
         if isinstance(result, asyncio.Future):

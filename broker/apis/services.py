@@ -25,6 +25,7 @@ The families:
 ``Transactions``   AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
                    ListTransactions (broker.txn)
 ``ScramAdmin``     DescribeUserScramCredentials, AlterUserScramCredentials
+``QuotaAdmin``     DescribeClientQuotas, AlterClientQuotas
 ``AclAdmin``       CreateAcls, DescribeAcls, DeleteAcls (broker.auth)
 ``Advertised``     ApiVersions (``KafkaApis`` provides it: it is the table's own)
 =================  ==============================================================
@@ -60,6 +61,7 @@ from storage.topic_configs import TopicConfigs
 from timer.clock import Clock
 
 if TYPE_CHECKING:
+    from broker.client_quotas.manager import ClientQuotas
     from broker.config_changes import DynamicConfigApplier
     from broker.fetch_session import FetchSessionCache
     from broker.group.coordinator import GroupCoordinator
@@ -248,6 +250,16 @@ class ScramAdmin(Family):
 
 
 @dataclass(frozen=True, eq=False, slots=True)
+class QuotaAdmin(Family):
+    """Client quotas: ``quotas`` is the table this broker enforces (and what
+    DescribeClientQuotas reports); AlterClientQuotas, any broker's to serve (Kafka's
+    ZooKeeper mode), writes them in ``zk`` and into the table at once."""
+
+    zk: ZkFacade
+    quotas: ClientQuotas
+
+
+@dataclass(frozen=True, eq=False, slots=True)
 class AclAdmin(Family):
     """CreateAcls, DescribeAcls, DeleteAcls: the ACLs in ``zk`` (any broker writes them),
     this broker's authorizer (``broker.access``) answering and taking changes at once."""
@@ -275,6 +287,7 @@ class HandlerServices:
     scram: ScramAdmin
     transactions: Transactions
     acls: AclAdmin
+    quotas: QuotaAdmin
 
     def by_family(self) -> dict[type, object]:
         """Family class -> its instance, for building the handler table."""

@@ -168,6 +168,9 @@ class BrokerMetrics:
         self.zookeeper_connected = client.gauge(c.ZOOKEEPER_CONNECTED)
         self.replica_fetcher_max_lag = client.gauge(c.REPLICA_FETCHER_MAX_LAG)
         self.replication_throttled_rate = client.gauge(c.REPLICATION_THROTTLED_RATE)
+        self.client_quota_byte_rate = client.gauge(c.CLIENT_QUOTA_BYTE_RATE)
+        self.client_quota_throttle_time = client.histogram(c.CLIENT_QUOTA_THROTTLE_TIME)
+        self.client_quota_throttled = client.counter(c.CLIENT_QUOTA_THROTTLED_RESPONSES)
         # kazoo's thread observes this one
         self.zookeeper_request_latency = client.histogram(c.ZOOKEEPER_REQUEST_LATENCY)
         self.zookeeper_session_state = client.gauge(c.ZOOKEEPER_SESSION_STATE)

@@ -310,6 +310,30 @@ REPLICATION_THROTTLED_RATE = _gauge(
     operator=False,
 )
 
+# --- client quotas (broker.client_quotas) ----------------------------------------------------
+
+CLIENT_QUOTA_BYTE_RATE = _gauge(
+    "client_quota_bytes_per_second",
+    "Byte rate of a quota entity as its quota measures it, per quota type (produce, "
+    "fetch) and the entity's user and client-id tags (Kafka's byte-rate per quota entity)",
+    ("quota_type", "user", "client_id"),
+    operator=False,
+)
+CLIENT_QUOTA_THROTTLE_TIME = _histogram(
+    "client_quota_throttle_time_seconds",
+    "Throttle time of the responses a client quota throttled, per quota type "
+    "(Kafka's throttle-time)",
+    ("quota_type",),
+    DURATION_BUCKETS,
+    operator=False,
+)
+CLIENT_QUOTA_THROTTLED_RESPONSES = _counter(
+    "client_quota_throttled_responses",
+    "Responses answered with a throttle time by a client quota, per quota type",
+    ("quota_type",),
+    operator=False,
+)
+
 # --- per topic, beside the traffic counters above -------------------------------------------
 
 TOPIC_BYTES_REJECTED = _counter(

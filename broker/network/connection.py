@@ -91,6 +91,7 @@ class Connection:
         "sent_request",
         "sock",
         "state",
+        "throttled_until",
         "tls",
     )
 
@@ -132,6 +133,9 @@ class Connection:
         #: the SASL state on a SASL listener (``broker.security.sasl_authenticator``):
         #: it sees every frame first
         self.sasl: SaslAuthenticator | None = None
+        #: a client quota's throttle (KIP-219): until this time (the Processor's clock)
+        #: nothing more is read; 0 when not throttled (the Processor's timer clears it)
+        self.throttled_until = 0.0
 
     @property
     def muted(self) -> bool:
@@ -141,7 +145,10 @@ class Connection:
 
         Muted: a request of it waits for the request channel (BLOCKED: the broker is
         overloaded), waits to be answered before the next is read (SENDING, or a
-        request in the handlers that does not pipeline), or its pipeline is full."""
+        request in the handlers that does not pipeline), its pipeline is full, or a
+        client quota throttles it."""
+        if self.throttled_until:
+            return True
         state = self.state
         if state is ConnState.READING:
             return not self.has_room

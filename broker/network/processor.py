@@ -423,9 +423,11 @@ class Processor:
             if head is None:
                 break
             key, response = head
-            if response is None:
-                continue  # a request that gets no response keeps only its place
             request = key if isinstance(key, Request) else None
+            if response is None:
+                if request is not None and request.throttle_ms:
+                    self._throttle(conn, request.throttle_ms)  # acks=0: muted all the same
+                continue  # a request that gets no response keeps only its place
             try:
                 send = ResponseSend(self._codec.encode(response))
             except Exception as exc:  # an unencodable response is a bug; it costs one connection
@@ -480,6 +482,8 @@ class Processor:
                 request.metrics.response_time.observe(now - request.response_ready_at)
         conn.send = None
         conn.sent_request = None
+        if request is not None and request.throttle_ms:
+            self._throttle(conn, request.throttle_ms)
 
     def _resume(self, conn: Connection) -> None:
         """After writing: the newest request's answer is out (SENDING), or a slot of the
@@ -501,6 +505,28 @@ class Processor:
 
     # --- muting ---------------------------------------------------------------------------------
 
+    def _throttle(self, conn: Connection, delay_ms: int) -> None:
+        """A client quota's throttle (KIP-219): the response is out; read nothing more of
+        ``conn`` for ``delay_ms``, then resume as after any write."""
+        until = self._clock() + delay_ms / 1000.0
+        if until <= conn.throttled_until:
+            return  # a longer throttle is running
+        first = not conn.throttled_until
+        conn.throttled_until = until
+        if first:
+            self._loop.call_later(delay_ms / 1000.0, self._unthrottle, conn)
+
+    @_busy
+    def _unthrottle(self, conn: Connection) -> None:
+        if conn.state is ConnState.CLOSED:
+            return
+        left = conn.throttled_until - self._clock()
+        if left > 0.001:  # extended meanwhile
+            self._loop.call_later(left, self._unthrottle, conn)
+            return
+        conn.throttled_until = 0.0
+        self._resume(conn)
+
     def _watch(self, conn: Connection) -> None:
         """Register the reader of a connection that has none."""
         self._loop.add_reader(conn.fd, self._on_readable, conn)
@@ -520,6 +546,8 @@ class Processor:
             else:  # earlier responses still owed: read nothing, close once they are out
                 self._stop_watching(conn)
             return
+        if conn.throttled_until:
+            return  # a client quota's throttle: _unthrottle resumes it
         # Without room in the pipeline nothing changes: the connection stays muted by it
         # (lazily: module docstring). Room is asked only when there is something to do:
         # most often no frame is pending and the reader is still registered.

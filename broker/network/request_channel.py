@@ -69,6 +69,9 @@ class Request:
     #: its API's per-request metric cells, resolved by the Processor that read it (the
     #: handler pool resolves them by ``api_name`` for a request made without them)
     metrics: RequestMetrics | None = field(default=None, repr=False)
+    #: set by a client quota (broker.client_quotas.enforce): once the response is out,
+    #: the connection reads nothing for this long (ms)
+    throttle_ms: int = 0
 
     @property
     def api_key(self) -> int:

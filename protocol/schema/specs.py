@@ -1075,6 +1075,54 @@ MESSAGES: tuple[M, ...] = (
             )),
         )),
     )),
+    M("DescribeClientQuotasRequest", "request", 48, "0-1", "1+", (
+        F("Components", "[]ComponentData", "0+", fields=(
+            F("EntityType", "string", "0+"),
+            F("MatchType", "int8", "0+"),
+            F("Match", "string", "0+", nullable="0+"),
+        )),
+        F("Strict", "bool", "0+"),
+    )),
+    M("DescribeClientQuotasResponse", "response", 48, "0-1", "1+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("ErrorCode", "int16", "0+"),
+        F("ErrorMessage", "string", "0+", nullable="0+"),
+        F("Entries", "[]EntryData", "0+", nullable="0+", fields=(
+            F("Entity", "[]EntityData", "0+", fields=(
+                F("EntityType", "string", "0+"),
+                F("EntityName", "string", "0+", nullable="0+"),
+            )),
+            F("Values", "[]ValueData", "0+", fields=(
+                F("Key", "string", "0+"),
+                F("Value", "float64", "0+"),
+            )),
+        )),
+    )),
+    M("AlterClientQuotasRequest", "request", 49, "0-1", "1+", (
+        F("Entries", "[]EntryData", "0+", fields=(
+            F("Entity", "[]EntityData", "0+", fields=(
+                F("EntityType", "string", "0+"),
+                F("EntityName", "string", "0+", nullable="0+"),
+            )),
+            F("Ops", "[]OpData", "0+", fields=(
+                F("Key", "string", "0+"),
+                F("Value", "float64", "0+"),
+                F("Remove", "bool", "0+"),
+            )),
+        )),
+        F("ValidateOnly", "bool", "0+"),
+    )),
+    M("AlterClientQuotasResponse", "response", 49, "0-1", "1+", (
+        F("ThrottleTimeMs", "int32", "0+"),
+        F("Entries", "[]EntryData", "0+", fields=(
+            F("ErrorCode", "int16", "0+"),
+            F("ErrorMessage", "string", "0+", nullable="0+"),
+            F("Entity", "[]EntityData", "0+", fields=(
+                F("EntityType", "string", "0+"),
+                F("EntityName", "string", "0+", nullable="0+"),
+            )),
+        )),
+    )),
     M("DescribeUserScramCredentialsRequest", "request", 50, "0", "0+", (
         F("Users", "[]UserName", "0+", nullable="0+", fields=(
             F("Name", "string", "0+"),

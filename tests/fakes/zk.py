@@ -13,7 +13,9 @@ State a test seeds or inspects:
   ("topics", <t>) entity, as in /config/topics/<t>. ``config_changes`` lists the entities
   whose change was announced. SCRAM credentials live there too, as the ("users",
   <sanitized user>) entity; ``fail_credential_writes`` makes their writes raise
-  ConnectionError, as an unreachable ZooKeeper would.
+  ConnectionError, as an unreachable ZooKeeper would (client quota writes too). Client
+  quotas are keys of the ("users", <u>), ("users", "<u>/clients/<c>") and ("clients",
+  <c>) entities, as in zk.client_quotas.
 - ``queued_deletions`` (/admin/delete_topics), ``deleted_entries`` (entries the controller
   removed), ``deleted_topics`` ((topic, epoch zkVersion) whose znodes it removed).
 - producer-id blocks: ``claims`` (every block handed out), ``block_size`` (overrides the
@@ -45,6 +47,13 @@ from zk.errors import (
 )
 from zk.facade import ZkFacade
 from zk.model import TopicAssignment
+from zk.quota_entities import (
+    EntityKey,
+    entity_path,
+    parse_entity_path,
+    quotas_from_config,
+    updated_quota_config,
+)
 from zk.scram_codec import (
     USERS_ENTITY,
     credentials_from_config,
@@ -213,6 +222,28 @@ class FakeZk(ZkFacade):
         self.entity_configs[key] = updated_config(current, upserts, deletions)
         self.config_changes.append(f"{USERS_ENTITY}/{key[1]}")
         return credentials_from_config(self.entity_configs[key])[0]
+
+    async def get_all_client_quotas(self) -> dict[EntityKey, dict[str, float]]:
+        await asyncio.sleep(0)
+        found: dict[EntityKey, dict[str, float]] = {}
+        for (kind, name), config in self.entity_configs.items():
+            entity = parse_entity_path(kind, name)
+            quotas = quotas_from_config(config)
+            if entity is not None and quotas:
+                found[entity] = quotas
+        return found
+
+    async def alter_client_quotas(
+        self, entity: EntityKey, sets: Mapping[str, float], removals: Iterable[str]
+    ) -> dict[str, float]:
+        await asyncio.sleep(0)
+        if self.fail_credential_writes:
+            raise ConnectionError("ZooKeeper is unreachable (FakeZk.fail_credential_writes)")
+        kind, _, name = entity_path(entity).partition("/")
+        current = self.entity_configs.get((kind, name), {})
+        self.entity_configs[(kind, name)] = updated_quota_config(current, sets, set(removals))
+        self.config_changes.append(f"{kind}/{name}")
+        return quotas_from_config(self.entity_configs[(kind, name)])
 
     # -- topic deletion --------------------------------------------------------------------
 

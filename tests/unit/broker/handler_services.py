@@ -34,6 +34,7 @@ from broker.apis.services import (
     GroupAccess,
     HandlerServices,
     ProducerIds,
+    QuotaAdmin,
     ReplicaAccess,
     ScramAdmin,
     TopicAdmin,
@@ -41,6 +42,7 @@ from broker.apis.services import (
 )
 from broker.auth.access import AccessControl
 from broker.background import BackgroundTasks
+from broker.client_quotas.manager import ClientQuotas
 from broker.config import BrokerConfig
 from broker.config_changes import DynamicConfigApplier
 from broker.fetch_session import FetchSessionCache
@@ -51,6 +53,7 @@ from broker.security.credential_cache import ScramCredentialCache
 from controller.controller import KafkaController
 from protocol.values import TopicPartition
 from storage.topic_configs import TopicConfigs
+from tests.unit.broker.quota_doubles import RecordingObserver
 from tests.unit.controller_double import controller_double
 from timer.clock import Clock, MockClock
 
@@ -133,11 +136,13 @@ def handler_services(
     txn_coordinator: object | None = None,
     access: AccessControl | None = None,
     verifier: object | None = None,
+    quotas: ClientQuotas | None = None,
 ) -> HandlerServices:
     """Broker 0's handler families over the given doubles (the rest :class:`Unwired`).
     ``controller``: attached to the families' ControllerLink (tests.unit.controller_double);
     ``broker_epoch`` alone: registered at that epoch, not the controller;
-    ``credentials``: the SCRAM credential cache (an empty one unless given)."""
+    ``credentials``: the SCRAM credential cache (an empty one unless given);
+    ``quotas``: the client quota table (an empty one, 11 windows of 1 s, unless given)."""
     basics = BrokerBasics(
         broker_id=0,
         cluster_id=cluster_id,
@@ -159,6 +164,7 @@ def handler_services(
     store = _or_unwired(group_store, "group store")
     logs = _or_unwired(log_manager, "log manager")
     credentials = ScramCredentialCache() if credentials is None else credentials
+    quotas = ClientQuotas(11, 1000, RecordingObserver()) if quotas is None else quotas
     txns = _or_unwired(txn_coordinator, "transaction coordinator")
     return HandlerServices(
         replicas=ReplicaAccess(
@@ -195,7 +201,7 @@ def handler_services(
         configs=ConfigAdmin(
             basics,
             zk=zk_client,
-            applier=DynamicConfigApplier(basics, logs, credentials),
+            applier=DynamicConfigApplier(basics, logs, credentials, quotas),
         ),
         cluster=ClusterAdmin(basics, controller=link, log_manager=logs),
         producer_ids=ProducerIds(
@@ -204,6 +210,7 @@ def handler_services(
         scram=ScramAdmin(basics, zk=zk_client, controller=link, cache=credentials),
         transactions=Transactions(basics, coordinator=txns),
         acls=AclAdmin(basics, zk=zk_client),
+        quotas=QuotaAdmin(basics, zk=zk_client, quotas=quotas),
     )
 
 

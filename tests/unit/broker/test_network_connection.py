@@ -92,3 +92,12 @@ def test_a_blocked_or_answered_produce_holds_the_connection(conn: Connection) ->
     conn.in_flight = None
     conn.move(ConnState.SENDING)  # answered with nothing owed before: Kafka's rule
     assert conn.muted
+
+
+def test_a_throttled_connection_reads_nothing(conn: Connection) -> None:
+    conn.throttled_until = 12.5  # a client quota's throttle (KIP-219)
+    assert conn.muted  # READING with room, yet muted
+    take(conn, ApiKey.PRODUCE)
+    assert conn.reads_ahead and conn.muted  # not even ahead of its turn
+    conn.throttled_until = 0.0
+    assert not conn.muted

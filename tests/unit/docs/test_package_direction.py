@@ -136,6 +136,7 @@ ZK_BLOCKING = frozenset(
         "zk.isr_notifications",
         "zk.admin",
         "zk.scram",
+        "zk.client_quotas",
     }
 )
 

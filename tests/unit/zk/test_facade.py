@@ -17,6 +17,7 @@ from zk import (
     acls,
     admin,
     brokers,
+    client_quotas,
     configs,
     consumer_offsets,
     controller_election,
@@ -44,6 +45,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     isr_notifications,
     admin,
     scram,
+    client_quotas,
     transactions,
 )
 #: not family calls: the session's own life
