@@ -1,6 +1,9 @@
 """Write ``protocol/schema/specs.py`` from Kafka's JSON message specs.
 
-    python -m protocol.schema.generate SPEC_DIR  (Kafka's clients/src/main/resources/common/message)
+    python -m protocol.schema.generate SPEC_DIR [--add SPEC_FILE ...]
+        (SPEC_DIR: Kafka's clients/src/main/resources/common/message; ``--add``: a message's
+        spec from another copy of them, such as the one kafka-python bundles, for a message
+        SPEC_DIR lacks)
 
 The specs are reference data that stay outside the repository; what is committed is the
 generated declaration in this project's own compact form (``protocol.schema.model``),
@@ -106,8 +109,12 @@ def to_message(raw: dict[str, Any]) -> M:
     )
 
 
-def load_messages(spec_dir: Path) -> list[M]:
+def load_messages(spec_dir: Path, extra: list[Path] | None = None) -> list[M]:
+    """Every spec in ``spec_dir`` and the ``extra`` spec files, in the declaration's order;
+    a message ``spec_dir`` already holds is taken from there."""
     messages = [to_message(load_spec(p)) for p in sorted(spec_dir.glob("*.json"))]
+    have = {m.name for m in messages}
+    messages += [m for m in (to_message(load_spec(p)) for p in extra or []) if m.name not in have]
     order = {"header": 0, "request": 1, "response": 1, "data": 2}
     messages.sort(key=lambda m: (order[m.kind], m.api_key or 0, m.kind, m.name))
     return messages
@@ -158,9 +165,10 @@ def render(messages: list[M]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("spec_dir", type=Path)
+    parser.add_argument("--add", type=Path, nargs="*", default=[], metavar="SPEC_FILE")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
-    messages = load_messages(args.spec_dir)
+    messages = load_messages(args.spec_dir, args.add)
     args.output.write_text(render(messages))
     print(f"wrote {len(messages)} messages to {args.output}", file=sys.stderr)
     return 0

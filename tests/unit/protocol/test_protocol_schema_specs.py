@@ -4,11 +4,14 @@ field, and every declared message compiles at every one of its versions.
 The JSON specs are reference data outside the repository (Kafka's
 clients/src/main/resources/common/message, named by $KAFKA_MESSAGE_SPECS or kept in a
 ``shared/kafka-message-specs`` directory beside the checkout); the comparison is skipped when
-they are absent.
+they are absent. A declared message that directory lacks (the client quota APIs) is
+checked against the copy of Kafka's specs that kafka-python bundles, from which it was
+generated (``python -m protocol.schema.generate SPEC_DIR --add FILE ...``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -34,8 +37,26 @@ needs_specs = pytest.mark.skipif(SPEC_DIR is None, reason="Kafka's JSON message 
 DECLARED = {m.name: m for m in MESSAGES}
 
 
+def _bundled_specs() -> Path | None:
+    """kafka-python's copy of Kafka's JSON specs (a test dependency), if installed."""
+    found = importlib.util.find_spec("kafka")
+    if found is None or found.origin is None:
+        return None
+    path = Path(found.origin).parent / "protocol" / "schemas" / "resources"
+    return path if path.is_dir() else None
+
+
 def _spec_files() -> list[Path]:
     return sorted(SPEC_DIR.glob("*.json")) if SPEC_DIR else []
+
+
+def _added_spec_files() -> list[Path]:
+    """For each declared message the spec directory lacks, its spec in kafka-python's copy."""
+    bundled = _bundled_specs()
+    if SPEC_DIR is None or bundled is None:
+        return []
+    have = {p.stem for p in _spec_files()}
+    return [bundled / f"{name}.json" for name in sorted(DECLARED) if name not in have]
 
 
 def _check_fields(where: str, declared: tuple[F, ...], raw: list[dict[str, Any]]) -> None:
@@ -54,7 +75,7 @@ def _check_fields(where: str, declared: tuple[F, ...], raw: list[dict[str, Any]]
 
 
 @needs_specs
-@pytest.mark.parametrize("path", _spec_files(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", _spec_files() + _added_spec_files(), ids=lambda p: p.stem)
 def test_declared_schema_matches_the_json_spec(path: Path) -> None:
     raw = load_spec(path)
     declared: M = DECLARED[raw["name"]]
@@ -72,7 +93,7 @@ def test_declared_schema_matches_the_json_spec(path: Path) -> None:
 
 @needs_specs
 def test_every_spec_is_declared_once() -> None:
-    names = [load_spec(p)["name"] for p in _spec_files()]
+    names = [load_spec(p)["name"] for p in _spec_files() + _added_spec_files()]
     assert sorted(names) == sorted(DECLARED)
     assert len(MESSAGES) == len(DECLARED)
 
@@ -80,7 +101,7 @@ def test_every_spec_is_declared_once() -> None:
 @needs_specs
 def test_committed_declarations_are_the_generators_output() -> None:
     assert SPEC_DIR is not None
-    assert OUTPUT.read_text() == render(load_messages(SPEC_DIR))
+    assert OUTPUT.read_text() == render(load_messages(SPEC_DIR, _added_spec_files()))
 
 
 @pytest.mark.parametrize("name", sorted(MESSAGE_INFO))
