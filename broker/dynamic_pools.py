@@ -29,8 +29,9 @@ from broker.config import BrokerConfig
 from broker.metrics import BrokerMetrics
 from broker.network.socket_server import SocketServer
 from broker.replication import ReplicaFetcherManager
-from storage.cleaner_manager import CleanerScheduler, LogCleaner, resize_cleaner_threads
+from storage.cleaner_manager import LogCleaner, resize_cleaner_threads
 from storage.config import CleanerConfig
+from storage.scheduling import TaskScheduler
 from timer.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class PoolResizer:
         if cleaner_config != self._cleaner.config:
             current = self._cleaner.config
             self._cleaner.reconfigure(cleaner_config)
-            scheduler: CleanerScheduler = self._scheduler
+            scheduler: TaskScheduler = self._scheduler
             resize_cleaner_threads(scheduler, self._cleaner, current, cleaner_config)
 
     def watch(self, metrics: BrokerMetrics, sockets: SocketServer) -> None:

@@ -40,7 +40,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from protocol.values import TopicPartition
 from storage.checkpoint import CheckpointError, read_offset_checkpoint, write_offset_checkpoint
@@ -50,6 +49,7 @@ from storage.config import LONG_MAX, CleanerConfig
 from storage.errors import StorageError
 from storage.log import Log
 from storage.offset_map import OffsetMap
+from storage.scheduling import TaskScheduler
 
 log = logging.getLogger(__name__)
 
@@ -66,27 +66,8 @@ def cleaner_thread_count(config: CleanerConfig) -> int:
     return config.threads if config.enable else 0
 
 
-class _Cancellable(Protocol):
-    def cancel(self) -> object: ...
-
-
-class CleanerScheduler(Protocol):
-    """What resizing the cleaner threads needs of ``timer.Scheduler``."""
-
-    def schedule(
-        self,
-        name: str,
-        fn: Callable[[], object],
-        delay_ms: int,
-        period_ms: int | None = None,
-        blocking: bool = False,
-    ) -> object: ...
-
-    def task(self, name: str) -> _Cancellable | None: ...
-
-
 def resize_cleaner_threads(
-    scheduler: CleanerScheduler, cleaner: LogCleaner, old: CleanerConfig, new: CleanerConfig
+    scheduler: TaskScheduler, cleaner: LogCleaner, old: CleanerConfig, new: CleanerConfig
 ) -> None:
     """Bring the scheduled cleaner threads from ``old``'s to ``new``'s: the ones past the
     new count cancelled, the missing ones scheduled; a new backoff reschedules them all."""

@@ -38,7 +38,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from protocol.values import TopicPartition
 from storage.checkpoint import (
@@ -65,6 +65,7 @@ from storage.names import (
     parse_partition_dir,
     partition_dir_name,
 )
+from storage.scheduling import Scheduler
 from storage.topic_configs import TopicConfigs
 
 log = logging.getLogger(__name__)
@@ -72,19 +73,6 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 #: Producers silent this long are forgotten (producer.id.expiration.ms).
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
-
-
-class Scheduler(Protocol):
-    """What storage needs of ``timer.Scheduler``."""
-
-    def schedule(
-        self,
-        name: str,
-        fn: Callable[[], object],
-        delay_ms: int,
-        period_ms: int | None = None,
-        blocking: bool = False,
-    ) -> object: ...
 
 
 class TaskSpec(NamedTuple):
