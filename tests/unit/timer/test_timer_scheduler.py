@@ -14,14 +14,10 @@ import threading
 from collections.abc import AsyncIterator
 
 import pytest
+from timer_helpers import tick
 
 from tests.polling import until
 from timer import MockClock, Scheduler, SystemClock
-
-
-@pytest.fixture
-def clock() -> MockClock:
-    return MockClock(monotonic_ms=10_000)
 
 
 @pytest.fixture
@@ -30,11 +26,6 @@ async def scheduler(clock: MockClock) -> AsyncIterator[Scheduler]:
     scheduler.start()
     yield scheduler
     await scheduler.shutdown()
-
-
-def tick(scheduler: Scheduler, clock: MockClock, ms: int) -> None:
-    clock.advance(ms)
-    scheduler.advance_clock()
 
 
 async def test_periodic_task_runs_after_its_delay_then_every_period(

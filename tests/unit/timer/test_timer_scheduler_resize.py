@@ -8,14 +8,10 @@ import threading
 from collections.abc import AsyncIterator
 
 import pytest
+from timer_helpers import tick
 
 from tests.polling import until
 from timer import MockClock, Scheduler
-
-
-@pytest.fixture
-def clock() -> MockClock:
-    return MockClock(monotonic_ms=10_000)
 
 
 @pytest.fixture
@@ -24,11 +20,6 @@ async def scheduler(clock: MockClock) -> AsyncIterator[Scheduler]:
     scheduler.start()
     yield scheduler
     await scheduler.shutdown()
-
-
-def tick(scheduler: Scheduler, clock: MockClock, ms: int) -> None:
-    clock.advance(ms)
-    scheduler.advance_clock()
 
 
 async def test_a_grown_pool_runs_blocking_tasks_side_by_side(

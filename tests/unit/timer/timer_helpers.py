@@ -1,10 +1,10 @@
-"""Shared helpers for the timer tests: recording tasks and a bounded poll."""
+"""Shared helpers for the timer tests: recording tasks, and moving a Scheduler's mock time."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from timer import Clock, TimerTask
+from timer import Clock, MockClock, Scheduler, TimerTask
 
 
 class Recorder(TimerTask):
@@ -22,3 +22,9 @@ class Recorder(TimerTask):
 
     def run(self) -> None:
         self.log.append((self.name, self.clock.monotonic_ms(), self.expiration_ms))
+
+
+def tick(scheduler: Scheduler, clock: MockClock, ms: int) -> None:
+    """Advance the mock time by ``ms`` and let the scheduler run what that makes due."""
+    clock.advance(ms)
+    scheduler.advance_clock()
