@@ -37,11 +37,10 @@ from typing import Any
 import pytest
 
 from protocol import ApiKey, ErrorCode
-from protocol.messages import CreateTopicsRequest, DescribeProducersRequest
+from protocol.messages import DescribeProducersRequest
 from tests.integration.cluster import TestCluster, start_cluster
-from tools.certificates import CertificateAuthority
-from tools.cluster import ClusterLayout, LocalCluster
-from tools.zookeeper_server import ZooKeeperServer, free_port
+from tests.integration.secured_broker import start_secured_broker
+from tools.zookeeper_server import ZooKeeperServer
 from zk.scram import create_scram_user
 
 JS_DIR = Path(__file__).resolve().parents[1] / "js"
@@ -136,55 +135,20 @@ class Secured:
 def secured(
     zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Secured]:
-    directory = tmp_path_factory.mktemp("kafkajs-sasl")
-    ca = CertificateAuthority()
-    ca_path = directory / "ca.pem"
-    ca_path.write_bytes(ca.cert_pem)
-    keystore = directory / "broker.pem"
-    keystore.write_bytes(ca.issue("broker", hosts=["127.0.0.1", "localhost"]).keystore_pem)
-    zk_connect = f"{zookeeper.connect_string}/kafkajs-{uuid.uuid4().hex[:10]}"
-    create_scram_user(zk_connect, SCRAM_USER, SCRAM_PASSWORD, ["SCRAM-SHA-256"], 4096, 15)
-    names = ("PLAINTEXT", "CONTROLLER", "SASL_SSL")
-    ports = {name: free_port() for name in (*names, "metrics")}
-    listeners = ",".join(f"{name}://127.0.0.1:{ports[name]}" for name in names)
-    overrides = {
-        "zookeeper.connect": zk_connect,
-        "listeners": listeners,
-        "advertised.listeners": listeners,
-        "listener.security.protocol.map": ",".join(
-            f"{name}:{'PLAINTEXT' if name == 'CONTROLLER' else name}" for name in names
-        ),
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(keystore),
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(ca_path),
-        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
-        "group.initial.rebalance.delay.ms": "0",
-        "offsets.topic.num.partitions": "1",
-    }
-    layout = ClusterLayout(
-        directory=directory,
-        client_ports=(ports["PLAINTEXT"],),
-        control_ports=(ports["CONTROLLER"],),
-        metrics_ports=(ports["metrics"],),
-        zookeeper_connect=zk_connect,
-        overrides=tuple(overrides.items()),
+    broker = start_secured_broker(
+        zookeeper,
+        tmp_path_factory.mktemp("kafkajs-sasl"),
+        ("SASL_SSL",),
+        {
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        },
+        SASL_TOPIC,
+        1,
+        lambda zk: create_scram_user(zk, SCRAM_USER, SCRAM_PASSWORD, ["SCRAM-SHA-256"], 4096, 15),
     )
-    local = LocalCluster(layout)
-    local.start(timeout_s=60)
-    cluster = TestCluster(local, zk_connect)
-    try:
-        topic = CreateTopicsRequest.CreatableTopic(
-            name=SASL_TOPIC, num_partitions=1, replication_factor=1
-        )
-        body = CreateTopicsRequest(topics=[topic], timeout_ms=30_000, validate_only=False)
-        response = cluster.request(0, ApiKey.CREATE_TOPICS, 7, body)
-        assert [t.error_code for t in response.topics] == [ErrorCode.NONE]
-        yield Secured(f"127.0.0.1:{ports['SASL_SSL']}", ca_path.read_text())
-    finally:
-        cluster.close()
-        local.stop(grace_s=30)
+    for b in broker:
+        yield Secured(f"127.0.0.1:{b.ports['SASL_SSL']}", b.ca_path.read_text())
 
 
 # --- admin --------------------------------------------------------------------------------

@@ -40,7 +40,6 @@ import ssl
 import subprocess
 import time
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,12 +48,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from protocol import ApiKey, ErrorCode
-from protocol.messages import CreateTopicsRequest
 from tests.integration.cluster import TestCluster
-from tools.certificates import CertificateAuthority
-from tools.cluster import ClusterLayout, LocalCluster
-from tools.zookeeper_server import ZooKeeperServer, free_port
+from tests.integration.secured_broker import start_secured_broker
+from tools.zookeeper_server import ZooKeeperServer
 from zk.scram import create_scram_user
 
 pytestmark = pytest.mark.timeout(120)
@@ -168,63 +164,34 @@ class Matrix:
 @pytest.fixture(scope="module")
 def m(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Matrix]:
     directory = tmp_path_factory.mktemp("matrix")
-    ca = CertificateAuthority()
-    ca_path = directory / "ca.pem"
-    ca_path.write_bytes(ca.cert_pem)
-    keystore = directory / "broker.pem"
-    keystore.write_bytes(ca.issue("broker", hosts=["127.0.0.1", "localhost"]).keystore_pem)
-    certificates = {
-        client: ca.issue(name, client=True, organization="Matrix Tests").write(directory, client)
-        for client, name in COMMON_NAMES.items()
-    }
-    zk_connect = f"{zookeeper.connect_string}/matrix-{uuid.uuid4().hex[:10]}"
-    for mechanism, password in SCRAM_PASSWORDS.items():
-        create_scram_user(zk_connect, SCRAM_USER, password, [mechanism], 4096, 15)
-    names = ("PLAINTEXT", "CONTROLLER", "SASL_SSL", "SASL_PLAINTEXT", "SSL")
-    ports = {name: free_port() for name in (*names, "metrics")}
-    listeners = ",".join(f"{name}://127.0.0.1:{ports[name]}" for name in names)
-    overrides = {
-        "zookeeper.connect": zk_connect,
-        "listeners": listeners,
-        "advertised.listeners": listeners,
-        "listener.security.protocol.map": ",".join(
-            f"{name}:{'PLAINTEXT' if name == 'CONTROLLER' else name}" for name in names
-        ),
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(keystore),
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(ca_path),
-        "listener.name.ssl.ssl.client.auth": "required",
-        "listener.name.ssl.ssl.principal.mapping.rules": MAPPING,
-        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
-        "group.initial.rebalance.delay.ms": "0",
-        "offsets.topic.num.partitions": "1",
-    }
-    layout = ClusterLayout(
-        directory=directory,
-        client_ports=(ports["PLAINTEXT"],),
-        control_ports=(ports["CONTROLLER"],),
-        metrics_ports=(ports["metrics"],),
-        zookeeper_connect=zk_connect,
-        overrides=tuple(overrides.items()),
+
+    def users(zk_connect: str) -> None:
+        for mechanism, password in SCRAM_PASSWORDS.items():
+            create_scram_user(zk_connect, SCRAM_USER, password, [mechanism], 4096, 15)
+
+    broker = start_secured_broker(
+        zookeeper,
+        directory,
+        ("SASL_SSL", "SASL_PLAINTEXT", "SSL"),
+        {
+            "listener.name.ssl.ssl.client.auth": "required",
+            "listener.name.ssl.ssl.principal.mapping.rules": MAPPING,
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        },
+        TOPIC,
+        len(CLIENTS) * len(COMBINATIONS),
+        users,
     )
-    local = LocalCluster(layout)
-    local.start(timeout_s=60)
-    cluster = TestCluster(local, zk_connect)
-    try:
-        partitions = len(CLIENTS) * len(COMBINATIONS)
-        topic = CreateTopicsRequest.CreatableTopic(
-            name=TOPIC, num_partitions=partitions, replication_factor=1
-        )
-        body = CreateTopicsRequest(topics=[topic], timeout_ms=30_000, validate_only=False)
-        response = cluster.request(0, ApiKey.CREATE_TOPICS, 7, body)
-        assert [t.error_code for t in response.topics] == [ErrorCode.NONE]
-        yield Matrix(cluster, ports, ca_path, certificates)
-    finally:
-        cluster.close()
-        local.stop(grace_s=30)
+    for b in broker:
+        certificates = {
+            client: b.ca.issue(name, client=True, organization="Matrix Tests").write(
+                directory, client
+            )
+            for client, name in COMMON_NAMES.items()
+        }
+        yield Matrix(b.cluster, b.ports, b.ca_path, certificates)
 
 
 # --- the four clients: produce the case's values, then read them back --------------------
